@@ -1,0 +1,131 @@
+/* tsrnn configuration: the INI schema, defaults, --set overrides and validation.
+ *
+ * A run is described by one INI file (libinih) with the sections [data] [model] [training]
+ * [trainer] [output] [forecast]; option names are Darts' (DESIGN.md §6, README "Options").
+ * Values are resolved in this order, later wins:
+ *
+ *     built-in defaults  <  the INI file  <  --set section.key=value (in command-line order)
+ *
+ * Relative paths in the INI file resolve against the file's folder; relative paths given with
+ * --set resolve against the current directory. The resolved config stores absolute paths, so
+ * the text tsrnn_config_write() prints parses again to the same config from anywhere.
+ *
+ * Every error names where the bad value came from (`file:line` or the `--set` argument), the
+ * key, the value and what is accepted, and returns TSRNN_ERR_USAGE (exit code 2).
+ */
+#ifndef TSRNN_CONFIG_H
+#define TSRNN_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tsrnn/core.h"
+
+#define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
+#define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
+#define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
+#define TSRNN_CONFIG_MAX_KEYS 48  /* room in origins[] for the schema's keys */
+
+enum tsrnn_model_kind {
+    TSRNN_MODEL_RNN,
+    TSRNN_MODEL_LSTM,
+    TSRNN_MODEL_GRU,
+};
+
+enum tsrnn_scaler_kind {
+    TSRNN_SCALER_MINMAX,
+    TSRNN_SCALER_NONE,
+};
+
+enum tsrnn_accelerator {
+    TSRNN_ACCELERATOR_AUTO,
+    TSRNN_ACCELERATOR_CPU,
+    TSRNN_ACCELERATOR_GPU,
+};
+
+struct tsrnn_config {
+    /* [data] */
+    char data_path[PATH_MAX];
+    char time_col[TSRNN_NAME_MAX]; /* "" = no time column: integer index 0, 1, ... */
+    size_t value_col_count;        /* 0 = every column except time_col */
+    char value_cols[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
+    char split_after[64]; /* "" = not set; else a timestamp or index, inclusive */
+    double val_fraction;  /* 0 = not set */
+    enum tsrnn_scaler_kind scaler;
+
+    /* [model] */
+    enum tsrnn_model_kind model;
+    int hidden_dim;
+    int n_rnn_layers;
+    double dropout;
+    int training_length;
+    int input_chunk_length;
+    char init_weights[PATH_MAX]; /* "" = PyTorch default initialisation */
+
+    /* [training] */
+    int batch_size;
+    int n_epochs;
+    double lr;
+    uint64_t random_state;
+    bool shuffle;
+
+    /* [trainer] */
+    enum tsrnn_accelerator accelerator;
+    char devices[64]; /* "auto", "-1", "N" or "i,j,..." */
+    int num_threads;
+
+    /* [output] */
+    char work_dir[PATH_MAX];
+    char model_name[TSRNN_NAME_MAX];
+    bool force_reset;
+    bool save_checkpoints;
+    bool log_tensorboard;
+
+    /* [forecast] */
+    int forecast_n; /* key `n`; 0 = no forecast */
+
+    /* Where each key's value came from: "default", "file.ini:12" or "--set a.b=c";
+     * indexed like the schema (tsrnn_config_origin()). */
+    char origins[TSRNN_CONFIG_MAX_KEYS][TSRNN_ORIGIN_MAX];
+};
+
+/* Fills `cfg` with the built-in defaults (Darts' where Darts has one). The default work_dir is
+ * `darts_logs` in the current directory and the default model_name is Darts' timestamped
+ * "%Y-%m-%d_%H_%M_%S_torch_model_run_<pid>". */
+enum tsrnn_status tsrnn_config_init(struct tsrnn_config *cfg);
+
+/* Parses the INI file `ini_path` over the values already in `cfg`. A syntax error, unknown
+ * section or key, duplicate key or bad value stops at the first error. */
+enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *ini_path);
+
+/* Applies one `section.key=value` override, as given after --set. */
+enum tsrnn_status tsrnn_config_apply_override(struct tsrnn_config *cfg, const char *arg);
+
+/* Sets one key from its text, as the INI parser does; `origin` names where the text came
+ * from and `base_dir` is the folder relative paths resolve against. */
+enum tsrnn_status tsrnn_config_set(struct tsrnn_config *cfg, const char *section, const char *key,
+                                   const char *value, const char *origin, const char *base_dir);
+
+/* Checks what single keys cannot: training_length >= input_chunk_length, split_after and
+ * val_fraction not both set, the data file (and init_weights, when set) readable. */
+enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg);
+
+/* All of the above in order: init, parse_file, each override, validate. */
+enum tsrnn_status tsrnn_config_load(struct tsrnn_config *cfg, const char *ini_path,
+                                    const char *const *overrides, size_t override_count);
+
+/* Writes the whole resolved config, every key, as an INI file that parses back to the same
+ * values. */
+enum tsrnn_status tsrnn_config_write(const struct tsrnn_config *cfg, FILE *out);
+
+/* Where `section.key` got its value ("default", "file.ini:12", "--set ..."); NULL for a key
+ * that does not exist. */
+const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *section,
+                                const char *key);
+
+/* "RNN", "LSTM", "GRU". */
+const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind);
+
+#endif

@@ -1,0 +1,67 @@
+/* tsrnn core: status codes, the per-thread error message, and exit codes.
+ *
+ * Every library function that can fail returns an enum tsrnn_status. The site that fails
+ * writes one message with tsrnn_error() ("what, where, which value, what is accepted");
+ * callers pass the status up unchanged (TSRNN_TRY) and only a main() prints the message and
+ * turns the status into an exit code with tsrnn_status_exit_code(). Nothing in the library
+ * calls exit(), abort() or assert() on anything that input, a file, a peer or a device can
+ * cause.
+ */
+#ifndef TSRNN_CORE_H
+#define TSRNN_CORE_H
+
+#include <stddef.h>
+
+#define TSRNN_VERSION "0.1.0"
+
+enum tsrnn_status {
+    TSRNN_OK = 0,
+    TSRNN_ERR_USAGE,       /* bad command line or configuration (exit 2) */
+    TSRNN_ERR_DATA,        /* bad input data: CSV, weights, checkpoint (exit 2) */
+    TSRNN_ERR_IO,          /* a file could not be written or read at run time (exit 1) */
+    TSRNN_ERR_NOMEM,       /* an allocation failed (exit 1) */
+    TSRNN_ERR_NUMERIC,     /* NaN/inf appeared in training (exit 1) */
+    TSRNN_ERR_COMM,        /* a peer failed or timed out (exit 3) */
+    TSRNN_ERR_INTERRUPTED, /* SIGINT/SIGTERM asked us to stop (exit 130) */
+};
+
+/* Process exit codes (README "Exit codes"). 77 is used by tests only, for "skipped". */
+enum tsrnn_exit {
+    TSRNN_EXIT_OK = 0,
+    TSRNN_EXIT_RUNTIME = 1,
+    TSRNN_EXIT_USAGE = 2,
+    TSRNN_EXIT_PEER = 3,
+    TSRNN_EXIT_INTERRUPTED = 130,
+};
+
+/* Records `status` with a printf-style message for this thread and returns `status`, so a
+ * failing site reads `return tsrnn_error(TSRNN_ERR_USAGE, "...", ...);`. The message replaces
+ * any earlier one and is truncated to 2047 bytes. */
+enum tsrnn_status tsrnn_error(enum tsrnn_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* As tsrnn_error(), appending ": <strerror(errnum)>". */
+enum tsrnn_status tsrnn_error_errno(enum tsrnn_status status, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The message of this thread's last tsrnn_error(), or "" if there was none. */
+const char *tsrnn_last_error(void);
+
+/* Forgets this thread's message. */
+void tsrnn_error_clear(void);
+
+/* "ok", "usage error", ... for logs. */
+const char *tsrnn_status_name(enum tsrnn_status status);
+
+/* The documented process exit code for a status. */
+int tsrnn_status_exit_code(enum tsrnn_status status);
+
+/* Propagates a failing status to the caller. */
+#define TSRNN_TRY(expr)                                                                            \
+    do {                                                                                           \
+        enum tsrnn_status tsrnn_try_status_ = (expr);                                              \
+        if (tsrnn_try_status_ != TSRNN_OK)                                                         \
+            return tsrnn_try_status_;                                                              \
+    } while (0)
+
+#endif

@@ -1,0 +1,175 @@
+/* tsrnn data: a time series from CSV, its train/validation split, the MinMax scaler and
+ * Darts' training windows.
+ *
+ * Reference: Darts' TimeSeries.from_csv + split_after + Scaler + ShiftedTorchTrainingDataset
+ * (shared reference/darts-semantics.md §2, §5, §8). Shape letters: L points in a series,
+ * C components (value columns), T = training_length, N windows.
+ *
+ * Values are float32 like Darts' `.astype(np.float32)` series; the model trains in float32.
+ */
+#ifndef TSRNN_DATA_H
+#define TSRNN_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsrnn/config.h"
+#include "tsrnn/core.h"
+
+/* --- time stamps ---------------------------------------------------------------------- */
+
+/* How precisely a time column was written; a series keeps the finest seen, and formats its
+ * stamps (and later forecasts) with it. TSRNN_TIME_INDEX = no time column or an integer one. */
+enum tsrnn_time_unit {
+    TSRNN_TIME_INDEX,
+    TSRNN_TIME_YEAR,   /* YYYY */
+    TSRNN_TIME_MONTH,  /* YYYY-MM */
+    TSRNN_TIME_DAY,    /* YYYY-MM-DD (or YYYYMMDD) */
+    TSRNN_TIME_MINUTE, /* YYYY-MM-DD HH:MM (or T between date and time) */
+    TSRNN_TIME_SECOND, /* YYYY-MM-DD HH:MM:SS */
+};
+
+/* Parses a stamp in one of the formats above into seconds since 1970-01-01 00:00 (no time
+ * zone: stamps are naive, like pandas' without tz). Returns false for anything else, or for
+ * an impossible date (month 13, February 30). */
+bool tsrnn_time_parse(const char *text, int64_t *seconds, enum tsrnn_time_unit *unit);
+
+/* Formats `seconds` with `unit`'s format ("1959-01"); an integer for TSRNN_TIME_INDEX. */
+void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, size_t capacity);
+
+/* --- series ---------------------------------------------------------------------------- */
+
+struct tsrnn_series {
+    size_t length;          /* L */
+    size_t component_count; /* C */
+    float *values;          /* (L, C), row-major: values[t * C + c] */
+    int64_t *times;         /* (L): seconds, or the integer index */
+    enum tsrnn_time_unit time_unit;
+    char time_name[TSRNN_NAME_MAX];          /* "" without a time column */
+    char (*component_names)[TSRNN_NAME_MAX]; /* (C) */
+};
+
+/* Reads a CSV file: a header row, then one row per time step. `time_col` ("" = none: the
+ * index is 0, 1, ...) must hold strictly increasing stamps (tsrnn_time_parse() formats, or
+ * integers); `value_cols` (count 0 = every column but time_col) must hold finite numbers.
+ * A UTF-8 BOM and CRLF line ends are accepted; fields may be double-quoted.
+ * Errors are TSRNN_ERR_DATA with `path:line:column`; `origin` names the config entry that
+ * chose the columns, for a missing column. */
+enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char *path,
+                                        const char *time_col,
+                                        const char (*value_cols)[TSRNN_NAME_MAX],
+                                        size_t value_col_count, const char *origin);
+
+/* Frees what tsrnn_series_load_csv() allocated; accepts a zeroed series. */
+void tsrnn_series_finish(struct tsrnn_series *series);
+
+/* --- scaler ---------------------------------------------------------------------------- */
+
+/* sklearn's MinMaxScaler(feature_range=(0, 1)) per component, in float32 like sklearn on a
+ * float32 array: scale = 1 / (max - min) (a zero range counts as 1), offset = -min * scale,
+ * transform x * scale + offset, inverse (x - offset) / scale. An identity scaler
+ * (scale 1, offset 0) stands for `scaler = none`. */
+struct tsrnn_scaler {
+    size_t component_count;
+    float data_min[TSRNN_MAX_COMPONENTS];
+    float data_max[TSRNN_MAX_COMPONENTS];
+    float scale[TSRNN_MAX_COMPONENTS];
+    float offset[TSRNN_MAX_COMPONENTS];
+};
+
+/* Fits on `values` (L, C). */
+void tsrnn_scaler_fit(struct tsrnn_scaler *scaler, const float *values, size_t length,
+                      size_t component_count);
+
+/* scale 1, offset 0 (the data's min/max are still recorded for the summary). */
+void tsrnn_scaler_identity(struct tsrnn_scaler *scaler, const float *values, size_t length,
+                           size_t component_count);
+
+/* In place on (L, C) values. */
+void tsrnn_scaler_transform(const struct tsrnn_scaler *scaler, float *values, size_t length);
+void tsrnn_scaler_inverse(const struct tsrnn_scaler *scaler, float *values, size_t length);
+
+/* --- windows --------------------------------------------------------------------------- */
+
+/* Darts' ShiftedTorchTrainingDataset(input=output=T, shift=1) over one series part:
+ * sample i (0 = most recent) starts at s = L - T - 1 - i; its input is y[s .. s+T-1] and its
+ * target y[s+1 .. s+T]. A part of L points gives N = L - T samples. */
+struct tsrnn_windows {
+    const float *values; /* (L, C), not owned */
+    size_t length;       /* L */
+    size_t component_count;
+    size_t training_length; /* T */
+    size_t count;           /* N */
+};
+
+/* Sets up windows over `values`; L must be >= T + 1. */
+void tsrnn_windows_init(struct tsrnn_windows *w, const float *values, size_t length,
+                        size_t component_count, size_t training_length);
+
+/* The first point of sample `idx`'s input. */
+size_t tsrnn_windows_start(const struct tsrnn_windows *w, size_t idx);
+
+/* Copies samples idx[0..B) into input and target, each (B, T, C) row-major (batch_first). */
+void tsrnn_windows_gather(const struct tsrnn_windows *w, const size_t *idx, size_t batch_count,
+                          float *input, float *target);
+
+/* --- the dataset of a run -------------------------------------------------------------- */
+
+/* A loaded, split and scaled series with its training and validation windows: everything
+ * the trainer needs from [data] and [model] training_length. */
+struct tsrnn_dataset {
+    struct tsrnn_series series; /* original values, as read */
+    float *scaled;              /* (L, C): the whole series after the scaler */
+    size_t train_length;        /* points [0, train_length) train the model */
+    size_t val_length;          /* points [train_length, L) validate it; 0 = no validation */
+    struct tsrnn_scaler scaler; /* fitted on the training part only */
+    struct tsrnn_windows train;
+    struct tsrnn_windows val; /* count 0 without validation */
+};
+
+/* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last
+ * val_fraction of the points, fits the scaler on the training part, and builds the windows.
+ * Errors (TSRNN_ERR_DATA / TSRNN_ERR_USAGE) name the file, line or config entry. */
+enum tsrnn_status tsrnn_dataset_load(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg);
+
+/* Accepts a zeroed dataset. */
+void tsrnn_dataset_finish(struct tsrnn_dataset *ds);
+
+/* --- sampler --------------------------------------------------------------------------- */
+
+/* PyTorch DistributedSampler + DataLoader(drop_last=False) semantics, per epoch:
+ *   1. order = 0..N-1, shuffled (when `shuffle`) by tsrnn_rng_shuffle on stream
+ *      TSRNN_RNG_STREAM_SHUFFLE + epoch of `seed` (include/tsrnn/rng.h);
+ *   2. padded by wrap-around (order[0], order[1], ...) to a multiple of the world size W;
+ *   3. rank r takes positions r, r+W, r+2W, ...: ceil(N/W) samples;
+ *   4. those are cut into batches of `batch_size`, the last one smaller.
+ * Same (seed, epoch, N, W) -> same order on every platform. */
+struct tsrnn_sampler {
+    size_t sample_count; /* N */
+    size_t batch_size;
+    size_t rank, world_size;
+    uint64_t seed;
+    bool shuffle;
+    size_t *order;      /* (N) this epoch's permutation */
+    size_t *local;      /* (ceil(N/W)) this rank's samples, in order */
+    size_t local_count; /* ceil(N/W) */
+};
+
+enum tsrnn_status tsrnn_sampler_init(struct tsrnn_sampler *s, size_t sample_count,
+                                     size_t batch_size, bool shuffle, uint64_t seed, size_t rank,
+                                     size_t world_size);
+
+/* Accepts a zeroed sampler. */
+void tsrnn_sampler_finish(struct tsrnn_sampler *s);
+
+/* Computes the order of `epoch` (no allocation). */
+void tsrnn_sampler_set_epoch(struct tsrnn_sampler *s, uint64_t epoch);
+
+/* Batches per epoch on this rank: ceil(ceil(N/W) / batch_size). */
+size_t tsrnn_sampler_batch_count(const struct tsrnn_sampler *s);
+
+/* Sample indices of batch `batch_idx` of the current epoch; returns the batch's size. */
+size_t tsrnn_sampler_batch(const struct tsrnn_sampler *s, size_t batch_idx, const size_t **idx);
+
+#endif

@@ -1,0 +1,45 @@
+/* tsrnn's random numbers: one small, portable generator for everything random in a run.
+ *
+ * The generator is SplitMix64 (Steele, Lea, Flood 2014: state += 0x9E3779B97F4A7C15, then
+ * the variant-13 finaliser). It uses only 64-bit unsigned arithmetic, so the same seed gives
+ * the same numbers on every platform, compiler and world size. A run derives independent
+ * streams from one `random_state` (the Darts option) and a stream number:
+ *
+ *     state0 = mix(mix(random_state) + stream)
+ *
+ * Stream numbers are fixed below; the sampler's permutation for epoch e uses stream
+ * TSRNN_RNG_STREAM_SHUFFLE + e, so the order of an epoch does not depend on what ran before
+ * it (resume and multi-process runs reproduce it from (random_state, epoch) alone).
+ */
+#ifndef TSRNN_RNG_H
+#define TSRNN_RNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TSRNN_RNG_STREAM_INIT    UINT64_C(0)
+#define TSRNN_RNG_STREAM_SHUFFLE (UINT64_C(1) << 32)
+#define TSRNN_RNG_STREAM_DROPOUT (UINT64_C(2) << 32)
+
+struct tsrnn_rng {
+    uint64_t state;
+};
+
+/* Seeds `rng` for stream `stream` of `seed`. */
+void tsrnn_rng_init(struct tsrnn_rng *rng, uint64_t seed, uint64_t stream);
+
+/* The next 64 uniformly distributed bits. */
+uint64_t tsrnn_rng_next(struct tsrnn_rng *rng);
+
+/* A uniform integer in [0, bound), without modulo bias (rejection of the short last
+ * interval). `bound` must be >= 1. */
+uint64_t tsrnn_rng_below(struct tsrnn_rng *rng, uint64_t bound);
+
+/* A uniform float in [0, 1) with 24 random bits (every value a multiple of 2^-24). */
+float tsrnn_rng_uniform(struct tsrnn_rng *rng);
+
+/* Fisher-Yates shuffle of `idx[0..count)` in place, from the last position down:
+ * for i = count-1 .. 1, swap idx[i] with idx[below(i + 1)]. */
+void tsrnn_rng_shuffle(struct tsrnn_rng *rng, size_t *idx, size_t count);
+
+#endif

@@ -1,0 +1,87 @@
+/* The per-thread error message behind tsrnn_error() (include/tsrnn/core.h). */
+#include "tsrnn/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char error_message[2048];
+
+static void append_errno(int errnum)
+{
+    size_t used = strlen(error_message);
+    if (used < sizeof(error_message))
+        snprintf(error_message + used, sizeof(error_message) - used, ": %s", strerror(errnum));
+}
+
+enum tsrnn_status tsrnn_error(enum tsrnn_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_message, sizeof(error_message), fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+enum tsrnn_status tsrnn_error_errno(enum tsrnn_status status, int errnum, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_message, sizeof(error_message), fmt, ap);
+    va_end(ap);
+    append_errno(errnum);
+    return status;
+}
+
+const char *tsrnn_last_error(void)
+{
+    return error_message;
+}
+
+void tsrnn_error_clear(void)
+{
+    error_message[0] = '\0';
+}
+
+const char *tsrnn_status_name(enum tsrnn_status status)
+{
+    switch (status) {
+    case TSRNN_OK:
+        return "ok";
+    case TSRNN_ERR_USAGE:
+        return "usage error";
+    case TSRNN_ERR_DATA:
+        return "data error";
+    case TSRNN_ERR_IO:
+        return "I/O error";
+    case TSRNN_ERR_NOMEM:
+        return "out of memory";
+    case TSRNN_ERR_NUMERIC:
+        return "numeric error";
+    case TSRNN_ERR_COMM:
+        return "communication error";
+    case TSRNN_ERR_INTERRUPTED:
+        return "interrupted";
+    }
+    return "unknown status";
+}
+
+int tsrnn_status_exit_code(enum tsrnn_status status)
+{
+    switch (status) {
+    case TSRNN_OK:
+        return TSRNN_EXIT_OK;
+    case TSRNN_ERR_USAGE:
+    case TSRNN_ERR_DATA:
+        return TSRNN_EXIT_USAGE;
+    case TSRNN_ERR_COMM:
+        return TSRNN_EXIT_PEER;
+    case TSRNN_ERR_INTERRUPTED:
+        return TSRNN_EXIT_INTERRUPTED;
+    case TSRNN_ERR_IO:
+    case TSRNN_ERR_NOMEM:
+    case TSRNN_ERR_NUMERIC:
+        break;
+    }
+    return TSRNN_EXIT_RUNTIME;
+}

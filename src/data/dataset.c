@@ -1,0 +1,127 @@
+/* The dataset of a run: load, split, scale, window (include/tsrnn/data.h).
+ *
+ * Split rules (Darts): `split_after` keeps the given stamp in the training part (inclusive);
+ * a stamp between two points keeps every point up to it. `val_fraction` sends the last
+ * floor(L * val_fraction) points to validation. Each part builds its windows from its own
+ * points only, so each needs at least training_length + 1 of them.
+ */
+#include "tsrnn/data.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struct tsrnn_config *cfg,
+                                     size_t *train_length)
+{
+    const struct tsrnn_series *s = &ds->series;
+    const char *origin = tsrnn_config_origin(cfg, "data", "split_after");
+    int64_t point;
+    char first[64], last[64];
+
+    if (s->time_unit == TSRNN_TIME_INDEX) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(cfg->split_after, &end, 10);
+        if (errno != 0 || *end != '\0')
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [data] split_after = '%s': not an integer; the series has an "
+                               "integer index, so accepted: an index of the series",
+                               origin, cfg->split_after);
+        point = v;
+    } else {
+        enum tsrnn_time_unit unit;
+        if (!tsrnn_time_parse(cfg->split_after, &point, &unit))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [data] split_after = '%s': not a time stamp; accepted: YYYY, "
+                               "YYYY-MM, YYYY-MM-DD, YYYYMMDD, YYYY-MM-DD HH:MM[:SS]",
+                               origin, cfg->split_after);
+    }
+    size_t n = 0;
+    while (n < s->length && s->times[n] <= point)
+        n++;
+    tsrnn_time_format(s->times[0], s->time_unit, first, sizeof(first));
+    tsrnn_time_format(s->times[s->length - 1], s->time_unit, last, sizeof(last));
+    if (n == 0 || n == s->length)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [data] split_after = '%s' leaves %s; accepted: a point from %s "
+                           "up to, not including, %s",
+                           origin, cfg->split_after,
+                           n == 0 ? "no training points" : "no validation points", first, last);
+    *train_length = n;
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status check_part(const struct tsrnn_config *cfg, const char *part, size_t points,
+                                    const char *path)
+{
+    size_t need = (size_t)cfg->training_length + 1;
+    if (points >= need)
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_DATA,
+                       "%s: the %s has %zu points, but training_length = %d (%s) needs at least "
+                       "%zu to make one window; use a longer series or a smaller training_length",
+                       path, part, points, cfg->training_length,
+                       tsrnn_config_origin(cfg, "model", "training_length"), need);
+}
+
+static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    struct tsrnn_series *s = &ds->series;
+    TSRNN_TRY(tsrnn_series_load_csv(s, cfg->data_path, cfg->time_col, cfg->value_cols,
+                                    cfg->value_col_count,
+                                    tsrnn_config_origin(cfg, "data", "value_cols")));
+    TSRNN_TRY(check_part(cfg, "series", s->length, cfg->data_path));
+
+    ds->train_length = s->length;
+    if (cfg->split_after[0] != '\0') {
+        TSRNN_TRY(split_point(ds, cfg, &ds->train_length));
+    } else if (cfg->val_fraction > 0) {
+        size_t val = (size_t)((double)s->length * cfg->val_fraction);
+        if (val == 0)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [data] val_fraction = %g of %zu points leaves no validation "
+                               "point; accepted: at least 1/%zu",
+                               tsrnn_config_origin(cfg, "data", "val_fraction"), cfg->val_fraction,
+                               s->length, s->length);
+        ds->train_length = s->length - val;
+    }
+    ds->val_length = s->length - ds->train_length;
+    TSRNN_TRY(check_part(cfg, "training part", ds->train_length, cfg->data_path));
+    if (ds->val_length > 0)
+        TSRNN_TRY(check_part(cfg, "validation part", ds->val_length, cfg->data_path));
+
+    size_t C = s->component_count;
+    ds->scaled = malloc(s->length * C * sizeof(float));
+    if (ds->scaled == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu points", s->length);
+    memcpy(ds->scaled, s->values, s->length * C * sizeof(float));
+    if (cfg->scaler == TSRNN_SCALER_MINMAX)
+        tsrnn_scaler_fit(&ds->scaler, s->values, ds->train_length, C);
+    else
+        tsrnn_scaler_identity(&ds->scaler, s->values, ds->train_length, C);
+    tsrnn_scaler_transform(&ds->scaler, ds->scaled, s->length);
+
+    size_t T = (size_t)cfg->training_length;
+    tsrnn_windows_init(&ds->train, ds->scaled, ds->train_length, C, T);
+    tsrnn_windows_init(&ds->val, ds->scaled + ds->train_length * C, ds->val_length, C, T);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_dataset_load(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    memset(ds, 0, sizeof(*ds));
+    enum tsrnn_status status = build(ds, cfg);
+    if (status != TSRNN_OK)
+        tsrnn_dataset_finish(ds);
+    return status;
+}
+
+void tsrnn_dataset_finish(struct tsrnn_dataset *ds)
+{
+    if (ds == NULL)
+        return;
+    tsrnn_series_finish(&ds->series);
+    free(ds->scaled);
+    memset(ds, 0, sizeof(*ds));
+}

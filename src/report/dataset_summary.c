@@ -1,0 +1,61 @@
+/* The dataset summary a run prints before training (include/tsrnn/report.h). */
+#include "tsrnn/report.h"
+
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *tsrnn_report_path(const char *path)
+{
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL)
+        return path;
+    size_t n = strlen(cwd);
+    if (strncmp(path, cwd, n) == 0 && path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
+static void print_range(FILE *out, const struct tsrnn_series *s, size_t first, size_t count)
+{
+    char a[64], b[64];
+    tsrnn_time_format(s->times[first], s->time_unit, a, sizeof(a));
+    tsrnn_time_format(s->times[first + count - 1], s->time_unit, b, sizeof(b));
+    fprintf(out, "%s .. %s", a, b);
+}
+
+void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struct tsrnn_dataset *ds,
+                          const struct tsrnn_sampler *sampler)
+{
+    const struct tsrnn_series *s = &ds->series;
+
+    fprintf(out, "Data: %s: %zu points (", tsrnn_report_path(cfg->data_path), s->length);
+    print_range(out, s, 0, s->length);
+    fprintf(out, "), %zu component%s:", s->component_count, s->component_count == 1 ? "" : "s");
+    for (size_t c = 0; c < s->component_count; c++)
+        fprintf(out, " %s", s->component_names[c]);
+    fputc('\n', out);
+
+    if (ds->val_length > 0) {
+        fprintf(out, "Split: train %zu points (", ds->train_length);
+        print_range(out, s, 0, ds->train_length);
+        fprintf(out, "), val %zu points (", ds->val_length);
+        print_range(out, s, ds->train_length, ds->val_length);
+        fputs(")\n", out);
+    } else {
+        fprintf(out, "Split: train %zu points, no validation\n", ds->train_length);
+    }
+
+    fprintf(out, "Scaler: %s, fitted on the training part:",
+            cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none");
+    for (size_t c = 0; c < s->component_count; c++)
+        fprintf(out, " %s min %.9g max %.9g", s->component_names[c], ds->scaler.data_min[c],
+                ds->scaler.data_max[c]);
+    fputc('\n', out);
+
+    fprintf(out, "Windows: training_length %zu: %zu training samples, %zu validation samples\n",
+            ds->train.training_length, ds->train.count, ds->val.count);
+    fprintf(out, "Batches: %zu per epoch at batch_size %zu (rank %zu of %zu, shuffle %s)\n",
+            tsrnn_sampler_batch_count(sampler), sampler->batch_size, sampler->rank,
+            sampler->world_size, sampler->shuffle ? "on" : "off");
+}
