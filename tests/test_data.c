@@ -1,0 +1,356 @@
+/* Data pipeline: time stamps, CSV series, the AirPassengers split, scaler and windows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tsrnn/config.h"
+#include "tsrnn/data.h"
+
+static char *example_ini(void)
+{
+    static char path[4096];
+    snprintf(path, sizeof(path), "%s/examples/air_passengers.ini", tu_env("TSRNN_SOURCE_ROOT"));
+    return path;
+}
+
+static void format_at(const struct tsrnn_series *s, size_t t, char *out)
+{
+    tsrnn_time_format(s->times[t], s->time_unit, out, 64);
+}
+
+static void test_time_parse_and_format(void **state)
+{
+    (void)state;
+    int64_t sec, sec2;
+    enum tsrnn_time_unit unit;
+    char buf[64];
+
+    assert_true(tsrnn_time_parse("1970-01-01", &sec, &unit));
+    assert_int_equal(sec, 0);
+    assert_int_equal(unit, TSRNN_TIME_DAY);
+    assert_true(tsrnn_time_parse("1959-01", &sec, &unit));
+    assert_int_equal(unit, TSRNN_TIME_MONTH);
+    assert_int_equal(sec, -347155200); /* pd.Timestamp("1959-01-01").value // 10**9 */
+    assert_true(tsrnn_time_parse("19590101", &sec2, &unit));
+    assert_int_equal(sec2, sec);
+    assert_true(tsrnn_time_parse("1959", &sec2, &unit));
+    assert_int_equal(unit, TSRNN_TIME_YEAR);
+    assert_int_equal(sec2, sec);
+    assert_true(tsrnn_time_parse("2000-02-29 23:59:58", &sec, &unit));
+    assert_int_equal(unit, TSRNN_TIME_SECOND);
+    assert_int_equal(sec, 951868798);
+    tsrnn_time_format(sec, unit, buf, sizeof(buf));
+    assert_string_equal(buf, "2000-02-29 23:59:58");
+    assert_true(tsrnn_time_parse("2024-03-10T04:05", &sec, &unit));
+    assert_int_equal(unit, TSRNN_TIME_MINUTE);
+    tsrnn_time_format(sec, unit, buf, sizeof(buf));
+    assert_string_equal(buf, "2024-03-10 04:05");
+    assert_true(tsrnn_time_parse("1900-03-01", &sec, &unit));
+    assert_int_equal(sec, -2203891200);
+    tsrnn_time_format(sec, TSRNN_TIME_DAY, buf, sizeof(buf));
+    assert_string_equal(buf, "1900-03-01");
+
+    const char *bad[] = { "1959-13", "1959-02-29",       "1900-02-29", "1959-1",
+                          "59-01",   "1959-01-01 25:00", "1959/01/01", "abc",
+                          "",        "1959-01-01 10",    "1959-01x" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(tsrnn_time_parse(bad[i], &sec, &unit));
+}
+
+static void test_air_passengers_series(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/examples/data/air_passengers.csv",
+             tu_env("TSRNN_SOURCE_ROOT"));
+    char cols[1][TSRNN_NAME_MAX] = { "#Passengers" };
+    struct tsrnn_series s;
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", cols, 1, "test"), TSRNN_OK);
+    assert_int_equal(s.length, 144);
+    assert_int_equal(s.component_count, 1);
+    assert_int_equal(s.time_unit, TSRNN_TIME_MONTH);
+    assert_string_equal(s.component_names[0], "#Passengers");
+    assert_true(s.values[0] == 112.0f);
+    assert_true(s.values[143] == 432.0f);
+    double sum = 0;
+    for (size_t t = 0; t < s.length; t++)
+        sum += s.values[t];
+    assert_true(sum == 40363.0);
+    char buf[64];
+    format_at(&s, 0, buf);
+    assert_string_equal(buf, "1949-01");
+    format_at(&s, 143, buf);
+    assert_string_equal(buf, "1960-12");
+    tsrnn_series_finish(&s);
+    tsrnn_series_finish(&s); /* finish twice is harmless */
+}
+
+static void test_air_passengers_dataset(void **state)
+{
+    (void)state;
+    struct tsrnn_config *cfg = malloc(sizeof(*cfg));
+    struct tsrnn_dataset ds;
+    char buf[64];
+    assert_int_equal(tsrnn_config_load(cfg, example_ini(), NULL, 0), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
+
+    /* Darts: split_after(1959-01-01) keeps 1959-01 in the training part. */
+    assert_int_equal(ds.train_length, 121);
+    assert_int_equal(ds.val_length, 23);
+    format_at(&ds.series, ds.train_length - 1, buf);
+    assert_string_equal(buf, "1959-01");
+    format_at(&ds.series, ds.train_length, buf);
+    assert_string_equal(buf, "1959-02");
+
+    /* L - T samples per part */
+    assert_int_equal(ds.train.count, 101);
+    assert_int_equal(ds.val.count, 3);
+
+    /* MinMax fitted on the training part: min 104 (1949-11), max 505 (1958-08). */
+    assert_true(ds.scaler.data_min[0] == 104.0f);
+    assert_true(ds.scaler.data_max[0] == 505.0f);
+    assert_true(ds.scaler.scale[0] == 1.0f / 401.0f);
+    assert_true(ds.scaler.offset[0] == 0.0f - 104.0f * (1.0f / 401.0f));
+    assert_true(ds.scaled[10] == 0.0f); /* the minimum, 1949-11 */
+    /* first val point 342 -> (342-104)/401 = 0.5935..., computed in float32 as sklearn */
+    float first_val = ds.scaled[121];
+    assert_float_equal(first_val, 0.59351621f, 1e-7);
+    /* full-series max 622 (1960-07) is beyond the fitted range: 1.2918 */
+    assert_float_equal(ds.scaled[138], 1.29177057f, 1e-6);
+
+    /* Train sample 0 (most recent): input 1957-05..1958-12, target 1957-06..1959-01. */
+    size_t s0 = tsrnn_windows_start(&ds.train, 0);
+    format_at(&ds.series, s0, buf);
+    assert_string_equal(buf, "1957-05");
+    format_at(&ds.series, s0 + 19, buf);
+    assert_string_equal(buf, "1958-12");
+    /* Last train sample: input 1949-01..1950-08, target 1949-02..1950-09. */
+    assert_int_equal(tsrnn_windows_start(&ds.train, 100), 0);
+
+    size_t idx[2] = { 0, 100 };
+    float input[2 * 20], target[2 * 20];
+    tsrnn_windows_gather(&ds.train, idx, 2, input, target);
+    for (size_t t = 0; t < 20; t++) {
+        assert_true(input[t] == ds.scaled[100 + t]);
+        assert_true(target[t] == ds.scaled[101 + t]);
+        assert_true(input[20 + t] == ds.scaled[t]);
+        assert_true(target[20 + t] == ds.scaled[1 + t]);
+    }
+    assert_true(target[19] == ds.scaled[120]); /* 1959-01 = 360 */
+    assert_float_equal(target[19] * 401.0f + 104.0f, 360.0f, 1e-3);
+    assert_true(input[20] == ds.scaled[0]); /* 1949-01 = 112 */
+
+    /* Validation windows come from the 23 validation points alone. */
+    size_t v0 = tsrnn_windows_start(&ds.val, 0);
+    assert_int_equal(v0, 2);
+    format_at(&ds.series, ds.train_length + v0, buf);
+    assert_string_equal(buf, "1959-04");
+    size_t vidx[1] = { 2 };
+    tsrnn_windows_gather(&ds.val, vidx, 1, input, target);
+    assert_true(input[0] == ds.scaled[121]);
+    assert_true(target[19] == ds.scaled[121 + 20]);
+
+    tsrnn_dataset_finish(&ds);
+    free(cfg);
+}
+
+static void test_scaler_round_trip(void **state)
+{
+    (void)state;
+    /* two components, one constant (zero range counts as 1) */
+    float values[] = { 3, 7, -1, 7, 5, 7, 2.5f, 7 };
+    float copy[8];
+    struct tsrnn_scaler sc;
+    tsrnn_scaler_fit(&sc, values, 4, 2);
+    assert_true(sc.data_min[0] == -1.0f && sc.data_max[0] == 5.0f);
+    assert_true(sc.data_min[1] == 7.0f && sc.data_max[1] == 7.0f);
+    assert_true(sc.scale[1] == 1.0f);
+    memcpy(copy, values, sizeof(copy));
+    tsrnn_scaler_transform(&sc, copy, 4);
+    assert_float_equal(copy[0], 4.0f / 6.0f, 1e-7);
+    assert_true(copy[2] == 0.0f);
+    assert_float_equal(copy[4], 1.0f, 1e-7);
+    for (int t = 0; t < 4; t++)
+        assert_true(copy[2 * t + 1] == 0.0f);
+    tsrnn_scaler_inverse(&sc, copy, 4);
+    for (int i = 0; i < 8; i++)
+        assert_float_equal(copy[i], values[i], 1e-6);
+
+    /* AirPassengers: every value comes back within float32 rounding (relative 1e-6). */
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/examples/data/air_passengers.csv",
+             tu_env("TSRNN_SOURCE_ROOT"));
+    struct tsrnn_series s;
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0, "test"), TSRNN_OK);
+    float *x = malloc(s.length * sizeof(float));
+    memcpy(x, s.values, s.length * sizeof(float));
+    tsrnn_scaler_fit(&sc, s.values, 121, 1);
+    tsrnn_scaler_transform(&sc, x, s.length);
+    tsrnn_scaler_inverse(&sc, x, s.length);
+    for (size_t t = 0; t < s.length; t++)
+        assert_float_equal(x[t], s.values[t], 1e-6 * s.values[t]);
+    free(x);
+    tsrnn_series_finish(&s);
+}
+
+static void test_csv_bom_crlf_quotes(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    const char *path = tu_write(dir, "s.csv",
+                                "\xEF\xBB\xBF"
+                                "\"Month\",\"a,b\",c\r\n"
+                                "2001-01,1.5,\"-2\"\r\n"
+                                "\r\n"
+                                "2001-02, 2.5 ,3e1\r\n"
+                                "2001-03,\"4\",0x10\r\n");
+    struct tsrnn_series s;
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0, "test"), TSRNN_OK);
+    assert_int_equal(s.length, 3);
+    assert_int_equal(s.component_count, 2);
+    assert_string_equal(s.time_name, "Month");
+    assert_string_equal(s.component_names[0], "a,b");
+    assert_string_equal(s.component_names[1], "c");
+    float expected[] = { 1.5f, -2, 2.5f, 30, 4, 16 };
+    assert_memory_equal(s.values, expected, sizeof(expected));
+    tsrnn_series_finish(&s);
+
+    /* no time column: index 0..L-1; an integer time column stays an integer index */
+    path = tu_write(dir, "i.csv", "step,v\n10,1\n11,2\n13,3\n");
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "step", NULL, 0, "test"), TSRNN_OK);
+    assert_int_equal(s.time_unit, TSRNN_TIME_INDEX);
+    assert_int_equal(s.times[2], 13);
+    tsrnn_series_finish(&s);
+    char only_v[1][TSRNN_NAME_MAX] = { "v" };
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "", only_v, 1, "test"), TSRNN_OK);
+    assert_int_equal(s.times[2], 2);
+    tsrnn_series_finish(&s);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+struct csv_case {
+    const char *text;
+    const char *expect[3];
+};
+
+static void test_csv_errors(void **state)
+{
+    (void)state;
+    static const struct csv_case cases[] = {
+        { "Month,v\n2001-01,1\n2001-02,\n", { "s.csv:3:9:", "column 'v'", "empty value" } },
+        { "Month,v\n2001-01,1\n2001-02,abc\n", { "s.csv:3:9:", "'abc' is not a number" } },
+        { "Month,v\n2001-01,nan\n", { "s.csv:2:9:", "'nan'", "not a finite" } },
+        { "Month,v\n2001-01,-inf\n", { "s.csv:2:9:", "'-inf'", "not a finite" } },
+        { "Month,v\n2001-01,1e39\n", { "s.csv:2:9:", "'1e39'", "float32" } },
+        { "Month,v\n2001-01,1\n2001-01,2\n", { "s.csv:3:1:", "'2001-01' repeats", "line 2" } },
+        { "Month,v\n2001-02,1\n2001-01,2\n",
+          { "s.csv:3:1:", "comes before", "strictly increase" } },
+        { "Month,v\n2001-01,1\n2001-02,2,3\n", { "s.csv:3:", "3 fields", "header has 2" } },
+        { "Month,v\n2001-01,1\n2001-02\n", { "s.csv:3:", "1 fields", "header has 2" } },
+        { "Month,v\n2001-13,1\n", { "s.csv:2:1:", "'2001-13' is not a time stamp", "YYYY-MM" } },
+        { "Month,v\n2001-01,\"1\n", { "s.csv:2:9:", "unterminated quoted field" } },
+        { "Month,v,v\n2001-01,1,2\n", { "s.csv:1:9:", "duplicate column name 'v'" } },
+        { "", { "s.csv", "empty" } },
+    };
+    char *dir = tu_mkdtemp();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *path = tu_write(dir, "s.csv", cases[i].text);
+        struct tsrnn_series s;
+        enum tsrnn_status status = tsrnn_series_load_csv(&s, path, "Month", NULL, 0, "test");
+        if (status != TSRNN_ERR_DATA)
+            fail_msg("case %zu: status %d, message '%s'", i, status, tsrnn_last_error());
+        for (size_t k = 0; k < 3 && cases[i].expect[k]; k++)
+            if (strstr(tsrnn_last_error(), cases[i].expect[k]) == NULL)
+                fail_msg("case %zu: '%s' not in '%s'", i, cases[i].expect[k], tsrnn_last_error());
+        assert_null(s.values); /* nothing half-loaded */
+    }
+
+    /* missing columns name the config entry and list what the file has */
+    const char *path = tu_write(dir, "s.csv", "Month,#Passengers\n2001-01,1\n");
+    struct tsrnn_series s;
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Date", NULL, 0, "x.ini:3"), TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "x.ini:3: time column 'Date' is not in"));
+    assert_non_null(strstr(tsrnn_last_error(), "'Month', '#Passengers'"));
+    char cols[1][TSRNN_NAME_MAX] = { "Passengers" };
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", cols, 1, "x.ini:4"), TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "x.ini:4: value column 'Passengers' is not in"));
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_split_rules(void **state)
+{
+    (void)state;
+    struct tsrnn_config *cfg = malloc(sizeof(*cfg));
+    struct tsrnn_dataset ds;
+    const char *base = example_ini();
+
+    /* val_fraction: the last floor(144 * 0.16) = 23 points */
+    const char *frac[] = { "data.split_after=", "data.val_fraction=0.16" };
+    assert_int_equal(tsrnn_config_load(cfg, base, frac, 2), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
+    assert_int_equal(ds.train_length, 121);
+    assert_int_equal(ds.val_length, 23);
+    tsrnn_dataset_finish(&ds);
+
+    /* a stamp between points keeps every point up to it; YYYYMMDD as pd.Timestamp */
+    const char *mid[] = { "data.split_after=19590115" };
+    assert_int_equal(tsrnn_config_load(cfg, base, mid, 1), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
+    assert_int_equal(ds.train_length, 121);
+    tsrnn_dataset_finish(&ds);
+
+    /* no split: everything trains, no validation */
+    const char *none[] = { "data.split_after=" };
+    assert_int_equal(tsrnn_config_load(cfg, base, none, 1), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
+    assert_int_equal(ds.train.count, 124);
+    assert_int_equal(ds.val.count, 0);
+    tsrnn_dataset_finish(&ds);
+
+    /* a split with too short a validation part, or outside the series */
+    const char *late[] = { "data.split_after=1959-06" };
+    assert_int_equal(tsrnn_config_load(cfg, base, late, 1), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "validation part has 18 points"));
+    assert_non_null(strstr(tsrnn_last_error(), "needs at least 21"));
+    const char *after[] = { "data.split_after=1961-01" };
+    assert_int_equal(tsrnn_config_load(cfg, base, after, 1), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_ERR_USAGE);
+    assert_non_null(strstr(tsrnn_last_error(), "--set data.split_after=1961-01"));
+    assert_non_null(strstr(tsrnn_last_error(), "no validation points"));
+    const char *garbage[] = { "data.split_after=soon" };
+    assert_int_equal(tsrnn_config_load(cfg, base, garbage, 1), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_ERR_USAGE);
+    assert_non_null(strstr(tsrnn_last_error(), "'soon': not a time stamp"));
+
+    /* fewer rows than training_length + 1 */
+    const char *long_t[] = { "model.training_length=144", "data.split_after=" };
+    assert_int_equal(tsrnn_config_load(cfg, base, long_t, 2), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "series has 144 points"));
+    assert_non_null(strstr(tsrnn_last_error(), "needs at least 145"));
+    free(cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_time_parse_and_format),
+        cmocka_unit_test(test_air_passengers_series),
+        cmocka_unit_test(test_air_passengers_dataset),
+        cmocka_unit_test(test_scaler_round_trip),
+        cmocka_unit_test(test_csv_bom_crlf_quotes),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_split_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,271 @@
+/* tsrnn-worker as a user runs it: the real binary, real files, exit codes and messages. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+static struct tu_result result;
+
+static const char *worker(void)
+{
+    return tu_env("TSRNN_WORKER");
+}
+
+static const char *example(void)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/examples/air_passengers.ini", tu_env("TSRNN_SOURCE_ROOT"));
+    return path;
+}
+
+static void run(const char *const argv[])
+{
+    assert_int_equal(tu_run(argv, 20, &result), 0);
+    assert_false(result.timed_out);
+}
+
+static void expect_in(const char *haystack, const char *needle)
+{
+    if (strstr(haystack, needle) == NULL)
+        fail_msg("expected '%s' in:\n%s", needle, haystack);
+}
+
+static void test_air_passengers_summary(void **state)
+{
+    (void)state;
+    const char *argv[] = { worker(), example(), NULL };
+    run(argv);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "144 points (1949-01 .. 1960-12)");
+    expect_in(result.out, "train 121 points (1949-01 .. 1959-01)");
+    expect_in(result.out, "val 23 points (1959-02 .. 1960-12)");
+    expect_in(result.out, "#Passengers min 104 max 505");
+    expect_in(result.out, "101 training samples, 3 validation samples");
+    expect_in(result.out, "7 per epoch at batch_size 16");
+    assert_string_equal(result.err, "");
+}
+
+static void test_set_precedence(void **state)
+{
+    (void)state;
+    const char *one[] = { worker(), "--set", "training.batch_size=32", example(), NULL };
+    run(one);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "4 per epoch at batch_size 32"); /* ceil(101 / 32) */
+    const char *two[] = { worker(),  "-s", "training.batch_size=8", "--set=training.batch_size=50",
+                          example(), NULL };
+    run(two);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "3 per epoch at batch_size 50"); /* the later --set wins */
+    const char *split[] = { worker(), "--set", "data.split_after=1958-12", example(), NULL };
+    run(split);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "train 120 points");
+    expect_in(result.out, "100 training samples, 4 validation samples");
+}
+
+static void test_print_config_round_trip(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    const char *argv[] = { worker(), "--print-config", "--set", "model.hidden_dim=33", example(),
+                           NULL };
+    run(argv);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "hidden_dim = 33\n");
+    expect_in(result.out, "split_after = 1959-01\n");
+    char *first = strdup(strchr(result.out, '\n') + 1); /* after the comment line */
+    char ini[PATH_MAX];
+    snprintf(ini, sizeof(ini), "%s", tu_write(dir, "resolved.ini", result.out));
+    const char *again[] = { worker(), "--print-config", ini, NULL };
+    run(again);
+    assert_int_equal(result.exit_code, 0);
+    assert_string_equal(strchr(result.out, '\n') + 1, first);
+    /* and the resolved file trains on the same data from any folder */
+    const char *summary[] = { worker(), ini, NULL };
+    run(summary);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "101 training samples, 3 validation samples");
+    free(first);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    const char *help[] = { worker(), "--help", NULL };
+    run(help);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "Usage: tsrnn-worker");
+    const char *version[] = { worker(), "--version", NULL };
+    run(version);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "tsrnn-worker 0.1.0");
+    const char *none[] = { worker(), NULL };
+    run(none);
+    assert_int_equal(result.exit_code, 2);
+    expect_in(result.err, "expected one config file");
+    const char *unknown[] = { worker(), "--frobnicate", example(), NULL };
+    run(unknown);
+    assert_int_equal(result.exit_code, 2);
+    const char *missing[] = { worker(), "/nonexistent/x.ini", NULL };
+    run(missing);
+    assert_int_equal(result.exit_code, 2);
+    expect_in(result.err, "cannot open config file /nonexistent/x.ini: No such file");
+    const char *dir_ini[] = { worker(), "/tmp", NULL };
+    run(dir_ini);
+    assert_int_equal(result.exit_code, 2);
+    expect_in(result.err, "cannot read config file /tmp: Is a directory");
+    const char *bad_set[] = { worker(), "--set", "hidden_dim=3", example(), NULL };
+    run(bad_set);
+    assert_int_equal(result.exit_code, 2);
+    expect_in(result.err, "--set hidden_dim=3: expected section.key=value");
+    const char *range_set[] = { worker(), "--set", "model.dropout=1.5", example(), NULL };
+    run(range_set);
+    assert_int_equal(result.exit_code, 2);
+    expect_in(result.err, "--set model.dropout=1.5: [model] dropout = '1.5': out of range");
+}
+
+/* Each bad config: the text, then what the message must contain (file:line, key, ...). */
+struct bad_case {
+    const char *ini;
+    const char *expect[4];
+};
+
+#define DATA "[data]\npath = s.csv\ntime_col = Month\n"
+
+static const struct bad_case config_cases[] = {
+    { DATA "[modle]\nhidden_dim = 5\n",
+      { "bad.ini:4:", "unknown section [modle]", "did you mean [model]", "accepted: [data]" } },
+    { DATA "[optimizer]\n", { "bad.ini:4:", "unknown section [optimizer]" } },
+    { DATA "[model]\nhiden_dim = 5\n",
+      { "bad.ini:5:", "unknown key 'hiden_dim' in [model]", "did you mean [model] hidden_dim" } },
+    { DATA "[model]\nhidden_dim = 5\nhidden_dim = 6\n",
+      { "bad.ini:6:", "duplicate key [model] hidden_dim", "first set at line 5" } },
+    { DATA "[model]\nhidden_dim = twenty\n",
+      { "bad.ini:5:", "[model] hidden_dim = 'twenty'", "not an integer",
+        "accepted: an integer from 1 to 65536" } },
+    { DATA "[model]\nhidden_dim = 0\n", { "bad.ini:5:", "hidden_dim = '0'", "out of range" } },
+    { DATA "[model]\ndropout = 1.5\n",
+      { "bad.ini:5:", "[model] dropout = '1.5'", "out of range", "accepted: a probability" } },
+    { DATA "[training]\nbatch_size = -16\n",
+      { "bad.ini:5:", "[training] batch_size = '-16'", "out of range", "from 1 to" } },
+    { DATA "[training]\nn_epochs = 3.5\n", { "bad.ini:5:", "n_epochs = '3.5'", "not an integer" } },
+    { DATA "[model]\nmodel = TCN\n",
+      { "bad.ini:5:", "[model] model = 'TCN'", "unknown value", "accepted: RNN, LSTM or GRU" } },
+    { DATA "[model]\ntraining_length = 10\ninput_chunk_length = 14\n",
+      { "bad.ini:5:", "training_length = 10", "input_chunk_length = 14 (", "bad.ini:6)" } },
+    { "[data]\npath = nothing_here.csv\n",
+      { "bad.ini:2:", "[data] path", "nothing_here.csv", "No such file or directory" } },
+    { "[data]\npath = .\n", { "bad.ini:2:", "[data] path", "cannot read", "Is a directory" } },
+    { DATA "[model]\ninit_weights = missing.safetensors\n",
+      { "bad.ini:5:", "[model] init_weights", "missing.safetensors", "No such file" } },
+    { DATA "split_after = 1959-01\nval_fraction = 0.2\n",
+      {
+          "bad.ini:5:",
+          "val_fraction = 0.2",
+          "split_after = '1959-01' (",
+          "bad.ini:4)",
+      } },
+    { DATA "[model]\nhidden_dim 20\n", { "bad.ini:5:", "syntax error", "'hidden_dim 20'" } },
+    { DATA "[model\n", { "bad.ini:4:", "syntax error" } },
+    { "hidden_dim = 20\n", { "bad.ini:1:", "before any [section]" } },
+    { "[model]\nhidden_dim = 20\n", { "[data] path is not set" } },
+    { DATA "[trainer]\naccelerator = tpu\n",
+      { "bad.ini:5:", "accelerator = 'tpu'", "auto, cpu or gpu" } },
+};
+
+/* Each bad CSV (with a valid config): the data and what the message must contain. */
+static const struct bad_case csv_cases[] = {
+    { "Month,Passengers\n1949-01,112\n", { "value column '#Passengers' is not in", "s.csv" } },
+    { "Month,#Passengers\n1949-01,112\n1949-02,\n1949-03,3\n",
+      { "s.csv:3:9:", "column '#Passengers': empty value" } },
+    { "Month,#Passengers\n1949-01,112\n1949-02,lots\n",
+      { "s.csv:3:9:", "'lots' is not a number" } },
+    { "Month,#Passengers\n1949-01,112\n1949-02,NaN\n", { "s.csv:3:9:", "'NaN' is not a finite" } },
+    { "Month,#Passengers\n1949-01,112\n1949-02,inf\n", { "s.csv:3:9:", "'inf' is not a finite" } },
+    { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-02,3\n",
+      { "s.csv:4:1:", "'1949-02' repeats", "strictly increase" } },
+    { "Month,#Passengers\n1949-01,1\n1949-03,2\n1949-02,3\n",
+      { "s.csv:4:1:", "'1949-02' comes before the previous row's '1949-03'" } },
+    { "Month,#Passengers\n1949-01,1\n1949-02,2,7\n", { "s.csv:3:", "3 fields", "header has 2" } },
+    { "Month,#Passengers\n1949-01,1\n1949-02,2\n",
+      { "series has 2 points", "training_length = 2", "needs at least 3" } },
+    { "Month,#Passengers\n1949-1,1\n", { "s.csv:2:1:", "'1949-1' is not a time stamp" } },
+};
+
+static void run_bad(const char *dir, const char *ini_text, const char *csv_text,
+                    const char *const expect[4], size_t case_idx, const char *kind)
+{
+    char ini[PATH_MAX];
+    snprintf(ini, sizeof(ini), "%s", tu_write(dir, "bad.ini", ini_text));
+    tu_write(dir, "s.csv", csv_text);
+    const char *argv[] = { worker(), ini, NULL };
+    run(argv);
+    if (result.exit_code != 2)
+        fail_msg("%s case %zu: exit %d, stderr: %s", kind, case_idx, result.exit_code, result.err);
+    expect_in(result.err, "tsrnn-worker: error: ");
+    for (size_t k = 0; k < 4 && expect[k] != NULL; k++)
+        if (strstr(result.err, expect[k]) == NULL)
+            fail_msg("%s case %zu: expected '%s' in: %s", kind, case_idx, expect[k], result.err);
+    assert_string_equal(result.out, ""); /* nothing half-done on stdout */
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    const char *csv = "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-03,3\n1949-04,4\n";
+    for (size_t i = 0; i < sizeof(config_cases) / sizeof(config_cases[0]); i++)
+        run_bad(dir, config_cases[i].ini, csv, config_cases[i].expect, i, "config");
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_csv_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    const char *ini = "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = #Passengers\n"
+                      "[model]\ntraining_length = 3\ninput_chunk_length = 2\n";
+    for (size_t i = 0; i < sizeof(csv_cases) / sizeof(csv_cases[0]); i++) {
+        const char *text = i == 8 ? "[data]\npath = s.csv\ntime_col = Month\n[model]\n"
+                                    "training_length = 2\ninput_chunk_length = 2\n"
+                                  : ini;
+        run_bad(dir, text, csv_cases[i].ini, csv_cases[i].expect, i, "csv");
+    }
+    /* BOM and CRLF are not errors */
+    tu_write(dir, "ok.ini", ini);
+    tu_write(dir, "s.csv",
+             "\xEF\xBB\xBFMonth,#Passengers\r\n1949-01,1\r\n1949-02,2\r\n1949-03,3\r\n"
+             "1949-04,4\r\n1949-05,8\r\n");
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/ok.ini", dir);
+    const char *argv[] = { worker(), "--set", "data.split_after=", path, NULL };
+    run(argv);
+    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "5 points (1949-01 .. 1949-05)");
+    expect_in(result.out, "min 1 max 8");
+    expect_in(result.out, "2 training samples, 0 validation samples");
+    tu_rmtree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_air_passengers_summary),  cmocka_unit_test(test_set_precedence),
+        cmocka_unit_test(test_print_config_round_trip), cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_config_errors),           cmocka_unit_test(test_csv_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,166 @@
+/* Test helpers (tests/util/testutil.h). */
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *tu_mkdtemp(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof(tmpl), "%s/tsrnn-test-XXXXXX", base && *base ? base : "/tmp");
+    char *dir = mkdtemp(tmpl);
+    if (dir == NULL) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    return strdup(dir);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void tu_rmtree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *tu_path(const char *dir, const char *name)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return path;
+}
+
+const char *tu_write(const char *dir, const char *name, const char *text)
+{
+    const char *path = tu_path(dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+    return path;
+}
+
+char *tu_read(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t capacity = 4096, used = 0;
+    char *buf = malloc(capacity);
+    while (buf != NULL) {
+        used += fread(buf + used, 1, capacity - used - 1, f);
+        if (used < capacity - 1)
+            break;
+        capacity *= 2;
+        buf = realloc(buf, capacity);
+    }
+    fclose(f);
+    if (buf != NULL)
+        buf[used] = '\0';
+    return buf;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int tu_run(const char *const argv[], int timeout_s, struct tu_result *r)
+{
+    int out_pipe[2], err_pipe[2];
+    memset(r, 0, sizeof(*r));
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, 0);
+        dup2(out_pipe[1], 1);
+        dup2(err_pipe[1], 2);
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+
+    struct pollfd fds[2] = { { .fd = out_pipe[0], .events = POLLIN },
+                             { .fd = err_pipe[0], .events = POLLIN } };
+    char *bufs[2] = { r->out, r->err };
+    size_t used[2] = { 0, 0 };
+    int open_count = 2;
+    double deadline = now_s() + timeout_s;
+    while (open_count > 0) {
+        int wait_ms = (int)((deadline - now_s()) * 1000);
+        if (wait_ms <= 0) {
+            r->timed_out = 1;
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (poll(fds, 2, wait_ms) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char chunk[4096];
+            ssize_t n = read(fds[i].fd, chunk, sizeof(chunk));
+            if (n <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_count--;
+                continue;
+            }
+            size_t room = sizeof(r->out) - 1 - used[i];
+            size_t take = (size_t)n < room ? (size_t)n : room;
+            memcpy(bufs[i] + used[i], chunk, take);
+            used[i] += take;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        bufs[i][used[i]] = '\0';
+        if (fds[i].fd >= 0)
+            close(fds[i].fd);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status)) {
+        r->exit_code = WEXITSTATUS(status);
+    } else {
+        r->exit_code = -1;
+        r->signal = WTERMSIG(status);
+    }
+    return 0;
+}
+
+const char *tu_env(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0') {
+        fprintf(stderr, "%s is not set; run the tests with 'meson test'\n", name);
+        exit(1);
+    }
+    return v;
+}
