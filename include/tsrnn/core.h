@@ -10,6 +10,7 @@
 #ifndef TSRNN_CORE_H
 #define TSRNN_CORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define TSRNN_VERSION "0.1.0"
@@ -55,6 +56,10 @@ const char *tsrnn_status_name(enum tsrnn_status status);
 
 /* The documented process exit code for a status. */
 int tsrnn_status_exit_code(enum tsrnn_status status);
+
+/* Parses a whole string as a base-10 integer: no empty text, no trailing characters, no
+ * overflow. Returns false otherwise. */
+bool tsrnn_parse_int64(const char *text, long long *out);
 
 /* Propagates a failing status to the caller. */
 #define TSRNN_TRY(expr)                                                                            \

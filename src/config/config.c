@@ -211,24 +211,21 @@ static const char *closest_section(const char *name)
     return best_distance <= 3 ? best : NULL;
 }
 
+static enum tsrnn_status unknown_section(const char *section, const char *origin)
+{
+    const char *hint = closest_section(section);
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: unknown section [%s]%s%s%s; accepted: [data] [model] [training] "
+                       "[trainer] [output] [forecast]",
+                       origin, section, hint ? " (did you mean [" : "", hint ? hint : "",
+                       hint ? "]?)" : "");
+}
+
 static enum tsrnn_status bad_value(const struct key *k, const char *value, const char *origin,
                                    const char *why)
 {
     return tsrnn_error(TSRNN_ERR_USAGE, "%s: [%s] %s = '%s': %s; accepted: %s", origin, k->section,
                        k->name, value, why, k->accepted);
-}
-
-static bool parse_long(const char *text, long long *out)
-{
-    char *end;
-    if (*text == '\0')
-        return false;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
-    return true;
 }
 
 static bool parse_double(const char *text, double *out)
@@ -330,7 +327,7 @@ static bool valid_devices(const char *value)
     if (strcasecmp(value, "auto") == 0 || strcmp(value, "-1") == 0)
         return true;
     if (strchr(value, ',') == NULL)
-        return parse_long(value, &n) && n >= 1 && n <= 4096;
+        return tsrnn_parse_int64(value, &n) && n >= 1 && n <= 4096;
     /* A list of distinct device indices. */
     long long seen[64];
     size_t count = 0;
@@ -343,7 +340,7 @@ static bool valid_devices(const char *value)
             return false;
         memcpy(item, p, len);
         item[len] = '\0';
-        if (!parse_long(item, &n) || n < 0 || n > 4095)
+        if (!tsrnn_parse_int64(item, &n) || n < 0 || n > 4095)
             return false;
         for (size_t i = 0; i < count; i++)
             if (seen[i] == n)
@@ -369,14 +366,14 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
 
     switch (k->type) {
     case KEY_INT:
-        if (!parse_long(value, &i))
+        if (!tsrnn_parse_int64(value, &i))
             return bad_value(k, value, origin, "not an integer");
         if (!in_range(k, (double)i))
             return bad_value(k, value, origin, "out of range");
         *(int *)field(cfg, k) = (int)i;
         break;
     case KEY_U64:
-        if (!parse_long(value, &i))
+        if (!tsrnn_parse_int64(value, &i))
             return bad_value(k, value, origin, "not an integer");
         if (!in_range(k, (double)i))
             return bad_value(k, value, origin, "out of range");
@@ -434,14 +431,8 @@ enum tsrnn_status tsrnn_config_set(struct tsrnn_config *cfg, const char *section
     const struct key *k = find_key(section, key);
     if (k != NULL)
         return set_key(cfg, k, value, origin, base_dir);
-    if (!known_section(section)) {
-        const char *hint = closest_section(section);
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: unknown section [%s]%s%s%s; accepted: [data] [model] [training] "
-                           "[trainer] [output] [forecast]",
-                           origin, section, hint ? " (did you mean [" : "", hint ? hint : "",
-                           hint ? "]?)" : "");
-    }
+    if (!known_section(section))
+        return unknown_section(section, origin);
     const struct key *hint = closest_key(key);
     if (hint != NULL)
         return tsrnn_error(TSRNN_ERR_USAGE, "%s: unknown key '%s' in [%s]; did you mean [%s] %s?",
@@ -539,13 +530,7 @@ static char *line_reader(char *buf, int capacity, void *stream)
         if (!known_section(section)) {
             char origin[TSRNN_ORIGIN_MAX];
             snprintf(origin, sizeof(origin), "%s:%d", ctx->ini_path, ctx->line);
-            const char *hint = closest_section(section);
-            ctx->status =
-                tsrnn_error(TSRNN_ERR_USAGE,
-                            "%s: unknown section [%s]%s%s%s; accepted: [data] [model] [training] "
-                            "[trainer] [output] [forecast]",
-                            origin, section, hint ? " (did you mean [" : "", hint ? hint : "",
-                            hint ? "]?)" : "");
+            ctx->status = unknown_section(section, origin);
             ctx->failed = true;
             return NULL;
         }

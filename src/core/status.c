@@ -1,8 +1,10 @@
 /* The per-thread error message behind tsrnn_error() (include/tsrnn/core.h). */
 #include "tsrnn/core.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local char error_message[2048];
@@ -84,4 +86,17 @@ int tsrnn_status_exit_code(enum tsrnn_status status)
         break;
     }
     return TSRNN_EXIT_RUNTIME;
+}
+
+bool tsrnn_parse_int64(const char *text, long long *out)
+{
+    char *end;
+    if (*text == '\0')
+        return false;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
 }

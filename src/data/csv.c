@@ -161,19 +161,6 @@ static long next_row(struct csv_file *f, struct field *fields, size_t capacity)
     }
 }
 
-static bool parse_index(const char *text, int64_t *out)
-{
-    char *end;
-    if (*text == '\0')
-        return false;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *out = v;
-    return true;
-}
-
 void tsrnn_series_finish(struct tsrnn_series *series)
 {
     if (series == NULL)
@@ -378,8 +365,11 @@ static enum tsrnn_status parse_times(struct loader *ld, struct tsrnn_series *s)
     }
 
     bool all_integers = true;
-    for (size_t t = 0; t < s->length && all_integers; t++)
-        all_integers = parse_index(ld->time_text[t], &s->times[t]);
+    for (size_t t = 0; t < s->length && all_integers; t++) {
+        long long v = 0;
+        all_integers = tsrnn_parse_int64(ld->time_text[t], &v);
+        s->times[t] = v;
+    }
     if (!all_integers) {
         s->time_unit = TSRNN_TIME_YEAR;
         for (size_t t = 0; t < s->length; t++) {

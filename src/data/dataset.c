@@ -7,7 +7,6 @@
  */
 #include "tsrnn/data.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,10 +19,8 @@ static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struc
     char first[64], last[64];
 
     if (s->time_unit == TSRNN_TIME_INDEX) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(cfg->split_after, &end, 10);
-        if (errno != 0 || *end != '\0')
+        long long v;
+        if (!tsrnn_parse_int64(cfg->split_after, &v))
             return tsrnn_error(TSRNN_ERR_USAGE,
                                "%s: [data] split_after = '%s': not an integer; the series has an "
                                "integer index, so accepted: an index of the series",
