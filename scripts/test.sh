@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need, builds with warnings as errors, and runs every test.
+# Installs what the tests need, builds with warnings as errors, and runs every test twice:
+# in the normal build and in a build with AddressSanitizer + UndefinedBehaviorSanitizer
+# (memory errors and leaks fail the test that hits them).
 # Ends with one line "tests: N passed, N failed, N skipped"; exits non-zero if any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,39 +9,53 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 
 build=${TSRNN_BUILD_DIR:-build}
-if [ -f "$build/build.ninja" ]; then
-    meson configure "$build" -Dwerror=true -Dtests=true >/dev/null
-else
-    meson setup "$build" -Dwerror=true -Dtests=true
-fi
-meson compile -C "$build"
+asan_build=${build}-asan
+
+configure() { # dir, extra meson options...
+    local dir=$1
+    shift
+    if [ -f "$dir/build.ninja" ]; then
+        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true "$@"
+    else
+        meson setup "$dir" -Dwerror=true -Dtests=true "$@"
+    fi | sed -n '/^tsrnn /,$p' # meson's summary: which optional backends were found
+    meson compile -C "$dir" >/dev/null
+}
+
+configure "$build"
+configure "$asan_build" -Db_sanitize=address,undefined -Dbuildtype=debug
 
 rc=0
-meson test -C "$build" --print-errorlogs || rc=$?
+echo "== tests ($build)"
+meson test -C "$build" --print-errorlogs || rc=1
+echo "== tests under ASan + UBSan ($asan_build)"
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C "$asan_build" --print-errorlogs --no-suite clang-format || rc=1
 
-# One closing line over every test case: a cmocka program counts its cases, any other
-# test counts once.
-python3 - "$build/meson-logs/testlog.json" <<'PY'
+# One closing line over every test case of both runs: a cmocka program counts its cases,
+# any other test counts once.
+python3 - "$build/meson-logs/testlog.json" "$asan_build/meson-logs/testlog.json" <<'PY'
 import json, re, sys
 passed = failed = skipped = 0
-for line in open(sys.argv[1]):
-    entry = json.loads(line)
-    out = entry.get("stdout") or ""
-    run = len(re.findall(r"^\[ RUN      \]", out, re.M))
-    ok = len(re.findall(r"^\[       OK \]", out, re.M))
-    skip = len(re.findall(r"^\[  SKIPPED \]", out, re.M))
-    if entry["result"] == "SKIP":
-        skipped += 1
-    elif run:
-        passed += ok
-        skipped += skip
-        failed += run - ok - skip
-        if entry["result"] != "OK" and run == ok + skip:
-            failed += 1  # crashed or timed out after its last case
-    elif entry["result"] in ("OK", "EXPECTEDFAIL"):
-        passed += 1
-    else:
-        failed += 1
+for log in sys.argv[1:]:
+    for line in open(log):
+        entry = json.loads(line)
+        out = entry.get("stdout") or ""
+        run = len(re.findall(r"^\[ RUN      \]", out, re.M))
+        ok = len(re.findall(r"^\[       OK \]", out, re.M))
+        skip = len(re.findall(r"^\[  SKIPPED \]", out, re.M))
+        if entry["result"] == "SKIP":
+            skipped += 1
+        elif run:
+            passed += ok
+            skipped += skip
+            failed += run - ok - skip
+            if entry["result"] != "OK" and run == ok + skip:
+                failed += 1  # crashed, leaked or timed out after its last case
+        elif entry["result"] in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        else:
+            failed += 1
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $rc

@@ -57,6 +57,10 @@ const char *tsrnn_status_name(enum tsrnn_status status);
 /* The documented process exit code for a status. */
 int tsrnn_status_exit_code(enum tsrnn_status status);
 
+/* Prints "warning: <message>" on stderr for something a user should know but that does not
+ * stop the run (a setting without effect, ...). */
+void tsrnn_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Parses a whole string as a base-10 integer: no empty text, no trailing characters, no
  * overflow. Returns false otherwise. */
 bool tsrnn_parse_int64(const char *text, long long *out);

@@ -713,10 +713,9 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
                            tsrnn_config_origin(cfg, "data", "val_fraction"), cfg->val_fraction,
                            cfg->split_after, tsrnn_config_origin(cfg, "data", "split_after"));
     if (cfg->dropout > 0 && cfg->n_rnn_layers == 1)
-        fprintf(stderr,
-                "warning: %s: [model] dropout = %g has no effect with n_rnn_layers = 1 "
-                "(PyTorch applies dropout between layers only)\n",
-                tsrnn_config_origin(cfg, "model", "dropout"), cfg->dropout);
+        tsrnn_warn("%s: [model] dropout = %g has no effect with n_rnn_layers = 1 (PyTorch "
+                   "applies dropout between layers only)",
+                   tsrnn_config_origin(cfg, "model", "dropout"), cfg->dropout);
     return TSRNN_OK;
 }
 

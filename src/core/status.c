@@ -1,4 +1,5 @@
-/* The per-thread error message behind tsrnn_error() (include/tsrnn/core.h). */
+/* The per-thread error message behind tsrnn_error(), warnings, and small parsers
+ * (include/tsrnn/core.h). */
 #include "tsrnn/core.h"
 
 #include <errno.h>
@@ -99,4 +100,14 @@ bool tsrnn_parse_int64(const char *text, long long *out)
         return false;
     *out = v;
     return true;
+}
+
+void tsrnn_warn(const char *fmt, ...)
+{
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "warning: %s\n", message);
 }

@@ -27,7 +27,9 @@ struct csv_file {
     char *buf;
     size_t nbytes;
     size_t pos;
-    size_t line; /* number of the line last returned by next_row() */
+    size_t line;          /* number of the line last returned by next_row() */
+    struct field *fields; /* the fields of that line */
+    size_t field_capacity;
 };
 
 static enum tsrnn_status read_all(struct csv_file *f)
@@ -81,10 +83,26 @@ static void trim_field(struct field *fld)
     fld->text = s;
 }
 
-/* Splits the next non-blank line into fields (in place). Returns the field count, 0 at the
- * end of the file, or -1 after setting an error. `fields` has room for `capacity`; a line
- * with more fields still reports how many it has. */
-static long next_row(struct csv_file *f, struct field *fields, size_t capacity)
+/* Appends one field to f->fields, growing it; false when out of memory. */
+static bool push_field(struct csv_file *f, size_t count, struct field fld)
+{
+    if (count == f->field_capacity) {
+        size_t capacity = f->field_capacity ? f->field_capacity * 2 : 16;
+        struct field *grown = realloc(f->fields, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", f->path);
+            return false;
+        }
+        f->fields = grown;
+        f->field_capacity = capacity;
+    }
+    f->fields[count] = fld;
+    return true;
+}
+
+/* Splits the next non-blank line into f->fields (in place). Returns the field count, 0 at the
+ * end of the file, or -1 after setting an error. */
+static long next_row(struct csv_file *f)
 {
     for (;;) {
         if (f->pos >= f->nbytes)
@@ -139,9 +157,8 @@ static long next_row(struct csv_file *f, struct field *fields, size_t capacity)
                 }
                 char next = *in;
                 *out = '\0';
-                if ((size_t)count < capacity)
-                    fields[count] = fld;
-                count++;
+                if (!push_field(f, (size_t)count++, fld))
+                    return -1;
                 if (next == '\0')
                     return count;
                 p = in + 1;
@@ -151,9 +168,8 @@ static long next_row(struct csv_file *f, struct field *fields, size_t capacity)
             if (comma)
                 *comma = '\0';
             trim_field(&fld);
-            if ((size_t)count < capacity)
-                fields[count] = fld;
-            count++;
+            if (!push_field(f, (size_t)count++, fld))
+                return -1;
             if (!comma)
                 return count;
             p = comma + 1;
@@ -174,11 +190,10 @@ void tsrnn_series_finish(struct tsrnn_series *series)
 /* Everything tsrnn_series_load_csv() holds while it reads. */
 struct loader {
     struct csv_file file;
-    struct field *fields; /* (K): one row */
-    size_t column_count;  /* K, from the header */
-    char **header;        /* (K) column names, pointing into file.buf */
-    long time_idx;        /* -1 without a time column */
-    size_t *value_idx;    /* (C) header column of each component */
+    size_t column_count; /* K, from the header */
+    char **header;       /* (K) column names, pointing into file.buf */
+    long time_idx;       /* -1 without a time column */
+    size_t *value_idx;   /* (C) header column of each component */
     size_t row_capacity;
     char **time_text;    /* (L) raw time fields, into file.buf */
     size_t *time_line;   /* (L) */
@@ -211,28 +226,22 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
                                      size_t value_col_count, const char *origin,
                                      struct tsrnn_series *series)
 {
-    /* Count the header's fields on a copy-free first pass: a row has at most commas + 1. */
-    size_t max_fields = 1;
-    for (size_t i = ld->file.pos; i < ld->file.nbytes && ld->file.buf[i] != '\n'; i++)
-        max_fields += ld->file.buf[i] == ',';
-    ld->fields = calloc(max_fields, sizeof(*ld->fields));
-    ld->header = calloc(max_fields, sizeof(*ld->header));
-    if (ld->fields == NULL || ld->header == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ld->file.path);
-
-    long count = next_row(&ld->file, ld->fields, max_fields);
+    long count = next_row(&ld->file);
     if (count < 0)
         return TSRNN_ERR_DATA;
     if (count == 0)
         return tsrnn_error(TSRNN_ERR_DATA, "%s: the file is empty; expected a header row",
                            ld->file.path);
     ld->column_count = (size_t)count;
+    ld->header = calloc(ld->column_count, sizeof(*ld->header));
+    if (ld->header == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ld->file.path);
     for (size_t i = 0; i < ld->column_count; i++) {
-        ld->header[i] = ld->fields[i].text;
+        ld->header[i] = ld->file.fields[i].text;
         for (size_t j = 0; j < i; j++)
             if (strcmp(ld->header[i], ld->header[j]) == 0)
                 return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu:%zu: duplicate column name '%s'",
-                                   ld->file.path, ld->file.line, ld->fields[i].column,
+                                   ld->file.path, ld->file.line, ld->file.fields[i].column,
                                    ld->header[i]);
     }
 
@@ -304,7 +313,7 @@ static enum tsrnn_status read_rows(struct loader *ld, struct tsrnn_series *s)
 {
     size_t C = s->component_count;
     for (;;) {
-        long count = next_row(&ld->file, ld->fields, ld->column_count);
+        long count = next_row(&ld->file);
         if (count < 0)
             return TSRNN_ERR_DATA;
         if (count == 0)
@@ -319,7 +328,7 @@ static enum tsrnn_status read_rows(struct loader *ld, struct tsrnn_series *s)
 
         size_t t = s->length;
         for (size_t c = 0; c < C; c++) {
-            const struct field *fld = &ld->fields[ld->value_idx[c]];
+            const struct field *fld = &ld->file.fields[ld->value_idx[c]];
             const char *name = ld->header[ld->value_idx[c]];
             char *end;
             if (fld->text[0] == '\0')
@@ -344,9 +353,9 @@ static enum tsrnn_status read_rows(struct loader *ld, struct tsrnn_series *s)
             s->values[t * C + c] = f;
         }
         if (ld->time_idx >= 0) {
-            ld->time_text[t] = ld->fields[ld->time_idx].text;
+            ld->time_text[t] = ld->file.fields[ld->time_idx].text;
             ld->time_line[t] = ld->file.line;
-            ld->time_column[t] = ld->fields[ld->time_idx].column;
+            ld->time_column[t] = ld->file.fields[ld->time_idx].column;
         }
         s->length++;
     }
@@ -414,7 +423,7 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
         status = parse_times(&ld, series);
 
     free(ld.file.buf);
-    free(ld.fields);
+    free(ld.file.fields);
     free(ld.header);
     free(ld.value_idx);
     free(ld.time_text);
