@@ -13,8 +13,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define TSRNN_VERSION "0.1.0"
-
 enum tsrnn_status {
     TSRNN_OK = 0,
     TSRNN_ERR_USAGE,       /* bad command line or configuration (exit 2) */
@@ -34,6 +32,9 @@ enum tsrnn_exit {
     TSRNN_EXIT_PEER = 3,
     TSRNN_EXIT_INTERRUPTED = 130,
 };
+
+/* The version of this build ("0.1.0"), from meson.build. */
+const char *tsrnn_version(void);
 
 /* Records `status` with a printf-style message for this thread and returns `status`, so a
  * failing site reads `return tsrnn_error(TSRNN_ERR_USAGE, "...", ...);`. The message replaces

@@ -41,82 +41,94 @@ struct key {
     const char *name;
     enum key_type type;
     size_t offset;   /* of the field in struct tsrnn_config */
-    size_t capacity; /* bytes, for KEY_STRING */
+    size_t capacity; /* bytes of a text field */
     const char *default_text;
-    double min, max;
-    bool min_open, max_open;
+    double min, max;            /* numbers */
+    int open;                   /* numbers: MIN_OPEN | MAX_OPEN, else closed */
     const char *const *choices; /* KEY_ENUM: names in enum order, NULL-terminated */
-    const char *accepted;       /* what a user may write, for error messages */
+    const char *accepted;       /* text keys: what a user may write */
 };
 
 static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
 static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
 
-#define FIELD(f)  offsetof(struct tsrnn_config, f)
-#define STR(f)    FIELD(f), sizeof(((struct tsrnn_config *)0)->f)
-#define NO_STRING 0, 0
+#define FIELD(f) offsetof(struct tsrnn_config, f)
+#define SIZE(f)  sizeof(((struct tsrnn_config *)0)->f)
+
+/* One line per key; ranges are closed unless a MIN_OPEN/MAX_OPEN flag says otherwise. */
+#define INT(sec, key, f, def, lo, hi)                                                              \
+    {                                                                                              \
+        .section = sec, .name = key, .type = KEY_INT, .offset = FIELD(f), .default_text = def,     \
+        .min = lo, .max = hi                                                                       \
+    }
+#define U64(sec, key, f, def, lo, hi)                                                              \
+    {                                                                                              \
+        .section = sec, .name = key, .type = KEY_U64, .offset = FIELD(f), .default_text = def,     \
+        .min = lo, .max = hi                                                                       \
+    }
+#define DOUBLE(sec, key, f, def, lo, hi, bounds)                                                   \
+    {                                                                                              \
+        .section = sec, .name = key, .type = KEY_DOUBLE, .offset = FIELD(f), .default_text = def,  \
+        .min = lo, .max = hi, .open = bounds                                                       \
+    }
+#define BOOL(sec, key, f, def)                                                                     \
+    {                                                                                              \
+        .section = sec, .name = key, .type = KEY_BOOL, .offset = FIELD(f), .default_text = def     \
+    }
+#define ENUM(sec, key, f, def, names)                                                              \
+    {                                                                                              \
+        .section = sec, .name = key, .type = KEY_ENUM, .offset = FIELD(f), .default_text = def,    \
+        .choices = names                                                                           \
+    }
+#define TEXT(sec, key, type_, f, def, what)                                                        \
+    {                                                                                              \
+        .section = sec, .name = key, .type = type_, .offset = FIELD(f), .capacity = SIZE(f),       \
+        .default_text = def, .accepted = what                                                      \
+    }
+#define MIN_OPEN 1
+#define MAX_OPEN 2
 
 static const struct key schema[] = {
-    { "data", "path", KEY_PATH, FIELD(data_path), 0, "", 0, 0, false, false, NULL,
-      "the path of a CSV file (relative to the INI file's folder)" },
-    { "data", "time_col", KEY_STRING, STR(time_col), "", 0, 0, false, false, NULL,
-      "a column name, or nothing for an integer index" },
-    { "data", "value_cols", KEY_COLUMNS, FIELD(value_cols), 0, "", 0, 0, false, false, NULL,
-      "a comma-separated list of column names, or nothing for every column but time_col" },
-    { "data", "split_after", KEY_STRING, STR(split_after), "", 0, 0, false, false, NULL,
-      "a timestamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index" },
-    { "data", "val_fraction", KEY_DOUBLE, FIELD(val_fraction), 0, "0", 0, 1, false, true, NULL,
-      "a fraction in [0, 1)" },
-    { "data", "scaler", KEY_ENUM, FIELD(scaler), 0, "minmax", 0, 0, false, false, scaler_choices,
-      "minmax or none" },
+    TEXT("data", "path", KEY_PATH, data_path, "",
+         "the path of a CSV file (relative to the INI file's folder)"),
+    TEXT("data", "time_col", KEY_STRING, time_col, "",
+         "a column name, or nothing for an integer index"),
+    TEXT("data", "value_cols", KEY_COLUMNS, value_cols, "",
+         "a comma-separated list of column names, or nothing for every column but time_col"),
+    TEXT("data", "split_after", KEY_STRING, split_after, "",
+         "a time stamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index"),
+    DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN),
+    ENUM("data", "scaler", scaler, "minmax", scaler_choices),
 
-    { "model", "model", KEY_ENUM, FIELD(model), 0, "RNN", 0, 0, false, false, model_choices,
-      "RNN, LSTM or GRU" },
-    { "model", "hidden_dim", KEY_INT, FIELD(hidden_dim), 0, "25", 1, 65536, false, false, NULL,
-      "an integer from 1 to 65536" },
-    { "model", "n_rnn_layers", KEY_INT, FIELD(n_rnn_layers), 0, "1", 1, 64, false, false, NULL,
-      "an integer from 1 to 64" },
-    { "model", "dropout", KEY_DOUBLE, FIELD(dropout), 0, "0", 0, 1, false, true, NULL,
-      "a probability in [0, 1)" },
-    { "model", "training_length", KEY_INT, FIELD(training_length), 0, "24", 1, 1000000, false,
-      false, NULL, "an integer from 1 to 1000000" },
-    { "model", "input_chunk_length", KEY_INT, FIELD(input_chunk_length), 0, "12", 1, 1000000, false,
-      false, NULL, "an integer from 1 to 1000000" },
-    { "model", "init_weights", KEY_PATH, FIELD(init_weights), 0, "", 0, 0, false, false, NULL,
-      "the path of a .safetensors file, or nothing for PyTorch's default initialisation" },
+    ENUM("model", "model", model, "RNN", model_choices),
+    INT("model", "hidden_dim", hidden_dim, "25", 1, 65536),
+    INT("model", "n_rnn_layers", n_rnn_layers, "1", 1, 64),
+    DOUBLE("model", "dropout", dropout, "0", 0, 1, MAX_OPEN),
+    INT("model", "training_length", training_length, "24", 1, 1000000),
+    INT("model", "input_chunk_length", input_chunk_length, "12", 1, 1000000),
+    TEXT("model", "init_weights", KEY_PATH, init_weights, "",
+         "the path of a .safetensors file, or nothing for PyTorch's default initialisation"),
 
-    { "training", "batch_size", KEY_INT, FIELD(batch_size), 0, "32", 1, 1048576, false, false, NULL,
-      "an integer from 1 to 1048576" },
-    { "training", "n_epochs", KEY_INT, FIELD(n_epochs), 0, "100", 1, 100000000, false, false, NULL,
-      "an integer from 1 to 100000000" },
-    { "training", "lr", KEY_DOUBLE, FIELD(lr), 0, "0.001", 0, 1e6, true, false, NULL,
-      "a number > 0 (Adam's learning rate)" },
-    { "training", "random_state", KEY_U64, FIELD(random_state), 0, "0", 0, 4294967295.0, false,
-      false, NULL, "an integer from 0 to 4294967295" },
-    { "training", "shuffle", KEY_BOOL, FIELD(shuffle), 0, "true", 0, 0, false, false, NULL,
-      "true or false" },
+    INT("training", "batch_size", batch_size, "32", 1, 1048576),
+    INT("training", "n_epochs", n_epochs, "100", 1, 100000000),
+    DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN),
+    U64("training", "random_state", random_state, "0", 0, 4294967295.0),
+    BOOL("training", "shuffle", shuffle, "true"),
 
-    { "trainer", "accelerator", KEY_ENUM, FIELD(accelerator), 0, "auto", 0, 0, false, false,
-      accelerator_choices, "auto, cpu or gpu" },
-    { "trainer", "devices", KEY_DEVICES, STR(devices), "auto", 0, 0, false, false, NULL,
-      "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2" },
-    { "trainer", "num_threads", KEY_INT, FIELD(num_threads), 0, "1", 1, 1024, false, false, NULL,
-      "an integer from 1 to 1024" },
+    ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices),
+    TEXT("trainer", "devices", KEY_DEVICES, devices, "auto",
+         "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2"),
+    INT("trainer", "num_threads", num_threads, "1", 1, 1024),
 
-    { "output", "work_dir", KEY_PATH, FIELD(work_dir), 0, "", 0, 0, false, false, NULL,
-      "a folder path (relative to the INI file's folder)" },
-    { "output", "model_name", KEY_STRING, STR(model_name), "", 0, 0, false, false, NULL,
-      "a folder name without '/'" },
-    { "output", "force_reset", KEY_BOOL, FIELD(force_reset), 0, "false", 0, 0, false, false, NULL,
-      "true or false" },
-    { "output", "save_checkpoints", KEY_BOOL, FIELD(save_checkpoints), 0, "false", 0, 0, false,
-      false, NULL, "true or false" },
-    { "output", "log_tensorboard", KEY_BOOL, FIELD(log_tensorboard), 0, "false", 0, 0, false, false,
-      NULL, "true or false" },
+    TEXT("output", "work_dir", KEY_PATH, work_dir, "",
+         "a folder path (relative to the INI file's folder)"),
+    TEXT("output", "model_name", KEY_STRING, model_name, "", "a folder name without '/'"),
+    BOOL("output", "force_reset", force_reset, "false"),
+    BOOL("output", "save_checkpoints", save_checkpoints, "false"),
+    BOOL("output", "log_tensorboard", log_tensorboard, "false"),
 
-    { "forecast", "n", KEY_INT, FIELD(forecast_n), 0, "0", 0, 100000000, false, false, NULL,
-      "an integer >= 0 (0: no forecast)" },
+    INT("forecast", "n", forecast_n, "0", 0, 100000000),
 };
 
 #define KEY_COUNT (sizeof(schema) / sizeof(schema[0]))
@@ -221,11 +233,46 @@ static enum tsrnn_status unknown_section(const char *section, const char *origin
                        hint ? "]?)" : "");
 }
 
+/* What a user may write for `k`, derived from its type and range. */
+static void describe_accepted(const struct key *k, char *out, size_t capacity)
+{
+    switch (k->type) {
+    case KEY_INT:
+    case KEY_U64:
+        snprintf(out, capacity, "an integer from %.0f to %.0f", k->min, k->max);
+        break;
+    case KEY_DOUBLE:
+        snprintf(out, capacity, "a number in %c%g, %g%c", k->open & MIN_OPEN ? '(' : '[', k->min,
+                 k->max, k->open & MAX_OPEN ? ')' : ']');
+        break;
+    case KEY_BOOL:
+        snprintf(out, capacity, "true or false (also yes/no, on/off, 1/0)");
+        break;
+    case KEY_ENUM: {
+        size_t used = 0;
+        out[0] = '\0';
+        for (int c = 0; k->choices[c] != NULL && used < capacity; c++)
+            used +=
+                (size_t)snprintf(out + used, capacity - used, "%s%s",
+                                 c == 0 ? "" : (k->choices[c + 1] ? ", " : " or "), k->choices[c]);
+        break;
+    }
+    case KEY_STRING:
+    case KEY_PATH:
+    case KEY_COLUMNS:
+    case KEY_DEVICES:
+        snprintf(out, capacity, "%s", k->accepted);
+        break;
+    }
+}
+
 static enum tsrnn_status bad_value(const struct key *k, const char *value, const char *origin,
                                    const char *why)
 {
+    char accepted[256];
+    describe_accepted(k, accepted, sizeof(accepted));
     return tsrnn_error(TSRNN_ERR_USAGE, "%s: [%s] %s = '%s': %s; accepted: %s", origin, k->section,
-                       k->name, value, why, k->accepted);
+                       k->name, value, why, accepted);
 }
 
 static bool parse_double(const char *text, double *out)
@@ -262,9 +309,9 @@ static bool parse_bool(const char *text, bool *out)
 
 static bool in_range(const struct key *k, double v)
 {
-    if (k->min_open ? v <= k->min : v < k->min)
+    if (k->open & MIN_OPEN ? v <= k->min : v < k->min)
         return false;
-    if (k->max_open ? v >= k->max : v > k->max)
+    if (k->open & MAX_OPEN ? v >= k->max : v > k->max)
         return false;
     return true;
 }
@@ -410,7 +457,7 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         strcpy(field(cfg, k), value);
         break;
     case KEY_PATH:
-        TSRNN_TRY(resolve_path(field(cfg, k), PATH_MAX, value, base_dir, k, origin));
+        TSRNN_TRY(resolve_path(field(cfg, k), k->capacity, value, base_dir, k, origin));
         break;
     case KEY_COLUMNS:
         TSRNN_TRY(set_columns(cfg, k, value, origin));

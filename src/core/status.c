@@ -2,6 +2,8 @@
  * (include/tsrnn/core.h). */
 #include "tsrnn/core.h"
 
+#include "tsrnn_build.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +11,11 @@
 #include <string.h>
 
 static _Thread_local char error_message[2048];
+
+const char *tsrnn_version(void)
+{
+    return TSRNN_VERSION_STRING;
+}
 
 static void append_errno(int errnum)
 {

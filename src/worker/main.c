@@ -68,7 +68,7 @@ int main(int argc, char **argv)
             free(overrides);
             return TSRNN_EXIT_OK;
         case 'V':
-            printf(PROGRAM " " TSRNN_VERSION "\n");
+            printf(PROGRAM " %s\n", tsrnn_version());
             free(overrides);
             return TSRNN_EXIT_OK;
         default:
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     if (status == TSRNN_OK)
         status = tsrnn_config_load(cfg, ini_path, overrides, override_count);
     if (status == TSRNN_OK && print_config) {
-        printf("# tsrnn %s: resolved configuration of %s\n", TSRNN_VERSION, ini_path);
+        printf("# tsrnn %s: resolved configuration of %s\n", tsrnn_version(), ini_path);
         status = tsrnn_config_write(cfg, stdout);
         goto done;
     }
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
         status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size, cfg->shuffle,
                                     cfg->random_state, 0, 1);
     if (status == TSRNN_OK) {
-        printf(PROGRAM " %s: %s, model %s\n", TSRNN_VERSION, ini_path,
+        printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
                tsrnn_model_kind_name(cfg->model));
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
         fflush(stdout);
