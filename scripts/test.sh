@@ -19,7 +19,7 @@ configure() { # dir, extra meson options...
     else
         meson setup "$dir" -Dwerror=true -Dtests=true "$@"
     fi | sed -n '/^tsrnn /,$p' # meson's summary: which optional backends were found
-    meson compile -C "$dir" >/dev/null
+    meson compile -C "$dir"
 }
 
 configure "$build"

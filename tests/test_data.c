@@ -72,7 +72,7 @@ static void test_air_passengers_series(void **state)
              tu_env("TSRNN_SOURCE_ROOT"));
     char cols[1][TSRNN_NAME_MAX] = { "#Passengers" };
     struct tsrnn_series s;
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", cols, 1, "test"), TSRNN_OK);
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", cols, 1), TSRNN_OK);
     assert_int_equal(s.length, 144);
     assert_int_equal(s.component_count, 1);
     assert_int_equal(s.time_unit, TSRNN_TIME_MONTH);
@@ -188,7 +188,7 @@ static void test_scaler_round_trip(void **state)
     snprintf(path, sizeof(path), "%s/examples/data/air_passengers.csv",
              tu_env("TSRNN_SOURCE_ROOT"));
     struct tsrnn_series s;
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0, "test"), TSRNN_OK);
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0), TSRNN_OK);
     float *x = malloc(s.length * sizeof(float));
     memcpy(x, s.values, s.length * sizeof(float));
     tsrnn_scaler_fit(&sc, s.values, 121, 1);
@@ -212,7 +212,7 @@ static void test_csv_bom_crlf_quotes(void **state)
                                 "2001-02, 2.5 ,3e1\r\n"
                                 "2001-03,\"4\",0x10\r\n");
     struct tsrnn_series s;
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0, "test"), TSRNN_OK);
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0), TSRNN_OK);
     assert_int_equal(s.length, 3);
     assert_int_equal(s.component_count, 2);
     assert_string_equal(s.time_name, "Month");
@@ -224,12 +224,12 @@ static void test_csv_bom_crlf_quotes(void **state)
 
     /* no time column: index 0..L-1; an integer time column stays an integer index */
     path = tu_write(dir, "i.csv", "step,v\n10,1\n11,2\n13,3\n");
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "step", NULL, 0, "test"), TSRNN_OK);
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "step", NULL, 0), TSRNN_OK);
     assert_int_equal(s.time_unit, TSRNN_TIME_INDEX);
     assert_int_equal(s.times[2], 13);
     tsrnn_series_finish(&s);
     char only_v[1][TSRNN_NAME_MAX] = { "v" };
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "", only_v, 1, "test"), TSRNN_OK);
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "", only_v, 1), TSRNN_OK);
     assert_int_equal(s.times[2], 2);
     tsrnn_series_finish(&s);
     tu_rmtree(dir);
@@ -264,7 +264,7 @@ static void test_csv_errors(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *path = tu_write(dir, "s.csv", cases[i].text);
         struct tsrnn_series s;
-        enum tsrnn_status status = tsrnn_series_load_csv(&s, path, "Month", NULL, 0, "test");
+        enum tsrnn_status status = tsrnn_series_load_csv(&s, path, "Month", NULL, 0);
         if (status != TSRNN_ERR_DATA)
             fail_msg("case %zu: status %d, message '%s'", i, status, tsrnn_last_error());
         for (size_t k = 0; k < 3 && cases[i].expect[k]; k++)
@@ -276,12 +276,12 @@ static void test_csv_errors(void **state)
     /* missing columns name the config entry and list what the file has */
     const char *path = tu_write(dir, "s.csv", "Month,#Passengers\n2001-01,1\n");
     struct tsrnn_series s;
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "Date", NULL, 0, "x.ini:3"), TSRNN_ERR_DATA);
-    assert_non_null(strstr(tsrnn_last_error(), "x.ini:3: time column 'Date' is not in"));
-    assert_non_null(strstr(tsrnn_last_error(), "'Month', '#Passengers'"));
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Date", NULL, 0), TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "s.csv:1: no column 'Date' ([data] time_col)"));
+    assert_non_null(strstr(tsrnn_last_error(), "it has: 'Month', '#Passengers'"));
     char cols[1][TSRNN_NAME_MAX] = { "Passengers" };
-    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", cols, 1, "x.ini:4"), TSRNN_ERR_DATA);
-    assert_non_null(strstr(tsrnn_last_error(), "x.ini:4: value column 'Passengers' is not in"));
+    assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", cols, 1), TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "no column 'Passengers' ([data] value_cols)"));
     tu_rmtree(dir);
     free(dir);
 }

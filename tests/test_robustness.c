@@ -69,7 +69,7 @@ static void test_random_csv(void **state)
         const char *path = tu_write(dir, "r.csv", text);
         struct tsrnn_series s;
         const char *time_col = round % 3 == 0 ? "" : "Month";
-        enum tsrnn_status status = tsrnn_series_load_csv(&s, path, time_col, NULL, 0, "fuzz");
+        enum tsrnn_status status = tsrnn_series_load_csv(&s, path, time_col, NULL, 0);
         if (status == TSRNN_OK) {
             accepted++;
             assert_true(s.component_count >= 1);

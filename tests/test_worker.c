@@ -187,7 +187,8 @@ static const struct bad_case config_cases[] = {
 
 /* Each bad CSV (with a valid config): the data and what the message must contain. */
 static const struct bad_case csv_cases[] = {
-    { "Month,Passengers\n1949-01,112\n", { "value column '#Passengers' is not in", "s.csv" } },
+    { "Month,Passengers\n1949-01,112\n",
+      { "s.csv:1: no column '#Passengers' ([data] value_cols)", "it has: 'Month', 'Passengers'" } },
     { "Month,#Passengers\n1949-01,112\n1949-02,\n1949-03,3\n",
       { "s.csv:3:9:", "column '#Passengers': empty value" } },
     { "Month,#Passengers\n1949-01,112\n1949-02,lots\n",

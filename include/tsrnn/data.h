@@ -54,12 +54,11 @@ struct tsrnn_series {
  * index is 0, 1, ...) must hold strictly increasing stamps (tsrnn_time_parse() formats, or
  * integers); `value_cols` (count 0 = every column but time_col) must hold finite numbers.
  * A UTF-8 BOM and CRLF line ends are accepted; fields may be double-quoted.
- * Errors are TSRNN_ERR_DATA with `path:line:column`; `origin` names the config entry that
- * chose the columns, for a missing column. */
+ * Errors are TSRNN_ERR_DATA with `path:line[:column]`, the column and the bad text. */
 enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char *path,
                                         const char *time_col,
                                         const char (*value_cols)[TSRNN_NAME_MAX],
-                                        size_t value_col_count, const char *origin);
+                                        size_t value_col_count);
 
 /* Frees what tsrnn_series_load_csv() allocated; accepts a zeroed series. */
 void tsrnn_series_finish(struct tsrnn_series *series);

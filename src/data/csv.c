@@ -191,6 +191,7 @@ void tsrnn_series_finish(struct tsrnn_series *series)
 struct loader {
     struct csv_file file;
     size_t column_count; /* K, from the header */
+    size_t header_line;  /* its line number (blank lines may come first) */
     char **header;       /* (K) column names, pointing into file.buf */
     long time_idx;       /* -1 without a time column */
     size_t *value_idx;   /* (C) header column of each component */
@@ -208,8 +209,7 @@ static long find_column(const struct loader *ld, const char *name)
     return -1;
 }
 
-static enum tsrnn_status missing_column(const struct loader *ld, const char *name, const char *what,
-                                        const char *origin)
+static enum tsrnn_status missing_column(const struct loader *ld, const char *name, const char *key)
 {
     char list[1024];
     size_t used = 0;
@@ -217,14 +217,13 @@ static enum tsrnn_status missing_column(const struct loader *ld, const char *nam
     for (size_t i = 0; i < ld->column_count && used < sizeof(list); i++)
         used += (size_t)snprintf(list + used, sizeof(list) - used, "%s'%s'", i ? ", " : "",
                                  ld->header[i]);
-    return tsrnn_error(TSRNN_ERR_DATA, "%s: %s column '%s' is not in %s (line 1); its columns: %s",
-                       origin, what, name, ld->file.path, list);
+    return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu: no column '%s' (%s) in the header; it has: %s",
+                       ld->file.path, ld->header_line, name, key, list);
 }
 
 static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
                                      const char (*value_cols)[TSRNN_NAME_MAX],
-                                     size_t value_col_count, const char *origin,
-                                     struct tsrnn_series *series)
+                                     size_t value_col_count, struct tsrnn_series *series)
 {
     long count = next_row(&ld->file);
     if (count < 0)
@@ -233,6 +232,7 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
         return tsrnn_error(TSRNN_ERR_DATA, "%s: the file is empty; expected a header row",
                            ld->file.path);
     ld->column_count = (size_t)count;
+    ld->header_line = ld->file.line;
     ld->header = calloc(ld->column_count, sizeof(*ld->header));
     if (ld->header == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ld->file.path);
@@ -249,20 +249,20 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
     if (time_col[0] != '\0') {
         ld->time_idx = find_column(ld, time_col);
         if (ld->time_idx < 0)
-            return missing_column(ld, time_col, "time", origin);
+            return missing_column(ld, time_col, "[data] time_col");
     }
 
     size_t c_count = value_col_count;
     if (c_count == 0)
         c_count = ld->column_count - (ld->time_idx >= 0);
     if (c_count == 0)
-        return tsrnn_error(TSRNN_ERR_DATA, "%s:1: no value column besides the time column '%s'",
-                           ld->file.path, time_col);
+        return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu: no value column besides the time column '%s'",
+                           ld->file.path, ld->header_line, time_col);
     if (c_count > TSRNN_MAX_COMPONENTS)
         return tsrnn_error(TSRNN_ERR_DATA,
-                           "%s:1: %zu value columns; at most %d are supported (choose some "
+                           "%s:%zu: %zu value columns; at most %d are supported (choose some "
                            "with [data] value_cols)",
-                           ld->file.path, c_count, TSRNN_MAX_COMPONENTS);
+                           ld->file.path, ld->header_line, c_count, TSRNN_MAX_COMPONENTS);
     ld->value_idx = calloc(c_count, sizeof(*ld->value_idx));
     series->component_names = calloc(c_count, sizeof(*series->component_names));
     if (ld->value_idx == NULL || series->component_names == NULL)
@@ -274,10 +274,11 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
     for (size_t i = 0; i < value_col_count; i++) {
         long idx = find_column(ld, value_cols[i]);
         if (idx < 0)
-            return missing_column(ld, value_cols[i], "value", origin);
+            return missing_column(ld, value_cols[i], "[data] value_cols");
         if (idx == ld->time_idx)
             return tsrnn_error(TSRNN_ERR_DATA,
-                               "%s: column '%s' is both time_col and a value column", origin,
+                               "[data] value_cols lists the time column '%s'; a column is either "
+                               "the time or a value",
                                value_cols[i]);
         ld->value_idx[c++] = (size_t)idx;
     }
@@ -409,14 +410,14 @@ static enum tsrnn_status parse_times(struct loader *ld, struct tsrnn_series *s)
 enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char *path,
                                         const char *time_col,
                                         const char (*value_cols)[TSRNN_NAME_MAX],
-                                        size_t value_col_count, const char *origin)
+                                        size_t value_col_count)
 {
     struct loader ld = { .file = { .path = path } };
     memset(series, 0, sizeof(*series));
 
     enum tsrnn_status status = read_all(&ld.file);
     if (status == TSRNN_OK)
-        status = read_header(&ld, time_col, value_cols, value_col_count, origin, series);
+        status = read_header(&ld, time_col, value_cols, value_col_count, series);
     if (status == TSRNN_OK)
         status = read_rows(&ld, series);
     if (status == TSRNN_OK)

@@ -66,8 +66,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
 {
     struct tsrnn_series *s = &ds->series;
     TSRNN_TRY(tsrnn_series_load_csv(s, cfg->data_path, cfg->time_col, cfg->value_cols,
-                                    cfg->value_col_count,
-                                    tsrnn_config_origin(cfg, "data", "value_cols")));
+                                    cfg->value_col_count));
     TSRNN_TRY(check_part(cfg, "series", s->length, cfg->data_path));
 
     ds->train_length = s->length;
