@@ -62,6 +62,10 @@ int tsrnn_status_exit_code(enum tsrnn_status status);
  * stop the run (a setting without effect, ...). */
 void tsrnn_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* `path` relative to the current folder when it lies below it, else as is: what messages and
+ * summaries show of the absolute paths a resolved config holds. Opens the same file. */
+const char *tsrnn_display_path(const char *path);
+
 /* Parses a whole string as a base-10 integer: no empty text, no trailing characters, no
  * overflow. Returns false otherwise. */
 bool tsrnn_parse_int64(const char *text, long long *out);

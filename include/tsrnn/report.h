@@ -12,7 +12,4 @@
 void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struct tsrnn_dataset *ds,
                           const struct tsrnn_sampler *sampler);
 
-/* `path` relative to the current directory when it lies below it, else as is. */
-const char *tsrnn_report_path(const char *path);
-
 #endif

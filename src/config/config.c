@@ -723,9 +723,11 @@ static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const ch
 {
     const char *origin = tsrnn_config_origin(cfg, section, key);
     FILE *f = fopen(path, "r");
+    int open_err = errno;
+    path = tsrnn_display_path(path);
     if (f == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "%s: [%s] %s: cannot open %s %s", origin,
-                                 section, key, what, path);
+        return tsrnn_error_errno(TSRNN_ERR_USAGE, open_err, "%s: [%s] %s: cannot open %s %s",
+                                 origin, section, key, what, path);
     int c = fgetc(f);
     int err = errno;
     bool bad = c == EOF && ferror(f);

@@ -5,10 +5,12 @@
 #include "tsrnn_build.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local char error_message[2048];
 
@@ -117,4 +119,15 @@ void tsrnn_warn(const char *fmt, ...)
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
     fprintf(stderr, "warning: %s\n", message);
+}
+
+const char *tsrnn_display_path(const char *path)
+{
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL)
+        return path;
+    size_t n = strlen(cwd);
+    if (strncmp(path, cwd, n) == 0 && path[n] == '/')
+        return path + n + 1;
+    return path;
 }

@@ -65,9 +65,9 @@ static enum tsrnn_status check_part(const struct tsrnn_config *cfg, const char *
 static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     struct tsrnn_series *s = &ds->series;
-    TSRNN_TRY(tsrnn_series_load_csv(s, cfg->data_path, cfg->time_col, cfg->value_cols,
-                                    cfg->value_col_count));
-    TSRNN_TRY(check_part(cfg, "series", s->length, cfg->data_path));
+    const char *path = tsrnn_display_path(cfg->data_path);
+    TSRNN_TRY(tsrnn_series_load_csv(s, path, cfg->time_col, cfg->value_cols, cfg->value_col_count));
+    TSRNN_TRY(check_part(cfg, "series", s->length, path));
 
     ds->train_length = s->length;
     if (cfg->split_after[0] != '\0') {
@@ -83,9 +83,9 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
         ds->train_length = s->length - val;
     }
     ds->val_length = s->length - ds->train_length;
-    TSRNN_TRY(check_part(cfg, "training part", ds->train_length, cfg->data_path));
+    TSRNN_TRY(check_part(cfg, "training part", ds->train_length, path));
     if (ds->val_length > 0)
-        TSRNN_TRY(check_part(cfg, "validation part", ds->val_length, cfg->data_path));
+        TSRNN_TRY(check_part(cfg, "validation part", ds->val_length, path));
 
     size_t C = s->component_count;
     ds->scaled = malloc(s->length * C * sizeof(float));

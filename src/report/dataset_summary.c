@@ -1,21 +1,6 @@
 /* The dataset summary a run prints before training (include/tsrnn/report.h). */
 #include "tsrnn/report.h"
 
-#include <limits.h>
-#include <string.h>
-#include <unistd.h>
-
-const char *tsrnn_report_path(const char *path)
-{
-    char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof(cwd)) == NULL)
-        return path;
-    size_t n = strlen(cwd);
-    if (strncmp(path, cwd, n) == 0 && path[n] == '/')
-        return path + n + 1;
-    return path;
-}
-
 static void print_range(FILE *out, const struct tsrnn_series *s, size_t first, size_t count)
 {
     char a[64], b[64];
@@ -29,7 +14,7 @@ void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struc
 {
     const struct tsrnn_series *s = &ds->series;
 
-    fprintf(out, "Data: %s: %zu points (", tsrnn_report_path(cfg->data_path), s->length);
+    fprintf(out, "Data: %s: %zu points (", tsrnn_display_path(cfg->data_path), s->length);
     print_range(out, s, 0, s->length);
     fprintf(out, "), %zu component%s:", s->component_count, s->component_count == 1 ? "" : "s");
     for (size_t c = 0; c < s->component_count; c++)
