@@ -158,6 +158,8 @@ static void test_values_and_syntax(void **state)
         { "training.lr=0", "out of range" },
         { "training.lr=nan", "not a finite number" },
         { "output.model_name=a/b", "not a plain folder name" },
+        { "output.model_name=", "not a plain folder name" },
+        { "output.model_name=..", "not a plain folder name" },
         { "data.value_cols=a,,b", "empty column name" },
         { "data.value_cols=a,a", "listed twice" },
         { "training.shuffle=maybe", "not a boolean" },

@@ -31,6 +31,7 @@ enum key_type {
     KEY_BOOL,    /* bool: true/false, yes/no, on/off, 1/0 */
     KEY_ENUM,    /* int-sized enum: index into choices[] */
     KEY_STRING,  /* char[capacity] */
+    KEY_FOLDER,  /* char[capacity]: one non-empty folder name, no '/' */
     KEY_PATH,    /* char[PATH_MAX], resolved to an absolute path */
     KEY_COLUMNS, /* value_cols: comma list into value_cols[][] */
     KEY_DEVICES, /* "auto", "-1", "N" or "i,j,...", kept as text */
@@ -123,7 +124,8 @@ static const struct key schema[] = {
 
     TEXT("output", "work_dir", KEY_PATH, work_dir, "",
          "a folder path (relative to the INI file's folder)"),
-    TEXT("output", "model_name", KEY_STRING, model_name, "", "a folder name without '/'"),
+    TEXT("output", "model_name", KEY_FOLDER, model_name, "run",
+         "a non-empty folder name without '/'"),
     BOOL("output", "force_reset", force_reset, "false"),
     BOOL("output", "save_checkpoints", save_checkpoints, "false"),
     BOOL("output", "log_tensorboard", log_tensorboard, "false"),
@@ -258,6 +260,7 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
         break;
     }
     case KEY_STRING:
+    case KEY_FOLDER:
     case KEY_PATH:
     case KEY_COLUMNS:
     case KEY_DEVICES:
@@ -451,8 +454,13 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
     case KEY_STRING:
         if (strlen(value) >= k->capacity)
             return bad_value(k, value, origin, "too long");
-        if (k->offset == offsetof(struct tsrnn_config, model_name) &&
-            (strchr(value, '/') != NULL || strcmp(value, ".") == 0 || strcmp(value, "..") == 0))
+        strcpy(field(cfg, k), value);
+        break;
+    case KEY_FOLDER:
+        if (strlen(value) >= k->capacity)
+            return bad_value(k, value, origin, "too long");
+        if (value[0] == '\0' || strchr(value, '/') != NULL || strcmp(value, ".") == 0 ||
+            strcmp(value, "..") == 0)
             return bad_value(k, value, origin, "not a plain folder name");
         strcpy(field(cfg, k), value);
         break;
@@ -809,6 +817,7 @@ static void format_value(const struct tsrnn_config *cfg, const struct key *k, ch
         snprintf(out, capacity, "%s", k->choices[*(const int *)cfield(cfg, k)]);
         break;
     case KEY_STRING:
+    case KEY_FOLDER:
     case KEY_PATH:
     case KEY_DEVICES:
         snprintf(out, capacity, "%s", (const char *)cfield(cfg, k));
