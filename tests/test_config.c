@@ -173,6 +173,14 @@ static void test_values_and_syntax(void **state)
             strstr(tsrnn_last_error(), "accepted:") == NULL)
             fail_msg("%s: got '%s'", bad_sets[i][0], tsrnn_last_error());
     }
+    /* a valid device list longer than the field that holds it is refused, not overflowed */
+    char long_list[512] = "trainer.devices=0";
+    for (int d = 1; d < 64; d++)
+        snprintf(long_list + strlen(long_list), sizeof(long_list) - strlen(long_list), ",%d", d);
+    const char *long_set[] = { long_list };
+    assert_int_equal(load(f, "[data]\npath = s.csv\n", long_set, 1), TSRNN_ERR_USAGE);
+    assert_non_null(strstr(tsrnn_last_error(), "[trainer] devices = '0,1,2,"));
+    assert_non_null(strstr(tsrnn_last_error(), "': too long; accepted:"));
     const char *good[] = { "trainer.devices=0,2,5", "trainer.devices=-1", "trainer.devices=4" };
     for (size_t i = 0; i < 3; i++)
         assert_int_equal(load(f, "[data]\npath = s.csv\n", &good[i], 1), TSRNN_OK);

@@ -38,6 +38,22 @@ static void expect_in(const char *haystack, const char *needle)
         fail_msg("expected '%s' in:\n%s", needle, haystack);
 }
 
+/* Runs the worker with up to three arguments (NULL ends them early) and checks its exit code
+ * and one piece of stdout and of stderr (NULL: not checked). */
+static void check(const char *a1, const char *a2, const char *a3, int exit_code,
+                  const char *out_needle, const char *err_needle)
+{
+    const char *argv[] = { worker(), a1, a2, a3, NULL };
+    run(argv);
+    if (result.exit_code != exit_code)
+        fail_msg("%s %s: exit %d, expected %d; stderr: %s", a1, a2 ? a2 : "", result.exit_code,
+                 exit_code, result.err);
+    if (out_needle != NULL)
+        expect_in(result.out, out_needle);
+    if (err_needle != NULL)
+        expect_in(result.err, err_needle);
+}
+
 static void test_air_passengers_summary(void **state)
 {
     (void)state;
@@ -56,20 +72,17 @@ static void test_air_passengers_summary(void **state)
 static void test_set_precedence(void **state)
 {
     (void)state;
-    const char *one[] = { worker(), "--set", "training.batch_size=32", example(), NULL };
-    run(one);
-    assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "4 per epoch at batch_size 32"); /* ceil(101 / 32) */
+    /* ceil(101 / 32) batches */
+    check("--set", "training.batch_size=32", example(), 0, "4 per epoch at batch_size 32", NULL);
+    /* the later --set wins: ceil(101 / 50) */
     const char *two[] = { worker(),  "-s", "training.batch_size=8", "--set=training.batch_size=50",
                           example(), NULL };
     run(two);
     assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "3 per epoch at batch_size 50"); /* the later --set wins */
-    const char *split[] = { worker(), "--set", "data.split_after=1958-12", example(), NULL };
-    run(split);
-    assert_int_equal(result.exit_code, 0);
+    expect_in(result.out, "3 per epoch at batch_size 50");
+    check("--set", "data.split_after=1958-12", example(), 0,
+          "100 training samples, 4 validation samples", NULL);
     expect_in(result.out, "train 120 points");
-    expect_in(result.out, "100 training samples, 4 validation samples");
 }
 
 static void test_print_config_round_trip(void **state)
@@ -102,37 +115,17 @@ static void test_print_config_round_trip(void **state)
 static void test_cli(void **state)
 {
     (void)state;
-    const char *help[] = { worker(), "--help", NULL };
-    run(help);
-    assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "Usage: tsrnn-worker");
-    const char *version[] = { worker(), "--version", NULL };
-    run(version);
-    assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "tsrnn-worker 0.1.0");
-    const char *none[] = { worker(), NULL };
-    run(none);
-    assert_int_equal(result.exit_code, 2);
-    expect_in(result.err, "expected one config file");
-    const char *unknown[] = { worker(), "--frobnicate", example(), NULL };
-    run(unknown);
-    assert_int_equal(result.exit_code, 2);
-    const char *missing[] = { worker(), "/nonexistent/x.ini", NULL };
-    run(missing);
-    assert_int_equal(result.exit_code, 2);
-    expect_in(result.err, "cannot open config file /nonexistent/x.ini: No such file");
-    const char *dir_ini[] = { worker(), "/tmp", NULL };
-    run(dir_ini);
-    assert_int_equal(result.exit_code, 2);
-    expect_in(result.err, "cannot read config file /tmp: Is a directory");
-    const char *bad_set[] = { worker(), "--set", "hidden_dim=3", example(), NULL };
-    run(bad_set);
-    assert_int_equal(result.exit_code, 2);
-    expect_in(result.err, "--set hidden_dim=3: expected section.key=value");
-    const char *range_set[] = { worker(), "--set", "model.dropout=1.5", example(), NULL };
-    run(range_set);
-    assert_int_equal(result.exit_code, 2);
-    expect_in(result.err, "--set model.dropout=1.5: [model] dropout = '1.5': out of range");
+    check("--help", NULL, NULL, 0, "Usage: tsrnn-worker", NULL);
+    check("--version", NULL, NULL, 0, "tsrnn-worker 0.1.0", NULL);
+    check(NULL, NULL, NULL, 2, NULL, "expected one config file");
+    check("--frobnicate", example(), NULL, 2, NULL, "unrecognized option '--frobnicate'");
+    check("/nonexistent/x.ini", NULL, NULL, 2, NULL,
+          "cannot open config file /nonexistent/x.ini: No such file");
+    check("/tmp", NULL, NULL, 2, NULL, "cannot read config file /tmp: Is a directory");
+    check("--set", "hidden_dim=3", example(), 2, NULL,
+          "--set hidden_dim=3: expected section.key=value");
+    check("--set", "model.dropout=1.5", example(), 2, NULL,
+          "--set model.dropout=1.5: [model] dropout = '1.5': out of range");
 }
 
 /* Each bad config: the text, then what the message must contain (file:line, key, ...). */

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum tsrnn_status {
     TSRNN_OK = 0,
@@ -68,7 +69,7 @@ const char *tsrnn_display_path(const char *path);
 
 /* Parses a whole string as a base-10 integer: no empty text, no trailing characters, no
  * overflow. Returns false otherwise. */
-bool tsrnn_parse_int64(const char *text, long long *out);
+bool tsrnn_parse_int64(const char *text, int64_t *out);
 
 /* Propagates a failing status to the caller. */
 #define TSRNN_TRY(expr)                                                                            \

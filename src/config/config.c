@@ -41,9 +41,9 @@ struct key {
     const char *section;
     const char *name;
     enum key_type type;
-    size_t offset;   /* of the field in struct tsrnn_config */
-    size_t capacity; /* bytes of a text field */
-    const char *default_text;
+    size_t offset;              /* of the field in struct tsrnn_config */
+    size_t capacity;            /* bytes of a text field */
+    const char *default_text;   /* NULL: computed by tsrnn_config_init() */
     double min, max;            /* numbers */
     int open;                   /* numbers: MIN_OPEN | MAX_OPEN, else closed */
     const char *const *choices; /* KEY_ENUM: names in enum order, NULL-terminated */
@@ -122,9 +122,9 @@ static const struct key schema[] = {
          "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2"),
     INT("trainer", "num_threads", num_threads, "1", 1, 1024),
 
-    TEXT("output", "work_dir", KEY_PATH, work_dir, "",
+    TEXT("output", "work_dir", KEY_PATH, work_dir, NULL,
          "a folder path (relative to the INI file's folder)"),
-    TEXT("output", "model_name", KEY_FOLDER, model_name, "run",
+    TEXT("output", "model_name", KEY_FOLDER, model_name, NULL,
          "a non-empty folder name without '/'"),
     BOOL("output", "force_reset", force_reset, "false"),
     BOOL("output", "save_checkpoints", save_checkpoints, "false"),
@@ -135,11 +135,6 @@ static const struct key schema[] = {
 
 #define KEY_COUNT (sizeof(schema) / sizeof(schema[0]))
 _Static_assert(KEY_COUNT <= TSRNN_CONFIG_MAX_KEYS, "grow TSRNN_CONFIG_MAX_KEYS");
-
-static const char *const sections[] = {
-    "data", "model", "training", "trainer", "output", "forecast"
-};
-#define SECTION_COUNT (sizeof(sections) / sizeof(sections[0]))
 
 static void *field(struct tsrnn_config *cfg, const struct key *k)
 {
@@ -159,12 +154,13 @@ static const struct key *find_key(const char *section, const char *name)
     return NULL;
 }
 
-static bool known_section(const char *section)
+/* The schema's spelling of `section`, or NULL when no key lives there. */
+static const char *known_section(const char *section)
 {
-    for (size_t i = 0; i < SECTION_COUNT; i++)
-        if (strcasecmp(sections[i], section) == 0)
-            return true;
-    return false;
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (strcasecmp(schema[i].section, section) == 0)
+            return schema[i].section;
+    return NULL;
 }
 
 /* Levenshtein distance, case-insensitive, for "did you mean" hints on short names. */
@@ -194,45 +190,47 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
+/* Whether `candidate` is nearer to `name` than *best_distance; if so, records its distance. */
+static bool nearer(const char *name, const char *candidate, size_t *best_distance)
+{
+    size_t d = edit_distance(name, candidate);
+    if (d >= *best_distance)
+        return false;
+    *best_distance = d;
+    return true;
+}
+
 /* The closest known key to `name` (any section), or NULL when nothing is close. */
 static const struct key *closest_key(const char *name)
 {
     const struct key *best = NULL;
     size_t best_distance = (size_t)-1;
-    for (size_t i = 0; i < KEY_COUNT; i++) {
-        size_t d = edit_distance(name, schema[i].name);
-        if (d < best_distance) {
-            best_distance = d;
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (nearer(name, schema[i].name, &best_distance))
             best = &schema[i];
-        }
-    }
     size_t len = strlen(name);
     size_t limit = len <= 4 ? 1 : len / 3 + 1;
     return best_distance <= limit ? best : NULL;
 }
 
-static const char *closest_section(const char *name)
-{
-    const char *best = NULL;
-    size_t best_distance = (size_t)-1;
-    for (size_t i = 0; i < SECTION_COUNT; i++) {
-        size_t d = edit_distance(name, sections[i]);
-        if (d < best_distance) {
-            best_distance = d;
-            best = sections[i];
-        }
-    }
-    return best_distance <= 3 ? best : NULL;
-}
-
 static enum tsrnn_status unknown_section(const char *section, const char *origin)
 {
-    const char *hint = closest_section(section);
-    return tsrnn_error(TSRNN_ERR_USAGE,
-                       "%s: unknown section [%s]%s%s%s; accepted: [data] [model] [training] "
-                       "[trainer] [output] [forecast]",
-                       origin, section, hint ? " (did you mean [" : "", hint ? hint : "",
-                       hint ? "]?)" : "");
+    char list[256] = "";
+    const char *hint = NULL;
+    size_t best_distance = (size_t)-1, used = 0;
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        if (i > 0 && strcmp(schema[i].section, schema[i - 1].section) == 0)
+            continue;
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s[%s]", i ? " " : "",
+                                 schema[i].section);
+        if (nearer(section, schema[i].section, &best_distance))
+            hint = schema[i].section;
+    }
+    if (best_distance > 3)
+        hint = NULL;
+    return tsrnn_error(TSRNN_ERR_USAGE, "%s: unknown section [%s]%s%s%s; accepted: %s", origin,
+                       section, hint ? " (did you mean [" : "", hint ? hint : "", hint ? "]?)" : "",
+                       list);
 }
 
 /* What a user may write for `k`, derived from its type and range. */
@@ -333,39 +331,45 @@ static enum tsrnn_status resolve_path(char *out, size_t capacity, const char *va
     return TSRNN_OK;
 }
 
+/* Steps through a comma-separated list: the next item, blanks trimmed, as (*item, *len).
+ * Returns false after the last item. An empty list still has one (empty) item. */
+static bool next_item(const char **cursor, const char **item, size_t *len)
+{
+    const char *p = *cursor;
+    if (p == NULL)
+        return false;
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    while (n > 0 && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    *item = p;
+    *len = n;
+    *cursor = comma ? comma + 1 : NULL;
+    return true;
+}
+
 static enum tsrnn_status set_columns(struct tsrnn_config *cfg, const struct key *k,
                                      const char *value, const char *origin)
 {
-    size_t count = 0;
-    const char *p = value;
-    if (*value == '\0') {
-        cfg->value_col_count = 0;
-        return TSRNN_OK;
-    }
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len > 0 && (*p == ' ' || *p == '\t')) {
-            p++;
-            len--;
-        }
-        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-            len--;
+    size_t count = 0, len;
+    const char *cursor = value, *item;
+    while (*value != '\0' && next_item(&cursor, &item, &len)) {
         if (len == 0)
             return bad_value(k, value, origin, "empty column name in the list");
         if (len >= TSRNN_NAME_MAX)
             return bad_value(k, value, origin, "a column name is too long");
         if (count == TSRNN_MAX_COMPONENTS)
             return bad_value(k, value, origin, "more than 64 columns");
-        memcpy(cfg->value_cols[count], p, len);
+        memcpy(cfg->value_cols[count], item, len);
         cfg->value_cols[count][len] = '\0';
         for (size_t i = 0; i < count; i++)
             if (strcmp(cfg->value_cols[i], cfg->value_cols[count]) == 0)
                 return bad_value(k, value, origin, "a column is listed twice");
         count++;
-        if (!comma)
-            break;
-        p = comma + 1;
     }
     cfg->value_col_count = count;
     return TSRNN_OK;
@@ -373,33 +377,29 @@ static enum tsrnn_status set_columns(struct tsrnn_config *cfg, const struct key 
 
 static bool valid_devices(const char *value)
 {
-    long long n;
+    int64_t n;
     if (strcasecmp(value, "auto") == 0 || strcmp(value, "-1") == 0)
         return true;
     if (strchr(value, ',') == NULL)
         return tsrnn_parse_int64(value, &n) && n >= 1 && n <= 4096;
     /* A list of distinct device indices. */
-    long long seen[64];
-    size_t count = 0;
-    const char *p = value;
-    for (;;) {
-        char item[32];
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0 || len >= sizeof(item) || count == 64)
+    int64_t seen[64];
+    size_t count = 0, len;
+    const char *cursor = value, *item;
+    while (next_item(&cursor, &item, &len)) {
+        char text[32];
+        if (len == 0 || len >= sizeof(text) || count == 64)
             return false;
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (!tsrnn_parse_int64(item, &n) || n < 0 || n > 4095)
+        memcpy(text, item, len);
+        text[len] = '\0';
+        if (!tsrnn_parse_int64(text, &n) || n < 0 || n > 4095)
             return false;
         for (size_t i = 0; i < count; i++)
             if (seen[i] == n)
                 return false;
         seen[count++] = n;
-        if (!comma)
-            return true;
-        p = comma + 1;
     }
+    return true;
 }
 
 static size_t key_index(const struct key *k)
@@ -410,24 +410,21 @@ static size_t key_index(const struct key *k)
 static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, const char *value,
                                  const char *origin, const char *base_dir)
 {
-    long long i;
+    int64_t i;
     double d;
     bool b;
 
     switch (k->type) {
     case KEY_INT:
-        if (!tsrnn_parse_int64(value, &i))
-            return bad_value(k, value, origin, "not an integer");
-        if (!in_range(k, (double)i))
-            return bad_value(k, value, origin, "out of range");
-        *(int *)field(cfg, k) = (int)i;
-        break;
     case KEY_U64:
         if (!tsrnn_parse_int64(value, &i))
             return bad_value(k, value, origin, "not an integer");
         if (!in_range(k, (double)i))
             return bad_value(k, value, origin, "out of range");
-        *(uint64_t *)field(cfg, k) = (uint64_t)i;
+        if (k->type == KEY_INT)
+            *(int *)field(cfg, k) = (int)i;
+        else
+            *(uint64_t *)field(cfg, k) = (uint64_t)i;
         break;
     case KEY_DOUBLE:
         if (!parse_double(value, &d))
@@ -452,16 +449,15 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         break;
     }
     case KEY_STRING:
-        if (strlen(value) >= k->capacity)
-            return bad_value(k, value, origin, "too long");
-        strcpy(field(cfg, k), value);
-        break;
     case KEY_FOLDER:
+    case KEY_DEVICES:
         if (strlen(value) >= k->capacity)
             return bad_value(k, value, origin, "too long");
-        if (value[0] == '\0' || strchr(value, '/') != NULL || strcmp(value, ".") == 0 ||
-            strcmp(value, "..") == 0)
+        if (k->type == KEY_FOLDER && (value[0] == '\0' || strchr(value, '/') != NULL ||
+                                      strcmp(value, ".") == 0 || strcmp(value, "..") == 0))
             return bad_value(k, value, origin, "not a plain folder name");
+        if (k->type == KEY_DEVICES && !valid_devices(value))
+            return bad_value(k, value, origin, "not a device selection");
         strcpy(field(cfg, k), value);
         break;
     case KEY_PATH:
@@ -469,11 +465,6 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         break;
     case KEY_COLUMNS:
         TSRNN_TRY(set_columns(cfg, k, value, origin));
-        break;
-    case KEY_DEVICES:
-        if (!valid_devices(value))
-            return bad_value(k, value, origin, "not a device selection");
-        strcpy(field(cfg, k), value);
         break;
     }
     snprintf(cfg->origins[key_index(k)], TSRNN_ORIGIN_MAX, "%s", origin);
@@ -501,8 +492,12 @@ enum tsrnn_status tsrnn_config_init(struct tsrnn_config *cfg)
 {
     char cwd[PATH_MAX];
     memset(cfg, 0, sizeof(*cfg));
-    for (size_t i = 0; i < KEY_COUNT; i++)
-        TSRNN_TRY(set_key(cfg, &schema[i], schema[i].default_text, "default", NULL));
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        if (schema[i].default_text != NULL)
+            TSRNN_TRY(set_key(cfg, &schema[i], schema[i].default_text, "default", NULL));
+        else
+            snprintf(cfg->origins[i], TSRNN_ORIGIN_MAX, "default");
+    }
 
     /* Darts: work_dir = os.path.join(os.getcwd(), "darts_logs"). */
     if (getcwd(cwd, sizeof(cwd)) == NULL)
@@ -532,9 +527,8 @@ struct parse_context {
     int line;                 /* number of the line libinih is working on */
     bool at_line_start;       /* the next read starts a new line */
     char line_text[256];      /* start of the current line, for syntax errors */
-    bool failed;              /* the handler or reader set the error message */
     int seen_line[KEY_COUNT]; /* line where each key was set in this file, 0 = not yet */
-    enum tsrnn_status status;
+    enum tsrnn_status status; /* set by the handler or reader that failed */
 };
 
 static char *trim(char *s)
@@ -553,7 +547,7 @@ static char *trim(char *s)
 static char *line_reader(char *buf, int capacity, void *stream)
 {
     struct parse_context *ctx = stream;
-    if (ctx->failed)
+    if (ctx->status != TSRNN_OK)
         return NULL;
     char *got = fgets(buf, capacity, ctx->file);
     if (got == NULL)
@@ -586,7 +580,6 @@ static char *line_reader(char *buf, int capacity, void *stream)
             char origin[TSRNN_ORIGIN_MAX];
             snprintf(origin, sizeof(origin), "%s:%d", ctx->ini_path, ctx->line);
             ctx->status = unknown_section(section, origin);
-            ctx->failed = true;
             return NULL;
         }
     }
@@ -604,7 +597,6 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
                                   "%s: key '%s' appears before any [section]; put it under the "
                                   "section it belongs to, e.g. [model]",
                                   origin, name);
-        ctx->failed = true;
         return 0;
     }
     const struct key *k = find_key(section, name);
@@ -612,14 +604,11 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
         ctx->status = tsrnn_error(TSRNN_ERR_USAGE,
                                   "%s: duplicate key [%s] %s (first set at line %d); keep one",
                                   origin, k->section, k->name, ctx->seen_line[key_index(k)]);
-        ctx->failed = true;
         return 0;
     }
     ctx->status = tsrnn_config_set(ctx->cfg, section, name, value, origin, ctx->base_dir);
-    if (ctx->status != TSRNN_OK) {
-        ctx->failed = true;
+    if (ctx->status != TSRNN_OK)
         return 0;
-    }
     ctx->seen_line[key_index(k)] = ctx->line;
     return 1;
 }
@@ -682,7 +671,7 @@ enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *
     bool read_error = ferror(ctx.file) != 0;
     fclose(ctx.file);
 
-    if (ctx.failed)
+    if (ctx.status != TSRNN_OK)
         return ctx.status;
     if (read_error)
         return tsrnn_error(TSRNN_ERR_USAGE, "cannot read config file %s", ini_path);

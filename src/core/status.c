@@ -98,7 +98,7 @@ int tsrnn_status_exit_code(enum tsrnn_status status)
     return TSRNN_EXIT_RUNTIME;
 }
 
-bool tsrnn_parse_int64(const char *text, long long *out)
+bool tsrnn_parse_int64(const char *text, int64_t *out)
 {
     char *end;
     if (*text == '\0')
@@ -107,7 +107,7 @@ bool tsrnn_parse_int64(const char *text, long long *out)
     long long v = strtoll(text, &end, 10);
     if (errno != 0 || *end != '\0')
         return false;
-    *out = v;
+    *out = (int64_t)v;
     return true;
 }
 

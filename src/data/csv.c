@@ -375,11 +375,8 @@ static enum tsrnn_status parse_times(struct loader *ld, struct tsrnn_series *s)
     }
 
     bool all_integers = true;
-    for (size_t t = 0; t < s->length && all_integers; t++) {
-        long long v = 0;
-        all_integers = tsrnn_parse_int64(ld->time_text[t], &v);
-        s->times[t] = v;
-    }
+    for (size_t t = 0; t < s->length && all_integers; t++)
+        all_integers = tsrnn_parse_int64(ld->time_text[t], &s->times[t]);
     if (!all_integers) {
         s->time_unit = TSRNN_TIME_YEAR;
         for (size_t t = 0; t < s->length; t++) {

@@ -19,13 +19,11 @@ static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struc
     char first[64], last[64];
 
     if (s->time_unit == TSRNN_TIME_INDEX) {
-        long long v;
-        if (!tsrnn_parse_int64(cfg->split_after, &v))
+        if (!tsrnn_parse_int64(cfg->split_after, &point))
             return tsrnn_error(TSRNN_ERR_USAGE,
                                "%s: [data] split_after = '%s': not an integer; the series has an "
                                "integer index, so accepted: an index of the series",
                                origin, cfg->split_after);
-        point = v;
     } else {
         enum tsrnn_time_unit unit;
         if (!tsrnn_time_parse(cfg->split_after, &point, &unit))
