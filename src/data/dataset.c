@@ -16,7 +16,6 @@ static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struc
     const struct tsrnn_series *s = &ds->series;
     const char *origin = tsrnn_config_origin(cfg, "data", "split_after");
     int64_t point;
-    char first[64], last[64];
 
     if (s->time_unit == TSRNN_TIME_INDEX) {
         if (!tsrnn_parse_int64(cfg->split_after, &point))
@@ -35,14 +34,16 @@ static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struc
     size_t n = 0;
     while (n < s->length && s->times[n] <= point)
         n++;
-    tsrnn_time_format(s->times[0], s->time_unit, first, sizeof(first));
-    tsrnn_time_format(s->times[s->length - 1], s->time_unit, last, sizeof(last));
-    if (n == 0 || n == s->length)
+    if (n == 0 || n == s->length) {
+        char first[64], last[64];
+        tsrnn_time_format(s->times[0], s->time_unit, first, sizeof(first));
+        tsrnn_time_format(s->times[s->length - 1], s->time_unit, last, sizeof(last));
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [data] split_after = '%s' leaves %s; accepted: a point from %s "
                            "up to, not including, %s",
                            origin, cfg->split_after,
                            n == 0 ? "no training points" : "no validation points", first, last);
+    }
     *train_length = n;
     return TSRNN_OK;
 }
