@@ -71,6 +71,9 @@ const char *tsrnn_display_path(const char *path);
  * overflow. Returns false otherwise. */
 bool tsrnn_parse_int64(const char *text, int64_t *out);
 
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC): for durations only. */
+double tsrnn_clock_now_s(void);
+
 /* Propagates a failing status to the caller. */
 #define TSRNN_TRY(expr)                                                                            \
     do {                                                                                           \

@@ -1,5 +1,5 @@
 /* tsrnn-worker: one training process. It reads the run's INI file, applies --set overrides,
- * loads and windows the data, and (until the trainer lands) prints the dataset summary.
+ * loads and windows the data, trains the model (src/train/) and prints what happened.
  *
  * Exit codes (include/tsrnn/core.h): 0 ok, 1 runtime failure, 2 usage/config/data error.
  */
@@ -12,12 +12,13 @@
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/report.h"
+#include "tsrnn/train.h"
 
 #define PROGRAM "tsrnn-worker"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: " PROGRAM " [--set section.key=value]... [--print-config] FILE.ini\n"
+    fprintf(out, "Usage: " PROGRAM " [OPTION]... FILE.ini\n"
                  "\n"
                  "Trains a Darts-style RNN/LSTM/GRU forecasting model as configured in FILE.ini.\n"
                  "\n"
@@ -25,10 +26,33 @@ static void usage(FILE *out)
                  "  -s, --set section.key=value  override one config value (repeatable; wins over\n"
                  "                               the file; later --set wins over earlier)\n"
                  "  -p, --print-config           print the fully resolved config and exit\n"
+                 "  -q, --quiet                  print only the final summary\n"
+                 "      --progress=MODE          the epoch progress bar: auto (a live bar on a\n"
+                 "                               terminal, else one line per epoch), bar, plain,\n"
+                 "                               none\n"
                  "  -h, --help                   show this help and exit\n"
                  "  -V, --version                show the version and exit\n"
                  "\n"
                  "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error.\n");
+}
+
+static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
+{
+    static const struct {
+        const char *name;
+        enum tsrnn_progress_mode mode;
+    } modes[] = {
+        { "auto", TSRNN_PROGRESS_AUTO },
+        { "bar", TSRNN_PROGRESS_BAR },
+        { "plain", TSRNN_PROGRESS_PLAIN },
+        { "none", TSRNN_PROGRESS_NONE },
+    };
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (strcmp(text, modes[i].name) == 0) {
+            *mode = modes[i].mode;
+            return true;
+        }
+    return false;
 }
 
 static int fail(enum tsrnn_status status)
@@ -42,6 +66,8 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         { "set", required_argument, NULL, 's' },
         { "print-config", no_argument, NULL, 'p' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "progress", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -49,19 +75,32 @@ int main(int argc, char **argv)
     const char **overrides = calloc((size_t)argc, sizeof(*overrides));
     size_t override_count = 0;
     int print_config = 0;
+    struct tsrnn_train_options train_options = { .out = stdout };
     int opt;
 
     if (overrides == NULL) {
         fprintf(stderr, PROGRAM ": error: out of memory\n");
         return TSRNN_EXIT_RUNTIME;
     }
-    while ((opt = getopt_long(argc, argv, "s:phV", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:pqhV", options, NULL)) != -1) {
         switch (opt) {
         case 's':
             overrides[override_count++] = optarg;
             break;
         case 'p':
             print_config = 1;
+            break;
+        case 'q':
+            train_options.quiet = true;
+            break;
+        case 'P':
+            if (!parse_progress(optarg, &train_options.progress)) {
+                fprintf(stderr,
+                        PROGRAM ": error: --progress=%s: accepted: auto, bar, plain, none\n",
+                        optarg);
+                free(overrides);
+                return TSRNN_EXIT_USAGE;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -102,10 +141,15 @@ int main(int argc, char **argv)
     if (status == TSRNN_OK)
         status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size, cfg->shuffle,
                                     cfg->random_state, 0, 1);
-    if (status == TSRNN_OK) {
+    if (status == TSRNN_OK && !train_options.quiet) {
         printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
                tsrnn_model_kind_name(cfg->model));
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
+        fflush(stdout);
+    }
+    if (status == TSRNN_OK) {
+        struct tsrnn_train_result result;
+        status = tsrnn_train(&result, cfg, &ds, &train_options);
         fflush(stdout);
     }
 

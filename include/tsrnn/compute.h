@@ -1,0 +1,44 @@
+/* CPU compute primitives the model is written in: one row-major GEMM and the bias helpers
+ * around it.
+ *
+ * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
+ * reference, obviously right, and fastest for the tiny matrices of small models) and
+ * OpenBLAS cblas_sgemm (when built with it) for large ones. Both compute, per element,
+ *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
+ * in float32; they differ only in the order of the k-sum (so in the last bits).
+ */
+#ifndef TSRNN_COMPUTE_H
+#define TSRNN_COMPUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum tsrnn_gemm_path {
+    TSRNN_GEMM_AUTO,  /* loops below the size where BLAS wins, BLAS above */
+    TSRNN_GEMM_LOOPS, /* always the reference loops */
+    TSRNN_GEMM_BLAS,  /* always BLAS (the loops when built without it) */
+};
+
+/* C (M, N) = alpha * op(A) op(B) + beta * C, row-major; op(A) is (M, K): A is (M, K) with
+ * leading dimension lda, or (K, M) when trans_a; op(B) is (K, N): B is (K, N), or (N, K) when
+ * trans_b. beta = 0 overwrites C (NaN in C does not propagate), beta = 1 accumulates. */
+void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
+                    const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
+                    size_t ldc);
+
+/* Chooses the GEMM implementation for this thread (tests compare the two). */
+void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path);
+
+/* Limits the threads BLAS may use in this process (OpenBLAS); a no-op without BLAS. */
+void tsrnn_cpu_set_thread_count(int thread_count);
+
+/* Whether this build has BLAS, and its name for reports ("OpenBLAS 0.3.21", "none"). */
+const char *tsrnn_cpu_blas_name(void);
+
+/* rows (M, N): every row = bias (N). */
+void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
+
+/* bias_grad (N) += column sums of rows (M, N). */
+void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n);
+
+#endif

@@ -1,0 +1,50 @@
+/* The training loop of one rank: Darts' RNNModel.fit(train, val_series=val) followed by the
+ * forecast of the validation horizon, on the CPU, as PyTorch Lightning would run it with
+ * max_epochs = n_epochs (DESIGN.md §3).
+ *
+ * Per epoch: the sampler's batches; per batch forward, MSE, backward, Adam; then the
+ * validation loss over every validation window (sum of squared errors / count: Lightning's
+ * batch-size-weighted mean of batch MSEs). Rank 0's files go to {work_dir}/{model_name}/:
+ * metrics.csv (every step and epoch) and config.ini (the resolved config).
+ */
+#ifndef TSRNN_TRAIN_H
+#define TSRNN_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tsrnn/config.h"
+#include "tsrnn/core.h"
+#include "tsrnn/data.h"
+#include "tsrnn/report.h"
+
+struct tsrnn_train_options {
+    FILE *out;                         /* where the run's report goes (stdout) */
+    enum tsrnn_progress_mode progress; /* the epoch bar */
+    bool quiet;                        /* print the final summary only */
+};
+
+struct tsrnn_train_result {
+    size_t param_count;
+    int64_t epoch_count, step_count;
+    double last_step_loss;  /* train_loss of the last optimizer step */
+    double epoch_mean_loss; /* mean train_loss over the last epoch's steps */
+    double val_loss;        /* of the last epoch; NaN without validation */
+    double best_val_loss;   /* lowest val_loss; NaN without validation */
+    int64_t best_epoch;     /* its epoch; -1 without validation */
+    double mape;            /* % over the validation horizon, original scale; NaN if not computed */
+    size_t forecast_count;  /* points forecast (the validation part's length) */
+    double train_s;         /* the optimizer steps: batch gather, forward, backward, Adam */
+    double val_s;           /* validation passes */
+    double total_s;         /* the whole fit, outputs and forecast included */
+};
+
+/* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
+ * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch
+ * and step), TSRNN_ERR_IO (run folder), TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct tsrnn_config *cfg,
+                              const struct tsrnn_dataset *ds,
+                              const struct tsrnn_train_options *options);
+
+#endif

@@ -1,0 +1,335 @@
+/* The whole model of one rank: the stack of recurrent layers, dropout between them, the head
+ * and the loss; forward, backward and Darts-style prediction. The cell math lives in
+ * rnn.c / lstm.c / gru.c, the head and loss in linear.c / mse.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "tsrnn/compute.h"
+#include "tsrnn/model.h"
+
+/* Activations above this are refused up front (and size_t products below cannot overflow). */
+#define MAX_CACHE_NBYTES (1ull << 40)
+
+static void layout_cache(struct tsrnn_model_cache *c, struct tsrnn_arena *arena,
+                         const struct tsrnn_model_dims *dims, const struct tsrnn_cell *cell,
+                         size_t B, size_t T)
+{
+    size_t GH = cell->gate_count * dims->hidden_count, H = dims->hidden_count;
+    size_t L = dims->layer_count;
+
+    *c = (struct tsrnn_model_cache){ 0 };
+    c->x = tsrnn_arena_floats(arena, T * B * dims->input_count);
+    c->y = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    c->out = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    c->d_out = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    for (size_t l = 0; l < L; l++) {
+        struct tsrnn_layer_cache *lc = &c->layers[l];
+        lc->gates = tsrnn_arena_floats(arena, T * B * GH);
+        lc->h = tsrnn_arena_floats(arena, (T + 1) * B * H);
+        if (cell->has_cell_state)
+            lc->c = tsrnn_arena_floats(arena, (T + 1) * B * H);
+        if (cell->has_cell_state || cell->separate_d_hg)
+            lc->aux = tsrnn_arena_floats(arena, T * B * H);
+        lc->w_ih_t = tsrnn_arena_floats(arena, (l == 0 ? dims->input_count : H) * GH);
+        lc->w_hh_t = tsrnn_arena_floats(arena, H * GH);
+    }
+    if (L > 1 && dims->dropout > 0.0f) {
+        c->mask = tsrnn_arena_floats(arena, (L - 1) * T * B * H);
+        c->dropped = tsrnn_arena_floats(arena, (L - 1) * T * B * H);
+    }
+    c->d_h = tsrnn_arena_floats(arena, T * B * H);
+    c->d_xg = tsrnn_arena_floats(arena, T * B * GH);
+    c->d_hg = cell->separate_d_hg ? tsrnn_arena_floats(arena, T * B * GH) : c->d_xg;
+    c->hg = tsrnn_arena_floats(arena, B * GH);
+    c->dh_step = tsrnn_arena_floats(arena, B * H);
+    c->dh_carry = tsrnn_arena_floats(arena, B * H);
+    c->dh_direct = tsrnn_arena_floats(arena, B * H);
+    c->dc = tsrnn_arena_floats(arena, B * H);
+    c->state_h = tsrnn_arena_floats(arena, L * B * H);
+    c->state_c = tsrnn_arena_floats(arena, L * B * H);
+}
+
+enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, const struct tsrnn_model_dims *dims,
+                                   size_t batch_capacity, size_t step_capacity)
+{
+    *model = (struct tsrnn_model){ 0 };
+    model->dims = *dims;
+    model->cell = tsrnn_cell_for(dims->kind);
+    model->batch_capacity = batch_capacity;
+    model->step_capacity = step_capacity;
+    tsrnn_param_table_init(&model->table, dims);
+
+    /* A bound on the cache's floats, in double so that absurd configs cannot overflow. */
+    double per_sample_step = (double)model->cell->gate_count * (double)dims->hidden_count *
+                                 (2.0 * (double)dims->layer_count + 2.0) +
+                             (double)dims->hidden_count * (4.0 * (double)dims->layer_count + 8.0) +
+                             4.0 * ((double)dims->input_count + (double)dims->output_count);
+    double bound_nbytes =
+        4.0 * per_sample_step * (double)batch_capacity * ((double)step_capacity + 1.0);
+    if (bound_nbytes > (double)MAX_CACHE_NBYTES)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the model's activations would need %.3g GB (batch_size %zu x "
+                           "training_length %zu x hidden_dim %zu x n_rnn_layers %zu); reduce "
+                           "one of them",
+                           bound_nbytes * 1e-9, batch_capacity, step_capacity, dims->hidden_count,
+                           dims->layer_count);
+
+    size_t count = model->table.total_count;
+    model->params = calloc(count, sizeof(float));
+    model->grads = calloc(count, sizeof(float));
+    if (model->params == NULL || model->grads == NULL) {
+        tsrnn_model_finish(model);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu parameters", count);
+    }
+    tsrnn_model_params_view(&model->p, dims, model->params);
+    tsrnn_model_params_view(&model->g, dims, model->grads);
+
+    struct tsrnn_arena measure;
+    tsrnn_arena_measure(&measure);
+    layout_cache(&model->cache, &measure, dims, model->cell, batch_capacity, step_capacity);
+    enum tsrnn_status status =
+        tsrnn_arena_init(&model->arena, measure.used_nbytes, "the model's activations");
+    if (status != TSRNN_OK) {
+        tsrnn_model_finish(model);
+        return status;
+    }
+    layout_cache(&model->cache, &model->arena, dims, model->cell, batch_capacity, step_capacity);
+    return TSRNN_OK;
+}
+
+void tsrnn_model_finish(struct tsrnn_model *model)
+{
+    if (model == NULL)
+        return;
+    free(model->params);
+    free(model->grads);
+    tsrnn_arena_finish(&model->arena);
+    *model = (struct tsrnn_model){ 0 };
+}
+
+/* (B, T, n) batch-first -> (T, B, n) time-major. */
+static void to_time_major(float *dst, const float *src, size_t B, size_t T, size_t n)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++)
+            memcpy(dst + (t * B + b) * n, src + (b * T + t) * n, n * sizeof(*dst));
+}
+
+/* dst (n, m) = src (m, n) transposed. */
+static void transpose(float *dst, const float *src, size_t m, size_t n)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++)
+            dst[j * m + i] = src[i * n + j];
+}
+
+/* The views of step t of layer cache lc. */
+static struct tsrnn_cell_step step_view(const struct tsrnn_layer_cache *lc, size_t t, size_t B,
+                                        size_t H, size_t GH)
+{
+    return (struct tsrnn_cell_step){
+        .gates = lc->gates + t * B * GH,
+        .h_prev = lc->h + t * B * H,
+        .h = lc->h + (t + 1) * B * H,
+        .c_prev = lc->c ? lc->c + t * B * H : NULL,
+        .c = lc->c ? lc->c + (t + 1) * B * H : NULL,
+        .aux = lc->aux ? lc->aux + t * B * H : NULL,
+    };
+}
+
+/* Inverted dropout (torch.nn.functional.dropout in training): keep with probability 1 - p,
+ * scale kept values by 1 / (1 - p). */
+static void draw_dropout(float *mask, float *dropped, const float *h, size_t n, float p,
+                         struct tsrnn_rng *rng)
+{
+    float scale = (float)(1.0 / (1.0 - (double)p));
+    for (size_t i = 0; i < n; i++) {
+        mask[i] = tsrnn_rng_uniform(rng) < p ? 0.0f : scale;
+        dropped[i] = h[i] * mask[i];
+    }
+}
+
+static void layer_forward(struct tsrnn_model *model, size_t l, const float *input,
+                          size_t input_count, const float *h0, const float *c0)
+{
+    const struct tsrnn_cell *cell = model->cell;
+    struct tsrnn_model_cache *c = &model->cache;
+    struct tsrnn_layer_cache *lc = &c->layers[l];
+    const struct tsrnn_layer_params *p = &model->p.layers[l];
+    size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
+    size_t GH = cell->gate_count * H;
+
+    lc->input = input;
+    transpose(lc->w_ih_t, p->w_ih, GH, input_count);
+    transpose(lc->w_hh_t, p->w_hh, GH, H);
+    /* The input projection of all T steps in one GEMM: gates = input W_ih^T + b_ih. */
+    tsrnn_cpu_fill_rows(lc->gates, p->b_ih, T * B, GH);
+    tsrnn_cpu_gemm(false, false, T * B, GH, input_count, 1.0f, input, input_count, lc->w_ih_t, GH,
+                   1.0f, lc->gates, GH);
+
+    if (h0)
+        memcpy(lc->h, h0 + l * B * H, B * H * sizeof(float));
+    else
+        memset(lc->h, 0, B * H * sizeof(float));
+    if (lc->c && c0)
+        memcpy(lc->c, c0 + l * B * H, B * H * sizeof(float));
+    else if (lc->c)
+        memset(lc->c, 0, B * H * sizeof(float));
+
+    for (size_t t = 0; t < T; t++) {
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
+        tsrnn_cpu_fill_rows(c->hg, p->b_hh, B, GH);
+        tsrnn_cpu_gemm(false, false, B, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, c->hg, GH);
+        s.hg = c->hg;
+        cell->forward(&s, B, H);
+    }
+}
+
+void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch_count,
+                         size_t step_count, bool training, struct tsrnn_rng *dropout_rng,
+                         const float *h0, const float *c0)
+{
+    struct tsrnn_model_cache *c = &model->cache;
+    const struct tsrnn_model_dims *d = &model->dims;
+    size_t B = batch_count, T = step_count, H = d->hidden_count;
+
+    c->batch_count = B;
+    c->step_count = T;
+    c->dropout_applied = training && d->dropout > 0.0f && d->layer_count > 1;
+    to_time_major(c->x, x, B, T, d->input_count);
+
+    const float *input = c->x;
+    size_t input_count = d->input_count;
+    for (size_t l = 0; l < d->layer_count; l++) {
+        layer_forward(model, l, input, input_count, h0, c0);
+        input = c->layers[l].h + B * H; /* h[1..T] */
+        input_count = H;
+        if (c->dropout_applied && l + 1 < d->layer_count) {
+            float *mask = c->mask + l * T * B * H, *dropped = c->dropped + l * T * B * H;
+            draw_dropout(mask, dropped, input, T * B * H, d->dropout, dropout_rng);
+            input = dropped;
+        }
+    }
+    tsrnn_linear_forward(c->out, input, model->p.v_w, model->p.v_b, T * B, H, d->output_count);
+}
+
+float tsrnn_model_loss(struct tsrnn_model *model, const float *y)
+{
+    struct tsrnn_model_cache *c = &model->cache;
+    size_t O = model->dims.output_count;
+    to_time_major(c->y, y, c->batch_count, c->step_count, O);
+    return tsrnn_mse_forward(c->out, c->y, c->step_count * c->batch_count * O);
+}
+
+double tsrnn_model_squared_error(struct tsrnn_model *model, const float *y)
+{
+    struct tsrnn_model_cache *c = &model->cache;
+    size_t O = model->dims.output_count;
+    to_time_major(c->y, y, c->batch_count, c->step_count, O);
+    return tsrnn_mse_sum(c->out, c->y, c->step_count * c->batch_count * O);
+}
+
+/* Walks layer l back over t = T-1..0, given d_h (T, B, H) = dLoss/d(its outputs); accumulates
+ * its parameter gradients and, when d_input is not NULL, overwrites d_input (T, B, I). */
+static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_count, float *d_input)
+{
+    const struct tsrnn_cell *cell = model->cell;
+    struct tsrnn_model_cache *c = &model->cache;
+    const struct tsrnn_layer_cache *lc = &c->layers[l];
+    const struct tsrnn_layer_params *p = &model->p.layers[l];
+    struct tsrnn_layer_params *g = &model->g.layers[l];
+    size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
+    size_t GH = cell->gate_count * H;
+
+    memset(c->dh_carry, 0, B * H * sizeof(float));
+    if (cell->has_cell_state)
+        memset(c->dc, 0, B * H * sizeof(float));
+    for (size_t t = T; t-- > 0;) {
+        const float *d_h_t = c->d_h + t * B * H;
+        for (size_t i = 0; i < B * H; i++)
+            c->dh_step[i] = d_h_t[i] + c->dh_carry[i];
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
+        struct tsrnn_cell_grads cg = {
+            .dh = c->dh_step,
+            .dc = c->dc,
+            .d_xg = c->d_xg + t * B * GH,
+            .d_hg = c->d_hg + t * B * GH,
+            .dh_prev = c->dh_direct,
+        };
+        cell->backward(&cg, &s, B, H);
+        /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
+        tsrnn_cpu_gemm(false, false, B, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, c->dh_carry, H);
+        if (cell->has_direct_path)
+            for (size_t i = 0; i < B * H; i++)
+                c->dh_carry[i] += c->dh_direct[i];
+    }
+
+    /* Weight gradients of all steps at once. */
+    tsrnn_cpu_gemm(true, false, GH, input_count, T * B, 1.0f, c->d_xg, GH, lc->input, input_count,
+                   1.0f, g->w_ih, input_count);
+    tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH);
+    tsrnn_cpu_gemm(true, false, GH, H, T * B, 1.0f, c->d_hg, GH, lc->h, H, 1.0f, g->w_hh, H);
+    tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH);
+    if (d_input)
+        tsrnn_cpu_gemm(false, false, T * B, input_count, GH, 1.0f, c->d_xg, GH, p->w_ih,
+                       input_count, 0.0f, d_input, input_count);
+}
+
+void tsrnn_model_backward(struct tsrnn_model *model)
+{
+    struct tsrnn_model_cache *c = &model->cache;
+    const struct tsrnn_model_dims *d = &model->dims;
+    size_t B = c->batch_count, T = c->step_count, H = d->hidden_count, L = d->layer_count;
+    size_t O = d->output_count;
+
+    memset(model->grads, 0, model->table.total_count * sizeof(float));
+    tsrnn_mse_backward(c->d_out, c->out, c->y, T * B * O);
+    tsrnn_linear_backward(c->d_h, model->g.v_w, model->g.v_b, c->d_out, c->layers[L - 1].h + B * H,
+                          model->p.v_w, T * B, H, O);
+    for (size_t l = L; l-- > 0;) {
+        size_t input_count = l == 0 ? d->input_count : H;
+        /* Below layer 0 nobody needs the gradient; above it, it is the next d_h. The d_h
+         * buffer is free again once the cell backward of this layer has run, so the GEMM
+         * inside layer_backward may overwrite it. */
+        layer_backward(model, l, input_count, l > 0 ? c->d_h : NULL);
+        if (l > 0 && c->dropout_applied) {
+            const float *mask = c->mask + (l - 1) * T * B * H;
+            for (size_t i = 0; i < T * B * H; i++)
+                c->d_h[i] *= mask[i];
+        }
+    }
+}
+
+void tsrnn_model_final_state(const struct tsrnn_model *model, float *h, float *c)
+{
+    const struct tsrnn_model_cache *cache = &model->cache;
+    size_t B = cache->batch_count, T = cache->step_count, H = model->dims.hidden_count;
+
+    for (size_t l = 0; l < model->dims.layer_count; l++) {
+        const struct tsrnn_layer_cache *lc = &cache->layers[l];
+        if (h)
+            memcpy(h + l * B * H, lc->h + T * B * H, B * H * sizeof(float));
+        if (c && lc->c)
+            memcpy(c + l * B * H, lc->c + T * B * H, B * H * sizeof(float));
+    }
+}
+
+void tsrnn_model_predict(struct tsrnn_model *model, float *forecast, const float *context,
+                         size_t context_count, size_t horizon)
+{
+    struct tsrnn_model_cache *c = &model->cache;
+    size_t O = model->dims.output_count;
+    bool lstm = model->cell->has_cell_state;
+
+    if (horizon == 0)
+        return;
+    tsrnn_model_forward(model, context, 1, context_count, false, NULL, NULL, NULL);
+    memcpy(forecast, c->out + (context_count - 1) * O, O * sizeof(float));
+    for (size_t k = 1; k < horizon; k++) {
+        tsrnn_model_final_state(model, c->state_h, lstm ? c->state_c : NULL);
+        tsrnn_model_forward(model, forecast + (k - 1) * O, 1, 1, false, NULL, c->state_h,
+                            lstm ? c->state_c : NULL);
+        memcpy(forecast + k * O, c->out, O * sizeof(float));
+    }
+}

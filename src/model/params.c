@@ -1,0 +1,187 @@
+/* The parameter table (PyTorch state_dict names, shapes and order), typed views into the
+ * flat buffers, PyTorch's default initialisation, and loading weights by name. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tsrnn/checkpoint.h"
+#include "tsrnn/model.h"
+#include "tsrnn/rng.h"
+
+size_t tsrnn_model_gate_count(enum tsrnn_model_kind kind)
+{
+    return tsrnn_cell_for(kind)->gate_count;
+}
+
+const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind)
+{
+    switch (kind) {
+    case TSRNN_MODEL_LSTM:
+        return &tsrnn_cell_lstm;
+    case TSRNN_MODEL_GRU:
+        return &tsrnn_cell_gru;
+    case TSRNN_MODEL_RNN:
+        break;
+    }
+    return &tsrnn_cell_rnn;
+}
+
+static void add_entry(struct tsrnn_param_table *table, const char *name, size_t rows, size_t cols)
+{
+    struct tsrnn_param_entry *e = &table->entries[table->entry_count++];
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->rank = cols == 0 ? 1 : 2;
+    e->shape[0] = (int64_t)rows;
+    e->shape[1] = (int64_t)cols;
+    e->offset = table->total_count;
+    e->count = cols == 0 ? rows : rows * cols;
+    table->total_count += e->count;
+}
+
+void tsrnn_param_table_init(struct tsrnn_param_table *table, const struct tsrnn_model_dims *dims)
+{
+    size_t G = tsrnn_model_gate_count(dims->kind), H = dims->hidden_count;
+    char name[TSRNN_PARAM_NAME_MAX];
+
+    *table = (struct tsrnn_param_table){ 0 };
+    for (size_t l = 0; l < dims->layer_count; l++) {
+        size_t in = l == 0 ? dims->input_count : H;
+        snprintf(name, sizeof(name), "rnn.weight_ih_l%zu", l);
+        add_entry(table, name, G * H, in);
+        snprintf(name, sizeof(name), "rnn.weight_hh_l%zu", l);
+        add_entry(table, name, G * H, H);
+        snprintf(name, sizeof(name), "rnn.bias_ih_l%zu", l);
+        add_entry(table, name, G * H, 0);
+        snprintf(name, sizeof(name), "rnn.bias_hh_l%zu", l);
+        add_entry(table, name, G * H, 0);
+    }
+    table->rnn_count = table->total_count;
+    add_entry(table, "V.weight", dims->output_count, H);
+    add_entry(table, "V.bias", dims->output_count, 0);
+    table->head_count = table->total_count - table->rnn_count;
+}
+
+const struct tsrnn_param_entry *tsrnn_param_table_find(const struct tsrnn_param_table *table,
+                                                       const char *name)
+{
+    for (size_t i = 0; i < table->entry_count; i++)
+        if (strcmp(table->entries[i].name, name) == 0)
+            return &table->entries[i];
+    return NULL;
+}
+
+void tsrnn_model_params_view(struct tsrnn_model_params *view, const struct tsrnn_model_dims *dims,
+                             float *flat)
+{
+    size_t G = tsrnn_model_gate_count(dims->kind), H = dims->hidden_count;
+    float *next = flat;
+
+    *view = (struct tsrnn_model_params){ 0 };
+    for (size_t l = 0; l < dims->layer_count; l++) {
+        size_t in = l == 0 ? dims->input_count : H;
+        struct tsrnn_layer_params *p = &view->layers[l];
+        p->w_ih = next;
+        next += G * H * in;
+        p->w_hh = next;
+        next += G * H * H;
+        p->b_ih = next;
+        next += G * H;
+        p->b_hh = next;
+        next += G * H;
+    }
+    view->v_w = next;
+    next += dims->output_count * H;
+    view->v_b = next;
+}
+
+void tsrnn_model_init_params(float *flat, const struct tsrnn_param_table *table,
+                             const struct tsrnn_model_dims *dims, uint64_t seed)
+{
+    /* torch.nn.RNNBase.reset_parameters: every tensor U(-1/sqrt(H), 1/sqrt(H)).
+     * torch.nn.Linear: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in) for the weight,
+     * and the bias uses the same bound; fan_in = H here. */
+    float bound = (float)(1.0 / sqrt((double)dims->hidden_count));
+    struct tsrnn_rng rng;
+
+    tsrnn_rng_init(&rng, seed, TSRNN_RNG_STREAM_INIT);
+    for (size_t e = 0; e < table->entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &table->entries[e];
+        float *w = flat + entry->offset;
+        for (size_t i = 0; i < entry->count; i++)
+            w[i] = (bound - -bound) * tsrnn_rng_uniform(&rng) + -bound; /* uniform_(-b, b) */
+    }
+}
+
+static void format_shape(char *out, size_t capacity, size_t rank, const int64_t *shape)
+{
+    size_t used = (size_t)snprintf(out, capacity, "[");
+    for (size_t d = 0; d < rank && used < capacity; d++)
+        used += (size_t)snprintf(out + used, capacity - used, "%s%lld", d ? ", " : "",
+                                 (long long)shape[d]);
+    if (used < capacity)
+        snprintf(out + used, capacity - used, "]");
+}
+
+static enum tsrnn_status check_tensor(const struct tsrnn_param_entry *want,
+                                      const struct tsrnn_tensor_info *have, const char *path)
+{
+    char want_shape[64], have_shape[160];
+
+    format_shape(want_shape, sizeof(want_shape), want->rank, want->shape);
+    if (have == NULL)
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: tensor \"%s\" is missing; this model needs it with shape %s "
+                           "(check [model] model, hidden_dim, n_rnn_layers and the data's "
+                           "columns against the run that wrote the file)",
+                           tsrnn_display_path(path), want->name, want_shape);
+    format_shape(have_shape, sizeof(have_shape), have->rank, have->shape);
+    if (have->dtype != TSRNN_DTYPE_F32)
+        return tsrnn_error(TSRNN_ERR_DATA, "%s: tensor \"%s\" is %s; tsrnn needs F32",
+                           tsrnn_display_path(path), want->name, tsrnn_dtype_name(have->dtype));
+    bool same = have->rank == want->rank;
+    for (size_t d = 0; same && d < want->rank; d++)
+        same = have->shape[d] == want->shape[d];
+    if (!same)
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: tensor \"%s\" has shape %s; this model needs %s (check [model] "
+                           "model, hidden_dim, n_rnn_layers and the data's columns)",
+                           tsrnn_display_path(path), want->name, have_shape, want_shape);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_table *table,
+                                          const char *path)
+{
+    struct tsrnn_safetensors st = { 0 };
+    enum tsrnn_status status = tsrnn_safetensors_read(&st, path);
+
+    for (size_t e = 0; status == TSRNN_OK && e < table->entry_count; e++)
+        status = check_tensor(&table->entries[e],
+                              tsrnn_safetensors_find(&st, table->entries[e].name), path);
+    for (size_t i = 0; status == TSRNN_OK && i < st.tensor_count; i++) {
+        const char *name = st.tensors[i].name;
+        if (strncmp(name, "optim.", 6) != 0 && tsrnn_param_table_find(table, name) == NULL)
+            status = tsrnn_error(TSRNN_ERR_DATA,
+                                 "%s: unexpected tensor \"%s\"; this model has %s ... %s (%zu "
+                                 "tensors)",
+                                 tsrnn_display_path(path), name, table->entries[0].name,
+                                 table->entries[table->entry_count - 1].name, table->entry_count);
+    }
+    for (size_t e = 0; status == TSRNN_OK && e < table->entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &table->entries[e];
+        status =
+            tsrnn_tensor_copy_f32(flat + entry->offset, tsrnn_safetensors_find(&st, entry->name));
+    }
+    for (size_t e = 0; status == TSRNN_OK && e < table->entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &table->entries[e];
+        for (size_t i = 0; i < entry->count; i++)
+            if (!isfinite(flat[entry->offset + i])) {
+                status = tsrnn_error(TSRNN_ERR_DATA, "%s: tensor \"%s\" holds %g at element %zu",
+                                     tsrnn_display_path(path), entry->name,
+                                     (double)flat[entry->offset + i], i);
+                break;
+            }
+    }
+    tsrnn_safetensors_finish(&st);
+    return status;
+}
