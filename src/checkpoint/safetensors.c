@@ -312,7 +312,7 @@ static enum tsrnn_status get_shape(const struct reader *r, const char *name, con
     info->rank = json_array_size(value);
     for (size_t k = 0; k < info->rank; k++) {
         char what[32];
-        uint64_t dim;
+        uint64_t dim = 0;
         snprintf(what, sizeof(what), "shape[%zu]", k);
         TSRNN_TRY(get_count(r, name, what, "dimensions are non-negative integers",
                             json_array_get(value, k), &dim));

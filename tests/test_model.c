@@ -1,0 +1,661 @@
+/* The model against PyTorch and against calculus: the fixtures of scripts/gen-fixtures.py
+ * (forward, loss, every gradient, Adam steps), central finite differences for every
+ * backward, the GEMM paths against each other, the activations against libm, dropout, the
+ * parameter table and Darts-style prediction. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../src/model/activation.h"
+#include "testutil.h"
+#include "tsrnn/checkpoint.h"
+#include "tsrnn/compute.h"
+#include "tsrnn/model.h"
+#include "tsrnn/optim.h"
+#include "tsrnn/rng.h"
+
+/* --- helpers --------------------------------------------------------------------------- */
+
+static float *random_floats(struct tsrnn_rng *rng, size_t count, float lo, float hi)
+{
+    float *v = malloc(count * sizeof(*v));
+    assert_non_null(v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = lo + (hi - lo) * tsrnn_rng_uniform(rng);
+    return v;
+}
+
+/* max |a - b| / max |b| over n values: the per-tensor relative error the tests bound. */
+static double relative_error(const float *a, const float *b, size_t n)
+{
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - (double)b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    return scale > 0.0 ? diff / scale : diff;
+}
+
+static const char *fixture_path(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/fixtures/%s", tu_env("TSRNN_SOURCE_ROOT"), name);
+    return path;
+}
+
+/* Copies tensor `name` of `st` into dst after checking its element count. */
+static void copy_tensor(float *dst, size_t count, const struct tsrnn_safetensors *st,
+                        const char *name)
+{
+    const struct tsrnn_tensor_info *t = tsrnn_safetensors_find(st, name);
+    if (t == NULL)
+        fail_msg("fixture has no tensor %s", name);
+    assert_int_equal(t->element_count, count);
+    assert_int_equal(tsrnn_tensor_copy_f32(dst, t), TSRNN_OK);
+}
+
+static enum tsrnn_model_kind kind_from_name(const char *name)
+{
+    if (strcmp(name, "LSTM") == 0)
+        return TSRNN_MODEL_LSTM;
+    if (strcmp(name, "GRU") == 0)
+        return TSRNN_MODEL_GRU;
+    return TSRNN_MODEL_RNN;
+}
+
+/* --- activations and GEMM -------------------------------------------------------------- */
+
+/* Units in the last place of float between a and the double-precision truth. */
+static double ulp_error(float a, double truth)
+{
+    float t = (float)truth;
+    double ulp = fabs((double)nextafterf(t, INFINITY) - (double)t);
+    if (ulp == 0.0)
+        return 0.0;
+    return fabs((double)a - truth) / ulp;
+}
+
+static void test_activations_match_libm(void **state)
+{
+    (void)state;
+    double worst_tanh = 0.0, worst_sigmoid = 0.0, worst_exp = 0.0;
+    for (int i = -2000000; i <= 2000000; i++) {
+        float x = (float)i * 1e-5f; /* [-20, 20] every 1e-5 */
+        worst_tanh = fmax(worst_tanh, ulp_error(tsrnn_tanhf(x), tanh((double)x)));
+        worst_sigmoid =
+            fmax(worst_sigmoid, ulp_error(tsrnn_sigmoidf(x), 1.0 / (1.0 + exp(-(double)x))));
+        worst_exp = fmax(worst_exp, ulp_error(tsrnn_expf(x), exp((double)x)));
+    }
+    printf("# max error over [-20, 20]: tanh %.2f ulp, sigmoid %.2f ulp, exp %.2f ulp\n",
+           worst_tanh, worst_sigmoid, worst_exp);
+    assert_true(worst_tanh <= 2.0);
+    assert_true(worst_sigmoid <= 3.0);
+    assert_true(worst_exp <= 2.0);
+    /* Far tails: saturation without NaN. */
+    assert_true(tsrnn_tanhf(1e6f) == 1.0f && tsrnn_tanhf(-1e6f) == -1.0f);
+    assert_true(tsrnn_sigmoidf(-1e6f) >= 0.0f && tsrnn_sigmoidf(1e6f) == 1.0f);
+    assert_true(tsrnn_tanhf(0.0f) == 0.0f);
+}
+
+/* Every transpose case, sizes around the 8- and 4-wide blocks, beta 0 and 1: the loops
+ * and BLAS against a double-precision product. */
+static void test_gemm_paths_agree(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 7, 0);
+    const size_t sizes[][3] = {
+        { 1, 1, 1 }, { 3, 5, 7 }, { 16, 20, 20 }, { 9, 13, 33 }, { 70, 80, 90 }
+    };
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int path = TSRNN_GEMM_LOOPS; path <= TSRNN_GEMM_BLAS; path++) {
+                    size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+                    float *a = random_floats(&rng, m * k, -1, 1);
+                    float *b = random_floats(&rng, k * n, -1, 1);
+                    float *c = random_floats(&rng, m * n, -1, 1);
+                    float *c0 = malloc(m * n * sizeof(float));
+                    memcpy(c0, c, m * n * sizeof(float));
+                    float beta = (s % 2) ? 1.0f : 0.0f, alpha = 0.5f;
+                    tsrnn_cpu_set_gemm_path((enum tsrnn_gemm_path)path);
+                    tsrnn_cpu_gemm(ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c,
+                                   n);
+                    for (size_t i = 0; i < m; i++)
+                        for (size_t j = 0; j < n; j++) {
+                            double sum = 0.0, mag = 0.0;
+                            for (size_t kk = 0; kk < k; kk++) {
+                                double av = ta ? a[kk * m + i] : a[i * k + kk];
+                                double bv = tb ? b[j * k + kk] : b[kk * n + j];
+                                sum += av * bv;
+                                mag += fabs(av * bv);
+                            }
+                            double want = alpha * sum + beta * c0[i * n + j];
+                            assert_true(fabs(c[i * n + j] - want) <=
+                                        1e-6 * (mag + fabs(c0[i * n + j])) + 1e-7);
+                        }
+                    free(a);
+                    free(b);
+                    free(c);
+                    free(c0);
+                }
+    tsrnn_cpu_set_gemm_path(TSRNN_GEMM_AUTO);
+}
+
+/* --- parameters ------------------------------------------------------------------------ */
+
+static void test_param_table_counts(void **state)
+{
+    (void)state;
+    /* The Darts guide's model and its siblings: 481 / 1861 / 1401 parameters. */
+    const struct {
+        enum tsrnn_model_kind kind;
+        size_t rnn, total;
+    } cases[] = { { TSRNN_MODEL_RNN, 460, 481 },
+                  { TSRNN_MODEL_LSTM, 1840, 1861 },
+                  { TSRNN_MODEL_GRU, 1380, 1401 } };
+    for (size_t i = 0; i < 3; i++) {
+        struct tsrnn_model_dims dims = { cases[i].kind, 1, 20, 1, 1, 0.0f };
+        struct tsrnn_param_table table;
+        tsrnn_param_table_init(&table, &dims);
+        assert_int_equal(table.rnn_count, cases[i].rnn);
+        assert_int_equal(table.total_count, cases[i].total);
+        assert_int_equal(table.head_count, 21);
+    }
+    /* Two layers: PyTorch's state_dict names, shapes and order. */
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 3, 5, 2, 3, 0.0f };
+    struct tsrnn_param_table table;
+    tsrnn_param_table_init(&table, &dims);
+    const char *names[] = { "rnn.weight_ih_l0", "rnn.weight_hh_l0",
+                            "rnn.bias_ih_l0",   "rnn.bias_hh_l0",
+                            "rnn.weight_ih_l1", "rnn.weight_hh_l1",
+                            "rnn.bias_ih_l1",   "rnn.bias_hh_l1",
+                            "V.weight",         "V.bias" };
+    const int64_t rows[] = { 20, 20, 20, 20, 20, 20, 20, 20, 3, 3 };
+    const int64_t cols[] = { 3, 5, 0, 0, 5, 5, 0, 0, 5, 0 };
+    assert_int_equal(table.entry_count, 10);
+    size_t offset = 0;
+    for (size_t e = 0; e < 10; e++) {
+        assert_string_equal(table.entries[e].name, names[e]);
+        assert_int_equal(table.entries[e].shape[0], rows[e]);
+        assert_int_equal(table.entries[e].rank, cols[e] ? 2 : 1);
+        if (cols[e])
+            assert_int_equal(table.entries[e].shape[1], cols[e]);
+        assert_int_equal(table.entries[e].offset, offset);
+        offset += table.entries[e].count;
+    }
+    assert_int_equal(offset, table.total_count);
+}
+
+static void test_init_is_pytorch_default(void **state)
+{
+    (void)state;
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, 2, 16, 2, 2, 0.0f };
+    struct tsrnn_param_table table;
+    tsrnn_param_table_init(&table, &dims);
+    float *a = calloc(table.total_count, sizeof(float));
+    float *b = calloc(table.total_count, sizeof(float));
+    tsrnn_model_init_params(a, &table, &dims, 42);
+    tsrnn_model_init_params(b, &table, &dims, 42);
+    assert_memory_equal(a, b, table.total_count * sizeof(float));
+    double sum = 0.0, lo = 1.0, hi = -1.0;
+    for (size_t i = 0; i < table.total_count; i++) {
+        sum += a[i];
+        lo = fmin(lo, a[i]);
+        hi = fmax(hi, a[i]);
+    }
+    /* U(-1/4, 1/4): bounds respected, nearly filled, centred. */
+    assert_true(lo >= -0.25 && hi < 0.25);
+    assert_true(lo < -0.249 && hi > 0.249);
+    assert_true(fabs(sum / (double)table.total_count) < 0.01);
+    tsrnn_model_init_params(b, &table, &dims, 43);
+    assert_true(memcmp(a, b, table.total_count * sizeof(float)) != 0);
+    free(a);
+    free(b);
+}
+
+/* --- PyTorch fixtures ------------------------------------------------------------------ */
+
+static const char *const step_fixtures[] = {
+    "step_rnn_l1_c1",  "step_rnn_l1_c3",  "step_rnn_l2_c1",  "step_rnn_l2_c3",
+    "step_lstm_l1_c1", "step_lstm_l1_c3", "step_lstm_l2_c1", "step_lstm_l2_c3",
+    "step_gru_l1_c1",  "step_gru_l1_c3",  "step_gru_l2_c1",  "step_gru_l2_c3",
+};
+
+struct fixture {
+    struct tsrnn_safetensors st;
+    struct tsrnn_model model;
+    size_t B, T, C;
+    float *x, *y;
+    double lr;
+};
+
+static void fixture_load(struct fixture *f, const char *name)
+{
+    char file[128];
+    snprintf(file, sizeof(file), "%s.safetensors", name);
+    memset(f, 0, sizeof(*f));
+    assert_int_equal(tsrnn_safetensors_read(&f->st, fixture_path(file)), TSRNN_OK);
+    const char *meta_model = tsrnn_safetensors_metadata(&f->st, "model");
+    assert_non_null(meta_model);
+    f->B = (size_t)atoi(tsrnn_safetensors_metadata(&f->st, "batch"));
+    f->T = (size_t)atoi(tsrnn_safetensors_metadata(&f->st, "steps"));
+    f->C = (size_t)atoi(tsrnn_safetensors_metadata(&f->st, "input_size"));
+    f->lr = atof(tsrnn_safetensors_metadata(&f->st, "lr"));
+    struct tsrnn_model_dims dims = {
+        .kind = kind_from_name(meta_model),
+        .input_count = f->C,
+        .hidden_count = (size_t)atoi(tsrnn_safetensors_metadata(&f->st, "hidden_dim")),
+        .layer_count = (size_t)atoi(tsrnn_safetensors_metadata(&f->st, "n_rnn_layers")),
+        .output_count = f->C,
+    };
+    assert_int_equal(tsrnn_model_init(&f->model, &dims, f->B, f->T), TSRNN_OK);
+    for (size_t e = 0; e < f->model.table.entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &f->model.table.entries[e];
+        copy_tensor(f->model.params + entry->offset, entry->count, &f->st, entry->name);
+    }
+    f->x = malloc(f->B * f->T * f->C * sizeof(float));
+    f->y = malloc(f->B * f->T * f->C * sizeof(float));
+    copy_tensor(f->x, f->B * f->T * f->C, &f->st, "x");
+    copy_tensor(f->y, f->B * f->T * f->C, &f->st, "y");
+}
+
+static void fixture_finish(struct fixture *f)
+{
+    tsrnn_model_finish(&f->model);
+    tsrnn_safetensors_finish(&f->st);
+    free(f->x);
+    free(f->y);
+}
+
+/* The prefixed tensor of every parameter ("grad." -> grad.rnn.weight_ih_l0, ...) against
+ * a flat buffer; returns the worst per-tensor relative error. */
+static double compare_params(const struct fixture *f, const char *prefix, const float *flat)
+{
+    double worst = 0.0;
+    for (size_t e = 0; e < f->model.table.entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &f->model.table.entries[e];
+        char name[96];
+        snprintf(name, sizeof(name), "%s%s", prefix, entry->name);
+        float *want = malloc(entry->count * sizeof(float));
+        copy_tensor(want, entry->count, &f->st, name);
+        worst = fmax(worst, relative_error(flat + entry->offset, want, entry->count));
+        free(want);
+    }
+    return worst;
+}
+
+/* Forward, loss and every gradient within 1e-5 relative of PyTorch. */
+static void test_fixture_loss_and_gradients(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(step_fixtures) / sizeof(step_fixtures[0]); i++) {
+        struct fixture f;
+        fixture_load(&f, step_fixtures[i]);
+        tsrnn_model_forward(&f.model, f.x, f.B, f.T, true, NULL, NULL, NULL);
+        float loss = tsrnn_model_loss(&f.model, f.y);
+        tsrnn_model_backward(&f.model);
+
+        float want_loss;
+        copy_tensor(&want_loss, 1, &f.st, "loss");
+        /* The output (B, T, C) from the time-major cache. */
+        size_t n = f.B * f.T * f.C;
+        float *out = malloc(n * sizeof(float)), *want_out = malloc(n * sizeof(float));
+        for (size_t b = 0; b < f.B; b++)
+            for (size_t t = 0; t < f.T; t++)
+                memcpy(out + (b * f.T + t) * f.C, f.model.cache.out + (t * f.B + b) * f.C,
+                       f.C * sizeof(float));
+        copy_tensor(want_out, n, &f.st, "out");
+        double out_err = relative_error(out, want_out, n);
+        double loss_err = fabs((double)loss - want_loss) / want_loss;
+        double grad_err = compare_params(&f, "grad.", f.model.grads);
+        printf("# %-16s loss %.9g (torch %.9g): rel err loss %.1e, out %.1e, grads %.1e\n",
+               step_fixtures[i], (double)loss, (double)want_loss, loss_err, out_err, grad_err);
+        assert_true(loss_err <= 1e-5);
+        assert_true(out_err <= 1e-5);
+        assert_true(grad_err <= 1e-5);
+        free(out);
+        free(want_out);
+        fixture_finish(&f);
+    }
+}
+
+/* Adam: one step from PyTorch's own gradients within 1e-6 of torch.optim.Adam; three steps
+ * with tsrnn's gradients (recomputed after each update) within 1e-6 for the weights and
+ * 1e-5 for the moments. */
+static void test_fixture_adam_steps(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(step_fixtures) / sizeof(step_fixtures[0]); i++) {
+        struct fixture f;
+        fixture_load(&f, step_fixtures[i]);
+        size_t count = f.model.table.total_count;
+        struct tsrnn_adam adam;
+        assert_int_equal(tsrnn_adam_init(&adam, count, f.lr), TSRNN_OK);
+        float *torch_grads = malloc(count * sizeof(float));
+        for (size_t e = 0; e < f.model.table.entry_count; e++) {
+            const struct tsrnn_param_entry *entry = &f.model.table.entries[e];
+            char name[96];
+            snprintf(name, sizeof(name), "grad.%s", entry->name);
+            copy_tensor(torch_grads + entry->offset, entry->count, &f.st, name);
+        }
+        float *params0 = malloc(count * sizeof(float));
+        memcpy(params0, f.model.params, count * sizeof(float));
+        tsrnn_adam_step(&adam, f.model.params, torch_grads);
+        double one_step = compare_params(&f, "adam1.param.", f.model.params);
+
+        memcpy(f.model.params, params0, count * sizeof(float));
+        tsrnn_adam_finish(&adam);
+        assert_int_equal(tsrnn_adam_init(&adam, count, f.lr), TSRNN_OK);
+        for (int s = 0; s < 3; s++) {
+            tsrnn_model_forward(&f.model, f.x, f.B, f.T, true, NULL, NULL, NULL);
+            tsrnn_model_loss(&f.model, f.y);
+            tsrnn_model_backward(&f.model);
+            tsrnn_adam_step(&adam, f.model.params, f.model.grads);
+        }
+        double three_steps = compare_params(&f, "adam3.param.", f.model.params);
+        double m_err = compare_params(&f, "adam3.exp_avg.", adam.exp_avg);
+        double v_err = compare_params(&f, "adam3.exp_avg_sq.", adam.exp_avg_sq);
+        printf("# %-16s adam: 1 step %.1e, 3 steps %.1e (exp_avg %.1e, exp_avg_sq %.1e)\n",
+               step_fixtures[i], one_step, three_steps, m_err, v_err);
+        assert_true(one_step <= 1e-6);
+        assert_true(three_steps <= 1e-6);
+        assert_true(m_err <= 1e-5 && v_err <= 1e-5);
+        assert_int_equal(adam.step, 3);
+        tsrnn_adam_finish(&adam);
+        free(torch_grads);
+        free(params0);
+        fixture_finish(&f);
+    }
+}
+
+/* --- finite differences ---------------------------------------------------------------- */
+
+struct fd_case {
+    enum tsrnn_model_kind kind;
+    size_t layers, C;
+    float dropout;
+};
+
+static float loss_at(struct tsrnn_model *m, const float *x, const float *y, size_t B, size_t T,
+                     uint64_t dropout_seed)
+{
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, dropout_seed, TSRNN_RNG_STREAM_DROPOUT);
+    tsrnn_model_forward(m, x, B, T, true, &rng, NULL, NULL);
+    return tsrnn_model_loss(m, y);
+}
+
+/* For every tensor, the directional derivative along a random direction d: central
+ * differences D(eps) = (L(p + eps d) - L(p - eps d)) / 2 eps, Richardson-extrapolated
+ * (4 D(eps/2) - D(eps)) / 3 so that the truncation error is O(eps^4), against grad . d.
+ * Forward passes are float32; with eps = 2e-2 on O(1) weights the rounding noise of the
+ * loss (~3e-8 of ~0.5) divided by eps is a few 1e-6, hence the tolerance 2e-3 relative plus
+ * 1e-5 absolute. The same dropout masks are drawn for every evaluation (fixed seed), so
+ * dropout's backward is checked too. */
+static double central_difference(struct tsrnn_model *m, float *p, const float *saved,
+                                 const float *dir, size_t count, float eps, const float *x,
+                                 const float *y, size_t B, size_t T)
+{
+    for (size_t i = 0; i < count; i++)
+        p[i] = saved[i] + eps * dir[i];
+    double plus = loss_at(m, x, y, B, T, 5);
+    for (size_t i = 0; i < count; i++)
+        p[i] = saved[i] - eps * dir[i];
+    double minus = loss_at(m, x, y, B, T, 5);
+    memcpy(p, saved, count * sizeof(float));
+    return (plus - minus) / (2.0 * (double)eps);
+}
+
+static void check_finite_differences(const struct fd_case *c)
+{
+    const size_t B = 3, T = 6, H = 4;
+    struct tsrnn_model_dims dims = { c->kind, c->C, H, c->layers, c->C, c->dropout };
+    struct tsrnn_model m;
+    assert_int_equal(tsrnn_model_init(&m, &dims, B, T), TSRNN_OK);
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 1000 + (uint64_t)c->kind * 10 + c->layers, 0);
+    for (size_t i = 0; i < m.table.total_count; i++)
+        m.params[i] = -0.8f + 1.6f * tsrnn_rng_uniform(&rng);
+    float *x = random_floats(&rng, B * T * c->C, -1, 1);
+    float *y = random_floats(&rng, B * T * c->C, -1, 1);
+
+    loss_at(&m, x, y, B, T, 5);
+    tsrnn_model_backward(&m);
+    float *grads = malloc(m.table.total_count * sizeof(float));
+    memcpy(grads, m.grads, m.table.total_count * sizeof(float));
+
+    const float eps = 2e-2f;
+    for (size_t e = 0; e < m.table.entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &m.table.entries[e];
+        float *p = m.params + entry->offset;
+        float *saved = malloc(entry->count * sizeof(float));
+        float *dir = random_floats(&rng, entry->count, -1, 1);
+        memcpy(saved, p, entry->count * sizeof(float));
+        double analytic = 0.0;
+        for (size_t i = 0; i < entry->count; i++)
+            analytic += (double)grads[entry->offset + i] * dir[i];
+        double coarse = central_difference(&m, p, saved, dir, entry->count, eps, x, y, B, T);
+        double fine = central_difference(&m, p, saved, dir, entry->count, eps / 2, x, y, B, T);
+        double numeric = (4.0 * fine - coarse) / 3.0;
+        double err = fabs(numeric - analytic) / fabs(analytic);
+        if (fabs(numeric - analytic) > 2e-3 * fabs(analytic) + 1e-5)
+            fail_msg("%s L%zu C%zu dropout %.1f: %s: analytic %.6g, finite differences %.6g "
+                     "(rel err %.1e)",
+                     tsrnn_cell_for(c->kind)->name, c->layers, c->C, (double)c->dropout,
+                     entry->name, analytic, numeric, err);
+        free(saved);
+        free(dir);
+    }
+    free(grads);
+    free(x);
+    free(y);
+    tsrnn_model_finish(&m);
+}
+
+static void test_gradients_finite_differences(void **state)
+{
+    (void)state;
+    const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
+    for (size_t k = 0; k < 3; k++)
+        for (size_t layers = 1; layers <= 3; layers++)
+            for (size_t C = 1; C <= 2; C++) {
+                struct fd_case c = { kinds[k], layers, C, layers > 1 ? 0.3f : 0.0f };
+                check_finite_differences(&c);
+                if (layers > 1) {
+                    c.dropout = 0.0f;
+                    check_finite_differences(&c);
+                }
+            }
+}
+
+/* --- dropout, prediction, loading ------------------------------------------------------ */
+
+static void test_dropout_between_layers_only(void **state)
+{
+    (void)state;
+    const size_t B = 64, T = 16, H = 32;
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 1, H, 3, 1, 0.25f };
+    struct tsrnn_model m;
+    assert_int_equal(tsrnn_model_init(&m, &dims, B, T), TSRNN_OK);
+    tsrnn_model_init_params(m.params, &m.table, &dims, 3);
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 9, 0);
+    float *x = random_floats(&rng, B * T, -1, 1);
+
+    tsrnn_model_forward(&m, x, B, T, true, &rng, NULL, NULL);
+    assert_true(m.cache.dropout_applied);
+    size_t n = (dims.layer_count - 1) * T * B * H, zero = 0;
+    for (size_t i = 0; i < n; i++) {
+        float v = m.cache.mask[i];
+        assert_true(v == 0.0f || v == (float)(1.0 / 0.75));
+        zero += v == 0.0f;
+    }
+    /* 2 x 16 x 64 x 32 = 65536 draws at p = 0.25: 16384 +- 111 (1 sigma). */
+    assert_true(zero > 16384 - 600 && zero < 16384 + 600);
+
+    /* Evaluation draws nothing and equals the same model without dropout. */
+    tsrnn_model_forward(&m, x, B, T, false, NULL, NULL, NULL);
+    assert_false(m.cache.dropout_applied);
+    float *eval_out = malloc(T * B * sizeof(float));
+    memcpy(eval_out, m.cache.out, T * B * sizeof(float));
+    m.dims.dropout = 0.0f;
+    tsrnn_model_forward(&m, x, B, T, true, NULL, NULL, NULL);
+    assert_memory_equal(eval_out, m.cache.out, T * B * sizeof(float));
+    free(eval_out);
+    free(x);
+    tsrnn_model_finish(&m);
+}
+
+/* Darts' predict: forecast k equals the last output of one forward pass over the context
+ * followed by forecasts 0..k-1 (the carried state is exactly the state of that pass). */
+static void test_predict_carries_state(void **state)
+{
+    (void)state;
+    const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
+    for (size_t k = 0; k < 3; k++) {
+        const size_t icl = 5, horizon = 7, C = 2;
+        struct tsrnn_model_dims dims = { kinds[k], C, 6, 2, C, 0.0f };
+        struct tsrnn_model m;
+        assert_int_equal(tsrnn_model_init(&m, &dims, 1, icl + horizon), TSRNN_OK);
+        tsrnn_model_init_params(m.params, &m.table, &dims, 11);
+        struct tsrnn_rng rng;
+        tsrnn_rng_init(&rng, 12, 0);
+        float *seq = random_floats(&rng, (icl + horizon) * C, 0, 1);
+        float forecast[7 * 2];
+        tsrnn_model_predict(&m, forecast, seq, icl, horizon);
+        for (size_t j = 0; j < horizon; j++) {
+            if (j > 0)
+                memcpy(seq + (icl + j - 1) * C, forecast + (j - 1) * C, C * sizeof(float));
+            tsrnn_model_forward(&m, seq, 1, icl + j, false, NULL, NULL, NULL);
+            for (size_t c = 0; c < C; c++)
+                assert_float_equal(forecast[j * C + c], m.cache.out[(icl + j - 1) * C + c], 1e-6);
+        }
+        free(seq);
+        tsrnn_model_finish(&m);
+    }
+}
+
+static const char *write_weights(const char *dir, const char *name,
+                                 const struct tsrnn_tensor_desc *tensors, size_t count)
+{
+    const char *path = tu_path(dir, name);
+    assert_int_equal(tsrnn_safetensors_write(path, tensors, count, NULL, 0), TSRNN_OK);
+    return path;
+}
+
+static void expect_load_error(const struct tsrnn_param_table *table, float *flat, const char *path,
+                              const char *fragment)
+{
+    enum tsrnn_status status = tsrnn_model_load_params(flat, table, path);
+    assert_int_equal(status, TSRNN_ERR_DATA);
+    if (strstr(tsrnn_last_error(), fragment) == NULL)
+        fail_msg("message \"%s\" lacks \"%s\"", tsrnn_last_error(), fragment);
+}
+
+static void test_load_params_checks_everything(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_RNN, 1, 3, 1, 1, 0.0f };
+    struct tsrnn_param_table table;
+    tsrnn_param_table_init(&table, &dims);
+    float flat[64], w[64];
+    for (size_t i = 0; i < 64; i++)
+        w[i] = (float)i * 0.01f;
+    struct tsrnn_tensor_desc t[7];
+    for (size_t e = 0; e < table.entry_count; e++) {
+        const struct tsrnn_param_entry *entry = &table.entries[e];
+        t[e] = (struct tsrnn_tensor_desc){ .name = entry->name,
+                                           .dtype = TSRNN_DTYPE_F32,
+                                           .rank = entry->rank,
+                                           .shape = { entry->shape[0], entry->shape[1] },
+                                           .data = w + entry->offset };
+    }
+    const size_t n = table.entry_count;
+
+    /* A good file loads every value. */
+    const char *path = write_weights(dir, "good.safetensors", t, n);
+    assert_int_equal(tsrnn_model_load_params(flat, &table, path), TSRNN_OK);
+    assert_memory_equal(flat, w, table.total_count * sizeof(float));
+
+    /* Missing tensor. */
+    path = write_weights(dir, "missing.safetensors", t, n - 1);
+    expect_load_error(&table, flat, path, "tensor \"V.bias\" is missing");
+
+    /* Wrong shape: hidden 3 expected, file from a hidden-20 run. */
+    struct tsrnn_tensor_desc bad[7];
+    memcpy(bad, t, sizeof(bad));
+    bad[1].shape[0] = 20;
+    bad[1].shape[1] = 20;
+    float big[400] = { 0 };
+    bad[1].data = big;
+    path = write_weights(dir, "shape.safetensors", bad, n);
+    expect_load_error(&table, flat, path,
+                      "\"rnn.weight_hh_l0\" has shape [20, 20]; this model "
+                      "needs [3, 3]");
+
+    /* Wrong dtype. */
+    memcpy(bad, t, sizeof(bad));
+    double wide[3] = { 0 };
+    bad[2].dtype = TSRNN_DTYPE_F64;
+    bad[2].data = wide;
+    path = write_weights(dir, "dtype.safetensors", bad, n);
+    expect_load_error(&table, flat, path, "\"rnn.bias_ih_l0\" is F64; tsrnn needs F32");
+
+    /* A tensor the model does not have (a 2-layer file into a 1-layer model). */
+    memcpy(bad, t, sizeof(bad));
+    bad[n] = t[0];
+    bad[n].name = "rnn.weight_ih_l1";
+    path = write_weights(dir, "extra.safetensors", bad, n + 1);
+    expect_load_error(&table, flat, path, "unexpected tensor \"rnn.weight_ih_l1\"");
+
+    /* NaN weights. */
+    memcpy(bad, t, sizeof(bad));
+    float nan_bias[1] = { NAN };
+    bad[n - 1].data = nan_bias;
+    path = write_weights(dir, "nan.safetensors", bad, n);
+    expect_load_error(&table, flat, path, "\"V.bias\" holds nan");
+
+    /* Not a safetensors file at all. */
+    path = tu_write(dir, "junk.safetensors", "rnn.weight_ih_l0 = 1\n");
+    expect_load_error(&table, flat, path, "junk.safetensors");
+
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_cache_sizes_are_bounded(void **state)
+{
+    (void)state;
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 1, 65536, 64, 1, 0.0f };
+    struct tsrnn_model m;
+    assert_int_equal(tsrnn_model_init(&m, &dims, 1048576, 1000000), TSRNN_ERR_USAGE);
+    assert_non_null(strstr(tsrnn_last_error(), "reduce one of them"));
+    tsrnn_model_finish(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_activations_match_libm),
+        cmocka_unit_test(test_gemm_paths_agree),
+        cmocka_unit_test(test_param_table_counts),
+        cmocka_unit_test(test_init_is_pytorch_default),
+        cmocka_unit_test(test_fixture_loss_and_gradients),
+        cmocka_unit_test(test_fixture_adam_steps),
+        cmocka_unit_test(test_gradients_finite_differences),
+        cmocka_unit_test(test_dropout_between_layers_only),
+        cmocka_unit_test(test_predict_carries_state),
+        cmocka_unit_test(test_load_params_checks_everything),
+        cmocka_unit_test(test_cache_sizes_are_bounded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
