@@ -19,11 +19,49 @@ static const char *worker(void)
     return tu_env("TSRNN_WORKER");
 }
 
+static char *run_dir; /* every run starts here, so darts_logs/ lands in it */
+
+/* examples/air_passengers.ini, trained for 2 epochs instead of 300: these tests are about the
+ * command line, the config and the data (test_train covers training). */
 static const char *example(void)
 {
     static char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/examples/air_passengers.ini", tu_env("TSRNN_SOURCE_ROOT"));
+    if (path[0] != '\0')
+        return path;
+    char source[PATH_MAX];
+    snprintf(source, sizeof(source), "%s/examples/air_passengers.ini", tu_env("TSRNN_SOURCE_ROOT"));
+    char *text = tu_read(source);
+    assert_non_null(text);
+    char *epochs = strstr(text, "n_epochs = 300");
+    assert_non_null(epochs);
+    memcpy(epochs, "n_epochs = 002", 14);
+    char *data = strstr(text, "path = data/");
+    assert_non_null(data);
+    *data = '\0';
+    char *copy = NULL;
+    assert_true(asprintf(&copy, "%spath = %s/examples/%s", text, tu_env("TSRNN_SOURCE_ROOT"),
+                         data + strlen("path = ")) > 0);
+    snprintf(path, sizeof(path), "%s", tu_write(run_dir, "air_passengers.ini", copy));
+    free(copy);
+    free(text);
     return path;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    run_dir = tu_mkdtemp();
+    tu_set_run_dir(run_dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_set_run_dir(NULL);
+    tu_rmtree(run_dir);
+    free(run_dir);
+    return 0;
 }
 
 static void run(const char *const argv[])
@@ -262,5 +300,5 @@ int main(void)
         cmocka_unit_test(test_print_config_round_trip), cmocka_unit_test(test_cli),
         cmocka_unit_test(test_config_errors),           cmocka_unit_test(test_csv_errors),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -85,6 +85,13 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static const char *run_dir;
+
+void tu_set_run_dir(const char *dir)
+{
+    run_dir = dir;
+}
+
 int tu_run(const char *const argv[], int timeout_s, struct tu_result *r)
 {
     int out_pipe[2], err_pipe[2];
@@ -99,6 +106,10 @@ int tu_run(const char *const argv[], int timeout_s, struct tu_result *r)
         dup2(devnull, 0);
         dup2(out_pipe[1], 1);
         dup2(err_pipe[1], 2);
+        if (run_dir != NULL && chdir(run_dir) != 0) {
+            fprintf(stderr, "chdir %s: %s\n", run_dir, strerror(errno));
+            _exit(127);
+        }
         execv(argv[0], (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);

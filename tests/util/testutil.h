@@ -33,6 +33,10 @@ struct tu_result {
  * it after `timeout_s`. Returns 0 when the process ran. */
 int tu_run(const char *const argv[], int timeout_s, struct tu_result *result);
 
+/* Runs started by tu_run() from now on start in `dir` (NULL: the caller's folder), so that
+ * what they write relative to their working folder (darts_logs/) stays out of the build. */
+void tu_set_run_dir(const char *dir);
+
 /* An environment variable that must be set by meson; fails the test program if missing. */
 const char *tu_env(const char *name);
 

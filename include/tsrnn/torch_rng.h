@@ -1,0 +1,148 @@
+/* PyTorch's and numpy's random numbers, bit for bit, so that `random_state` gives the initial
+ * weights and the per-epoch shuffles of a real Darts run (torch 1.13 on CPU, one process).
+ *
+ * Everything rests on one generator, MT19937 (Matsumoto & Nishimura 1998, 32-bit, seeded with
+ * init_genrand): torch's CPU generator (aten/src/ATen/core/MT19937RNGEngine.h) and numpy's
+ * legacy RandomState are both exactly that, so one struct serves as either.
+ *
+ * How Darts uses them (darts/utils/torch.py random_method; scripts/gen-rng-vectors.py checks
+ * each step against the real libraries and real torch.nn / DataLoader objects):
+ *   1. rs = numpy RandomState(random_state); every decorated call seeds torch's global
+ *      generator with rs.randint(0, 2**31 - 1). fit() is the third call (__init__, fit,
+ *      fit_from_dataset), so weights and shuffles come from tsrnn_darts_fit_seed().
+ *   2. The module is built in that generator: torch.nn.RNN|LSTM|GRU, every tensor
+ *      U(-1/sqrt(H), 1/sqrt(H)) in state_dict order, then Linear V: weight
+ *      kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(H), 1/sqrt(H)); one 32-bit draw per float
+ *      (tsrnn_darts_init_params()).
+ *   3. The DataLoaders draw from the same generator: each iterator creation takes one int64
+ *      (its base_seed), and the train RandomSampler takes one more int64 per epoch to seed a
+ *      private generator for randperm (tsrnn_darts_epoch_permutation()).
+ *
+ * Not covered: multi-process (DDP) runs, where Lightning's DistributedSampler shuffles with
+ * seed 0 and the epoch, and dropout masks.
+ */
+#ifndef TSRNN_TORCH_RNG_H
+#define TSRNN_TORCH_RNG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TSRNN_MT19937_STATE_COUNT 624
+
+/* One MT19937 generator. `index` is the position of the next output in `state`;
+ * TSRNN_MT19937_STATE_COUNT means the state is regenerated (twisted) before the next output.
+ * The same meaning as numpy's RandomState.get_state() `pos` and `key`. */
+struct tsrnn_mt19937 {
+    uint32_t state[TSRNN_MT19937_STATE_COUNT];
+    size_t index;
+};
+
+/* init_genrand(seed): what torch's manual_seed() and numpy's RandomState(seed) do. */
+void tsrnn_mt19937_seed(struct tsrnn_mt19937 *mt, uint32_t seed);
+
+/* The next 32-bit output. */
+uint32_t tsrnn_mt19937_next(struct tsrnn_mt19937 *mt);
+
+/* Skips `count` outputs (same as calling tsrnn_mt19937_next() `count` times). */
+void tsrnn_mt19937_discard(struct tsrnn_mt19937 *mt, uint64_t count);
+
+/* --- torch's CPU generator (aten/src/ATen/CPUGeneratorImpl.cpp) ----------------------- */
+
+/* torch.manual_seed(seed) / Generator.manual_seed(seed): only the low 32 bits of `seed`
+ * count. (The cached normal samples torch also resets are not modelled: nothing here draws
+ * normals.) */
+void tsrnn_torch_manual_seed(struct tsrnn_mt19937 *g, uint64_t seed);
+
+/* CPUGeneratorImpl::random(): one 32-bit output. */
+uint32_t tsrnn_torch_random(struct tsrnn_mt19937 *g);
+
+/* CPUGeneratorImpl::random64(): two outputs, the FIRST one in the high 32 bits. */
+uint64_t tsrnn_torch_random64(struct tsrnn_mt19937 *g);
+
+/* torch.empty((), dtype=torch.int64).random_(): random64() % 2^63, i.e. random64() with the
+ * top bit cleared; in [0, 2^63). */
+int64_t tsrnn_torch_random_int64(struct tsrnn_mt19937 *g);
+
+/* How torch's CPU float32 uniform_ kernel rounds x * (to - from) + from. The kernel is
+ * compiled once per ATen CPU capability, and the AVX2 (and AVX-512) builds let the compiler
+ * fuse the multiply-add; both were checked against torch 1.13 on 5000 values per range.
+ *   FUSED:   fmaf(x, to - from, from), one rounding. Capability "AVX2", torch's default on
+ *            any x86-64 CPU with AVX2 (the reference machine and every fixture of tsrnn).
+ *   UNFUSED: float multiply, then float add. Capability "NO AVX"/default (a CPU without AVX2,
+ *            or ATEN_CPU_CAPABILITY=default).
+ * Other builds (aarch64, ...) were not checked. Ranges whose width is a power of two (e.g.
+ * +-1/16 for H = 256) give the same numbers either way. */
+enum tsrnn_torch_uniform_rounding {
+    TSRNN_TORCH_UNIFORM_FUSED = 0,
+    TSRNN_TORCH_UNIFORM_UNFUSED,
+};
+
+/* One element of a float32 tensor's uniform_(from, to): `from` and `to` are first rounded to
+ * float, then x = (random() & (2^24 - 1)) * 2^-24 and x * (to - from) + from in float,
+ * rounded as `rounding` says. One 32-bit draw. Requires from <= to (torch checks that). */
+float tsrnn_torch_uniform(struct tsrnn_mt19937 *g, double from, double to,
+                          enum tsrnn_torch_uniform_rounding rounding);
+
+/* tensor.uniform_(from, to) for a contiguous float32 tensor of `count` elements: overwrites
+ * out[0..count) in memory order, one draw each. */
+void tsrnn_torch_uniform_fill(float *out, size_t count, struct tsrnn_mt19937 *g, double from,
+                              double to, enum tsrnn_torch_uniform_rounding rounding);
+
+/* The bound b of torch.nn.Linear's weight init, kaiming_uniform_(a=sqrt(5)) = U(-b, b),
+ * computed in double exactly as torch/nn/init.py does (gain = sqrt(2 / (1 + sqrt(5)^2)),
+ * b = sqrt(3) * gain / sqrt(fan_in)). Mathematically 1/sqrt(fan_in), but not always the same
+ * double (for fan_in = 20 it is one ulp below). `fan_in` >= 1. */
+double tsrnn_torch_kaiming_uniform_bound(size_t fan_in);
+
+/* torch.randperm(n, generator=g) on CPU (aten/src/ATen/native/TensorFactories.cpp
+ * randperm_cpu): perm = 0..n-1, then for i = 0 .. n-2 swap perm[i] with perm[i + z],
+ * z = random() % (n - i). Draws n - 1 outputs (none for n <= 1). Overwrites perm[0..n). */
+void tsrnn_torch_randperm(size_t *perm, size_t n, struct tsrnn_mt19937 *g);
+
+/* One pass of torch.utils.data.RandomSampler(range(n)) without a generator of its own:
+ * seed = the global generator's int64 random_(), then randperm(n) from a fresh generator
+ * seeded with it. Draws two outputs of `global`. Overwrites perm[0..n). */
+void tsrnn_torch_random_sampler(size_t *perm, size_t n, struct tsrnn_mt19937 *global);
+
+/* --- numpy (legacy RandomState, numpy/random/_bounded_integers.pyx) --------------------- */
+
+/* RandomState.randint(0, 2**31 - 1) with the default int64 dtype: masked rejection,
+ * v = next() & 0x7FFFFFFF until v <= 2^31 - 2. In [0, 2^31 - 2]. */
+int64_t tsrnn_numpy_randint_31(struct tsrnn_mt19937 *rs);
+
+/* --- Darts ------------------------------------------------------------------------------ */
+
+/* The torch seed under which Darts' fit() builds the model and runs its DataLoaders for
+ * RNNModel(random_state=random_state): the third RandomState(random_state).randint(0,
+ * 2**31 - 1). Darts accepts random_state in [0, 2^32 - 1]. */
+uint32_t tsrnn_darts_fit_seed(uint32_t random_state);
+
+/* The initial parameters of Darts' _RNNModule in PyTorch's state_dict order, as fit() makes
+ * them: the global generator seeded with tsrnn_darts_fit_seed(random_state), then
+ * `rnn_count` floats U(-1/sqrt(H), 1/sqrt(H)) (all of torch.nn.RNN|LSTM|GRU: per layer
+ * weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}), then V.weight (O, H) with
+ * tsrnn_torch_kaiming_uniform_bound(H), then V.bias (O) with 1/sqrt(H). Overwrites
+ * params[0 .. rnn_count + O*H + O). `hidden_count` (H) >= 1. The model is created in float32
+ * even for float64 series (Darts casts it afterwards), so float is what it draws. */
+void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_count,
+                             size_t output_count, uint32_t random_state,
+                             enum tsrnn_torch_uniform_rounding rounding);
+
+/* The order in which the train DataLoader of Darts' fit() visits samples 0..n-1 in epoch
+ * `epoch` (0-based), for a model of `param_count` parameters (the count of init draws, e.g.
+ * 481 for RNN H=20). Overwrites perm[0..n).
+ *
+ * The global generator, seeded with tsrnn_darts_fit_seed(random_state), has by then drawn
+ * param_count outputs for the init, then 2 per DataLoader iterator (base_seed) and 2 per
+ * RandomSampler seed. With validation (val_series given, validated every epoch): 2 for
+ * Lightning's sanity-check val iterator, then per epoch train iterator (2), sampler seed (2),
+ * val iterator (2), so the sampler seed of epoch e is drawn after
+ * param_count + 2 + 6e + 2 outputs; without validation after param_count + 4e + 2.
+ * Checked against real torch DataLoaders in that order; that Lightning creates them in that
+ * order follows the project's reference run (first batch 12, 88, 37, ... for S = 42), not a
+ * run of Darts itself. Costs O(param_count + e + n). */
+void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
+                                   size_t param_count, uint64_t epoch, bool validation);
+
+#endif
