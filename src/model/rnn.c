@@ -4,7 +4,8 @@
 #include "activation.h"
 #include "tsrnn/model.h"
 
-static void rnn_forward(const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count)
+TSRNN_VECTOR_CLONES static void rnn_forward(const struct tsrnn_cell_step *s, size_t batch_count,
+                                            size_t hidden_count)
 {
     size_t n = batch_count * hidden_count;
     for (size_t i = 0; i < n; i++) {
@@ -15,8 +16,9 @@ static void rnn_forward(const struct tsrnn_cell_step *s, size_t batch_count, siz
 }
 
 /* d(pre-activation) = dh * (1 - h'^2); the same for the input and the recurrent part. */
-static void rnn_backward(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
-                         size_t batch_count, size_t hidden_count)
+TSRNN_VECTOR_CLONES static void rnn_backward(const struct tsrnn_cell_grads *g,
+                                             const struct tsrnn_cell_step *s, size_t batch_count,
+                                             size_t hidden_count)
 {
     size_t n = batch_count * hidden_count;
     for (size_t i = 0; i < n; i++) {
