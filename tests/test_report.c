@@ -170,10 +170,12 @@ static void test_devices(void **state)
 
     capture_open(&c);
     tsrnn_report_devices(c.f, true, true);
-    tsrnn_report_fit_stopped(c.f, 300);
+    tsrnn_report_fit_stopped(c.f, "max_epochs", 300);
+    tsrnn_report_fit_stopped(c.f, "max_steps", 40);
     assert_string_equal(capture_text(&c), "GPU available: True (cuda), used: True\n"
                                           "TPU available: False, using: 0 TPU cores\n"
-                                          "`Trainer.fit` stopped: `max_epochs=300` reached.\n");
+                                          "`Trainer.fit` stopped: `max_epochs=300` reached.\n"
+                                          "`Trainer.fit` stopped: `max_steps=40` reached.\n");
     capture_close(&c);
 }
 

@@ -67,6 +67,7 @@ struct tsrnn_config {
     /* [training] */
     int batch_size;
     int n_epochs;
+    int max_steps; /* Lightning's Trainer(max_steps): stop after this many steps; -1 = none */
     double lr;
     uint64_t random_state;
     bool shuffle;

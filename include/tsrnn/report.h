@@ -71,9 +71,9 @@ void tsrnn_report_layer_table(FILE *out, const struct tsrnn_report_layer *layers
 void tsrnn_report_model_summary(FILE *out, const char *rnn_type_name, int64_t rnn_param_count,
                                 int64_t head_param_count);
 
-/* Lightning's last line of a fit that ran all its epochs:
+/* Lightning's last line of a fit that reached its limit ("max_epochs" or "max_steps"):
  * "`Trainer.fit` stopped: `max_epochs=300` reached." */
-void tsrnn_report_fit_stopped(FILE *out, int64_t max_epochs);
+void tsrnn_report_fit_stopped(FILE *out, const char *limit, int64_t value);
 
 /* --- progress bar (Lightning's TQDMProgressBar training bar) ---------------------------- */
 

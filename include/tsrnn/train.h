@@ -28,6 +28,7 @@ struct tsrnn_train_options {
 struct tsrnn_train_result {
     size_t param_count;
     int64_t epoch_count, step_count;
+    int64_t sample_count;   /* windows trained on, over all steps */
     double last_step_loss;  /* train_loss of the last optimizer step */
     double epoch_mean_loss; /* mean train_loss over the last epoch's steps */
     double val_loss;        /* of the last epoch; NaN without validation */

@@ -113,6 +113,7 @@ static const struct key schema[] = {
 
     INT("training", "batch_size", batch_size, "32", 1, 1048576),
     INT("training", "n_epochs", n_epochs, "100", 1, 100000000),
+    INT("training", "max_steps", max_steps, "-1", -1, 2147483647),
     DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN),
     U64("training", "random_state", random_state, "0", 0, 4294967295.0),
     BOOL("training", "shuffle", shuffle, "true"),

@@ -183,7 +183,7 @@ void tsrnn_report_model_summary(FILE *out, const char *rnn_type_name, int64_t rn
     tsrnn_report_layer_table(out, layers, sizeof(layers) / sizeof(layers[0]));
 }
 
-void tsrnn_report_fit_stopped(FILE *out, int64_t max_epochs)
+void tsrnn_report_fit_stopped(FILE *out, const char *limit, int64_t value)
 {
-    fprintf(out, "`Trainer.fit` stopped: `max_epochs=%" PRId64 "` reached.\n", max_epochs);
+    fprintf(out, "`Trainer.fit` stopped: `%s=%" PRId64 "` reached.\n", limit, value);
 }
