@@ -137,27 +137,39 @@ void tsrnn_dataset_finish(struct tsrnn_dataset *ds);
 
 /* --- sampler --------------------------------------------------------------------------- */
 
+/* Where the shuffled order of an epoch comes from: the permutation Darts' fit() gives that
+ * epoch for this random_state, bit for bit (tsrnn_darts_epoch_permutation() in
+ * include/tsrnn/torch_rng.h). Darts seeds PyTorch's global generator from random_state;
+ * the weight initialisation draws from it first (one number per parameter), then the
+ * DataLoaders draw each epoch's RandomSampler seed (and a number per validation loader). */
+struct tsrnn_shuffle {
+    uint32_t random_state;
+    size_t param_count; /* numbers the weight initialisation drew before the loaders ran */
+    bool validation;    /* a validation loader runs every epoch */
+};
+
 /* PyTorch DistributedSampler + DataLoader(drop_last=False) semantics, per epoch:
- *   1. order = 0..N-1, shuffled (when `shuffle`) by tsrnn_rng_shuffle on stream
- *      TSRNN_RNG_STREAM_SHUFFLE + epoch of `seed` (include/tsrnn/rng.h);
+ *   1. order = 0..N-1, or with a shuffle Darts' permutation of that epoch (above): with
+ *      world size 1 exactly the order a Darts run visits its samples in;
  *   2. padded by wrap-around (order[0], order[1], ...) to a multiple of the world size W;
  *   3. rank r takes positions r, r+W, r+2W, ...: ceil(N/W) samples;
  *   4. those are cut into batches of `batch_size`, the last one smaller.
- * Same (seed, epoch, N, W) -> same order on every platform. */
+ * Same (shuffle, epoch, N, W) -> same order on every platform. */
 struct tsrnn_sampler {
     size_t sample_count; /* N */
     size_t batch_size;
     size_t rank, world_size;
-    uint64_t seed;
     bool shuffle;
-    size_t *order;      /* (N) this epoch's permutation */
-    size_t *local;      /* (ceil(N/W)) this rank's samples, in order */
-    size_t local_count; /* ceil(N/W) */
+    struct tsrnn_shuffle order_source; /* when shuffle */
+    size_t *order;                     /* (N) this epoch's permutation */
+    size_t *local;                     /* (ceil(N/W)) this rank's samples, in order */
+    size_t local_count;                /* ceil(N/W) */
 };
 
+/* `shuffle` NULL keeps index order (Darts' val loader, or shuffle = false). */
 enum tsrnn_status tsrnn_sampler_init(struct tsrnn_sampler *s, size_t sample_count,
-                                     size_t batch_size, bool shuffle, uint64_t seed, size_t rank,
-                                     size_t world_size);
+                                     size_t batch_size, const struct tsrnn_shuffle *shuffle,
+                                     size_t rank, size_t world_size);
 
 /* Accepts a zeroed sampler. */
 void tsrnn_sampler_finish(struct tsrnn_sampler *s);

@@ -83,11 +83,12 @@ struct tsrnn_model_params {
 void tsrnn_model_params_view(struct tsrnn_model_params *view, const struct tsrnn_model_dims *dims,
                              float *flat);
 
-/* PyTorch's default initialisation from `seed` (stream TSRNN_RNG_STREAM_INIT), tensor by
- * tensor in state_dict order: the recurrent tensors U(-1/sqrt(H), 1/sqrt(H)), V's weight and
- * bias U(-1/sqrt(H), 1/sqrt(H)) (fan_in = H). */
+/* The initial weights Darts' RNNModel(random_state=random_state).fit() creates, bit for bit:
+ * PyTorch's default initialisation (every recurrent tensor U(-1/sqrt(H), 1/sqrt(H)), V's
+ * weight and bias U(-1/sqrt(H), 1/sqrt(H))) in state_dict order, drawn from torch's generator
+ * as Darts seeds it (tsrnn_darts_init_params() in include/tsrnn/torch_rng.h). */
 void tsrnn_model_init_params(float *flat, const struct tsrnn_param_table *table,
-                             const struct tsrnn_model_dims *dims, uint64_t seed);
+                             const struct tsrnn_model_dims *dims, uint32_t random_state);
 
 /* Loads every tensor of the table from a safetensors file by PyTorch name, checking that
  * each is present, F32 and of the right shape, and that the file holds no other tensor

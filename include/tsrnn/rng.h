@@ -1,4 +1,6 @@
-/* tsrnn's random numbers: one small, portable generator for everything random in a run.
+/* tsrnn's own random numbers: a small, portable generator for what Darts has no fixed
+ * sequence for (dropout masks) and for tests. The initial weights and the shuffles follow
+ * Darts' PyTorch generator instead (include/tsrnn/torch_rng.h).
  *
  * The generator is SplitMix64 (Steele, Lea, Flood 2014: state += 0x9E3779B97F4A7C15, then
  * the variant-13 finaliser). It uses only 64-bit unsigned arithmetic, so the same seed gives
@@ -7,9 +9,8 @@
  *
  *     state0 = mix(mix(random_state) + stream)
  *
- * Stream numbers are fixed below; the sampler's permutation for epoch e uses stream
- * TSRNN_RNG_STREAM_SHUFFLE + e, so the order of an epoch does not depend on what ran before
- * it (resume and multi-process runs reproduce it from (random_state, epoch) alone).
+ * The dropout masks of global step s use stream TSRNN_RNG_STREAM_DROPOUT + s, so a step's
+ * masks do not depend on what ran before it (resume and multi-process runs reproduce them).
  */
 #ifndef TSRNN_RNG_H
 #define TSRNN_RNG_H
@@ -17,8 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TSRNN_RNG_STREAM_INIT    UINT64_C(0)
-#define TSRNN_RNG_STREAM_SHUFFLE (UINT64_C(1) << 32)
 #define TSRNN_RNG_STREAM_DROPOUT (UINT64_C(2) << 32)
 
 struct tsrnn_rng {
@@ -37,9 +36,5 @@ uint64_t tsrnn_rng_below(struct tsrnn_rng *rng, uint64_t bound);
 
 /* A uniform float in [0, 1) with 24 random bits (every value a multiple of 2^-24). */
 float tsrnn_rng_uniform(struct tsrnn_rng *rng);
-
-/* Fisher-Yates shuffle of `idx[0..count)` in place, from the last position down:
- * for i = count-1 .. 1, swap idx[i] with idx[below(i + 1)]. */
-void tsrnn_rng_shuffle(struct tsrnn_rng *rng, size_t *idx, size_t count);
 
 #endif

@@ -1,4 +1,4 @@
-/* SplitMix64 streams, bounded integers and shuffles (include/tsrnn/rng.h). */
+/* SplitMix64 streams and bounded integers (include/tsrnn/rng.h). */
 #include "tsrnn/rng.h"
 
 static uint64_t mix64(uint64_t z)
@@ -33,14 +33,4 @@ uint64_t tsrnn_rng_below(struct tsrnn_rng *rng, uint64_t bound)
 float tsrnn_rng_uniform(struct tsrnn_rng *rng)
 {
     return (float)(tsrnn_rng_next(rng) >> 40) * 0x1.0p-24f;
-}
-
-void tsrnn_rng_shuffle(struct tsrnn_rng *rng, size_t *idx, size_t count)
-{
-    for (size_t i = count; i > 1; i--) {
-        size_t j = (size_t)tsrnn_rng_below(rng, i);
-        size_t tmp = idx[i - 1];
-        idx[i - 1] = idx[j];
-        idx[j] = tmp;
-    }
 }

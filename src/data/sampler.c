@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsrnn/rng.h"
+#include "tsrnn/torch_rng.h"
 
 enum tsrnn_status tsrnn_sampler_init(struct tsrnn_sampler *s, size_t sample_count,
-                                     size_t batch_size, bool shuffle, uint64_t seed, size_t rank,
-                                     size_t world_size)
+                                     size_t batch_size, const struct tsrnn_shuffle *shuffle,
+                                     size_t rank, size_t world_size)
 {
     memset(s, 0, sizeof(*s));
     if (world_size == 0 || rank >= world_size || batch_size == 0)
@@ -21,8 +21,9 @@ enum tsrnn_status tsrnn_sampler_init(struct tsrnn_sampler *s, size_t sample_coun
     s->batch_size = batch_size;
     s->rank = rank;
     s->world_size = world_size;
-    s->seed = seed;
-    s->shuffle = shuffle;
+    s->shuffle = shuffle != NULL;
+    if (shuffle)
+        s->order_source = *shuffle;
     s->local_count = (sample_count + world_size - 1) / world_size;
     s->order = malloc((sample_count ? sample_count : 1) * sizeof(*s->order));
     s->local = malloc((s->local_count ? s->local_count : 1) * sizeof(*s->local));
@@ -49,12 +50,13 @@ void tsrnn_sampler_set_epoch(struct tsrnn_sampler *s, uint64_t epoch)
     size_t n = s->sample_count;
     if (n == 0)
         return;
-    for (size_t i = 0; i < n; i++)
-        s->order[i] = i;
     if (s->shuffle) {
-        struct tsrnn_rng rng;
-        tsrnn_rng_init(&rng, s->seed, TSRNN_RNG_STREAM_SHUFFLE + epoch);
-        tsrnn_rng_shuffle(&rng, s->order, n);
+        const struct tsrnn_shuffle *src = &s->order_source;
+        tsrnn_darts_epoch_permutation(s->order, n, src->random_state, src->param_count, epoch,
+                                      src->validation);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            s->order[i] = i;
     }
     /* Padded position p holds order[p % n]; rank r owns positions r, r + W, ... */
     for (size_t k = 0; k < s->local_count; k++)

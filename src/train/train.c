@@ -86,10 +86,18 @@ static enum tsrnn_status setup(struct trainer *tr)
     if (cfg->init_weights[0] != '\0')
         TSRNN_TRY(tsrnn_model_load_params(tr->model.params, &tr->model.table, cfg->init_weights));
     else
-        tsrnn_model_init_params(tr->model.params, &tr->model.table, &dims, cfg->random_state);
+        tsrnn_model_init_params(tr->model.params, &tr->model.table, &dims,
+                                (uint32_t)cfg->random_state);
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->model.table.total_count, cfg->lr));
-    TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle, cfg->random_state,
-                                 0, 1));
+    /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
+     * per parameter before the loaders start (also when init_weights replaces it). */
+    struct tsrnn_shuffle shuffle = {
+        .random_state = (uint32_t)cfg->random_state,
+        .param_count = tr->model.table.total_count,
+        .validation = ds->val.count > 0,
+    };
+    TSRNN_TRY(
+        tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL, 0, 1));
 
     tr->x = malloc(B * T * C * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
@@ -124,6 +132,19 @@ static bool all_finite(const float *v, size_t count)
     for (size_t i = 0; i < count; i++)
         sum += v[i] * 0.0f; /* stays 0 unless some v[i] is NaN or inf */
     return sum == 0.0f;
+}
+
+/* Lightning's max_steps: the run ends after that many optimizer steps, mid-epoch if need be
+ * (that epoch still validates). */
+static bool steps_done(const struct trainer *tr)
+{
+    return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
+}
+
+static size_t batch_size_of(const struct trainer *tr, size_t batch_idx)
+{
+    const size_t *idx;
+    return tsrnn_sampler_batch(&tr->sampler, batch_idx, &idx);
 }
 
 /* One optimizer step on batch `batch_idx` of the epoch; *loss gets its MSE. */
@@ -176,11 +197,12 @@ static double validate(struct trainer *tr)
 static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsrnn_train_result *r)
 {
     size_t batch_count = tsrnn_sampler_batch_count(&tr->sampler);
+    int64_t first_step = tr->step;
     double loss_sum = 0.0;
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
-    for (size_t b = 0; b < batch_count; b++) {
+    for (size_t b = 0; b < batch_count && !steps_done(tr); b++) {
         double t0 = tsrnn_clock_now_s();
         float loss;
         TSRNN_TRY(train_step(tr, epoch, b, &loss));
@@ -188,12 +210,13 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
         r->train_s += t1 - t0;
         TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
         tr->step++;
+        r->sample_count += (int64_t)batch_size_of(tr, b);
         loss_sum += loss;
         r->last_step_loss = loss;
         tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
         tsrnn_progress_update(&tr->progress, b + 1, t1);
     }
-    r->epoch_mean_loss = loss_sum / (double)batch_count;
+    r->epoch_mean_loss = loss_sum / (double)(tr->step - first_step);
 
     if (tr->ds->val.count > 0) {
         double t0 = tsrnn_clock_now_s();
@@ -257,12 +280,12 @@ static void print_banner(const struct trainer *tr, FILE *out)
 
 static void print_result(const struct trainer *tr, const struct tsrnn_train_result *r, FILE *out)
 {
+    double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
     fprintf(out,
             "Trained %lld epochs (%lld steps) in %.3f s: %.0f steps/s, %.0f samples/s "
             "(optimizer steps %.3f s, validation %.3f s)\n",
             (long long)r->epoch_count, (long long)r->step_count, r->total_s,
-            (double)r->step_count / r->train_s,
-            (double)r->epoch_count * (double)tr->ds->train.count / r->train_s, r->train_s,
+            (double)r->step_count / train_s, (double)r->sample_count / train_s, r->train_s,
             r->val_s);
     fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n", r->last_step_loss,
             r->epoch_mean_loss);
@@ -297,11 +320,13 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         print_banner(&tr, out);
     tsrnn_progress_init(&tr.progress, out,
                         options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
-    for (int64_t epoch = 0; status == TSRNN_OK && epoch < cfg->n_epochs; epoch++)
+    for (int64_t epoch = 0; status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr);
+         epoch++)
         status = run_epoch(&tr, epoch, &r);
     tsrnn_progress_finish(&tr.progress);
     if (status == TSRNN_OK && !options->quiet)
-        tsrnn_report_fit_stopped(out, cfg->n_epochs);
+        tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
+                                 steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
     if (status == TSRNN_OK && ds->val_length > 0)
         status = forecast_validation(&tr, &r);
     if (status == TSRNN_OK)

@@ -138,9 +138,11 @@ int main(int argc, char **argv)
     }
     if (status == TSRNN_OK)
         status = tsrnn_dataset_load(&ds, cfg);
+    /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
+    struct tsrnn_shuffle summary_shuffle = { 0 };
     if (status == TSRNN_OK)
-        status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size, cfg->shuffle,
-                                    cfg->random_state, 0, 1);
+        status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size,
+                                    cfg->shuffle ? &summary_shuffle : NULL, 0, 1);
     if (status == TSRNN_OK && !train_options.quiet) {
         printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
                tsrnn_model_kind_name(cfg->model));
