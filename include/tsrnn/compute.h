@@ -13,6 +13,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Hot loops are compiled twice, for AVX2 and for the x86-64 baseline, and the CPU picks at
+ * load time (GCC target_clones, an ifunc). The loops are written so that the vector width
+ * changes nothing but speed: elementwise operations, sums in a fixed order, and no FMA
+ * (-ffp-contract=off), so both clones give the same bits. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define TSRNN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TSRNN_VECTOR_CLONES
+#endif
+
 enum tsrnn_gemm_path {
     TSRNN_GEMM_AUTO,  /* loops below the size where BLAS wins, BLAS above */
     TSRNN_GEMM_LOOPS, /* always the reference loops */

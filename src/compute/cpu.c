@@ -11,8 +11,11 @@
 #endif
 
 /* Below this many multiply-adds a call into BLAS costs more than the loops: the recurrent
- * step of a hidden-20 RNN (16 x 20 x 20) stays in the loops, an LSTM-256 step goes to BLAS. */
+ * step of a hidden-20 RNN (16 x 20 x 20) stays in the loops, an LSTM-256 step goes to BLAS.
+ * So does a short inner dimension (the input projection of a univariate series, K = 1):
+ * that product is a pass over memory, which the loops make in one go. */
 #define BLAS_MIN_MACS (64 * 64 * 64)
+#define BLAS_MIN_K    16
 
 static _Thread_local enum tsrnn_gemm_path gemm_path = TSRNN_GEMM_AUTO;
 
@@ -93,9 +96,10 @@ static inline void gemm_block(float *restrict c, const float *restrict a, size_t
 
 /* The reference loops. Without trans_b, each row of C is done in blocks of 8, then 4, then 1
  * columns (gemm_block); with trans_b, each element is a dot product. */
-static void gemm_loops(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
-                       const float *restrict a, size_t lda, const float *restrict b, size_t ldb,
-                       float beta, float *restrict c, size_t ldc)
+TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                                           float alpha, const float *restrict a, size_t lda,
+                                           const float *restrict b, size_t ldb, float beta,
+                                           float *restrict c, size_t ldc)
 {
     scale_rows(c, ldc, m, n, beta);
     /* a(i, kk) = a[i * a_row + kk * a_col] */
@@ -134,7 +138,7 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
     if (m == 0 || n == 0)
         return;
 #if TSRNN_HAVE_BLAS
-    bool big = m * n * k >= BLAS_MIN_MACS;
+    bool big = m * n * k >= BLAS_MIN_MACS && k >= BLAS_MIN_K;
     bool fits_int = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
                     ldb <= INT_MAX && ldc <= INT_MAX;
     if (k > 0 && fits_int &&
@@ -150,13 +154,14 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
+TSRNN_VECTOR_CLONES void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
 {
     for (size_t i = 0; i < m; i++)
         memcpy(rows + i * n, bias, n * sizeof(*rows));
 }
 
-void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n)
+TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m,
+                                                   size_t n)
 {
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++)

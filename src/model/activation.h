@@ -14,14 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Loops over activations are compiled twice, for AVX2 and for the x86-64 baseline, and the
- * CPU picks at load time (GCC target_clones, an ifunc). Elementwise float32 code gives the
- * same bits either way: only the vector width changes (-ffp-contract=off rules out FMA). */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define TSRNN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TSRNN_VECTOR_CLONES
-#endif
+#include "tsrnn/compute.h" /* TSRNN_VECTOR_CLONES */
 
 /* e^y, with y clamped to [-87, 88] (so the result stays a normal float). */
 static inline float tsrnn_expf(float y)

@@ -270,7 +270,10 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
                    1.0f, g->w_ih, input_count);
     tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH);
     tsrnn_cpu_gemm(true, false, GH, H, T * B, 1.0f, c->d_hg, GH, lc->h, H, 1.0f, g->w_hh, H);
-    tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH);
+    if (c->d_hg == c->d_xg) /* RNN, LSTM: both biases get the same gradient */
+        memcpy(g->b_hh, g->b_ih, GH * sizeof(float));
+    else
+        tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH);
     if (d_input)
         tsrnn_cpu_gemm(false, false, T * B, input_count, GH, 1.0f, c->d_xg, GH, p->w_ih,
                        input_count, 0.0f, d_input, input_count);
