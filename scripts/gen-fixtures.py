@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from fixturelib import write_safetensors
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 AIR_CSV = ROOT / "examples" / "data" / "air_passengers.csv"
@@ -91,26 +93,6 @@ def train_step(model, optimizer, x, y):
     loss.backward()
     optimizer.step()
     return out.detach(), loss.detach()
-
-
-def write_safetensors(path, tensors, metadata):
-    """Write float32 `tensors` (name -> tensor) sorted by name, with string metadata."""
-    header = {"__metadata__": metadata}
-    chunks = []
-    offset = 0
-    for name in sorted(tensors):
-        array = tensors[name].detach().numpy().astype("<f4")
-        data = array.tobytes(order="C")
-        header[name] = {
-            "dtype": "F32",
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        chunks.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(chunks))
 
 
 def read_safetensors(path):

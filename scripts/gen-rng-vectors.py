@@ -30,7 +30,6 @@ process must run with AVX2, and the `unfused` lines come from a child process st
 with ATEN_CPU_CAPABILITY=default.
 """
 
-import json
 import math
 import os
 import struct
@@ -41,6 +40,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+
+from fixturelib import write_safetensors
 from torch.utils.data import DataLoader, RandomSampler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -289,24 +290,6 @@ def epoch_lines():
     return out
 
 
-def write_safetensors(path, named, metadata):
-    header = {"__metadata__": metadata}
-    chunks = []
-    offset = 0
-    for name, tensor in sorted(named):
-        data = tensor.detach().numpy().astype("<f4").tobytes(order="C")
-        header[name] = {
-            "dtype": "F32",
-            "shape": list(tensor.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        chunks.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(chunks))
-
-
 def write_init_safetensors():
     for kind in ("RNN", "LSTM", "GRU"):
         named = darts_module(kind, 1, 20, 1, 1, SAFETENSORS_STATE)
@@ -323,7 +306,7 @@ def write_init_safetensors():
             "cpu_capability": capability(),
         }
         path = FIXTURES / f"rng_darts_init_{kind.lower()}_{SAFETENSORS_STATE}.safetensors"
-        write_safetensors(path, named, metadata)
+        write_safetensors(path, dict(named), metadata)
 
 
 def main():

@@ -263,8 +263,10 @@ static void case_torch_random_int64(const struct vector_case *vc, uint64_t *valu
         values[i] = (uint64_t)tsrnn_torch_random_int64(&g);
 }
 
-/* randperm(n), then one int64 random_() of the same generator. */
-static void case_torch_randperm(const struct vector_case *vc, uint64_t *values)
+/* A permutation of n from a generator seeded with the case's seed, then one int64 random_()
+ * of that generator: randperm(n) on it, or (as_global_sampler) RandomSampler(range(n))
+ * drawing its seed from it as from torch's global generator. */
+static void permutation_case(const struct vector_case *vc, uint64_t *values, bool as_global_sampler)
 {
     size_t n = (size_t)param_u64(vc, 1);
     assert_int_equal(vc->count, n + 1);
@@ -272,27 +274,24 @@ static void case_torch_randperm(const struct vector_case *vc, uint64_t *values)
     assert_non_null(perm);
     struct tsrnn_mt19937 g;
     tsrnn_torch_manual_seed(&g, param_u64(vc, 0));
-    tsrnn_torch_randperm(perm, n, &g);
+    if (as_global_sampler)
+        tsrnn_torch_random_sampler(perm, n, &g);
+    else
+        tsrnn_torch_randperm(perm, n, &g);
     for (size_t i = 0; i < n; i++)
         values[i] = perm[i];
     values[n] = (uint64_t)tsrnn_torch_random_int64(&g);
     free(perm);
 }
 
-/* RandomSampler over the global generator, then one int64 random_() of the global one. */
+static void case_torch_randperm(const struct vector_case *vc, uint64_t *values)
+{
+    permutation_case(vc, values, false);
+}
+
 static void case_torch_random_sampler(const struct vector_case *vc, uint64_t *values)
 {
-    size_t n = (size_t)param_u64(vc, 1);
-    assert_int_equal(vc->count, n + 1);
-    size_t *perm = calloc(n + 1, sizeof(*perm));
-    assert_non_null(perm);
-    struct tsrnn_mt19937 g;
-    tsrnn_torch_manual_seed(&g, param_u64(vc, 0));
-    tsrnn_torch_random_sampler(perm, n, &g);
-    for (size_t i = 0; i < n; i++)
-        values[i] = perm[i];
-    values[n] = (uint64_t)tsrnn_torch_random_int64(&g);
-    free(perm);
+    permutation_case(vc, values, true);
 }
 
 static void case_torch_uniform(const struct vector_case *vc, uint64_t *values)

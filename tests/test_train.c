@@ -19,7 +19,6 @@
 #include "tsrnn/checkpoint.h"
 
 static struct tu_result result;
-static char *run_dir; /* runs start here; every run writes below it */
 
 static const char *source(const char *relative)
 {
@@ -29,13 +28,13 @@ static const char *source(const char *relative)
 }
 
 /* Runs tsrnn-worker on the example config with --set overrides (NULL-terminated), output
- * into run_dir/<model_name>, and returns the exit code. */
+ * into tu_run_dir()/<model_name>, and returns the exit code. */
 static int train(const char *model_name, const char *const *sets, int timeout_s)
 {
     const char *argv[48];
     size_t n = 0;
     static char work_dir[PATH_MAX + 32], name[160];
-    snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", run_dir);
+    snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", tu_run_dir());
     snprintf(name, sizeof(name), "output.model_name=%s", model_name);
     argv[n++] = tu_env("TSRNN_WORKER");
     argv[n++] = "--set";
@@ -55,12 +54,6 @@ static int train(const char *model_name, const char *const *sets, int timeout_s)
     if (result.timed_out)
         fail_msg("tsrnn-worker timed out after %d s", timeout_s);
     return result.exit_code;
-}
-
-static void expect_in(const char *haystack, const char *needle)
-{
-    if (strstr(haystack, needle) == NULL)
-        fail_msg("expected '%s' in:\n%s", needle, haystack);
 }
 
 /* The number after `label` in the worker's stdout. */
@@ -128,7 +121,7 @@ static void check_whole_run(const char *kind, const char *epochs_set, long epoch
 
     static struct row ours[2400], torch[2400];
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s/metrics.csv", run_dir, kind);
+    snprintf(path, sizeof(path), "%s/%s/metrics.csv", tu_run_dir(), kind);
     size_t n = read_metrics(path, ours, 2400);
     snprintf(file, sizeof(file), "tests/fixtures/air_%s_metrics.csv", kind);
     size_t m = read_metrics(source(file), torch, 2400);
@@ -260,25 +253,25 @@ static void test_outputs_and_console(void **state)
     const char *sets[] = { "training.n_epochs=3", "--progress=plain", NULL };
     assert_int_equal(train("outputs", sets, 60), 0);
     /* Lightning's startup lines and model summary, the seed model's 481 parameters. */
-    expect_in(result.out, "GPU available: False, used: False\n");
-    expect_in(result.out, "TPU available: False, using: 0 TPU cores\n");
-    expect_in(result.out, "1 | rnn       | RNN     | 460    | train\n");
-    expect_in(result.out, "2 | V         | Linear  | 21     | train\n");
-    expect_in(result.out, "481       Total params\n");
+    tu_expect_in(result.out, "GPU available: False, used: False\n");
+    tu_expect_in(result.out, "TPU available: False, using: 0 TPU cores\n");
+    tu_expect_in(result.out, "1 | rnn       | RNN     | 460    | train\n");
+    tu_expect_in(result.out, "2 | V         | Linear  | 21     | train\n");
+    tu_expect_in(result.out, "481       Total params\n");
     /* One plain line per epoch, no carriage returns or escape codes. */
-    expect_in(result.out, "Epoch 0: 100%|\xe2\x96\x88\xe2\x96\x88");
-    expect_in(result.out, "| 7/7 [");
-    expect_in(result.out, "Epoch 2: 100%|");
+    tu_expect_in(result.out, "Epoch 0: 100%|\xe2\x96\x88\xe2\x96\x88");
+    tu_expect_in(result.out, "| 7/7 [");
+    tu_expect_in(result.out, "Epoch 2: 100%|");
     assert_null(strstr(result.out, "Epoch 3:"));
     assert_null(strchr(result.out, '\r'));
     assert_null(strchr(result.out, '\x1b'));
-    expect_in(result.out, "`Trainer.fit` stopped: `max_epochs=3` reached.\n");
-    expect_in(result.out, "Trained 3 epochs (21 steps)");
-    expect_in(result.out, "over the 23 validation steps");
+    tu_expect_in(result.out, "`Trainer.fit` stopped: `max_epochs=3` reached.\n");
+    tu_expect_in(result.out, "Trained 3 epochs (21 steps)");
+    tu_expect_in(result.out, "over the 23 validation steps");
 
     /* metrics.csv: 7 step rows and 1 validation row per epoch, global 0-based steps. */
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/outputs/metrics.csv", run_dir);
+    snprintf(path, sizeof(path), "%s/outputs/metrics.csv", tu_run_dir());
     struct row rows[64];
     assert_int_equal(read_metrics(path, rows, 64), 24);
     for (size_t e = 0; e < 3; e++) {
@@ -293,10 +286,10 @@ static void test_outputs_and_console(void **state)
         assert_true(isnan(v->train_loss) && v->val_loss > 0.0);
     }
     /* The resolved config next to it. */
-    snprintf(path, sizeof(path), "%s/outputs/config.ini", run_dir);
+    snprintf(path, sizeof(path), "%s/outputs/config.ini", tu_run_dir());
     char *config = tu_read(path);
     assert_non_null(config);
-    expect_in(config, "n_epochs = 3\n");
+    tu_expect_in(config, "n_epochs = 3\n");
     free(config);
 
     /* --quiet: the final summary only. */
@@ -304,7 +297,7 @@ static void test_outputs_and_console(void **state)
     assert_int_equal(train("quiet", quiet, 60), 0);
     assert_null(strstr(result.out, "GPU available"));
     assert_null(strstr(result.out, "Epoch 0"));
-    expect_in(result.out, "Trained 1 epochs (7 steps)");
+    tu_expect_in(result.out, "Trained 1 epochs (7 steps)");
 }
 
 /* --- runs that must stop --------------------------------------------------------------- */
@@ -332,7 +325,7 @@ static const char *write_rnn_weights(const char *name, size_t hidden, float head
         t[i].shape[0] = shapes[i][0];
         t[i].shape[1] = shapes[i][1];
     }
-    const char *path = tu_path(run_dir, name);
+    const char *path = tu_path(tu_run_dir(), name);
     assert_int_equal(tsrnn_safetensors_write(path, t, 6, NULL, 0), TSRNN_OK);
     return path;
 }
@@ -341,7 +334,7 @@ static bool exists(const char *relative)
 {
     char path[PATH_MAX];
     struct stat st;
-    snprintf(path, sizeof(path), "%s/%s", run_dir, relative);
+    snprintf(path, sizeof(path), "%s/%s", tu_run_dir(), relative);
     return stat(path, &st) == 0;
 }
 
@@ -354,9 +347,9 @@ static void test_bad_init_weights_stop_before_writing(void **state)
     snprintf(set, sizeof(set), "model.init_weights=%s", write_rnn_weights("h16.st", 16, 1.0f));
     const char *shape[] = { set, NULL };
     assert_int_equal(train("bad_shape", shape, 60), 2);
-    expect_in(result.err, "tsrnn-worker: error: ");
-    expect_in(result.err, "h16.st: tensor \"rnn.weight_ih_l0\" has shape [16, 1]; this model "
-                          "needs [20, 1]");
+    tu_expect_in(result.err, "tsrnn-worker: error: ");
+    tu_expect_in(result.err, "h16.st: tensor \"rnn.weight_ih_l0\" has shape [16, 1]; this model "
+                             "needs [20, 1]");
     assert_false(exists("bad_shape"));
 
     /* A corrupt file: a valid one cut short. */
@@ -365,7 +358,7 @@ static void test_bad_init_weights_stop_before_writing(void **state)
     snprintf(set, sizeof(set), "model.init_weights=%s", good);
     const char *cut[] = { set, NULL };
     assert_int_equal(train("bad_file", cut, 60), 2);
-    expect_in(result.err, "cut.st");
+    tu_expect_in(result.err, "cut.st");
     assert_false(exists("bad_file"));
     assert_null(strstr(result.out, "Epoch"));
 }
@@ -379,25 +372,8 @@ static void test_divergence_names_epoch_and_step(void **state)
     snprintf(set, sizeof(set), "model.init_weights=%s", write_rnn_weights("huge.st", 20, 1e30f));
     const char *sets[] = { set, "--quiet", NULL };
     assert_int_equal(train("diverged", sets, 60), 1);
-    expect_in(result.err, "training diverged: the loss is inf at epoch 0, step 0 (batch 0");
-    expect_in(result.err, "try a smaller [training] lr");
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    run_dir = tu_mkdtemp();
-    tu_set_run_dir(run_dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_set_run_dir(NULL);
-    tu_rmtree(run_dir);
-    free(run_dir);
-    return 0;
+    tu_expect_in(result.err, "training diverged: the loss is inf at epoch 0, step 0 (batch 0");
+    tu_expect_in(result.err, "try a smaller [training] lr");
 }
 
 int main(void)
@@ -412,5 +388,5 @@ int main(void)
         cmocka_unit_test(test_bad_init_weights_stop_before_writing),
         cmocka_unit_test(test_divergence_names_epoch_and_step),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -19,8 +19,6 @@ static const char *worker(void)
     return tu_env("TSRNN_WORKER");
 }
 
-static char *run_dir; /* every run starts here, so darts_logs/ lands in it */
-
 /* examples/air_passengers.ini, trained for 2 epochs instead of 300: these tests are about the
  * command line, the config and the data (test_train covers training). */
 static const char *example(void)
@@ -41,39 +39,16 @@ static const char *example(void)
     char *copy = NULL;
     assert_true(asprintf(&copy, "%spath = %s/examples/%s", text, tu_env("TSRNN_SOURCE_ROOT"),
                          data + strlen("path = ")) > 0);
-    snprintf(path, sizeof(path), "%s", tu_write(run_dir, "air_passengers.ini", copy));
+    snprintf(path, sizeof(path), "%s", tu_write(tu_run_dir(), "air_passengers.ini", copy));
     free(copy);
     free(text);
     return path;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    run_dir = tu_mkdtemp();
-    tu_set_run_dir(run_dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tu_set_run_dir(NULL);
-    tu_rmtree(run_dir);
-    free(run_dir);
-    return 0;
 }
 
 static void run(const char *const argv[])
 {
     assert_int_equal(tu_run(argv, 20, &result), 0);
     assert_false(result.timed_out);
-}
-
-static void expect_in(const char *haystack, const char *needle)
-{
-    if (strstr(haystack, needle) == NULL)
-        fail_msg("expected '%s' in:\n%s", needle, haystack);
 }
 
 /* Runs the worker with up to three arguments (NULL ends them early) and checks its exit code
@@ -87,9 +62,9 @@ static void check(const char *a1, const char *a2, const char *a3, int exit_code,
         fail_msg("%s %s: exit %d, expected %d; stderr: %s", a1, a2 ? a2 : "", result.exit_code,
                  exit_code, result.err);
     if (out_needle != NULL)
-        expect_in(result.out, out_needle);
+        tu_expect_in(result.out, out_needle);
     if (err_needle != NULL)
-        expect_in(result.err, err_needle);
+        tu_expect_in(result.err, err_needle);
 }
 
 static void test_air_passengers_summary(void **state)
@@ -98,12 +73,12 @@ static void test_air_passengers_summary(void **state)
     const char *argv[] = { worker(), example(), NULL };
     run(argv);
     assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "144 points (1949-01 .. 1960-12)");
-    expect_in(result.out, "train 121 points (1949-01 .. 1959-01)");
-    expect_in(result.out, "val 23 points (1959-02 .. 1960-12)");
-    expect_in(result.out, "#Passengers min 104 max 505");
-    expect_in(result.out, "101 training samples, 3 validation samples");
-    expect_in(result.out, "7 per epoch at batch_size 16");
+    tu_expect_in(result.out, "144 points (1949-01 .. 1960-12)");
+    tu_expect_in(result.out, "train 121 points (1949-01 .. 1959-01)");
+    tu_expect_in(result.out, "val 23 points (1959-02 .. 1960-12)");
+    tu_expect_in(result.out, "#Passengers min 104 max 505");
+    tu_expect_in(result.out, "101 training samples, 3 validation samples");
+    tu_expect_in(result.out, "7 per epoch at batch_size 16");
     assert_string_equal(result.err, "");
 }
 
@@ -117,10 +92,10 @@ static void test_set_precedence(void **state)
                           example(), NULL };
     run(two);
     assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "3 per epoch at batch_size 50");
+    tu_expect_in(result.out, "3 per epoch at batch_size 50");
     check("--set", "data.split_after=1958-12", example(), 0,
           "100 training samples, 4 validation samples", NULL);
-    expect_in(result.out, "train 120 points");
+    tu_expect_in(result.out, "train 120 points");
 }
 
 static void test_print_config_round_trip(void **state)
@@ -131,8 +106,8 @@ static void test_print_config_round_trip(void **state)
                            NULL };
     run(argv);
     assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "hidden_dim = 33\n");
-    expect_in(result.out, "split_after = 1959-01\n");
+    tu_expect_in(result.out, "hidden_dim = 33\n");
+    tu_expect_in(result.out, "split_after = 1959-01\n");
     char *first = strdup(strchr(result.out, '\n') + 1); /* after the comment line */
     char ini[PATH_MAX];
     snprintf(ini, sizeof(ini), "%s", tu_write(dir, "resolved.ini", result.out));
@@ -144,7 +119,7 @@ static void test_print_config_round_trip(void **state)
     const char *summary[] = { worker(), ini, NULL };
     run(summary);
     assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "101 training samples, 3 validation samples");
+    tu_expect_in(result.out, "101 training samples, 3 validation samples");
     free(first);
     tu_rmtree(dir);
     free(dir);
@@ -246,7 +221,7 @@ static void run_bad(const char *dir, const char *ini_text, const char *csv_text,
     run(argv);
     if (result.exit_code != 2)
         fail_msg("%s case %zu: exit %d, stderr: %s", kind, case_idx, result.exit_code, result.err);
-    expect_in(result.err, "tsrnn-worker: error: ");
+    tu_expect_in(result.err, "tsrnn-worker: error: ");
     for (size_t k = 0; k < 4 && expect[k] != NULL; k++)
         if (strstr(result.err, expect[k]) == NULL)
             fail_msg("%s case %zu: expected '%s' in: %s", kind, case_idx, expect[k], result.err);
@@ -286,9 +261,9 @@ static void test_csv_errors(void **state)
     const char *argv[] = { worker(), "--set", "data.split_after=", path, NULL };
     run(argv);
     assert_int_equal(result.exit_code, 0);
-    expect_in(result.out, "5 points (1949-01 .. 1949-05)");
-    expect_in(result.out, "min 1 max 8");
-    expect_in(result.out, "2 training samples, 0 validation samples");
+    tu_expect_in(result.out, "5 points (1949-01 .. 1949-05)");
+    tu_expect_in(result.out, "min 1 max 8");
+    tu_expect_in(result.out, "2 training samples, 0 validation samples");
     tu_rmtree(dir);
     free(dir);
 }
@@ -300,5 +275,5 @@ int main(void)
         cmocka_unit_test(test_print_config_round_trip), cmocka_unit_test(test_cli),
         cmocka_unit_test(test_config_errors),           cmocka_unit_test(test_csv_errors),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

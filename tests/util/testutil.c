@@ -14,6 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 char *tu_mkdtemp(void)
 {
     const char *base = getenv("TMPDIR");
@@ -85,11 +92,34 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *run_dir;
+static char *run_dir;
 
-void tu_set_run_dir(const char *dir)
+int tu_setup_run_dir(void **state)
 {
-    run_dir = dir;
+    (void)state;
+    run_dir = tu_mkdtemp();
+    return run_dir == NULL ? -1 : 0;
+}
+
+int tu_teardown_run_dir(void **state)
+{
+    (void)state;
+    if (run_dir != NULL)
+        tu_rmtree(run_dir);
+    free(run_dir);
+    run_dir = NULL;
+    return 0;
+}
+
+const char *tu_run_dir(void)
+{
+    return run_dir;
+}
+
+void tu_expect_in(const char *haystack, const char *needle)
+{
+    if (strstr(haystack, needle) == NULL)
+        fail_msg("expected '%s' in:\n%s", needle, haystack);
 }
 
 int tu_run(const char *const argv[], int timeout_s, struct tu_result *r)

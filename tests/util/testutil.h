@@ -33,9 +33,17 @@ struct tu_result {
  * it after `timeout_s`. Returns 0 when the process ran. */
 int tu_run(const char *const argv[], int timeout_s, struct tu_result *result);
 
-/* Runs started by tu_run() from now on start in `dir` (NULL: the caller's folder), so that
- * what they write relative to their working folder (darts_logs/) stays out of the build. */
-void tu_set_run_dir(const char *dir);
+/* cmocka group setup and teardown: a fresh private folder that every tu_run() child starts
+ * in (so what a run writes relative to its working folder, darts_logs/, stays out of the
+ * build), removed afterwards. */
+int tu_setup_run_dir(void **state);
+int tu_teardown_run_dir(void **state);
+
+/* That folder (NULL outside the group). */
+const char *tu_run_dir(void);
+
+/* Fails the running cmocka test unless `needle` occurs in `haystack`; shows both. */
+void tu_expect_in(const char *haystack, const char *needle);
 
 /* An environment variable that must be set by meson; fails the test program if missing. */
 const char *tu_env(const char *name);
