@@ -300,6 +300,59 @@ static void test_outputs_and_console(void **state)
     tu_expect_in(result.out, "Trained 1 epochs (7 steps)");
 }
 
+/* Two components, a 2-layer LSTM with dropout between the layers, no split: the paths the
+ * AirPassengers runs do not take, end to end. A sine and a cosine of period 12 are easy:
+ * the loss falls by more than 20x. */
+static void test_multivariate_two_layers_dropout_learns(void **state)
+{
+    (void)state;
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    assert_non_null(f);
+    fprintf(f, "t,a,b\n");
+    for (int t = 0; t < 200; t++)
+        fprintf(f, "%d,%.6f,%.6f\n", t, sin(t * M_PI / 6), cos(t * M_PI / 6));
+    fclose(f);
+    tu_write(tu_run_dir(), "waves.csv", csv);
+    free(csv);
+    char data[PATH_MAX + 32];
+    snprintf(data, sizeof(data), "data.path=%s/waves.csv", tu_run_dir());
+    const char *sets[] = { data,
+                           "data.time_col=t",
+                           "data.value_cols=",
+                           "data.split_after=",
+                           "model.model=LSTM",
+                           "model.n_rnn_layers=2",
+                           "model.dropout=0.2",
+                           "model.hidden_dim=16",
+                           "model.training_length=12",
+                           "model.input_chunk_length=6",
+                           "training.n_epochs=40",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(train("waves", sets, 120), 0);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/waves/metrics.csv", tu_run_dir());
+    static struct row rows[2000];
+    size_t n = read_metrics(path, rows, 2000);
+    assert_int_equal(n, 40 * 12); /* ceil(188 / 16) steps per epoch, no validation rows */
+    double first = rows[0].train_loss, last = printed("(last step), ");
+    printf("# waves: first step loss %.4f, last epoch mean %.5f\n", first, last);
+    assert_true(last < first / 20);
+    assert_null(strstr(result.out, "val_loss"));
+    assert_null(strstr(result.out, "MAPE"));
+}
+
+static void test_gpu_is_refused_until_the_cuda_backend(void **state)
+{
+    (void)state;
+    const char *sets[] = { "trainer.accelerator=gpu", NULL };
+    assert_int_equal(train("gpu", sets, 60), 2);
+    tu_expect_in(result.err, "--set trainer.accelerator=gpu: [trainer] accelerator = gpu");
+    assert_string_equal(result.out, "");
+}
+
 /* --- runs that must stop --------------------------------------------------------------- */
 
 static const char *write_rnn_weights(const char *name, size_t hidden, float head_scale)
@@ -385,6 +438,8 @@ int main(void)
         cmocka_unit_test(test_seed_config_lands_where_pytorch_does),
         cmocka_unit_test(test_random_state_42_is_the_darts_run),
         cmocka_unit_test(test_outputs_and_console),
+        cmocka_unit_test(test_multivariate_two_layers_dropout_learns),
+        cmocka_unit_test(test_gpu_is_refused_until_the_cuda_backend),
         cmocka_unit_test(test_bad_init_weights_stop_before_writing),
         cmocka_unit_test(test_divergence_names_epoch_and_step),
     };

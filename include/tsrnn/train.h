@@ -41,6 +41,10 @@ struct tsrnn_train_result {
     double total_s;         /* the whole fit, outputs and forecast included */
 };
 
+/* What tsrnn_train() would refuse in a valid config before touching the data (an
+ * accelerator this build cannot serve): TSRNN_ERR_USAGE naming the config entry. */
+enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg);
+
 /* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
  * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch
  * and step), TSRNN_ERR_IO (run folder), TSRNN_ERR_NOMEM. */

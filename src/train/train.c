@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
@@ -16,7 +17,6 @@
 struct trainer {
     const struct tsrnn_config *cfg;
     const struct tsrnn_dataset *ds;
-    const struct tsrnn_train_options *opt;
     struct tsrnn_model model;
     struct tsrnn_adam adam;
     struct tsrnn_sampler sampler;
@@ -27,6 +27,18 @@ struct trainer {
     char run_dir[PATH_MAX]; /* {work_dir}/{model_name} */
     int64_t step;           /* global step: optimizer updates done */
 };
+
+enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
+{
+    /* Lightning raises when asked for a GPU it cannot use; so does tsrnn until its CUDA
+     * backend lands. */
+    if (cfg->accelerator == TSRNN_ACCELERATOR_GPU)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] accelerator = gpu, but this tsrnn trains on CPUs only "
+                           "so far (the CUDA backend is planned); accepted here: cpu or auto",
+                           tsrnn_config_origin(cfg, "trainer", "accelerator"));
+    return TSRNN_OK;
+}
 
 /* mkdir -p: creates `path` and its missing parents. */
 static enum tsrnn_status make_dirs(const char *path)
@@ -50,18 +62,25 @@ static enum tsrnn_status make_dirs(const char *path)
     return TSRNN_OK;
 }
 
+/* config.ini, the resolved configuration, written to a temporary file and renamed into
+ * place: a reader never sees half of it. */
 static enum tsrnn_status write_config(const struct trainer *tr)
 {
-    char path[PATH_MAX + 16];
+    char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/config.ini", tr->run_dir);
-    FILE *f = fopen(path, "w");
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
     if (f == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", tsrnn_display_path(path));
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", tsrnn_display_path(tmp));
     fprintf(f, "# tsrnn %s: the resolved configuration of this run\n", tsrnn_version());
     enum tsrnn_status status = tsrnn_config_write(tr->cfg, f);
-    if (fclose(f) != 0 && status == TSRNN_OK)
+    bool failed = ferror(f) != 0;
+    failed |= fclose(f) != 0;
+    if (status == TSRNN_OK && (failed || rename(tmp, path) != 0))
         status =
             tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", tsrnn_display_path(path));
+    if (status != TSRNN_OK)
+        unlink(tmp);
     return status;
 }
 
@@ -80,6 +99,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         .dropout = (float)cfg->dropout,
     };
 
+    TSRNN_TRY(tsrnn_train_check(cfg));
     tsrnn_cpu_set_thread_count(cfg->num_threads);
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
     TSRNN_TRY(tsrnn_model_init(&tr->model, &dims, B, T));
@@ -304,7 +324,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
                               const struct tsrnn_dataset *ds,
                               const struct tsrnn_train_options *options)
 {
-    struct trainer tr = { .cfg = cfg, .ds = ds, .opt = options };
+    struct trainer tr = { .cfg = cfg, .ds = ds };
     struct tsrnn_train_result r = {
         .val_loss = NAN,
         .best_val_loss = NAN,

@@ -137,6 +137,8 @@ int main(int argc, char **argv)
         goto done;
     }
     if (status == TSRNN_OK)
+        status = tsrnn_train_check(cfg);
+    if (status == TSRNN_OK)
         status = tsrnn_dataset_load(&ds, cfg);
     /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
     struct tsrnn_shuffle summary_shuffle = { 0 };
