@@ -3,7 +3,8 @@
 #   1. the Darts guide's AirPassengers model (RNN, hidden 20, batch 16, training_length 20,
 #      300 epochs = 2100 optimizer steps): seconds of optimizer steps and steps/s;
 #   2. LSTM hidden 256, batch 64, training_length 64 on a 100,000-point synthetic series
-#      (bench/synthetic.awk): samples/s over 40 optimizer steps.
+#      (bench/synthetic.awk): samples/s over 40 optimizer steps, and the ceiling that this
+#      machine's GEMM speed puts on it (bench/gemm.c).
 # PyTorch runs scripts/bench_torch.py with Debian's /usr/bin/python3 (python3-torch); without
 # it, its column says so. Each measurement is the best of 3 runs (the VMs this runs on are
 # noisy). Usage: scripts/bench.sh
@@ -15,7 +16,7 @@ bash "$root/scripts/install-deps.sh"
 if [ ! -f "$build/build.ninja" ]; then
     meson setup "$build" "$root" --buildtype=release -Dtests=false >/dev/null
 fi
-ninja -C "$build" tsrnn-worker >/dev/null
+ninja -C "$build" tsrnn-worker bench-gemm >/dev/null
 worker="$build/tsrnn-worker"
 
 work=$(mktemp -d)
@@ -94,3 +95,6 @@ printf '| %-52s | %10s | %10s | %8s |\n' "AirPassengers RNN-20: steps/s" \
     "$(ratio "$torch_seed" "$t_seed")"
 printf '| %-52s | %10s | %10s | %8s |\n' "LSTM-256, batch 64, T 64, 100k points: samples/s" \
     "$t_lstm" "$torch_lstm" "$(ratio "$t_lstm" "$torch_lstm")"
+echo
+echo "The LSTM-256 step is GEMM-bound; its products on this machine (OpenBLAS, 1 thread):"
+"$build/bench-gemm"
