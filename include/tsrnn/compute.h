@@ -42,9 +42,6 @@ void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path);
 /* Limits the threads BLAS may use in this process (OpenBLAS); a no-op without BLAS. */
 void tsrnn_cpu_set_thread_count(int thread_count);
 
-/* Whether this build has BLAS, and its name for reports ("OpenBLAS 0.3.21", "none"). */
-const char *tsrnn_cpu_blas_name(void);
-
 /* rows (M, N): every row = bias (N). */
 void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
 

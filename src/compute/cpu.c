@@ -33,15 +33,6 @@ void tsrnn_cpu_set_thread_count(int thread_count)
 #endif
 }
 
-const char *tsrnn_cpu_blas_name(void)
-{
-#if TSRNN_HAVE_BLAS
-    return "OpenBLAS";
-#else
-    return "none";
-#endif
-}
-
 /* C = beta * C, with beta = 0 meaning "overwrite" as in BLAS. */
 static void scale_rows(float *restrict c, size_t ldc, size_t m, size_t n, float beta)
 {
