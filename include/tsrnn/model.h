@@ -195,8 +195,9 @@ void tsrnn_model_finish(struct tsrnn_model *model);
 
 /* Forward over a batch of B windows of T steps: x (B, T, C) batch-first as the dataset
  * gathers it. With `training`, dropout between layers draws its masks from `dropout_rng`
- * (may be NULL when dims.dropout is 0). The initial states are zero unless `h0` (L, B, H)
- * (and for LSTM `c0` (L, B, H)) is given. The outputs stay in model->cache.out (T, B, O). */
+ * (which may be NULL without training or without dropout). The initial states are zero
+ * unless `h0` (L, B, H) (and for LSTM `c0` (L, B, H)) is given. The outputs stay in
+ * model->cache.out (T, B, O). */
 void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch_count,
                          size_t step_count, bool training, struct tsrnn_rng *dropout_rng,
                          const float *h0, const float *c0);
