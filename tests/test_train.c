@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -416,6 +417,31 @@ static void test_bad_init_weights_stop_before_writing(void **state)
     assert_null(strstr(result.out, "Epoch"));
 }
 
+/* Ctrl-C in the middle of a long run: the worker stops between two steps, says where, exits
+ * 130, and metrics.csv holds whole rows for every finished step. */
+static void test_interrupt_stops_between_steps(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=1000000", "--quiet", NULL };
+    tu_signal_next_run(SIGINT, 0.5);
+    assert_int_equal(train("interrupted", sets, 30), 130);
+    tu_expect_in(result.err, "tsrnn-worker: error: interrupted at epoch ");
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/interrupted/metrics.csv", tu_run_dir());
+    static struct row rows[200000];
+    size_t n = read_metrics(path, rows, 200000);
+    assert_true(n > 8); /* 0.5 s is many epochs */
+    long steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(rows[i].step, isnan(rows[i].train_loss) ? steps - 1 : steps);
+        steps += !isnan(rows[i].train_loss);
+    }
+    char said[64];
+    snprintf(said, sizeof(said), "holds the %ld finished steps", steps);
+    tu_expect_in(result.err, said);
+    printf("# interrupted after %ld steps (%zu rows)\n", steps, n);
+}
+
 /* Weights so large that the first prediction overflows float32: the run stops at once with
  * the epoch and step, exit 1. */
 static void test_divergence_names_epoch_and_step(void **state)
@@ -442,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_gpu_is_refused_until_the_cuda_backend),
         cmocka_unit_test(test_bad_init_weights_stop_before_writing),
         cmocka_unit_test(test_divergence_names_epoch_and_step),
+        cmocka_unit_test(test_interrupt_stops_between_steps),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

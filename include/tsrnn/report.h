@@ -167,10 +167,15 @@ void tsrnn_progress_finish(struct tsrnn_progress *p);
 /* {run folder}/metrics.csv: header "epoch,step,train_loss,val_loss"; one row per optimizer
  * step with train_loss, one row per validation with val_loss (the other column empty);
  * step is the 0-based global step (a validation row carries the epoch's last step); values
- * with 9 significant digits (%.9g, a float32 round-trips). */
+ * with 9 significant digits (%.9g, a float32 round-trips). Rows are collected in memory and
+ * written whole, so the file never ends in half a row, even after a kill. */
+#define TSRNN_METRICS_BUFFER_NBYTES 65536
+
 struct tsrnn_metrics_csv {
-    FILE *file;
+    int fd; /* -1 when closed */
     char path[4096];
+    size_t used_nbytes;
+    char buffer[TSRNN_METRICS_BUFFER_NBYTES];
 };
 
 /* Creates (truncates) `dir`/metrics.csv and writes the header. TSRNN_ERR_IO on failure. */
@@ -180,11 +185,13 @@ enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char
 enum tsrnn_status tsrnn_metrics_csv_step(struct tsrnn_metrics_csv *m, int64_t epoch, int64_t step,
                                          double train_loss);
 
-/* Appends a validation row and flushes the file to the OS, so a crash loses no epoch. */
+/* Appends a validation row and hands every row so far to the OS, so a crash loses no
+ * finished epoch. */
 enum tsrnn_status tsrnn_metrics_csv_epoch(struct tsrnn_metrics_csv *m, int64_t epoch, int64_t step,
                                           double val_loss);
 
-/* Closes the file, reporting a failed final write; accepts a closed or zeroed struct. */
+/* Writes what is left and closes the file, reporting a failed write; accepts a closed struct
+ * (but not a zeroed one: open sets fd). */
 enum tsrnn_status tsrnn_metrics_csv_close(struct tsrnn_metrics_csv *m);
 
 #endif

@@ -10,6 +10,7 @@
 #ifndef TSRNN_TRAIN_H
 #define TSRNN_TRAIN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@ struct tsrnn_train_options {
     FILE *out;                         /* where the run's report goes (stdout) */
     enum tsrnn_progress_mode progress; /* the epoch bar */
     bool quiet;                        /* print the final summary only */
+    /* Set (by a signal handler) to stop at the next step boundary; NULL: never. */
+    const volatile sig_atomic_t *stop_requested;
 };
 
 struct tsrnn_train_result {
@@ -47,7 +50,9 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg);
 
 /* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
  * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch
- * and step), TSRNN_ERR_IO (run folder), TSRNN_ERR_NOMEM. */
+ * and step), TSRNN_ERR_INTERRUPTED (*options->stop_requested was set: the run stopped between
+ * two steps, metrics.csv holds every finished step), TSRNN_ERR_IO (run folder),
+ * TSRNN_ERR_NOMEM. */
 enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct tsrnn_config *cfg,
                               const struct tsrnn_dataset *ds,
                               const struct tsrnn_train_options *options);

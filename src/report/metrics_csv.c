@@ -1,54 +1,89 @@
 /* metrics.csv in the layout of Lightning's CSVLogger (include/tsrnn/report.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tsrnn/report.h"
 
-static enum tsrnn_status write_failed(struct tsrnn_metrics_csv *m)
+static enum tsrnn_status write_failed(const struct tsrnn_metrics_csv *m, int errnum)
 {
-    return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", tsrnn_display_path(m->path));
+    return tsrnn_error_errno(TSRNN_ERR_IO, errnum, "cannot write %s", tsrnn_display_path(m->path));
+}
+
+/* Writes the buffered rows; the buffer only ever holds whole rows. */
+static enum tsrnn_status flush_rows(struct tsrnn_metrics_csv *m)
+{
+    size_t done = 0;
+    while (done < m->used_nbytes) {
+        ssize_t n = write(m->fd, m->buffer + done, m->used_nbytes - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return write_failed(m, errno);
+        done += (size_t)n;
+    }
+    m->used_nbytes = 0;
+    return TSRNN_OK;
+}
+
+/* Appends one formatted row, writing out the earlier ones first when it would not fit. */
+static enum tsrnn_status append_row(struct tsrnn_metrics_csv *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static enum tsrnn_status append_row(struct tsrnn_metrics_csv *m, const char *fmt, ...)
+{
+    char row[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(row, sizeof(row), fmt, ap);
+    va_end(ap);
+    if (len < 0 || (size_t)len >= sizeof(row))
+        return tsrnn_error(TSRNN_ERR_IO, "metrics row too long for %s",
+                           tsrnn_display_path(m->path));
+    if (m->used_nbytes + (size_t)len > sizeof(m->buffer))
+        TSRNN_TRY(flush_rows(m));
+    memcpy(m->buffer + m->used_nbytes, row, (size_t)len);
+    m->used_nbytes += (size_t)len;
+    return TSRNN_OK;
 }
 
 enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char *dir)
 {
-    *m = (struct tsrnn_metrics_csv){ 0 };
+    m->fd = -1;
+    m->used_nbytes = 0;
     if ((size_t)snprintf(m->path, sizeof(m->path), "%s/metrics.csv", dir) >= sizeof(m->path))
         return tsrnn_error(TSRNN_ERR_IO, "run folder path too long: %s", dir);
-    m->file = fopen(m->path, "w");
-    if (m->file == NULL)
-        return write_failed(m);
-    if (fputs("epoch,step,train_loss,val_loss\n", m->file) < 0)
-        return write_failed(m);
-    return TSRNN_OK;
+    m->fd = open(m->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (m->fd < 0)
+        return write_failed(m, errno);
+    TSRNN_TRY(append_row(m, "epoch,step,train_loss,val_loss\n"));
+    return flush_rows(m);
 }
 
 enum tsrnn_status tsrnn_metrics_csv_step(struct tsrnn_metrics_csv *m, int64_t epoch, int64_t step,
                                          double train_loss)
 {
-    if (fprintf(m->file, "%" PRId64 ",%" PRId64 ",%.9g,\n", epoch, step, train_loss) < 0)
-        return write_failed(m);
-    return TSRNN_OK;
+    return append_row(m, "%" PRId64 ",%" PRId64 ",%.9g,\n", epoch, step, train_loss);
 }
 
 enum tsrnn_status tsrnn_metrics_csv_epoch(struct tsrnn_metrics_csv *m, int64_t epoch, int64_t step,
                                           double val_loss)
 {
-    if (fprintf(m->file, "%" PRId64 ",%" PRId64 ",,%.9g\n", epoch, step, val_loss) < 0 ||
-        fflush(m->file) != 0)
-        return write_failed(m);
-    return TSRNN_OK;
+    TSRNN_TRY(append_row(m, "%" PRId64 ",%" PRId64 ",,%.9g\n", epoch, step, val_loss));
+    return flush_rows(m);
 }
 
 enum tsrnn_status tsrnn_metrics_csv_close(struct tsrnn_metrics_csv *m)
 {
-    if (m == NULL || m->file == NULL)
+    if (m == NULL || m->fd < 0)
         return TSRNN_OK;
-    int failed = ferror(m->file);
-    failed |= fclose(m->file) != 0;
-    m->file = NULL;
-    if (failed)
-        return write_failed(m);
-    return TSRNN_OK;
+    enum tsrnn_status status = flush_rows(m);
+    if (close(m->fd) != 0 && status == TSRNN_OK)
+        status = write_failed(m, errno);
+    m->fd = -1;
+    return status;
 }

@@ -22,6 +22,7 @@ struct trainer {
     struct tsrnn_sampler sampler;
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_progress progress;
+    const volatile sig_atomic_t *stop_requested;
     float *x, *y;           /* (B, T, C) one batch, batch-first */
     size_t *val_idx;        /* (val count) 0, 1, 2, ... */
     char run_dir[PATH_MAX]; /* {work_dir}/{model_name} */
@@ -223,6 +224,14 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (size_t b = 0; b < batch_count && !steps_done(tr); b++) {
+        if (tr->stop_requested && *tr->stop_requested) {
+            tsrnn_progress_finish(&tr->progress);
+            return tsrnn_error(TSRNN_ERR_INTERRUPTED,
+                               "interrupted at epoch %lld, step %lld: %s/metrics.csv holds the "
+                               "%lld finished steps",
+                               (long long)epoch, (long long)tr->step,
+                               tsrnn_display_path(tr->run_dir), (long long)tr->step);
+        }
         double t0 = tsrnn_clock_now_s();
         float loss;
         TSRNN_TRY(train_step(tr, epoch, b, &loss));
@@ -324,7 +333,12 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
                               const struct tsrnn_dataset *ds,
                               const struct tsrnn_train_options *options)
 {
-    struct trainer tr = { .cfg = cfg, .ds = ds };
+    struct trainer tr = {
+        .cfg = cfg,
+        .ds = ds,
+        .stop_requested = options->stop_requested,
+        .metrics = { .fd = -1 },
+    };
     struct tsrnn_train_result r = {
         .val_loss = NAN,
         .best_val_loss = NAN,

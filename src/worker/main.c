@@ -1,9 +1,11 @@
 /* tsrnn-worker: one training process. It reads the run's INI file, applies --set overrides,
  * loads and windows the data, trains the model (src/train/) and prints what happened.
  *
- * Exit codes (include/tsrnn/core.h): 0 ok, 1 runtime failure, 2 usage/config/data error.
+ * Exit codes (include/tsrnn/core.h): 0 ok, 1 runtime failure, 2 usage/config/data error,
+ * 130 interrupted (SIGINT/SIGTERM: it stops between two steps).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,26 @@ static void usage(FILE *out)
                  "  -h, --help                   show this help and exit\n"
                  "  -V, --version                show the version and exit\n"
                  "\n"
-                 "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error.\n");
+                 "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error,\n"
+                 "130 interrupted (SIGINT/SIGTERM stop it between two training steps).\n");
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void request_stop(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* SIGINT / SIGTERM stop training at the next step boundary (exit 130); a second one kills
+ * at once (the default action is restored). */
+static void install_stop_handlers(void)
+{
+    struct sigaction sa = { .sa_handler = request_stop, .sa_flags = SA_RESETHAND };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
@@ -75,7 +96,7 @@ int main(int argc, char **argv)
     const char **overrides = calloc((size_t)argc, sizeof(*overrides));
     size_t override_count = 0;
     int print_config = 0;
-    struct tsrnn_train_options train_options = { .out = stdout };
+    struct tsrnn_train_options train_options = { .out = stdout, .stop_requested = &stop_requested };
     int opt;
 
     if (overrides == NULL) {
@@ -153,6 +174,7 @@ int main(int argc, char **argv)
     }
     if (status == TSRNN_OK) {
         struct tsrnn_train_result result;
+        install_stop_handlers();
         status = tsrnn_train(&result, cfg, &ds, &train_options);
         fflush(stdout);
     }

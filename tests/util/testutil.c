@@ -93,6 +93,14 @@ static double now_s(void)
 }
 
 static char *run_dir;
+static int next_signal;
+static double next_signal_after_s;
+
+void tu_signal_next_run(int sig, double after_s)
+{
+    next_signal = sig;
+    next_signal_after_s = after_s;
+}
 
 int tu_setup_run_dir(void **state)
 {
@@ -153,8 +161,20 @@ int tu_run(const char *const argv[], int timeout_s, struct tu_result *r)
     size_t used[2] = { 0, 0 };
     int open_count = 2;
     double deadline = now_s() + timeout_s;
+    int signal_to_send = next_signal;
+    double signal_at = now_s() + next_signal_after_s;
+    next_signal = 0;
     while (open_count > 0) {
         int wait_ms = (int)((deadline - now_s()) * 1000);
+        if (signal_to_send != 0) {
+            int signal_ms = (int)((signal_at - now_s()) * 1000);
+            if (signal_ms <= 0) {
+                kill(pid, signal_to_send);
+                signal_to_send = 0;
+            } else if (signal_ms < wait_ms) {
+                wait_ms = signal_ms;
+            }
+        }
         if (wait_ms <= 0) {
             r->timed_out = 1;
             kill(pid, SIGKILL);

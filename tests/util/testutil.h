@@ -45,6 +45,10 @@ const char *tu_run_dir(void);
 /* Fails the running cmocka test unless `needle` occurs in `haystack`; shows both. */
 void tu_expect_in(const char *haystack, const char *needle);
 
+/* The next tu_run() sends `sig` to its child `after_s` seconds after starting it (once; the
+ * setting is then cleared). */
+void tu_signal_next_run(int sig, double after_s);
+
 /* An environment variable that must be set by meson; fails the test program if missing. */
 const char *tu_env(const char *name);
 
