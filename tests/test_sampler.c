@@ -10,6 +10,7 @@
 
 #include "tsrnn/data.h"
 #include "tsrnn/rng.h"
+#include "tsrnn/torch_rng.h"
 
 /* The Darts guide's run: random_state 42, 481 parameters, validated every epoch. */
 static const struct tsrnn_shuffle darts42 = { 42, 481, true };
@@ -104,6 +105,21 @@ static void test_deterministic_and_epoch_dependent(void **state)
     tsrnn_sampler_finish(&a);
     tsrnn_sampler_finish(&b);
     tsrnn_sampler_finish(&c);
+}
+
+/* Epochs in a row continue Darts' generator; any epoch alone replays it: the same orders. */
+static void test_consecutive_epochs_match_replay(void **state)
+{
+    (void)state;
+    struct tsrnn_sampler s;
+    size_t want[101];
+    assert_int_equal(tsrnn_sampler_init(&s, 101, 16, &darts42, 0, 1), TSRNN_OK);
+    for (uint64_t epoch = 0; epoch < 50; epoch++) {
+        tsrnn_sampler_set_epoch(&s, epoch);
+        tsrnn_darts_epoch_permutation(want, 101, 42, 481, epoch, true);
+        assert_memory_equal(s.order, want, sizeof(want));
+    }
+    tsrnn_sampler_finish(&s);
 }
 
 static void test_pinned_order(void **state)
@@ -218,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_and_epoch_dependent),
         cmocka_unit_test(test_pinned_order),
         cmocka_unit_test(test_no_shuffle_is_index_order),
+        cmocka_unit_test(test_consecutive_epochs_match_replay),
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_shards),
         cmocka_unit_test(test_bad_arguments),

@@ -16,6 +16,7 @@
 
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
+#include "tsrnn/torch_rng.h"
 
 /* --- time stamps ---------------------------------------------------------------------- */
 
@@ -161,6 +162,8 @@ struct tsrnn_sampler {
     size_t rank, world_size;
     bool shuffle;
     struct tsrnn_shuffle order_source; /* when shuffle */
+    struct tsrnn_mt19937 generator;    /* Darts' global generator after generator_epoch's seed */
+    uint64_t generator_epoch;          /* UINT64_MAX: not positioned yet */
     size_t *order;                     /* (N) this epoch's permutation */
     size_t *local;                     /* (ceil(N/W)) this rank's samples, in order */
     size_t local_count;                /* ceil(N/W) */

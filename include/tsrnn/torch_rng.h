@@ -147,4 +147,13 @@ void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_coun
 void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
                                    size_t param_count, uint64_t epoch, bool validation);
 
+/* The same order, incrementally: tsrnn_darts_loader_generator() positions `g` as Darts' global
+ * generator stands just before epoch `epoch`'s RandomSampler seed (O(param_count + epoch));
+ * tsrnn_torch_random_sampler(perm, n, g) then gives that epoch's order, and
+ * tsrnn_darts_loader_next_epoch() moves `g` on to just before the next epoch's seed (O(1)),
+ * so consecutive epochs cost no replay. */
+void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
+                                  size_t param_count, uint64_t epoch, bool validation);
+void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation);
+
 #endif

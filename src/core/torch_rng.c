@@ -184,8 +184,8 @@ void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_coun
                              rounding);
 }
 
-void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
-                                   size_t param_count, uint64_t epoch, bool validation)
+void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
+                                  size_t param_count, uint64_t epoch, bool validation)
 {
     uint64_t before = param_count;
     if (validation) /* sanity check, then train + sampler + val per epoch */
@@ -194,8 +194,20 @@ void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state
         before += epoch * (ITERATOR_DRAWS + SAMPLER_DRAWS);
     before += ITERATOR_DRAWS; /* this epoch's train iterator */
 
+    tsrnn_torch_manual_seed(g, tsrnn_darts_fit_seed(random_state));
+    tsrnn_mt19937_discard(g, before);
+}
+
+void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation)
+{
+    /* this epoch's val iterator (when validating), the next epoch's train iterator */
+    tsrnn_mt19937_discard(g, (validation ? ITERATOR_DRAWS : 0) + ITERATOR_DRAWS);
+}
+
+void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
+                                   size_t param_count, uint64_t epoch, bool validation)
+{
     struct tsrnn_mt19937 g;
-    tsrnn_torch_manual_seed(&g, tsrnn_darts_fit_seed(random_state));
-    tsrnn_mt19937_discard(&g, before);
+    tsrnn_darts_loader_generator(&g, random_state, param_count, epoch, validation);
     tsrnn_torch_random_sampler(perm, n, &g);
 }

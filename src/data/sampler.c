@@ -24,6 +24,7 @@ enum tsrnn_status tsrnn_sampler_init(struct tsrnn_sampler *s, size_t sample_coun
     s->shuffle = shuffle != NULL;
     if (shuffle)
         s->order_source = *shuffle;
+    s->generator_epoch = UINT64_MAX;
     s->local_count = (sample_count + world_size - 1) / world_size;
     s->order = malloc((sample_count ? sample_count : 1) * sizeof(*s->order));
     s->local = malloc((s->local_count ? s->local_count : 1) * sizeof(*s->local));
@@ -51,9 +52,15 @@ void tsrnn_sampler_set_epoch(struct tsrnn_sampler *s, uint64_t epoch)
     if (n == 0)
         return;
     if (s->shuffle) {
+        /* The next epoch continues from the last one's generator; any other jumps there. */
         const struct tsrnn_shuffle *src = &s->order_source;
-        tsrnn_darts_epoch_permutation(s->order, n, src->random_state, src->param_count, epoch,
-                                      src->validation);
+        if (s->generator_epoch != UINT64_MAX && epoch == s->generator_epoch + 1)
+            tsrnn_darts_loader_next_epoch(&s->generator, src->validation);
+        else
+            tsrnn_darts_loader_generator(&s->generator, src->random_state, src->param_count, epoch,
+                                         src->validation);
+        tsrnn_torch_random_sampler(s->order, n, &s->generator);
+        s->generator_epoch = epoch;
     } else {
         for (size_t i = 0; i < n; i++)
             s->order[i] = i;
