@@ -154,6 +154,7 @@ const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind);
 struct tsrnn_model_cache {
     size_t batch_count, step_count; /* B, T of the last forward */
     bool dropout_applied;           /* the last forward drew dropout masks */
+    bool zero_initial_state;        /* the last forward started from h = 0 */
     struct tsrnn_layer_cache layers[TSRNN_MODEL_MAX_LAYERS];
     float *x;         /* (T, B, C) input, time-major */
     float *y;         /* (T, B, O) target, time-major */

@@ -180,7 +180,9 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     for (size_t t = 0; t < T; t++) {
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
         tsrnn_cpu_fill_rows(c->hg, p->b_hh, B, GH);
-        tsrnn_cpu_gemm(false, false, B, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, c->hg, GH);
+        if (t > 0 || h0 != NULL) /* from a zero state, W_hh h adds exact zeros */
+            tsrnn_cpu_gemm(false, false, B, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, c->hg,
+                           GH);
         s.hg = c->hg;
         cell->forward(&s, B, H);
     }
@@ -197,6 +199,7 @@ void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch
     c->batch_count = B;
     c->step_count = T;
     c->dropout_applied = training && d->dropout > 0.0f && d->layer_count > 1;
+    c->zero_initial_state = h0 == NULL;
     to_time_major(c->x, x, B, T, d->input_count);
 
     const float *input = c->x;
@@ -258,6 +261,8 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
             .dh_prev = c->dh_direct,
         };
         cell->backward(&cg, &s, B, H);
+        if (t == 0)
+            break; /* nobody asks for dLoss/dh[0] */
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
         tsrnn_cpu_gemm(false, false, B, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, c->dh_carry, H);
         if (cell->has_direct_path)
@@ -269,7 +274,10 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
     tsrnn_cpu_gemm(true, false, GH, input_count, T * B, 1.0f, c->d_xg, GH, lc->input, input_count,
                    1.0f, g->w_ih, input_count);
     tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH);
-    tsrnn_cpu_gemm(true, false, GH, H, T * B, 1.0f, c->d_hg, GH, lc->h, H, 1.0f, g->w_hh, H);
+    /* From a zero initial state, step 0 adds nothing to dW_hh: sum over steps 1..T-1 only. */
+    size_t first = c->zero_initial_state ? 1 : 0;
+    tsrnn_cpu_gemm(true, false, GH, H, (T - first) * B, 1.0f, c->d_hg + first * B * GH, GH,
+                   lc->h + first * B * H, H, 1.0f, g->w_hh, H);
     if (c->d_hg == c->d_xg) /* RNN, LSTM: both biases get the same gradient */
         memcpy(g->b_hh, g->b_ih, GH * sizeof(float));
     else
