@@ -116,12 +116,15 @@ static void to_time_major(float *dst, const float *src, size_t B, size_t T, size
             memcpy(dst + (t * B + b) * n, src + (b * T + t) * n, n * sizeof(*dst));
 }
 
-/* dst (n, m) = src (m, n) transposed. */
+/* dst (n, m) = src (m, n) transposed, in 32 x 32 tiles so that both sides stay in cache. */
 static void transpose(float *dst, const float *src, size_t m, size_t n)
 {
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++)
-            dst[j * m + i] = src[i * n + j];
+    const size_t tile = 32;
+    for (size_t i0 = 0; i0 < m; i0 += tile)
+        for (size_t j0 = 0; j0 < n; j0 += tile)
+            for (size_t i = i0; i < m && i < i0 + tile; i++)
+                for (size_t j = j0; j < n && j < j0 + tile; j++)
+                    dst[j * m + i] = src[i * n + j];
 }
 
 /* The views of step t of layer cache lc. */
@@ -150,8 +153,11 @@ static void draw_dropout(float *mask, float *dropped, const float *h, size_t n, 
     }
 }
 
+/* reuse_transposed: the weights have not changed since the last forward, whose transposed
+ * copies are still in the cache (the steps of a forecast). */
 static void layer_forward(struct tsrnn_model *model, size_t l, const float *input,
-                          size_t input_count, const float *h0, const float *c0)
+                          size_t input_count, const float *h0, const float *c0,
+                          bool reuse_transposed)
 {
     const struct tsrnn_cell *cell = model->cell;
     struct tsrnn_model_cache *c = &model->cache;
@@ -161,8 +167,10 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     size_t GH = cell->gate_count * H;
 
     lc->input = input;
-    transpose(lc->w_ih_t, p->w_ih, GH, input_count);
-    transpose(lc->w_hh_t, p->w_hh, GH, H);
+    if (!reuse_transposed) {
+        transpose(lc->w_ih_t, p->w_ih, GH, input_count);
+        transpose(lc->w_hh_t, p->w_hh, GH, H);
+    }
     /* The input projection of all T steps in one GEMM: gates = input W_ih^T + b_ih. */
     tsrnn_cpu_fill_rows(lc->gates, p->b_ih, T * B, GH);
     tsrnn_cpu_gemm(false, false, T * B, GH, input_count, 1.0f, input, input_count, lc->w_ih_t, GH,
@@ -188,9 +196,9 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     }
 }
 
-void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch_count,
-                         size_t step_count, bool training, struct tsrnn_rng *dropout_rng,
-                         const float *h0, const float *c0)
+static void forward(struct tsrnn_model *model, const float *x, size_t batch_count,
+                    size_t step_count, bool training, struct tsrnn_rng *dropout_rng,
+                    const float *h0, const float *c0, bool reuse_transposed)
 {
     struct tsrnn_model_cache *c = &model->cache;
     const struct tsrnn_model_dims *d = &model->dims;
@@ -205,7 +213,7 @@ void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch
     const float *input = c->x;
     size_t input_count = d->input_count;
     for (size_t l = 0; l < d->layer_count; l++) {
-        layer_forward(model, l, input, input_count, h0, c0);
+        layer_forward(model, l, input, input_count, h0, c0, reuse_transposed);
         input = c->layers[l].h + B * H; /* h[1..T] */
         input_count = H;
         if (c->dropout_applied && l + 1 < d->layer_count) {
@@ -215,6 +223,13 @@ void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch
         }
     }
     tsrnn_linear_forward(c->out, input, model->p.v_w, model->p.v_b, T * B, H, d->output_count);
+}
+
+void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch_count,
+                         size_t step_count, bool training, struct tsrnn_rng *dropout_rng,
+                         const float *h0, const float *c0)
+{
+    forward(model, x, batch_count, step_count, training, dropout_rng, h0, c0, false);
 }
 
 float tsrnn_model_loss(struct tsrnn_model *model, const float *y)
@@ -339,8 +354,8 @@ void tsrnn_model_predict(struct tsrnn_model *model, float *forecast, const float
     memcpy(forecast, c->out + (context_count - 1) * O, O * sizeof(float));
     for (size_t k = 1; k < horizon; k++) {
         tsrnn_model_final_state(model, c->state_h, lstm ? c->state_c : NULL);
-        tsrnn_model_forward(model, forecast + (k - 1) * O, 1, 1, false, NULL, c->state_h,
-                            lstm ? c->state_c : NULL);
+        forward(model, forecast + (k - 1) * O, 1, 1, false, NULL, c->state_h,
+                lstm ? c->state_c : NULL, true);
         memcpy(forecast + k * O, c->out, O * sizeof(float));
     }
 }
