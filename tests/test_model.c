@@ -149,6 +149,95 @@ static void test_gemm_paths_agree(void **state)
     tsrnn_cpu_set_gemm_path(TSRNN_GEMM_AUTO);
 }
 
+/* The packed products (the recurrence of large models) against a double-precision product:
+ * row counts around the 4-row kernel, column counts around the 16-column panels, both ways
+ * of packing. Runs the AVX2 kernel where the CPU has it, the portable loops otherwise. */
+static void test_packed_products_match_reference(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 8, 0);
+    const size_t ms[] = { 1, 3, 4, 5, 8, 13 }, ns[] = { 1, 15, 16, 17, 40 }, ks[] = { 1, 7, 64 };
+    printf("# packed kernel: %s\n", tsrnn_cpu_packed_kernel_available() ? "AVX2+FMA" : "loops");
+    for (size_t mi = 0; mi < 6; mi++)
+        for (size_t ni = 0; ni < 5; ni++)
+            for (size_t ki = 0; ki < 3; ki++)
+                for (int trans = 0; trans < 2; trans++) {
+                    size_t m = ms[mi], n = ns[ni], k = ks[ki];
+                    float *a = random_floats(&rng, m * k, -1, 1);
+                    float *b = random_floats(&rng, k * n, -1, 1);
+                    float *c = random_floats(&rng, m * n, -1, 1);
+                    float *c0 = malloc(m * n * sizeof(float));
+                    float *packed = malloc(tsrnn_cpu_packed_count(k, n) * sizeof(float));
+                    memcpy(c0, c, m * n * sizeof(float));
+                    tsrnn_cpu_pack(packed, b, trans ? k : n, k, n, trans);
+                    tsrnn_cpu_gemm_packed(m, n, k, a, k, packed, c, n);
+                    for (size_t i = 0; i < m; i++)
+                        for (size_t j = 0; j < n; j++) {
+                            double sum = c0[i * n + j], mag = fabs(c0[i * n + j]);
+                            for (size_t kk = 0; kk < k; kk++) {
+                                double bv = trans ? b[j * k + kk] : b[kk * n + j];
+                                sum += (double)a[i * k + kk] * bv;
+                                mag += fabs((double)a[i * k + kk] * bv);
+                            }
+                            assert_true(fabs(c[i * n + j] - sum) <= 1e-6 * mag + 1e-7);
+                        }
+                    free(a);
+                    free(b);
+                    free(c);
+                    free(c0);
+                    free(packed);
+                }
+}
+
+/* A model large enough for packed products: loss, every gradient and a forecast agree with
+ * the reference loops (TSRNN_GEMM_LOOPS turns packing off) within float32 summation-order
+ * differences. */
+static void test_packed_model_matches_loops(void **state)
+{
+    (void)state;
+    const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
+    for (size_t kind = 0; kind < 3; kind++) {
+        const size_t B = 8, T = 6, C = 2;
+        struct tsrnn_model_dims dims = { kinds[kind], C, 128, 2, C, 0.0f };
+        struct tsrnn_model m;
+        assert_int_equal(tsrnn_model_init(&m, &dims, B, T), TSRNN_OK);
+        assert_int_equal(m.packed_recurrence, tsrnn_cpu_packed_kernel_available());
+        tsrnn_model_init_params(m.params, &m.table, &dims, 5);
+        struct tsrnn_rng rng;
+        tsrnn_rng_init(&rng, 6, 0);
+        float *x = random_floats(&rng, B * T * C, -1, 1);
+        float *y = random_floats(&rng, B * T * C, -1, 1);
+        float *grads[2], loss[2], forecast[2][4 * 2];
+        for (int run = 0; run < 2; run++) {
+            tsrnn_cpu_set_gemm_path(run == 0 ? TSRNN_GEMM_AUTO : TSRNN_GEMM_LOOPS);
+            tsrnn_model_forward(&m, x, B, T, true, NULL, NULL, NULL);
+            assert_int_equal(m.cache.packed_products, run == 0 && m.packed_recurrence);
+            loss[run] = tsrnn_model_loss(&m, y);
+            tsrnn_model_backward(&m);
+            grads[run] = malloc(m.table.total_count * sizeof(float));
+            memcpy(grads[run], m.grads, m.table.total_count * sizeof(float));
+            tsrnn_model_predict(&m, forecast[run], x, T, 4);
+        }
+        tsrnn_cpu_set_gemm_path(TSRNN_GEMM_AUTO);
+        assert_true(fabs(loss[0] - loss[1]) <= 1e-6 * fabs(loss[1]));
+        for (size_t e = 0; e < m.table.entry_count; e++) {
+            const struct tsrnn_param_entry *entry = &m.table.entries[e];
+            double err =
+                relative_error(grads[0] + entry->offset, grads[1] + entry->offset, entry->count);
+            if (err > 1e-5)
+                fail_msg("%s %s: packed and loops differ by %.1e",
+                         tsrnn_cell_for(kinds[kind])->name, entry->name, err);
+        }
+        assert_true(relative_error(forecast[0], forecast[1], 8) <= 1e-5);
+        free(grads[0]);
+        free(grads[1]);
+        free(x);
+        free(y);
+        tsrnn_model_finish(&m);
+    }
+}
+
 /* --- parameters ------------------------------------------------------------------------ */
 
 static void test_param_table_counts(void **state)
@@ -647,6 +736,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activations_match_libm),
         cmocka_unit_test(test_gemm_paths_agree),
+        cmocka_unit_test(test_packed_products_match_reference),
+        cmocka_unit_test(test_packed_model_matches_loops),
         cmocka_unit_test(test_param_table_counts),
         cmocka_unit_test(test_init_is_pytorch_default),
         cmocka_unit_test(test_fixture_loss_and_gradients),

@@ -36,8 +36,31 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
                     const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
                     size_t ldc);
 
-/* Chooses the GEMM implementation for this thread (tests compare the two). */
+/* Chooses the GEMM implementation for this thread (tests compare the two). LOOPS also turns
+ * off the packed products below. */
 void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path);
+enum tsrnn_gemm_path tsrnn_cpu_gemm_path(void);
+
+/* --- products with a packed right-hand side ---------------------------------------------
+ *
+ * The recurrence multiplies T inputs in a row by the same matrix. Packed once into panels
+ * of 16 columns ([panel][k][16 floats], the last panel zero-padded), it is streamed from
+ * cache by every product, instead of being repacked inside BLAS for each step. With AVX2 and
+ * FMA the product runs a 4 x 16 register-blocked kernel (fused multiply-adds, like BLAS);
+ * elsewhere plain loops over the same layout. */
+
+/* Whether the AVX2 + FMA kernel runs on this CPU. */
+bool tsrnn_cpu_packed_kernel_available(void);
+
+/* Floats a packed (K, N) matrix takes. */
+size_t tsrnn_cpu_packed_count(size_t k, size_t n);
+
+/* Packs B (K, N) (or, with trans_b, B stored as (N, K)) with leading dimension ldb. */
+void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b);
+
+/* C (M, N) += A (M, K) B with B packed by tsrnn_cpu_pack(); row-major A and C. */
+void tsrnn_cpu_gemm_packed(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                           const float *packed, float *c, size_t ldc);
 
 /* Limits the threads BLAS may use in this process (OpenBLAS); a no-op without BLAS. */
 void tsrnn_cpu_set_thread_count(int thread_count);

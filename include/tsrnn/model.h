@@ -108,6 +108,8 @@ struct tsrnn_layer_cache {
     float *aux;         /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
     float *w_ih_t;      /* (I, G*H) W_ih transposed at the start of each forward, so that */
     float *w_hh_t;      /* (H, G*H) the GEMM loops run along contiguous gate rows */
+    float *w_hh_packed; /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
+                           uses packed products */
 };
 
 /* One time step of a cell over a batch: views into a layer cache at step t. */
@@ -155,6 +157,7 @@ struct tsrnn_model_cache {
     size_t batch_count, step_count; /* B, T of the last forward */
     bool dropout_applied;           /* the last forward drew dropout masks */
     bool zero_initial_state;        /* the last forward started from h = 0 */
+    bool packed_products;           /* the last forward used the packed recurrent products */
     struct tsrnn_layer_cache layers[TSRNN_MODEL_MAX_LAYERS];
     float *x;         /* (T, B, C) input, time-major */
     float *y;         /* (T, B, O) target, time-major */
@@ -170,8 +173,9 @@ struct tsrnn_model_cache {
     float *dh_carry;  /* (B, H) dLoss/dh_prev flowing from step t to t-1 */
     float *dh_direct; /* (B, H) scratch: GRU's bypass part of dLoss/dh_prev */
     float *dc;        /* (B, H) LSTM dLoss/dc running backwards */
-    float *state_h;   /* (L, B, H) carried state between predict steps */
-    float *state_c;   /* (L, B, H) LSTM, likewise */
+    float *w_hh_packed_bwd; /* W_hh packed for the backward's d_hg W_hh; NULL likewise */
+    float *state_h;         /* (L, B, H) carried state between predict steps */
+    float *state_c;         /* (L, B, H) LSTM, likewise */
 };
 
 struct tsrnn_model {
@@ -182,6 +186,8 @@ struct tsrnn_model {
     float *grads;  /* (table.total_count) */
     struct tsrnn_model_params p, g;
     size_t batch_capacity, step_capacity; /* the largest B and T the cache holds */
+    bool packed_recurrence; /* large H on an AVX2 + FMA CPU: the per-step products use packed
+                               weights (tsrnn_cpu_gemm_packed) instead of BLAS or the loops */
     struct tsrnn_arena arena;
     struct tsrnn_model_cache cache;
 };

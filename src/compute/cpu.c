@@ -9,6 +9,12 @@
 #if TSRNN_HAVE_BLAS
 #include <cblas.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PACKED_KERNEL_X86 1
+#else
+#define PACKED_KERNEL_X86 0
+#endif
 
 /* Below this many multiply-adds a call into BLAS costs more than the loops: the recurrent
  * step of a hidden-20 RNN (16 x 20 x 20) stays in the loops, an LSTM-256 step goes to BLAS.
@@ -22,6 +28,11 @@ static _Thread_local enum tsrnn_gemm_path gemm_path = TSRNN_GEMM_AUTO;
 void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path)
 {
     gemm_path = path;
+}
+
+enum tsrnn_gemm_path tsrnn_cpu_gemm_path(void)
+{
+    return gemm_path;
 }
 
 void tsrnn_cpu_set_thread_count(int thread_count)
@@ -157,4 +168,115 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *bias_grad, const float
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++)
             bias_grad[j] += rows[i * n + j];
+}
+
+/* --- packed right-hand side ------------------------------------------------------------- */
+
+#define PANEL_COLS 16
+
+size_t tsrnn_cpu_packed_count(size_t k, size_t n)
+{
+    return (n + PANEL_COLS - 1) / PANEL_COLS * PANEL_COLS * k;
+}
+
+void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b)
+{
+    size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
+    for (size_t p = 0; p < panel_count; p++)
+        for (size_t kk = 0; kk < k; kk++) {
+            float *dst = packed + (p * k + kk) * PANEL_COLS;
+            for (size_t u = 0; u < PANEL_COLS; u++) {
+                size_t j = p * PANEL_COLS + u;
+                dst[u] = j >= n ? 0.0f : trans_b ? b[j * ldb + kk] : b[kk * ldb + j];
+            }
+        }
+}
+
+/* C[r][0 .. cols) += sum_k A[r][k] panel[k][0 .. cols) for `rows` rows: the portable form. */
+static void panel_loops(float *c, size_t ldc, const float *a, size_t lda, const float *panel,
+                        size_t k, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++) {
+        float acc[PANEL_COLS] = { 0 };
+        for (size_t kk = 0; kk < k; kk++) {
+            float av = a[r * lda + kk];
+            for (size_t u = 0; u < PANEL_COLS; u++)
+                acc[u] += av * panel[kk * PANEL_COLS + u];
+        }
+        for (size_t u = 0; u < cols; u++)
+            c[r * ldc + u] += acc[u];
+    }
+}
+
+#if PACKED_KERNEL_X86
+bool tsrnn_cpu_packed_kernel_available(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* Four rows of C times one panel: 8 accumulators of 8 floats stay in registers for the whole
+ * k loop; each step loads one panel row (two vectors) and broadcasts four values of A. */
+__attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t ldc, const float *a,
+                                                              size_t lda, const float *panel,
+                                                              size_t k, size_t cols)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+    __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+    for (size_t kk = 0; kk < k; kk++) {
+        __m256 b0 = _mm256_loadu_ps(panel + kk * PANEL_COLS);
+        __m256 b1 = _mm256_loadu_ps(panel + kk * PANEL_COLS + 8);
+        __m256 x = _mm256_broadcast_ss(a0 + kk);
+        c00 = _mm256_fmadd_ps(x, b0, c00);
+        c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(a1 + kk);
+        c10 = _mm256_fmadd_ps(x, b0, c10);
+        c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(a2 + kk);
+        c20 = _mm256_fmadd_ps(x, b0, c20);
+        c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(a3 + kk);
+        c30 = _mm256_fmadd_ps(x, b0, c30);
+        c31 = _mm256_fmadd_ps(x, b1, c31);
+    }
+    __m256 acc[4][2] = { { c00, c01 }, { c10, c11 }, { c20, c21 }, { c30, c31 } };
+    for (size_t r = 0; r < 4; r++) {
+        float *cr = c + r * ldc;
+        if (cols == PANEL_COLS) {
+            _mm256_storeu_ps(cr, _mm256_add_ps(_mm256_loadu_ps(cr), acc[r][0]));
+            _mm256_storeu_ps(cr + 8, _mm256_add_ps(_mm256_loadu_ps(cr + 8), acc[r][1]));
+        } else {
+            float tmp[PANEL_COLS];
+            _mm256_storeu_ps(tmp, acc[r][0]);
+            _mm256_storeu_ps(tmp + 8, acc[r][1]);
+            for (size_t u = 0; u < cols; u++)
+                cr[u] += tmp[u];
+        }
+    }
+}
+#else
+bool tsrnn_cpu_packed_kernel_available(void)
+{
+    return false;
+}
+#endif
+
+void tsrnn_cpu_gemm_packed(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                           const float *packed, float *c, size_t ldc)
+{
+    bool kernel = gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_packed_kernel_available();
+    size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
+    for (size_t p = 0; p < panel_count; p++) {
+        const float *panel = packed + p * k * PANEL_COLS;
+        size_t cols = n - p * PANEL_COLS < PANEL_COLS ? n - p * PANEL_COLS : PANEL_COLS;
+        size_t i = 0;
+#if PACKED_KERNEL_X86
+        if (kernel)
+            for (; i + 4 <= m; i += 4)
+                panel_kernel4(c + i * ldc + p * PANEL_COLS, ldc, a + i * lda, lda, panel, k, cols);
+#else
+        (void)kernel;
+#endif
+        panel_loops(c + i * ldc + p * PANEL_COLS, ldc, a + i * lda, lda, panel, k, m - i, cols);
+    }
 }

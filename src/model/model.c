@@ -11,9 +11,13 @@
 /* Activations above this are refused up front (and size_t products below cannot overflow). */
 #define MAX_CACHE_NBYTES (1ull << 40)
 
+/* From this many recurrent weights (H x G*H) on, the per-step products run on packed weights;
+ * below it they stay in the reference loops (the Darts guide's model among them). */
+#define PACKED_MIN_WEIGHTS (128 * 128)
+
 static void layout_cache(struct tsrnn_model_cache *c, struct tsrnn_arena *arena,
                          const struct tsrnn_model_dims *dims, const struct tsrnn_cell *cell,
-                         size_t B, size_t T)
+                         size_t B, size_t T, bool packed)
 {
     size_t GH = cell->gate_count * dims->hidden_count, H = dims->hidden_count;
     size_t L = dims->layer_count;
@@ -33,7 +37,11 @@ static void layout_cache(struct tsrnn_model_cache *c, struct tsrnn_arena *arena,
             lc->aux = tsrnn_arena_floats(arena, T * B * H);
         lc->w_ih_t = tsrnn_arena_floats(arena, (l == 0 ? dims->input_count : H) * GH);
         lc->w_hh_t = tsrnn_arena_floats(arena, H * GH);
+        if (packed)
+            lc->w_hh_packed = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(H, GH));
     }
+    if (packed)
+        c->w_hh_packed_bwd = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(GH, H));
     if (L > 1 && dims->dropout > 0.0f) {
         c->mask = tsrnn_arena_floats(arena, (L - 1) * T * B * H);
         c->dropped = tsrnn_arena_floats(arena, (L - 1) * T * B * H);
@@ -58,6 +66,9 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, const struct tsrnn
     model->cell = tsrnn_cell_for(dims->kind);
     model->batch_capacity = batch_capacity;
     model->step_capacity = step_capacity;
+    model->packed_recurrence =
+        tsrnn_cpu_packed_kernel_available() &&
+        dims->hidden_count * model->cell->gate_count * dims->hidden_count >= PACKED_MIN_WEIGHTS;
     tsrnn_param_table_init(&model->table, dims);
 
     /* A bound on the cache's floats, in double so that absurd configs cannot overflow. */
@@ -87,14 +98,16 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, const struct tsrnn
 
     struct tsrnn_arena measure;
     tsrnn_arena_measure(&measure);
-    layout_cache(&model->cache, &measure, dims, model->cell, batch_capacity, step_capacity);
+    layout_cache(&model->cache, &measure, dims, model->cell, batch_capacity, step_capacity,
+                 model->packed_recurrence);
     enum tsrnn_status status =
         tsrnn_arena_init(&model->arena, measure.used_nbytes, "the model's activations");
     if (status != TSRNN_OK) {
         tsrnn_model_finish(model);
         return status;
     }
-    layout_cache(&model->cache, &model->arena, dims, model->cell, batch_capacity, step_capacity);
+    layout_cache(&model->cache, &model->arena, dims, model->cell, batch_capacity, step_capacity,
+                 model->packed_recurrence);
     return TSRNN_OK;
 }
 
@@ -166,10 +179,14 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
     size_t GH = cell->gate_count * H;
 
+    bool packed = c->packed_products;
     lc->input = input;
     if (!reuse_transposed) {
         transpose(lc->w_ih_t, p->w_ih, GH, input_count);
-        transpose(lc->w_hh_t, p->w_hh, GH, H);
+        if (packed)
+            tsrnn_cpu_pack(lc->w_hh_packed, p->w_hh, H, H, GH, true);
+        else
+            transpose(lc->w_hh_t, p->w_hh, GH, H);
     }
     /* The input projection of all T steps in one GEMM: gates = input W_ih^T + b_ih. */
     tsrnn_cpu_fill_rows(lc->gates, p->b_ih, T * B, GH);
@@ -188,7 +205,10 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     for (size_t t = 0; t < T; t++) {
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
         tsrnn_cpu_fill_rows(c->hg, p->b_hh, B, GH);
-        if (t > 0 || h0 != NULL) /* from a zero state, W_hh h adds exact zeros */
+        bool zero_state = t == 0 && h0 == NULL; /* then W_hh h adds exact zeros */
+        if (!zero_state && packed)
+            tsrnn_cpu_gemm_packed(B, GH, H, s.h_prev, H, lc->w_hh_packed, c->hg, GH);
+        else if (!zero_state)
             tsrnn_cpu_gemm(false, false, B, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, c->hg,
                            GH);
         s.hg = c->hg;
@@ -208,6 +228,8 @@ static void forward(struct tsrnn_model *model, const float *x, size_t batch_coun
     c->step_count = T;
     c->dropout_applied = training && d->dropout > 0.0f && d->layer_count > 1;
     c->zero_initial_state = h0 == NULL;
+    if (!reuse_transposed) /* a forecast's later steps keep the first step's choice */
+        c->packed_products = model->packed_recurrence && tsrnn_cpu_gemm_path() != TSRNN_GEMM_LOOPS;
     to_time_major(c->x, x, B, T, d->input_count);
 
     const float *input = c->x;
@@ -263,6 +285,8 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
     memset(c->dh_carry, 0, B * H * sizeof(float));
     if (cell->has_cell_state)
         memset(c->dc, 0, B * H * sizeof(float));
+    if (c->packed_products)
+        tsrnn_cpu_pack(c->w_hh_packed_bwd, p->w_hh, H, GH, H, false);
     for (size_t t = T; t-- > 0;) {
         const float *d_h_t = c->d_h + t * B * H;
         for (size_t i = 0; i < B * H; i++)
@@ -279,7 +303,13 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
         if (t == 0)
             break; /* nobody asks for dLoss/dh[0] */
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
-        tsrnn_cpu_gemm(false, false, B, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, c->dh_carry, H);
+        if (c->packed_products) {
+            memset(c->dh_carry, 0, B * H * sizeof(float));
+            tsrnn_cpu_gemm_packed(B, H, GH, cg.d_hg, GH, c->w_hh_packed_bwd, c->dh_carry, H);
+        } else {
+            tsrnn_cpu_gemm(false, false, B, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, c->dh_carry,
+                           H);
+        }
         if (cell->has_direct_path)
             for (size_t i = 0; i < B * H; i++)
                 c->dh_carry[i] += c->dh_direct[i];
