@@ -1,7 +1,8 @@
-/* The GEMM ceiling of the LSTM-256 benchmark on this machine: times tsrnn_cpu_gemm (OpenBLAS
- * above the loops' size) on the three products of one training step of LSTM hidden 256,
- * batch 64, training_length 64, and prints their GFLOP/s and the samples/s a trainer would
- * reach if it did nothing but these products. Used by scripts/bench.sh. */
+/* The GEMM ceiling of the LSTM-256 benchmark on this machine: times the three products of
+ * one training step of LSTM hidden 256, batch 64, training_length 64 -- in OpenBLAS
+ * (tsrnn_cpu_gemm above the loops' size), and the two per-step ones also as tsrnn runs them,
+ * on packed weights (tsrnn_cpu_gemm_packed) -- and prints their GFLOP/s and the samples/s a
+ * trainer would reach if it did nothing but these products. Used by scripts/bench.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,6 +12,7 @@
 struct product {
     const char *what;
     bool trans_a;
+    bool packed;              /* B packed once, as tsrnn's recurrence does */
     size_t m, n, k, per_step; /* per_step: how many of these one training step runs */
 };
 
@@ -20,7 +22,8 @@ static double time_product(const struct product *p)
     size_t a_count = p->m * p->k, b_count = p->k * p->n, c_count = p->m * p->n;
     float *a = malloc(a_count * sizeof(float)), *b = malloc(b_count * sizeof(float));
     float *c = calloc(c_count, sizeof(float));
-    if (a == NULL || b == NULL || c == NULL) {
+    float *packed = malloc(tsrnn_cpu_packed_count(p->k, p->n) * sizeof(float));
+    if (a == NULL || b == NULL || c == NULL || packed == NULL) {
         fprintf(stderr, "bench-gemm: out of memory\n");
         exit(1);
     }
@@ -28,13 +31,17 @@ static double time_product(const struct product *p)
         a[i] = (float)(i % 7) * 0.01f;
     for (size_t i = 0; i < b_count; i++)
         b[i] = (float)(i % 5) * 0.01f;
+    tsrnn_cpu_pack(packed, b, p->n, p->k, p->n, false);
     double best = 1e30;
     for (int round = 0; round < 5; round++) {
         size_t calls = 0;
         double start = tsrnn_clock_now_s(), now;
         do {
-            tsrnn_cpu_gemm(p->trans_a, false, p->m, p->n, p->k, 1.0f, a, p->trans_a ? p->m : p->k,
-                           b, p->n, 1.0f, c, p->n);
+            if (p->packed)
+                tsrnn_cpu_gemm_packed(p->m, p->n, p->k, a, p->k, packed, c, p->n);
+            else
+                tsrnn_cpu_gemm(p->trans_a, false, p->m, p->n, p->k, 1.0f, a,
+                               p->trans_a ? p->m : p->k, b, p->n, 1.0f, c, p->n);
             calls++;
             now = tsrnn_clock_now_s();
         } while (now - start < 0.2);
@@ -44,6 +51,7 @@ static double time_product(const struct product *p)
     free(a);
     free(b);
     free(c);
+    free(packed);
     return best;
 }
 
@@ -51,19 +59,24 @@ int main(void)
 {
     /* B 64, T 64, H 256, G*H 1024, input 1: the products that hold 99.9% of the FLOPs. */
     const struct product products[] = {
-        { "forward step   h W_hh^T  64 x 1024 x 256", false, 64, 1024, 256, 64 },
-        { "backward step  d W_hh    64 x 256 x 1024", false, 64, 256, 1024, 64 },
-        { "weight grad    d^T h   1024 x 256 x 4096", true, 1024, 256, 4096, 1 },
+        { "OpenBLAS forward step  h W_hh^T  64x1024x256", false, false, 64, 1024, 256, 64 },
+        { "OpenBLAS backward step d W_hh    64x256x1024", false, false, 64, 256, 1024, 64 },
+        { "OpenBLAS weight grad   d^T h 1024x256x4096", true, false, 1024, 256, 4096, 1 },
+        { "packed   forward step  h W_hh^T  64x1024x256", false, true, 64, 1024, 256, 64 },
+        { "packed   backward step d W_hh    64x256x1024", false, true, 64, 256, 1024, 64 },
     };
-    double step_s = 0.0;
+    double seconds[5];
     tsrnn_cpu_set_thread_count(1);
-    for (size_t i = 0; i < sizeof(products) / sizeof(products[0]); i++) {
+    for (size_t i = 0; i < 5; i++) {
         const struct product *p = &products[i];
-        double s = time_product(p);
-        printf("%-44s %6.1f GFLOP/s\n", p->what, 2.0 * (double)(p->m * p->n * p->k) / s * 1e-9);
-        step_s += s * (double)p->per_step;
+        seconds[i] = time_product(p);
+        printf("%-46s %6.1f GFLOP/s\n", p->what,
+               2.0 * (double)(p->m * p->n * p->k) / seconds[i] * 1e-9);
     }
-    printf("GEMM-only bound for LSTM-256 (batch 64): %.0f samples/s (%.1f ms per step)\n",
-           64.0 / step_s, step_s * 1e3);
+    double blas_s = 64 * (seconds[0] + seconds[1]) + seconds[2];
+    double packed_s = 64 * (seconds[3] + seconds[4]) + seconds[2];
+    printf("products-only bound for LSTM-256 (batch 64): %.0f samples/s with OpenBLAS, %.0f "
+           "with the packed products (%.1f / %.1f ms per step)\n",
+           64.0 / blas_s, 64.0 / packed_s, blas_s * 1e3, packed_s * 1e3);
     return 0;
 }
