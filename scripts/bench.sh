@@ -96,5 +96,5 @@ printf '| %-52s | %10s | %10s | %8s |\n' "AirPassengers RNN-20: steps/s" \
 printf '| %-52s | %10s | %10s | %8s |\n' "LSTM-256, batch 64, T 64, 100k points: samples/s" \
     "$t_lstm" "$torch_lstm" "$(ratio "$t_lstm" "$torch_lstm")"
 echo
-echo "The LSTM-256 step is GEMM-bound; its products on this machine (OpenBLAS, 1 thread):"
+echo "The LSTM-256 step is GEMM-bound; its products on this machine, 1 thread:"
 "$build/bench-gemm"
