@@ -168,6 +168,7 @@ struct tsrnn_model_cache {
     float *d_h;       /* (T, B, H) dLoss/d(outputs of the layer being walked back) */
     float *d_xg;      /* (T, B, G*H) */
     float *d_hg;      /* (T, B, G*H) GRU; aliases d_xg otherwise */
+    float *d_w_ih_t;  /* (I, G*H) dW_ih^T gathered step by step for layers with few inputs */
     float *hg;        /* (B, G*H) scratch: W_hh h_prev + b_hh */
     float *dh_step;   /* (B, H) scratch: dLoss/dh at the current step */
     float *dh_carry;  /* (B, H) dLoss/dh_prev flowing from step t to t-1 */

@@ -11,6 +11,11 @@
 /* Activations above this are refused up front (and size_t products below cannot overflow). */
 #define MAX_CACHE_NBYTES (1ull << 40)
 
+/* Layers with this few inputs (a univariate series has 1) do their input projection and its
+ * gradients step by step, while the step's rows are in cache; wider inputs get one GEMM over
+ * all steps, which does more with the memory it reads. Same products either way. */
+#define STEPWISE_MAX_INPUTS 8
+
 /* From this many recurrent weights (H x G*H) on, the per-step products run on packed weights;
  * below it they stay in the reference loops (the Darts guide's model among them). */
 #define PACKED_MIN_WEIGHTS (128 * 128)
@@ -49,6 +54,7 @@ static void layout_cache(struct tsrnn_model_cache *c, struct tsrnn_arena *arena,
     c->d_h = tsrnn_arena_floats(arena, T * B * H);
     c->d_xg = tsrnn_arena_floats(arena, T * B * GH);
     c->d_hg = cell->separate_d_hg ? tsrnn_arena_floats(arena, T * B * GH) : c->d_xg;
+    c->d_w_ih_t = tsrnn_arena_floats(arena, STEPWISE_MAX_INPUTS * GH);
     c->hg = tsrnn_arena_floats(arena, B * GH);
     c->dh_step = tsrnn_arena_floats(arena, B * H);
     c->dh_carry = tsrnn_arena_floats(arena, B * H);
@@ -188,10 +194,14 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
         else
             transpose(lc->w_hh_t, p->w_hh, GH, H);
     }
-    /* The input projection of all T steps in one GEMM: gates = input W_ih^T + b_ih. */
-    tsrnn_cpu_fill_rows(lc->gates, p->b_ih, T * B, GH);
-    tsrnn_cpu_gemm(false, false, T * B, GH, input_count, 1.0f, input, input_count, lc->w_ih_t, GH,
-                   1.0f, lc->gates, GH);
+    /* The input projection, gates = input W_ih^T + b_ih: for all T steps in one GEMM, or
+     * step by step for few inputs (in the loop below). */
+    bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
+    if (!stepwise) {
+        tsrnn_cpu_fill_rows(lc->gates, p->b_ih, T * B, GH);
+        tsrnn_cpu_gemm(false, false, T * B, GH, input_count, 1.0f, input, input_count, lc->w_ih_t,
+                       GH, 1.0f, lc->gates, GH);
+    }
 
     if (h0)
         memcpy(lc->h, h0 + l * B * H, B * H * sizeof(float));
@@ -204,6 +214,11 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
 
     for (size_t t = 0; t < T; t++) {
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
+        if (stepwise) {
+            tsrnn_cpu_fill_rows(s.gates, p->b_ih, B, GH);
+            tsrnn_cpu_gemm(false, false, B, GH, input_count, 1.0f, input + t * B * input_count,
+                           input_count, lc->w_ih_t, GH, 1.0f, s.gates, GH);
+        }
         tsrnn_cpu_fill_rows(c->hg, p->b_hh, B, GH);
         bool zero_state = t == 0 && h0 == NULL; /* then W_hh h adds exact zeros */
         if (!zero_state && packed)
@@ -282,6 +297,9 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
     size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
     size_t GH = cell->gate_count * H;
 
+    bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
+    if (stepwise) /* dW_ih^T, (I, G*H): its rows are what a step's product fills */
+        memset(c->d_w_ih_t, 0, input_count * GH * sizeof(float));
     memset(c->dh_carry, 0, B * H * sizeof(float));
     if (cell->has_cell_state)
         memset(c->dc, 0, B * H * sizeof(float));
@@ -300,6 +318,13 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
             .dh_prev = c->dh_direct,
         };
         cell->backward(&cg, &s, B, H);
+        if (stepwise) { /* the input weights' and the biases' share of this step */
+            tsrnn_cpu_gemm(true, false, input_count, GH, B, 1.0f, lc->input + t * B * input_count,
+                           input_count, cg.d_xg, GH, 1.0f, c->d_w_ih_t, GH);
+            tsrnn_cpu_add_column_sums(g->b_ih, cg.d_xg, B, GH);
+            if (cg.d_hg != cg.d_xg)
+                tsrnn_cpu_add_column_sums(g->b_hh, cg.d_hg, B, GH);
+        }
         if (t == 0)
             break; /* nobody asks for dLoss/dh[0] */
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
@@ -315,18 +340,24 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
                 c->dh_carry[i] += c->dh_direct[i];
     }
 
-    /* Weight gradients of all steps at once. */
-    tsrnn_cpu_gemm(true, false, GH, input_count, T * B, 1.0f, c->d_xg, GH, lc->input, input_count,
-                   1.0f, g->w_ih, input_count);
-    tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH);
+    /* Weight gradients of all steps at once (the input side already done for few inputs). */
+    if (stepwise) {
+        for (size_t i = 0; i < GH; i++)
+            for (size_t j = 0; j < input_count; j++)
+                g->w_ih[i * input_count + j] += c->d_w_ih_t[j * GH + i];
+    } else {
+        tsrnn_cpu_gemm(true, false, GH, input_count, T * B, 1.0f, c->d_xg, GH, lc->input,
+                       input_count, 1.0f, g->w_ih, input_count);
+        tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH);
+        if (c->d_hg != c->d_xg)
+            tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH);
+    }
     /* From a zero initial state, step 0 adds nothing to dW_hh: sum over steps 1..T-1 only. */
     size_t first = c->zero_initial_state ? 1 : 0;
     tsrnn_cpu_gemm(true, false, GH, H, (T - first) * B, 1.0f, c->d_hg + first * B * GH, GH,
                    lc->h + first * B * H, H, 1.0f, g->w_hh, H);
     if (c->d_hg == c->d_xg) /* RNN, LSTM: both biases get the same gradient */
         memcpy(g->b_hh, g->b_ih, GH * sizeof(float));
-    else
-        tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH);
     if (d_input)
         tsrnn_cpu_gemm(false, false, T * B, input_count, GH, 1.0f, c->d_xg, GH, p->w_ih,
                        input_count, 0.0f, d_input, input_count);
