@@ -173,7 +173,7 @@ static void draw_dropout(float *mask, float *dropped, const float *h, size_t n, 
 }
 
 /* reuse_transposed: the weights have not changed since the last forward, whose transposed
- * copies are still in the cache (the steps of a forecast). */
+ * and packed copies are still in the cache (the steps of a forecast). */
 static void layer_forward(struct tsrnn_model *model, size_t l, const float *input,
                           size_t input_count, const float *h0, const float *c0,
                           bool reuse_transposed)
