@@ -12,6 +12,7 @@
  * 8-byte length, then every header entry on its own (dtype, shape, offsets, size), then the
  * layout of all tensors together, so each message can name the tensor at fault.
  */
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
 
 #include <errno.h>
@@ -805,74 +806,21 @@ static enum tsrnn_status build_header(const char *shown, const struct tsrnn_tens
     return TSRNN_OK;
 }
 
-/* fsync()s the folder holding `path`, so that the rename survives a crash. */
-static int sync_folder(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *folder =
-        slash == NULL ? strdup(".") : strndup(path, slash == path ? 1 : (size_t)(slash - path));
-    if (folder == NULL)
-        return ENOMEM;
-    int err = 0;
-    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        err = errno;
-    else if (fsync(fd) != 0 && errno != EINVAL) /* EINVAL: the file system cannot sync folders */
-        err = errno;
-    if (fd >= 0)
-        close(fd);
-    free(folder);
-    return err;
-}
-
-static enum tsrnn_status write_file(const char *path, const char *shown, const char *tmp,
-                                    const unsigned char *head, size_t head_nbytes,
+/* Header, then each tensor's bytes, into an atomic file. */
+static enum tsrnn_status write_file(const char *path, const unsigned char *head, size_t head_nbytes,
                                     const struct tsrnn_tensor_desc *tensors, size_t tensor_count)
 {
-    const char *step = "create";
-    FILE *f = fopen(tmp, "wbe");
-    bool created = f != NULL, ok = created;
-    if (ok) {
-        step = "write";
-        ok = fwrite(head, 1, head_nbytes, f) == head_nbytes;
-    }
-    for (size_t i = 0; i < tensor_count && ok; i++) {
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fwrite(head, 1, head_nbytes, af.file);
+    for (size_t i = 0; i < tensor_count; i++) {
         uint64_t count, nbytes;
         shape_nbytes(tensors[i].shape, tensors[i].rank, tsrnn_dtype_nbytes(tensors[i].dtype),
                      &count, &nbytes); /* checked in build_header() */
-        ok = nbytes == 0 || fwrite(tensors[i].data, 1, (size_t)nbytes, f) == nbytes;
+        if (nbytes > 0)
+            fwrite(tensors[i].data, 1, (size_t)nbytes, af.file);
     }
-    if (ok) {
-        step = "flush";
-        ok = fflush(f) == 0;
-    }
-    if (ok) {
-        step = "sync";
-        ok = fsync(fileno(f)) == 0;
-    }
-    int err = errno;
-    if (created && fclose(f) != 0 && ok) {
-        err = errno;
-        step = "close";
-        ok = false;
-    }
-    if (ok) {
-        step = "rename";
-        ok = rename(tmp, path) == 0;
-        err = errno;
-    }
-    if (!ok) {
-        if (created)
-            unlink(tmp);
-        return tsrnn_error_errno(TSRNN_ERR_IO, err != 0 ? err : EIO,
-                                 "cannot write %s: %s of the temporary file %s failed", shown, step,
-                                 tsrnn_display_path(tmp));
-    }
-    err = sync_folder(path);
-    if (err != 0)
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s: syncing its folder failed",
-                                 shown);
-    return TSRNN_OK;
+    return tsrnn_atomic_file_commit(&af); /* a short write shows as ferror() there */
 }
 
 enum tsrnn_status tsrnn_safetensors_write(const char *path, const struct tsrnn_tensor_desc *tensors,
@@ -885,16 +833,7 @@ enum tsrnn_status tsrnn_safetensors_write(const char *path, const struct tsrnn_t
     size_t head_nbytes = 0;
     TSRNN_TRY(
         build_header(shown, tensors, tensor_count, metadata, metadata_count, &head, &head_nbytes));
-    size_t tmp_capacity = strlen(path) + 32;
-    char *tmp = malloc(tmp_capacity);
-    if (tmp == NULL) {
-        free(head);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
-    }
-    snprintf(tmp, tmp_capacity, "%s.tmp.%ld", path, (long)getpid());
-    enum tsrnn_status status =
-        write_file(path, shown, tmp, head, head_nbytes, tensors, tensor_count);
-    free(tmp);
+    enum tsrnn_status status = write_file(path, head, head_nbytes, tensors, tensor_count);
     free(head);
     return status;
 }

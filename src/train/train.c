@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
@@ -63,26 +63,20 @@ static enum tsrnn_status make_dirs(const char *path)
     return TSRNN_OK;
 }
 
-/* config.ini, the resolved configuration, written to a temporary file and renamed into
- * place: a reader never sees half of it. */
+/* config.ini, the resolved configuration, written atomically. */
 static enum tsrnn_status write_config(const struct trainer *tr)
 {
-    char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+    char path[PATH_MAX + 16];
+    struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/config.ini", tr->run_dir);
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", tsrnn_display_path(tmp));
-    fprintf(f, "# tsrnn %s: the resolved configuration of this run\n", tsrnn_version());
-    enum tsrnn_status status = tsrnn_config_write(tr->cfg, f);
-    bool failed = ferror(f) != 0;
-    failed |= fclose(f) != 0;
-    if (status == TSRNN_OK && (failed || rename(tmp, path) != 0))
-        status =
-            tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", tsrnn_display_path(path));
-    if (status != TSRNN_OK)
-        unlink(tmp);
-    return status;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fprintf(af.file, "# tsrnn %s: the resolved configuration of this run\n", tsrnn_version());
+    enum tsrnn_status status = tsrnn_config_write(tr->cfg, af.file);
+    if (status != TSRNN_OK) {
+        tsrnn_atomic_file_abort(&af);
+        return status;
+    }
+    return tsrnn_atomic_file_commit(&af);
 }
 
 static enum tsrnn_status setup(struct trainer *tr)
