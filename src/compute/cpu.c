@@ -145,8 +145,6 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
                     ldb <= INT_MAX && ldc <= INT_MAX;
     if (k > 0 && fits_int &&
         (gemm_path == TSRNN_GEMM_BLAS || (gemm_path == TSRNN_GEMM_AUTO && big))) {
-        if (beta == 0.0f)
-            scale_rows(c, ldc, m, n, 0.0f); /* BLAS may read C even when beta is 0 */
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                     trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
                     b, (int)ldb, beta, c, (int)ldc);

@@ -156,19 +156,12 @@ static bool steps_done(const struct trainer *tr)
     return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
 }
 
-static size_t batch_size_of(const struct trainer *tr, size_t batch_idx)
-{
-    const size_t *idx;
-    return tsrnn_sampler_batch(&tr->sampler, batch_idx, &idx);
-}
-
-/* One optimizer step on batch `batch_idx` of the epoch; *loss gets its MSE. */
+/* One optimizer step on the B windows idx (batch `batch_idx` of the epoch); *loss gets its
+ * MSE. */
 static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t batch_idx,
-                                    float *loss)
+                                    const size_t *idx, size_t B, float *loss)
 {
     struct tsrnn_model *model = &tr->model;
-    const size_t *idx;
-    size_t B = tsrnn_sampler_batch(&tr->sampler, batch_idx, &idx);
     struct tsrnn_rng dropout_rng;
 
     tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
@@ -218,22 +211,22 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (size_t b = 0; b < batch_count && !steps_done(tr); b++) {
-        if (tr->stop_requested && *tr->stop_requested) {
-            tsrnn_progress_finish(&tr->progress);
+        if (tr->stop_requested && *tr->stop_requested)
             return tsrnn_error(TSRNN_ERR_INTERRUPTED,
                                "interrupted at epoch %lld, step %lld: %s/metrics.csv holds the "
                                "%lld finished steps",
                                (long long)epoch, (long long)tr->step,
                                tsrnn_display_path(tr->run_dir), (long long)tr->step);
-        }
+        const size_t *idx;
+        size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
         float loss;
-        TSRNN_TRY(train_step(tr, epoch, b, &loss));
+        TSRNN_TRY(train_step(tr, epoch, b, idx, count, &loss));
         double t1 = tsrnn_clock_now_s();
         r->train_s += t1 - t0;
         TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
         tr->step++;
-        r->sample_count += (int64_t)batch_size_of(tr, b);
+        r->sample_count += (int64_t)count;
         loss_sum += loss;
         r->last_step_loss = loss;
         tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
