@@ -176,7 +176,7 @@ struct tsrnn_model_cache {
     float *dc;        /* (B, H) LSTM dLoss/dc running backwards */
     float *w_hh_packed_bwd; /* W_hh packed for the backward's d_hg W_hh; NULL likewise */
     float *state_h;         /* (L, B, H) carried state between predict steps */
-    float *state_c;         /* (L, B, H) LSTM, likewise */
+    float *state_c;         /* (L, B, H) LSTM, likewise; NULL otherwise */
 };
 
 struct tsrnn_model {

@@ -61,7 +61,8 @@ static void layout_cache(struct tsrnn_model_cache *c, struct tsrnn_arena *arena,
     c->dh_direct = tsrnn_arena_floats(arena, B * H);
     c->dc = tsrnn_arena_floats(arena, B * H);
     c->state_h = tsrnn_arena_floats(arena, L * B * H);
-    c->state_c = tsrnn_arena_floats(arena, L * B * H);
+    if (cell->has_cell_state)
+        c->state_c = tsrnn_arena_floats(arena, L * B * H);
 }
 
 enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, const struct tsrnn_model_dims *dims,
@@ -407,16 +408,14 @@ void tsrnn_model_predict(struct tsrnn_model *model, float *forecast, const float
 {
     struct tsrnn_model_cache *c = &model->cache;
     size_t O = model->dims.output_count;
-    bool lstm = model->cell->has_cell_state;
 
     if (horizon == 0)
         return;
     tsrnn_model_forward(model, context, 1, context_count, false, NULL, NULL, NULL);
     memcpy(forecast, c->out + (context_count - 1) * O, O * sizeof(float));
     for (size_t k = 1; k < horizon; k++) {
-        tsrnn_model_final_state(model, c->state_h, lstm ? c->state_c : NULL);
-        forward(model, forecast + (k - 1) * O, 1, 1, false, NULL, c->state_h,
-                lstm ? c->state_c : NULL, true);
+        tsrnn_model_final_state(model, c->state_h, c->state_c);
+        forward(model, forecast + (k - 1) * O, 1, 1, false, NULL, c->state_h, c->state_c, true);
         memcpy(forecast + k * O, c->out, O * sizeof(float));
     }
 }
