@@ -1,0 +1,979 @@
+/* Forecast pictures (include/tsrnn/plot.h), drawn with cairo's image surface and toy text
+ * API ("DejaVu Sans", from fonts-dejavu-core) and written as PNG through tsrnn_atomic_file.
+ *
+ * The look follows Darts' TimeSeries.plot() on matplotlib's defaults: tab10 lines about
+ * 1.5-2 px wide, a light grid, ticks at round values (1-2-5 steps on the value axis,
+ * calendar boundaries on a time axis), a legend in a corner of the top panel.
+ *
+ * Layout, from the outside in: the title centred on top; one panel per component stacked
+ * vertically, all sharing the time axis; the component name rotated at the left of its
+ * panel, then its value tick labels; the time tick labels and the time column's name under
+ * the bottom panel. Font sizes and line widths grow with the picture (1 at 1000x500).
+ */
+#include "tsrnn/plot.h"
+
+#include "tsrnn_build.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsrnn/atomic_file.h"
+
+#if TSRNN_HAVE_PLOTS
+#include <cairo.h>
+#endif
+
+#define PLOT_WIDTH_MIN  200
+#define PLOT_HEIGHT_MIN 150
+#define PLOT_SIZE_MAX   8000
+
+bool tsrnn_plot_available(void)
+{
+    return TSRNN_HAVE_PLOTS;
+}
+
+#if TSRNN_HAVE_PLOTS
+
+#define TICKS_MAX 32
+#define FONT      "DejaVu Sans"
+#define TEXT_MAX  512 /* bytes of a title or label drawn, "..." included */
+
+/* --- text ------------------------------------------------------------------------------ */
+
+enum valign {
+    VALIGN_TOP,    /* y is the top of the font's ascent */
+    VALIGN_MIDDLE, /* y is the middle of the text's ink */
+};
+
+static void set_font(cairo_t *cr, double size_px, bool bold)
+{
+    cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL,
+                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size_px);
+}
+
+static double text_width(cairo_t *cr, const char *text)
+{
+    cairo_text_extents_t te;
+    cairo_text_extents(cr, text, &te);
+    return te.x_advance;
+}
+
+/* Draws `text` at (x, y): `halign` 0 puts x at its left end, 0.5 at its centre, 1 at its
+ * right end. */
+static void draw_text(cairo_t *cr, const char *text, double x, double y, double halign,
+                      enum valign valign)
+{
+    cairo_text_extents_t te;
+    cairo_text_extents(cr, text, &te);
+    double baseline;
+    if (valign == VALIGN_TOP) {
+        cairo_font_extents_t fe;
+        cairo_font_extents(cr, &fe);
+        baseline = y + fe.ascent;
+    } else {
+        baseline = y - (te.y_bearing + te.height / 2);
+    }
+    cairo_move_to(cr, x - halign * te.x_advance, baseline);
+    cairo_show_text(cr, text);
+}
+
+/* The font size at most `size_px` (and at least `min_px`) at which `text` fits `room_px`. */
+static double fit_font(cairo_t *cr, const char *text, double size_px, double min_px, double room_px,
+                       bool bold)
+{
+    set_font(cr, size_px, bold);
+    double w = text_width(cr, text);
+    if (w > room_px && w > 0)
+        size_px = fmax(min_px, size_px * room_px / w);
+    return size_px;
+}
+
+/* Bytes in the UTF-8 sequence at `p` (1..4), or 0 when it is not valid UTF-8 (cairo refuses
+ * to draw such text, and a CSV header may be Latin-1). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    size_t n = p[0] < 0x80                    ? 1
+               : p[0] >= 0xc2 && p[0] <= 0xdf ? 2
+               : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                              : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0; /* overlong forms, surrogates, beyond U+10FFFF */
+    return n;
+}
+
+/* `text` (NULL = "") as valid UTF-8 into `out`: a '?' for each bad byte, cut at a character
+ * boundary to fit. */
+static const char *clean_text(const char *text, char *out, size_t capacity)
+{
+    const unsigned char *p = (const unsigned char *)(text != NULL ? text : "");
+    size_t used = 0;
+    while (*p != '\0') {
+        size_t n = utf8_sequence(p);
+        if (used + (n > 0 ? n : 1) >= capacity)
+            break;
+        if (n == 0) {
+            out[used++] = '?';
+            p++;
+            continue;
+        }
+        memcpy(out + used, p, n);
+        used += n;
+        p += n;
+    }
+    out[used] = '\0';
+    return out;
+}
+
+/* Cuts valid UTF-8 `text` in place, with "..." (U+2026) at the end, until it fits `room_px`
+ * in the current font. `text` has room for the 3 more bytes. */
+static void ellipsize(cairo_t *cr, char *text, double room_px)
+{
+    size_t n = strlen(text);
+    if (text_width(cr, text) <= room_px)
+        return;
+    while (n > 0) {
+        do
+            n--;
+        while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80);
+        memcpy(text + n, "\xe2\x80\xa6", 4);
+        if (text_width(cr, text) <= room_px)
+            return;
+    }
+}
+
+static void set_rgb(cairo_t *cr, uint32_t rgb)
+{
+    cairo_set_source_rgb(cr, ((rgb >> 16) & 0xff) / 255.0, ((rgb >> 8) & 0xff) / 255.0,
+                         (rgb & 0xff) / 255.0);
+}
+
+/* --- integer helpers ------------------------------------------------------------------- */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) == (b < 0)) ? q + 1 : q;
+}
+
+/* Months since year 0 (year * 12 + month - 1) of the month holding `t`. The calendar lives
+ * in src/data/time.c; going through its public format and parse keeps one copy of it. */
+static int64_t month_of(int64_t t)
+{
+    char text[64];
+    long long year = 0;
+    int month = 1;
+    tsrnn_time_format(t, TSRNN_TIME_MONTH, text, sizeof(text));
+    if (sscanf(text, "%lld-%d", &year, &month) != 2)
+        return 0;
+    return (int64_t)year * 12 + month - 1;
+}
+
+/* The first second of month `m` (months since year 0); false outside years 0000..9999. */
+static bool month_start(int64_t m, int64_t *t)
+{
+    char text[32];
+    int64_t year = floor_div(m, 12);
+    enum tsrnn_time_unit unit;
+    if (year < 0 || year > 9999)
+        return false;
+    snprintf(text, sizeof(text), "%04d-%02d", (int)year, (int)(m - year * 12 + 1));
+    return tsrnn_time_parse(text, t, &unit);
+}
+
+/* --- the time axis --------------------------------------------------------------------- */
+
+struct x_axis {
+    int64_t t0, t1; /* the range drawn, t0 < t1: seconds, or the integer index */
+    enum tsrnn_time_unit label_unit;
+    int64_t ticks[TICKS_MAX];
+    int tick_count;
+};
+
+/* A tick spacing: either a fixed number of `seconds` (aligned on its multiples since
+ * 1970-01-01, a week on Mondays) or a number of calendar `months` (aligned on multiples since
+ * year 0, so 3 gives quarters, 12 years, 120 decades). */
+struct time_step {
+    int64_t seconds;
+    int64_t months;
+};
+
+static const struct time_step time_steps[] = {
+    { 1, 0 },         { 2, 0 },         { 5, 0 },          { 10, 0 },    { 15, 0 },    { 30, 0 },
+    { 60, 0 },        { 120, 0 },       { 300, 0 },        { 600, 0 },   { 900, 0 },   { 1800, 0 },
+    { 3600, 0 },      { 7200, 0 },      { 10800, 0 },      { 21600, 0 }, { 43200, 0 }, { 86400, 0 },
+    { 2 * 86400, 0 }, { 7 * 86400, 0 }, { 14 * 86400, 0 }, { 0, 1 },     { 0, 2 },     { 0, 3 },
+    { 0, 6 },         { 0, 12 },        { 0, 24 },         { 0, 60 },    { 0, 120 },   { 0, 240 },
+    { 0, 600 },       { 0, 1200 },      { 0, 2400 },       { 0, 6000 },  { 0, 12000 },
+};
+
+/* The spacing of one tick step and where ticks sit: t = offset + k * step for k in
+ * [k0, k1] (seconds and index), or month_start(k * months) (calendar). */
+struct tick_run {
+    struct time_step step;
+    int64_t offset;
+    int64_t k0, k1;
+};
+
+static double tick_run_count(const struct tick_run *run)
+{
+    return run->k1 < run->k0 ? 0 : (double)run->k1 - (double)run->k0 + 1;
+}
+
+static void tick_run_fixed(struct tick_run *run, int64_t step, int64_t offset, int64_t t0,
+                           int64_t t1)
+{
+    run->step = (struct time_step){ .seconds = step };
+    run->offset = offset;
+    run->k0 = ceil_div(t0 - offset, step);
+    run->k1 = floor_div(t1 - offset, step);
+}
+
+static void tick_run_months(struct tick_run *run, int64_t months, int64_t t0, int64_t t1)
+{
+    int64_t first = month_of(t0), start;
+    if (!month_start(first, &start) || start < t0)
+        first++;
+    run->step = (struct time_step){ .months = months };
+    run->offset = 0;
+    run->k0 = ceil_div(first, months);
+    run->k1 = floor_div(month_of(t1), months);
+}
+
+/* How ticks of a time axis with `step` are written: in the series' own precision, or, for a
+ * series finer than months, the coarsest one that still tells the ticks apart (as
+ * matplotlib's date labels): "1995" for whole years, "2020-03" for months, "2020-03-01"
+ * rather than "2020-03-01 00:00" for days. A monthly or yearly series keeps its own form. */
+static enum tsrnn_time_unit label_unit_for(enum tsrnn_time_unit unit, struct time_step step)
+{
+    if (unit == TSRNN_TIME_INDEX || unit == TSRNN_TIME_YEAR || unit == TSRNN_TIME_MONTH)
+        return unit;
+    if (step.months > 0)
+        return step.months % 12 == 0 ? TSRNN_TIME_YEAR : TSRNN_TIME_MONTH;
+    if (step.seconds % 86400 == 0)
+        return TSRNN_TIME_DAY;
+    if (unit == TSRNN_TIME_SECOND && step.seconds % 60 == 0)
+        return TSRNN_TIME_MINUTE;
+    return unit;
+}
+
+/* The most ticks that fit `width_px` with labels as wide as `label_px` and a gap of
+ * 2.5 font sizes between them. */
+static double x_ticks_max(double width_px, double label_px, double font_px)
+{
+    double n = floor(width_px / (label_px + 2.5 * font_px)) + 1;
+    return fmin(fmax(n, 2), 12);
+}
+
+static double label_width(cairo_t *cr, int64_t t, enum tsrnn_time_unit unit)
+{
+    char text[64];
+    tsrnn_time_format(t, unit, text, sizeof(text));
+    return text_width(cr, text);
+}
+
+/* Picks the finest tick spacing whose labels do not crowd `width_px`, and lists the ticks.
+ * The current font is the tick label font. */
+static void x_axis_ticks(struct x_axis *ax, cairo_t *cr, enum tsrnn_time_unit unit, double width_px,
+                         double font_px)
+{
+    struct tick_run run = { 0 };
+    ax->label_unit = unit;
+    if (unit == TSRNN_TIME_INDEX) {
+        double label_px = fmax(label_width(cr, ax->t0, unit), label_width(cr, ax->t1, unit));
+        double most = x_ticks_max(width_px, label_px, font_px);
+        static const int64_t mantissas[] = { 1, 2, 5 };
+        for (int64_t decade = 1;; decade *= 10) {
+            bool done = false;
+            for (int i = 0; i < 3 && !done; i++) {
+                tick_run_fixed(&run, mantissas[i] * decade, 0, ax->t0, ax->t1);
+                done = tick_run_count(&run) <= most;
+            }
+            if (done || decade > INT64_MAX / 100)
+                break;
+        }
+    } else {
+        int64_t finest = unit == TSRNN_TIME_SECOND   ? 1
+                         : unit == TSRNN_TIME_MINUTE ? 60
+                         : unit == TSRNN_TIME_DAY    ? 86400
+                                                     : 0;
+        int64_t finest_months = unit == TSRNN_TIME_YEAR ? 12 : 1;
+        size_t count = sizeof(time_steps) / sizeof(time_steps[0]);
+        for (size_t i = 0; i < count; i++) {
+            struct time_step step = time_steps[i];
+            if (step.seconds > 0 && (finest == 0 || step.seconds < finest))
+                continue;
+            if (step.months > 0 && step.months < finest_months)
+                continue;
+            if (step.seconds > 0)
+                tick_run_fixed(&run, step.seconds, step.seconds % (7 * 86400) == 0 ? 4 * 86400 : 0,
+                               ax->t0, ax->t1);
+            else
+                tick_run_months(&run, step.months, ax->t0, ax->t1);
+            ax->label_unit = label_unit_for(unit, step);
+            double label_px = label_width(cr, ax->t1, ax->label_unit);
+            if (tick_run_count(&run) <= x_ticks_max(width_px, label_px, font_px))
+                break;
+        }
+    }
+
+    ax->tick_count = 0;
+    for (int64_t k = run.k0; k <= run.k1 && ax->tick_count < TICKS_MAX; k++) {
+        int64_t t;
+        if (run.step.months > 0) {
+            if (!month_start(k * run.step.months, &t))
+                continue;
+        } else {
+            t = run.offset + k * run.step.seconds;
+        }
+        ax->ticks[ax->tick_count++] = t;
+    }
+}
+
+/* --- a value axis ---------------------------------------------------------------------- */
+
+struct y_axis {
+    double lo, hi;  /* the range drawn, lo < hi */
+    double step;    /* between ticks: 1, 2 or 5 times a power of ten */
+    double k0;      /* the first tick is k0 * step */
+    int tick_count; /* ticks k0 .. k0 + tick_count - 1 */
+};
+
+/* 1, 2 or 5 times 10^(n / 3). */
+static double nice_step(int n)
+{
+    static const double mantissas[] = { 1, 2, 5 };
+    int decade = n >= 0 ? n / 3 : -((-n + 2) / 3);
+    return mantissas[n - decade * 3] * pow(10, decade);
+}
+
+static double y_ticks_in(double lo, double hi, double step, double *k0)
+{
+    *k0 = ceil(lo / step);
+    return floor(hi / step) - *k0 + 1;
+}
+
+/* Range of component `c` over all lines, padded by 5%; a single value gets +-5% of itself
+ * (or +-1 around 0). Ticks: the finest nice step giving at most `most` of them, but at
+ * least 2. */
+static void y_axis_init(struct y_axis *ax, const struct tsrnn_plot *plot, size_t c, int most)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t l = 0; l < plot->line_count; l++) {
+        const struct tsrnn_plot_line *line = &plot->lines[l];
+        for (size_t i = 0; i < line->length; i++) {
+            double v = line->values[i * plot->component_count + c];
+            if (isfinite(v)) {
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+        }
+    }
+    if (lo > hi) { /* no finite value */
+        lo = 0;
+        hi = 1;
+    }
+    double span = hi - lo, mid = lo / 2 + hi / 2;
+    if (span <= fabs(mid) * 1e-7) {
+        double pad = fabs(mid) > 0 ? fabs(mid) * 0.05 : 1;
+        lo = mid - pad;
+        hi = mid + pad;
+    } else {
+        lo -= span * 0.05;
+        hi += span * 0.05;
+    }
+    ax->lo = lo;
+    ax->hi = hi;
+
+    /* from a decade below the step that gives `most` ticks upwards; bounded, as rounding of
+     * huge values can make the tick counts jitter */
+    int n = 3 * (int)floor(log10((hi - lo) / most)) - 3;
+    double k0;
+    for (int tries = 0; tries < 12 && y_ticks_in(lo, hi, nice_step(n), &k0) > most; tries++)
+        n++;
+    for (int tries = 0; tries < 6 && y_ticks_in(lo, hi, nice_step(n), &k0) < 2; tries++)
+        n--;
+    ax->step = nice_step(n);
+    double count = y_ticks_in(lo, hi, ax->step, &ax->k0);
+    ax->tick_count = (int)fmax(0, fmin(count, TICKS_MAX));
+}
+
+/* Tick `i` as text: fixed decimals enough for the step (100, 150, 0.25), or the shortest
+ * exponent form for very large or small numbers. */
+static void y_tick_label(const struct y_axis *ax, int i, char *out, size_t capacity)
+{
+    double v = (ax->k0 + i) * ax->step + 0.0; /* + 0.0: no "-0" */
+    double magnitude = fmax(fabs(ax->lo), fabs(ax->hi));
+    if (magnitude >= 1e6 || ax->step < 1e-4) {
+        int digits = (int)floor(log10(magnitude)) - (int)floor(log10(ax->step)) + 1;
+        snprintf(out, capacity, "%.*g", digits < 1 ? 1 : digits > 12 ? 12 : digits, v);
+        /* "2e+07" -> "2e7", "5e-05" -> "5e-5" */
+        char *e = strchr(out, 'e');
+        if (e != NULL) {
+            char *digit = e + 1 + (e[1] == '+' || e[1] == '-');
+            char *first = digit;
+            while (*first == '0' && first[1] != '\0')
+                first++;
+            memmove(digit, first, strlen(first) + 1);
+            if (e[1] == '+')
+                memmove(e + 1, e + 2, strlen(e + 2) + 1);
+        }
+    } else {
+        int decimals = ax->step >= 1 ? 0 : (int)ceil(-log10(ax->step) - 1e-9);
+        snprintf(out, capacity, "%.*f", decimals, v);
+    }
+}
+
+/* --- layout ---------------------------------------------------------------------------- */
+
+/* Pixel positions; panels have whole-pixel edges so that 1 px rules stay crisp. */
+struct layout {
+    double font_px;       /* tick labels, axis names, legend */
+    double line_px;       /* data lines */
+    double tick_px;       /* tick marks */
+    double left, right;   /* the panels' x extent */
+    double top;           /* the first panel's top */
+    double panel_h;       /* each panel's height */
+    double gap;           /* between panels */
+    double title_px;      /* title font; 0 without a title */
+    double title_y;       /* the title's top */
+    double name_x;        /* the rotated component names' top (their leftmost pixel) */
+    char title[TEXT_MAX]; /* cleaned and cut to the width */
+};
+
+struct chart {
+    const struct tsrnn_plot *plot;
+    cairo_t *cr;
+    struct layout lo;
+    struct x_axis x;
+    struct y_axis *y; /* (component_count) */
+};
+
+static double panel_top(const struct layout *lo, size_t c)
+{
+    return lo->top + (double)c * (lo->panel_h + lo->gap);
+}
+
+static double map_x(const struct chart *ch, int64_t t)
+{
+    const struct x_axis *ax = &ch->x;
+    return ch->lo.left + ((double)t - (double)ax->t0) / ((double)ax->t1 - (double)ax->t0) *
+                             (ch->lo.right - ch->lo.left);
+}
+
+static double map_y(const struct chart *ch, size_t c, double v)
+{
+    const struct y_axis *ax = &ch->y[c];
+    double bottom = panel_top(&ch->lo, c) + ch->lo.panel_h;
+    return bottom - (v - ax->lo) / (ax->hi - ax->lo) * ch->lo.panel_h;
+}
+
+/* The time range of all lines; a single instant is widened by one step of its unit. */
+static void x_axis_range(struct x_axis *ax, const struct tsrnn_plot *plot)
+{
+    ax->t0 = INT64_MAX;
+    ax->t1 = INT64_MIN;
+    for (size_t l = 0; l < plot->line_count; l++) {
+        const struct tsrnn_plot_line *line = &plot->lines[l];
+        for (size_t i = 0; i < line->length; i++) {
+            ax->t0 = line->times[i] < ax->t0 ? line->times[i] : ax->t0;
+            ax->t1 = line->times[i] > ax->t1 ? line->times[i] : ax->t1;
+        }
+    }
+    if (ax->t0 == ax->t1) {
+        int64_t pad = plot->time_unit == TSRNN_TIME_YEAR     ? 366 * 86400
+                      : plot->time_unit == TSRNN_TIME_MONTH  ? 31 * 86400
+                      : plot->time_unit == TSRNN_TIME_DAY    ? 86400
+                      : plot->time_unit == TSRNN_TIME_MINUTE ? 60
+                                                             : 1;
+        ax->t0 = ax->t0 >= INT64_MIN + pad ? ax->t0 - pad : ax->t0;
+        ax->t1 = ax->t1 <= INT64_MAX - pad ? ax->t1 + pad : ax->t1;
+    }
+}
+
+static const char *component_name(const struct tsrnn_plot *plot, size_t c)
+{
+    return plot->component_names != NULL ? plot->component_names[c] : "";
+}
+
+static double font_line_px(cairo_t *cr)
+{
+    cairo_font_extents_t fe;
+    cairo_font_extents(cr, &fe);
+    return fe.ascent + fe.descent;
+}
+
+/* Sizes everything from the picture's size, the title, the tick labels and the names. */
+static void chart_layout(struct chart *ch)
+{
+    const struct tsrnn_plot *plot = ch->plot;
+    cairo_t *cr = ch->cr;
+    struct layout *lo = &ch->lo;
+    size_t count = plot->component_count;
+    double width = plot->width, height = plot->height;
+
+    double scale = fmin(fmax(sqrt(width * height / (1000.0 * 500.0)), 0.6), 3.0);
+    lo->font_px = 13 * scale;
+    lo->line_px = fmax(1.5, 1.8 * scale);
+    lo->tick_px = 0.35 * lo->font_px;
+    double font = lo->font_px, pad = 0.8 * font;
+
+    /* vertically: the title, the panels, then the time tick labels and the time's name */
+    lo->top = pad;
+    clean_text(plot->title, lo->title, TEXT_MAX - 3);
+    if (lo->title[0] != '\0') {
+        lo->title_px = fit_font(cr, lo->title, 1.3 * font, 0.9 * font, width - 2 * pad, true);
+        set_font(cr, lo->title_px, true);
+        ellipsize(cr, lo->title, width - 2 * pad);
+        lo->title_y = 0.7 * pad;
+        lo->top = lo->title_y + font_line_px(cr) + 0.6 * pad;
+    }
+    set_font(cr, font, false);
+    double line_h = font_line_px(cr);
+    double below = lo->tick_px + 0.3 * font + line_h + 0.3 * font + line_h + 0.5 * pad;
+    lo->top = round(lo->top);
+    lo->gap = count > 1 ? round(1.2 * font) : 0;
+    lo->panel_h = floor((height - lo->top - below - lo->gap * (double)(count - 1)) / (double)count);
+    lo->panel_h = fmax(lo->panel_h, 4);
+
+    /* the value axes, whose tick labels set the left margin */
+    int most = (int)fmin(fmax(floor(lo->panel_h / (1.8 * font)), 2), 8);
+    double label_px = 0;
+    bool named = false;
+    for (size_t c = 0; c < count; c++) {
+        y_axis_init(&ch->y[c], plot, c, most);
+        for (int i = 0; i < ch->y[c].tick_count; i++) {
+            char text[64];
+            y_tick_label(&ch->y[c], i, text, sizeof(text));
+            label_px = fmax(label_px, text_width(cr, text));
+        }
+        named = named || component_name(plot, c)[0] != '\0';
+    }
+    lo->name_x = 0.6 * pad;
+    lo->left =
+        lo->name_x + (named ? line_h + 0.5 * font : 0) + label_px + 0.35 * font + lo->tick_px;
+    lo->left = round(lo->left);
+
+    /* room on the right for half of a time label centred on the last tick */
+    x_axis_range(&ch->x, plot);
+    double last_px = label_width(cr, ch->x.t1, plot->time_unit);
+    lo->right = round(width - fmax(1.5 * font, last_px / 2 + 0.3 * font));
+    x_axis_ticks(&ch->x, cr, plot->time_unit, lo->right - lo->left, font);
+}
+
+/* --- drawing --------------------------------------------------------------------------- */
+
+static void draw_grid(const struct chart *ch, size_t c)
+{
+    cairo_t *cr = ch->cr;
+    const struct y_axis *ya = &ch->y[c];
+    double top = panel_top(&ch->lo, c), bottom = top + ch->lo.panel_h;
+
+    cairo_set_line_width(cr, 1);
+    cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+    for (int i = 0; i < ch->x.tick_count; i++) {
+        double x = floor(map_x(ch, ch->x.ticks[i])) + 0.5;
+        cairo_move_to(cr, x, top);
+        cairo_line_to(cr, x, bottom);
+    }
+    for (int i = 0; i < ya->tick_count; i++) {
+        double y = floor(map_y(ch, c, (ya->k0 + i) * ya->step)) + 0.5;
+        cairo_move_to(cr, ch->lo.left, y);
+        cairo_line_to(cr, ch->lo.right, y);
+    }
+    cairo_stroke(cr);
+}
+
+/* The value ticks, their labels and the component's name at the left of panel `c`, and the
+ * panel's frame. */
+static void draw_value_axis(const struct chart *ch, size_t c)
+{
+    cairo_t *cr = ch->cr;
+    const struct layout *lo = &ch->lo;
+    const struct y_axis *ya = &ch->y[c];
+    double top = panel_top(lo, c);
+
+    cairo_set_line_width(cr, 1);
+    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+    cairo_rectangle(cr, lo->left + 0.5, top + 0.5, lo->right - lo->left - 1, lo->panel_h - 1);
+    cairo_stroke(cr);
+
+    set_font(cr, lo->font_px, false);
+    for (int i = 0; i < ya->tick_count; i++) {
+        char text[64];
+        double y = floor(map_y(ch, c, (ya->k0 + i) * ya->step)) + 0.5;
+        cairo_move_to(cr, lo->left - lo->tick_px, y);
+        cairo_line_to(cr, lo->left, y);
+        cairo_stroke(cr);
+        y_tick_label(ya, i, text, sizeof(text));
+        draw_text(cr, text, lo->left - lo->tick_px - 0.35 * lo->font_px, y, 1, VALIGN_MIDDLE);
+    }
+
+    char name[TEXT_MAX];
+    clean_text(component_name(ch->plot, c), name, TEXT_MAX - 3);
+    if (name[0] != '\0') {
+        set_font(cr, fit_font(cr, name, lo->font_px, 0.8 * lo->font_px, lo->panel_h, false), false);
+        ellipsize(cr, name, lo->panel_h);
+        cairo_save(cr);
+        cairo_translate(cr, lo->name_x, top + lo->panel_h / 2);
+        cairo_rotate(cr, -M_PI / 2);
+        draw_text(cr, name, 0, 0, 0.5, VALIGN_TOP);
+        cairo_restore(cr);
+    }
+}
+
+/* Each line's points for component `c`, in order; a point between non-finite values (or a
+ * line of one point) is a dot. */
+static void draw_lines(const struct chart *ch, size_t c)
+{
+    cairo_t *cr = ch->cr;
+    const struct tsrnn_plot *plot = ch->plot;
+    double top = panel_top(&ch->lo, c);
+
+    /* every point lies inside the panel; the clip, wide enough for a dot at the edge, only
+     * keeps rounding from painting into a neighbour */
+    double dot = 1.6 * ch->lo.line_px, margin = dot + 1;
+    cairo_save(cr);
+    cairo_rectangle(cr, ch->lo.left - margin, top - margin, ch->lo.right - ch->lo.left + 2 * margin,
+                    ch->lo.panel_h + 2 * margin);
+    cairo_clip(cr);
+    cairo_set_line_width(cr, ch->lo.line_px);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+    for (size_t l = 0; l < plot->line_count; l++) {
+        const struct tsrnn_plot_line *line = &plot->lines[l];
+        set_rgb(cr, line->rgb);
+        size_t run = 0;
+        double x = 0, y = 0;
+        for (size_t i = 0; i <= line->length; i++) {
+            double v = i < line->length ? line->values[i * plot->component_count + c] : NAN;
+            if (isfinite(v)) {
+                x = map_x(ch, line->times[i]);
+                y = map_y(ch, c, v);
+                if (run++ == 0)
+                    cairo_move_to(cr, x, y);
+                else
+                    cairo_line_to(cr, x, y);
+                continue;
+            }
+            if (run == 1) {
+                cairo_new_path(cr);
+                cairo_arc(cr, x, y, dot, 0, 2 * M_PI);
+                cairo_fill(cr);
+            } else if (run > 1) {
+                cairo_stroke(cr);
+            }
+            run = 0;
+        }
+    }
+    cairo_restore(cr);
+}
+
+/* Tick marks and date labels under the bottom panel, and the time column's name. */
+static void draw_time_axis(const struct chart *ch)
+{
+    cairo_t *cr = ch->cr;
+    const struct layout *lo = &ch->lo;
+    double bottom = panel_top(lo, ch->plot->component_count - 1) + lo->panel_h;
+    double width = ch->plot->width;
+
+    set_font(cr, lo->font_px, false);
+    double line_h = font_line_px(cr);
+    cairo_set_line_width(cr, 1);
+    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+    for (int i = 0; i < ch->x.tick_count; i++) {
+        char text[64];
+        double x = floor(map_x(ch, ch->x.ticks[i])) + 0.5;
+        cairo_move_to(cr, x, bottom);
+        cairo_line_to(cr, x, bottom + lo->tick_px);
+        cairo_stroke(cr);
+        tsrnn_time_format(ch->x.ticks[i], ch->x.label_unit, text, sizeof(text));
+        double half = text_width(cr, text) / 2;
+        x = fmin(fmax(x, half + 2), width - half - 2);
+        draw_text(cr, text, x, bottom + lo->tick_px + 0.3 * lo->font_px, 0.5, VALIGN_TOP);
+    }
+
+    char name[TEXT_MAX];
+    clean_text(ch->plot->time_name, name, TEXT_MAX - 3);
+    if (name[0] == '\0')
+        snprintf(name, sizeof(name), "time");
+    ellipsize(cr, name, lo->right - lo->left);
+    double y = bottom + lo->tick_px + 0.3 * lo->font_px + line_h + 0.3 * lo->font_px;
+    draw_text(cr, name, (lo->left + lo->right) / 2, y, 0.5, VALIGN_TOP);
+}
+
+/* Length of the segment (x0, y0)-(x1, y1) inside box[0..1] x box[2..3] (Liang-Barsky). */
+static double clipped_length(double x0, double y0, double x1, double y1, const double box[4])
+{
+    double dx = x1 - x0, dy = y1 - y0, u0 = 0, u1 = 1;
+    double p[4] = { -dx, dx, -dy, dy };
+    double q[4] = { x0 - box[0], box[1] - x0, y0 - box[2], box[3] - y0 };
+    for (int i = 0; i < 4; i++) {
+        if (p[i] == 0) {
+            if (q[i] < 0)
+                return 0;
+        } else if (p[i] < 0) {
+            u0 = fmax(u0, q[i] / p[i]);
+        } else {
+            u1 = fmin(u1, q[i] / p[i]);
+        }
+    }
+    return u1 > u0 ? (u1 - u0) * hypot(dx, dy) : 0;
+}
+
+/* How much of the top panel's lines a legend box would hide, in pixels of line length. */
+static double legend_overlap(const struct chart *ch, const double box[4])
+{
+    const struct tsrnn_plot *plot = ch->plot;
+    double hidden = 0;
+    for (size_t l = 0; l < plot->line_count; l++) {
+        const struct tsrnn_plot_line *line = &plot->lines[l];
+        bool have = false;
+        double px = 0, py = 0;
+        for (size_t i = 0; i < line->length; i++) {
+            double v = line->values[i * plot->component_count];
+            if (!isfinite(v)) {
+                have = false;
+                continue;
+            }
+            double x = map_x(ch, line->times[i]), y = map_y(ch, 0, v);
+            if (have)
+                hidden += clipped_length(px, py, x, y, box);
+            else /* a lone point counts as one pixel */
+                hidden += x >= box[0] && x <= box[1] && y >= box[2] && y <= box[3];
+            have = true;
+            px = x;
+            py = y;
+        }
+    }
+    return hidden;
+}
+
+/* A line's label as drawn: at most 40% of the panels' width. */
+static const char *legend_label(const struct chart *ch, const struct tsrnn_plot_line *line,
+                                char out[TEXT_MAX])
+{
+    clean_text(line->label, out, TEXT_MAX - 3);
+    ellipsize(ch->cr, out, 0.4 * (ch->lo.right - ch->lo.left));
+    return out;
+}
+
+/* The lines' colours and labels in a white, slightly transparent box: at the top left of the
+ * top panel, or in the first other corner that hides less of the lines. */
+static void draw_legend(const struct chart *ch)
+{
+    cairo_t *cr = ch->cr;
+    const struct tsrnn_plot *plot = ch->plot;
+    const struct layout *lo = &ch->lo;
+    double font = 0.95 * lo->font_px;
+
+    set_font(cr, font, false);
+    char label[TEXT_MAX];
+    size_t rows = 0;
+    double text_px = 0;
+    for (size_t l = 0; l < plot->line_count; l++) {
+        if (plot->lines[l].length == 0)
+            continue;
+        rows++;
+        text_px = fmax(text_px, text_width(cr, legend_label(ch, &plot->lines[l], label)));
+    }
+    double pad = 0.6 * font, row_h = 1.45 * font, swatch = 2 * font;
+    double box_w = round(pad + swatch + 0.6 * font + text_px + pad);
+    double box_h = round(2 * pad + (double)rows * row_h - 0.3 * font);
+    double inset = round(0.7 * font);
+    double top = panel_top(lo, 0), bottom = top + lo->panel_h;
+    const double corners[4][2] = {
+        { lo->left + inset, top + inset },
+        { lo->right - inset - box_w, top + inset },
+        { lo->left + inset, bottom - inset - box_h },
+        { lo->right - inset - box_w, bottom - inset - box_h },
+    };
+    int best = 0;
+    double best_hidden = INFINITY;
+    for (int k = 0; k < 4; k++) {
+        double margin = lo->line_px;
+        double box[4] = { corners[k][0] - margin, corners[k][0] + box_w + margin,
+                          corners[k][1] - margin, corners[k][1] + box_h + margin };
+        double hidden = legend_overlap(ch, box);
+        if (hidden < best_hidden - 0.5) {
+            best = k;
+            best_hidden = hidden;
+        }
+        if (best_hidden < 0.5)
+            break;
+    }
+    double x = corners[best][0], y = corners[best][1];
+
+    cairo_rectangle(cr, x + 0.5, y + 0.5, box_w, box_h);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_fill_preserve(cr);
+    cairo_set_source_rgb(cr, 0.8, 0.8, 0.8);
+    cairo_set_line_width(cr, 1);
+    cairo_stroke(cr);
+
+    double row_y = y + pad + (row_h - 0.3 * font) / 2;
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+    for (size_t l = 0; l < plot->line_count; l++) {
+        const struct tsrnn_plot_line *line = &plot->lines[l];
+        if (line->length == 0)
+            continue;
+        set_rgb(cr, line->rgb);
+        cairo_set_line_width(cr, lo->line_px);
+        cairo_move_to(cr, x + pad, row_y);
+        cairo_line_to(cr, x + pad + swatch, row_y);
+        cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        draw_text(cr, legend_label(ch, line, label), x + pad + swatch + 0.6 * font, row_y, 0,
+                  VALIGN_MIDDLE);
+        row_y += row_h;
+    }
+}
+
+static void draw_chart(const struct chart *ch)
+{
+    cairo_t *cr = ch->cr;
+    const struct tsrnn_plot *plot = ch->plot;
+
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
+    for (size_t c = 0; c < plot->component_count; c++) {
+        draw_grid(ch, c);
+        draw_lines(ch, c);
+        draw_value_axis(ch, c);
+    }
+    draw_time_axis(ch);
+    draw_legend(ch);
+    if (ch->lo.title_px > 0) {
+        set_font(cr, ch->lo.title_px, true);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        draw_text(cr, ch->lo.title, plot->width / 2.0, ch->lo.title_y, 0.5, VALIGN_TOP);
+    }
+}
+
+/* --- PNG ------------------------------------------------------------------------------- */
+
+struct png_sink {
+    FILE *file;
+    int err; /* errno of a failed write */
+};
+
+static cairo_status_t png_write(void *closure, const unsigned char *data, unsigned int length)
+{
+    struct png_sink *sink = closure;
+    if (fwrite(data, 1, length, sink->file) != length) {
+        sink->err = errno != 0 ? errno : EIO;
+        return CAIRO_STATUS_WRITE_ERROR;
+    }
+    return CAIRO_STATUS_SUCCESS;
+}
+
+static enum tsrnn_status cairo_failed(cairo_status_t cs, const char *path)
+{
+    if (cs == CAIRO_STATUS_NO_MEMORY)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+    return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: cairo: %s", tsrnn_display_path(path),
+                       cairo_status_to_string(cs));
+}
+
+static enum tsrnn_status write_png(cairo_surface_t *surface, const char *path)
+{
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    struct png_sink sink = { .file = af.file };
+    cairo_status_t cs = cairo_surface_write_to_png_stream(surface, png_write, &sink);
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        tsrnn_atomic_file_abort(&af);
+        if (cs == CAIRO_STATUS_WRITE_ERROR && sink.err != 0)
+            return tsrnn_error_errno(TSRNN_ERR_IO, sink.err, "cannot write %s",
+                                     tsrnn_display_path(path));
+        return cairo_failed(cs, path);
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+static enum tsrnn_status check_plot(const struct tsrnn_plot *plot, const char *path)
+{
+    if (plot->width < PLOT_WIDTH_MIN || plot->height < PLOT_HEIGHT_MIN ||
+        plot->width > PLOT_SIZE_MAX || plot->height > PLOT_SIZE_MAX)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "cannot draw %s: the size %dx%d is outside %dx%d .. %dx%d pixels",
+                           tsrnn_display_path(path), plot->width, plot->height, PLOT_WIDTH_MIN,
+                           PLOT_HEIGHT_MIN, PLOT_SIZE_MAX, PLOT_SIZE_MAX);
+    bool any = false;
+    for (size_t l = 0; l < plot->line_count; l++) {
+        const struct tsrnn_plot_line *line = &plot->lines[l];
+        if (line->length > 0 && (line->times == NULL || line->values == NULL))
+            return tsrnn_error(TSRNN_ERR_USAGE, "cannot draw %s: line %zu (%s) has no %s",
+                               tsrnn_display_path(path), l, line->label ? line->label : "",
+                               line->times == NULL ? "times" : "values");
+        any = any || line->length > 0;
+    }
+    if (plot->component_count == 0 || !any)
+        return tsrnn_error(TSRNN_ERR_DATA, "nothing to draw in %s: %s", tsrnn_display_path(path),
+                           plot->component_count == 0 ? "the series has no components"
+                                                      : "every line is empty");
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status plot_png(const struct tsrnn_plot *plot, const char *path)
+{
+    TSRNN_TRY(check_plot(plot, path));
+
+    enum tsrnn_status status = TSRNN_OK;
+    struct chart ch = { .plot = plot };
+    ch.y = calloc(plot->component_count, sizeof(*ch.y));
+    if (ch.y == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+    cairo_surface_t *surface =
+        cairo_image_surface_create(CAIRO_FORMAT_RGB24, plot->width, plot->height);
+    ch.cr = cairo_create(surface); /* an error surface gives an error context */
+    cairo_status_t cs = cairo_status(ch.cr);
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        status = cairo_failed(cs, path);
+        goto done;
+    }
+    chart_layout(&ch);
+    draw_chart(&ch);
+    cs = cairo_status(ch.cr);
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        status = cairo_failed(cs, path);
+        goto done;
+    }
+    cairo_surface_flush(surface);
+    status = write_png(surface, path);
+done:
+    cairo_destroy(ch.cr);
+    cairo_surface_destroy(surface);
+    free(ch.y);
+    return status;
+}
+
+#endif /* TSRNN_HAVE_PLOTS */
+
+enum tsrnn_status tsrnn_plot_png(const struct tsrnn_plot *plot, const char *path)
+{
+#if TSRNN_HAVE_PLOTS
+    return plot_png(plot, path);
+#else
+    (void)plot;
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "cannot draw %s: tsrnn was built without cairo: install libcairo2-dev and "
+                       "rebuild",
+                       tsrnn_display_path(path));
+#endif
+}
