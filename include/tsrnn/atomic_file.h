@@ -15,10 +15,13 @@
 
 #include "tsrnn/core.h"
 
+struct tsrnn_atomic_sink;
+
 struct tsrnn_atomic_file {
-    FILE *file; /* write here; NULL once committed or aborted */
-    char *path; /* the target (owned copy) */
-    char *tmp;  /* "<path>.tmp.<pid>" (owned) */
+    FILE *file;                     /* write here; NULL once committed or aborted */
+    char *path;                     /* the target (owned copy) */
+    char *tmp;                      /* "<path>.tmp.<pid>" (owned) */
+    struct tsrnn_atomic_sink *sink; /* the descriptor under `file` and its first error */
 };
 
 /* Creates the temporary file. TSRNN_ERR_IO ("cannot write <path>: create of the temporary

@@ -8,10 +8,46 @@
 
 #include "tsrnn/atomic_file.h"
 
+/* The temporary file under the FILE*: a plain descriptor whose first write error is kept,
+ * so that a full disk is reported as "No space left on device" (or "File too large"), not as
+ * the EIO that is all ferror() could tell. */
+struct tsrnn_atomic_sink {
+    int fd;
+    int err; /* errno of the first failed write or close; 0 if none */
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t nbytes)
+{
+    struct tsrnn_atomic_sink *sink = cookie;
+    size_t done = 0;
+    while (done < nbytes) {
+        ssize_t n = write(sink->fd, buf + done, nbytes - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (sink->err == 0)
+                sink->err = n < 0 ? errno : ENOSPC;
+            return done > 0 ? (ssize_t)done : -1;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static int sink_close(void *cookie)
+{
+    struct tsrnn_atomic_sink *sink = cookie;
+    int rc = close(sink->fd);
+    if (rc != 0 && sink->err == 0)
+        sink->err = errno;
+    return rc;
+}
+
 static void release(struct tsrnn_atomic_file *af)
 {
     free(af->path);
     free(af->tmp);
+    free(af->sink);
     *af = (struct tsrnn_atomic_file){ 0 };
 }
 
@@ -30,9 +66,26 @@ enum tsrnn_status tsrnn_atomic_file_open(struct tsrnn_atomic_file *af, const cha
         release(af);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
     }
-    af->file = fopen(af->tmp, "wbe");
-    if (af->file == NULL) {
+    af->sink = malloc(sizeof(*af->sink));
+    if (af->sink == NULL) {
+        release(af);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
+    }
+    *af->sink =
+        (struct tsrnn_atomic_sink){ .fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                                               0666) };
+    if (af->sink->fd < 0) {
         enum tsrnn_status status = step_failed(af, "create", errno);
+        release(af);
+        return status;
+    }
+    static const cookie_io_functions_t io = { .write = sink_write, .close = sink_close };
+    af->file = fopencookie(af->sink, "w", io);
+    if (af->file == NULL) {
+        int err = errno;
+        close(af->sink->fd);
+        unlink(af->tmp);
+        enum tsrnn_status status = step_failed(af, "create", err);
         release(af);
         return status;
     }
@@ -65,17 +118,17 @@ static const char *finish_file(struct tsrnn_atomic_file *af, int *err)
     const char *step = NULL;
     if (ferror(af->file)) {
         step = "write";
-        *err = EIO;
+        *err = af->sink->err;
     } else if (fflush(af->file) != 0) {
-        step = "flush";
-        *err = errno;
-    } else if (fsync(fileno(af->file)) != 0) {
+        step = "write";
+        *err = af->sink->err != 0 ? af->sink->err : errno;
+    } else if (fsync(af->sink->fd) != 0) {
         step = "sync";
         *err = errno;
     }
     if (fclose(af->file) != 0 && step == NULL) {
         step = "close";
-        *err = errno;
+        *err = af->sink->err != 0 ? af->sink->err : errno;
     }
     af->file = NULL;
     if (step == NULL && rename(af->tmp, af->path) != 0) {
