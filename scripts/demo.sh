@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The AirPassengers example of the Darts guide: installs what it needs, builds tsrnn, and runs
-# examples/air_passengers.ini. Extra arguments go to tsrnn-worker (e.g. --set ...).
+# The AirPassengers example of the Darts guide: installs what it needs, builds tsrnn, trains
+# examples/air_passengers.ini into darts_logs/Air_RNN (checkpoints, TensorBoard logs,
+# metrics.csv, forecast.csv and forecast.png) and lists the run folder. Extra arguments go to
+# tsrnn-worker (e.g. --set training.n_epochs=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +14,12 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 meson compile -C "$build" >/dev/null
 
-exec "$build/tsrnn-worker" "$@" examples/air_passengers.ini
+"$build/tsrnn-worker" "$@" examples/air_passengers.ini
+
+run=darts_logs/Air_RNN
+echo
+echo "Run folder $run:"
+(cd "$run" && find . -type f | sort | sed 's|^\./|  |')
+echo
+echo "Forecast again from the best checkpoint: $build/tsrnn-predict --run $run --n 24 --plot f.png"
+echo "TensorBoard (pip install tensorboard): tensorboard --logdir darts_logs"

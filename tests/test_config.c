@@ -101,6 +101,36 @@ static void test_relative_paths_follow_the_ini(void **state)
     assert_string_equal(f->cfg->data_path, expected);
 }
 
+/* [training] resume: last / best kept as words (any case), a path resolved like the other
+ * paths and required to be readable; resume = last/best with force_reset = true is refused. */
+static void test_resume_values(void **state)
+{
+    struct fixture *f = *state;
+    char text[PATH_MAX + 128], expected[PATH_MAX + 32], real_dir[PATH_MAX];
+    assert_int_equal(load(f, "[data]\npath = s.csv\n[training]\nresume = LAST\n", NULL, 0),
+                     TSRNN_OK);
+    assert_string_equal(f->cfg->resume, "last");
+    assert_int_equal(load(f, "[data]\npath = s.csv\n[training]\nresume = best\n", NULL, 0),
+                     TSRNN_OK);
+    assert_string_equal(f->cfg->resume, "best");
+    assert_int_equal(load(f, "[data]\npath = s.csv\n[training]\nresume = s.csv\n", NULL, 0),
+                     TSRNN_OK);
+    assert_non_null(realpath(f->dir, real_dir));
+    snprintf(expected, sizeof(expected), "%s/s.csv", real_dir);
+    assert_string_equal(f->cfg->resume, expected);
+
+    assert_int_equal(
+        load(f, "[data]\npath = s.csv\n[training]\nresume = nope.safetensors\n", NULL, 0),
+        TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "c.ini:4: [training] resume: cannot open checkpoint");
+    snprintf(text, sizeof(text),
+             "[data]\npath = s.csv\n[training]\nresume = last\n[output]\nforce_reset = true\n");
+    assert_int_equal(load(f, text, NULL, 0), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "c.ini:4: [training] resume = last, but [output] "
+                                     "force_reset = true (");
+    tu_expect_in(tsrnn_last_error(), "c.ini:6) deletes that checkpoint; accepted: one of them");
+}
+
 static void test_set_wins_over_file_in_order(void **state)
 {
     struct fixture *f = *state;
@@ -268,6 +298,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_defaults_are_darts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relative_paths_follow_the_ini, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_wins_over_file_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_and_syntax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_print_config_round_trips, setup, teardown),

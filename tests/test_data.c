@@ -64,6 +64,52 @@ static void test_time_parse_and_format(void **state)
         assert_false(tsrnn_time_parse(bad[i], &sec, &unit));
 }
 
+/* The stamps after a series, as pandas' inferred frequency continues them. */
+static void check_continue(const char *const *stamps, size_t count, size_t n,
+                           const char *const *expect)
+{
+    int64_t times[16], out[16];
+    enum tsrnn_time_unit unit = TSRNN_TIME_INDEX, u;
+    for (size_t i = 0; i < count; i++) {
+        assert_true(tsrnn_time_parse(stamps[i], &times[i], &u));
+        unit = u > unit ? u : unit;
+    }
+    tsrnn_time_continue(times, count, unit, n, out);
+    for (size_t i = 0; i < n; i++) {
+        char text[64];
+        tsrnn_time_format(out[i], unit, text, sizeof(text));
+        assert_string_equal(text, expect[i]);
+    }
+}
+
+static void test_time_continue(void **state)
+{
+    (void)state;
+    /* Monthly (MS), across a year end. */
+    check_continue((const char *[]){ "1960-10", "1960-11", "1960-12" }, 3, 3,
+                   (const char *[]){ "1961-01", "1961-02", "1961-03" });
+    /* Month ends (ME) keep to the month's last day, February of a leap year included. */
+    check_continue((const char *[]){ "2023-11-30", "2023-12-31", "2024-01-31" }, 3, 3,
+                   (const char *[]){ "2024-02-29", "2024-03-31", "2024-04-30" });
+    /* Quarterly and yearly stamps step by 3 and 12 calendar months. */
+    check_continue((const char *[]){ "2020-01-01", "2020-04-01", "2020-07-01" }, 3, 2,
+                   (const char *[]){ "2020-10-01", "2021-01-01" });
+    check_continue((const char *[]){ "1990", "1991" }, 2, 2, (const char *[]){ "1992", "1993" });
+    /* Daily and hourly: the last difference. */
+    check_continue((const char *[]){ "2024-02-27", "2024-02-28" }, 2, 2,
+                   (const char *[]){ "2024-02-29", "2024-03-01" });
+    check_continue((const char *[]){ "2024-12-31 22:00", "2024-12-31 23:00" }, 2, 2,
+                   (const char *[]){ "2025-01-01 00:00", "2025-01-01 01:00" });
+    /* Weekly stamps that happen to start months are still weekly. */
+    check_continue((const char *[]){ "2024-06-24", "2024-07-01", "2024-07-08" }, 3, 1,
+                   (const char *[]){ "2024-07-15" });
+    /* An integer index keeps its step. */
+    int64_t index[] = { 10, 15, 20 }, out[2];
+    tsrnn_time_continue(index, 3, TSRNN_TIME_INDEX, 2, out);
+    assert_int_equal(out[0], 25);
+    assert_int_equal(out[1], 30);
+}
+
 static void test_air_passengers_series(void **state)
 {
     (void)state;
@@ -345,6 +391,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_parse_and_format),
+        cmocka_unit_test(test_time_continue),
         cmocka_unit_test(test_air_passengers_series),
         cmocka_unit_test(test_air_passengers_dataset),
         cmocka_unit_test(test_scaler_round_trip),

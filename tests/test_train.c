@@ -23,38 +23,13 @@ static struct tu_result result;
 
 static const char *source(const char *relative)
 {
-    static char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s", tu_env("TSRNN_SOURCE_ROOT"), relative);
-    return path;
+    return tu_source(relative);
 }
 
-/* Runs tsrnn-worker on the example config with --set overrides (NULL-terminated), output
- * into tu_run_dir()/<model_name>, and returns the exit code. */
+/* Runs tsrnn-worker on the example config (tu_train()) into `result`. */
 static int train(const char *model_name, const char *const *sets, int timeout_s)
 {
-    const char *argv[48];
-    size_t n = 0;
-    static char work_dir[PATH_MAX + 32], name[160];
-    snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", tu_run_dir());
-    snprintf(name, sizeof(name), "output.model_name=%s", model_name);
-    argv[n++] = tu_env("TSRNN_WORKER");
-    argv[n++] = "--set";
-    argv[n++] = work_dir;
-    argv[n++] = "--set";
-    argv[n++] = name;
-    for (size_t i = 0; sets[i] != NULL && n < 44; i++) {
-        if (strncmp(sets[i], "--", 2) != 0)
-            argv[n++] = "--set";
-        argv[n++] = sets[i];
-    }
-    static char example[PATH_MAX];
-    snprintf(example, sizeof(example), "%s", source("examples/air_passengers.ini"));
-    argv[n++] = example;
-    argv[n] = NULL;
-    assert_int_equal(tu_run(argv, timeout_s, &result), 0);
-    if (result.timed_out)
-        fail_msg("tsrnn-worker timed out after %d s", timeout_s);
-    return result.exit_code;
+    return tu_train(&result, model_name, sets, timeout_s);
 }
 
 /* The number after `label` in the worker's stdout. */

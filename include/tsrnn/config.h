@@ -71,6 +71,9 @@ struct tsrnn_config {
     double lr;
     uint64_t random_state;
     bool shuffle;
+    /* "" = a new run; "last" / "best" = that checkpoint of this run folder; else the absolute
+     * path of a checkpoint file. */
+    char resume[PATH_MAX];
 
     /* [trainer] */
     enum tsrnn_accelerator accelerator;
@@ -85,7 +88,8 @@ struct tsrnn_config {
     bool log_tensorboard;
 
     /* [forecast] */
-    int forecast_n; /* key `n`; 0 = no forecast */
+    int forecast_n;     /* key `n`: steps to forecast after training; 0 = none */
+    bool forecast_plot; /* key `plot`: also draw forecast.png (when built with cairo) */
 
     /* Where each key's value came from: "default", "file.ini:12" or "--set a.b=c";
      * indexed like the schema (tsrnn_config_origin()). */
@@ -100,6 +104,11 @@ enum tsrnn_status tsrnn_config_init(struct tsrnn_config *cfg);
 /* Parses the INI file `ini_path` over the values already in `cfg`. A syntax error, unknown
  * section or key, duplicate key or bad value stops at the first error. */
 enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *ini_path);
+
+/* As tsrnn_config_parse_file(), from the INI text `text` (a checkpoint's resolved config);
+ * `label` names it in messages. Relative paths stay as they are. */
+enum tsrnn_status tsrnn_config_parse_text(struct tsrnn_config *cfg, const char *text,
+                                          const char *label);
 
 /* Applies one `section.key=value` override, as given after --set. */
 enum tsrnn_status tsrnn_config_apply_override(struct tsrnn_config *cfg, const char *arg);
@@ -120,6 +129,9 @@ enum tsrnn_status tsrnn_config_load(struct tsrnn_config *cfg, const char *ini_pa
 /* Writes the whole resolved config, every key, as an INI file that parses back to the same
  * values. */
 enum tsrnn_status tsrnn_config_write(const struct tsrnn_config *cfg, FILE *out);
+
+/* tsrnn_config_write()'s text in a malloc'd string; NULL when out of memory. */
+char *tsrnn_config_text(const struct tsrnn_config *cfg);
 
 /* Where `section.key` got its value ("default", "file.ini:12", "--set ..."); NULL for a key
  * that does not exist. */

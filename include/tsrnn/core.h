@@ -47,6 +47,11 @@ enum tsrnn_status tsrnn_error(enum tsrnn_status status, const char *fmt, ...)
 enum tsrnn_status tsrnn_error_errno(enum tsrnn_status status, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Appends to this thread's message (a hint a caller knows better than the failing site)
+ * and returns `status`, which may differ from the original one. */
+enum tsrnn_status tsrnn_error_append(enum tsrnn_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The message of this thread's last tsrnn_error(), or "" if there was none. */
 const char *tsrnn_last_error(void);
 

@@ -39,6 +39,14 @@ bool tsrnn_time_parse(const char *text, int64_t *seconds, enum tsrnn_time_unit *
 /* Formats `seconds` with `unit`'s format ("1959-01"); an integer for TSRNN_TIME_INDEX. */
 void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, size_t capacity);
 
+/* The `n` time stamps after times[0..length), continuing the series' frequency as pandas
+ * infers it: stamps on the first (or the last) day of every k-th month continue by k
+ * calendar months (monthly "MS"/"ME", quarterly, yearly), anything else by the last
+ * difference (days, hours, an integer index's step). A single stamp steps by one unit of
+ * `unit` (one day, minute or second; 1 for an index). */
+void tsrnn_time_continue(const int64_t *times, size_t length, enum tsrnn_time_unit unit, size_t n,
+                         int64_t *out);
+
 /* --- series ---------------------------------------------------------------------------- */
 
 struct tsrnn_series {

@@ -97,6 +97,15 @@ void tsrnn_model_init_params(float *flat, const struct tsrnn_param_table *table,
 enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_table *table,
                                           const char *path);
 
+struct tsrnn_safetensors;
+
+/* Copies the table's tensors named `prefix` + PyTorch name ("" for the weights,
+ * "optim.exp_avg." for Adam's first moments) from a file already read (`path` names it in
+ * messages), with the checks above; other tensors in the file are not looked at. */
+enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param_table *table,
+                                           const struct tsrnn_safetensors *st, const char *prefix,
+                                           const char *path);
+
 /* --- one layer's cache and the cells --------------------------------------------------- */
 
 /* What a layer's forward keeps for its backward, for one window of T steps. */

@@ -178,8 +178,15 @@ struct tsrnn_metrics_csv {
     char buffer[TSRNN_METRICS_BUFFER_NBYTES];
 };
 
-/* Creates (truncates) `dir`/metrics.csv and writes the header. TSRNN_ERR_IO on failure. */
-enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char *dir);
+/* Opens `dir`/metrics.csv for a run that starts at global step `keep_before_step`: 0 creates
+ * (truncates) it with its header; a resumed run keeps the rows of the steps before that one
+ * (rewriting the file atomically without the rest) and appends. TSRNN_ERR_IO on failure,
+ * TSRNN_ERR_DATA when an existing file is not a metrics.csv. */
+enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char *dir,
+                                         int64_t keep_before_step);
+
+/* Hands the buffered rows to the OS (done at every epoch end). */
+enum tsrnn_status tsrnn_metrics_csv_flush(struct tsrnn_metrics_csv *m);
 
 /* Appends a training-step row. */
 enum tsrnn_status tsrnn_metrics_csv_step(struct tsrnn_metrics_csv *m, int64_t epoch, int64_t step,

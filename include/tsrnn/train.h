@@ -24,24 +24,26 @@ struct tsrnn_train_options {
     FILE *out;                         /* where the run's report goes (stdout) */
     enum tsrnn_progress_mode progress; /* the epoch bar */
     bool quiet;                        /* print the final summary only */
+    int rank;                          /* 0 writes the run folder; other ranks write nothing */
     /* Set (by a signal handler) to stop at the next step boundary; NULL: never. */
     const volatile sig_atomic_t *stop_requested;
 };
 
 struct tsrnn_train_result {
     size_t param_count;
-    int64_t epoch_count, step_count;
-    int64_t sample_count;   /* windows trained on, over all steps */
-    double last_step_loss;  /* train_loss of the last optimizer step */
-    double epoch_mean_loss; /* mean train_loss over the last epoch's steps */
-    double val_loss;        /* of the last epoch; NaN without validation */
-    double best_val_loss;   /* lowest val_loss; NaN without validation */
-    int64_t best_epoch;     /* its epoch; -1 without validation */
-    double mape;            /* % over the validation horizon, original scale; NaN if not computed */
-    size_t forecast_count;  /* points forecast (the validation part's length) */
-    double train_s;         /* the optimizer steps: batch gather, forward, backward, Adam */
-    double val_s;           /* validation passes */
-    double total_s;         /* the whole fit, outputs and forecast included */
+    int64_t epoch_count, step_count; /* done, counting those before a resumed checkpoint */
+    int64_t first_step;              /* the step this process started at (resume: > 0) */
+    int64_t sample_count;            /* windows trained on, over all steps */
+    double last_step_loss;           /* train_loss of the last optimizer step */
+    double epoch_mean_loss;          /* mean train_loss over the last epoch's steps */
+    double val_loss;                 /* of the last epoch; NaN without validation */
+    double best_val_loss;            /* lowest val_loss; NaN without validation */
+    int64_t best_epoch;              /* its epoch; -1 without validation */
+    double mape;           /* % over the validation horizon, original scale; NaN if not computed */
+    size_t forecast_count; /* points forecast (the validation part's length) */
+    double train_s;        /* the optimizer steps: batch gather, forward, backward, Adam */
+    double val_s;          /* validation passes */
+    double total_s;        /* the whole fit, outputs and forecast included */
 };
 
 /* What tsrnn_train() would refuse in a valid config before touching the data (an

@@ -35,6 +35,7 @@ enum key_type {
     KEY_PATH,    /* char[PATH_MAX], resolved to an absolute path */
     KEY_COLUMNS, /* value_cols: comma list into value_cols[][] */
     KEY_DEVICES, /* "auto", "-1", "N" or "i,j,...", kept as text */
+    KEY_RESUME,  /* char[PATH_MAX]: "", "last", "best", or a path resolved like KEY_PATH */
 };
 
 struct key {
@@ -117,6 +118,8 @@ static const struct key schema[] = {
     DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN),
     U64("training", "random_state", random_state, "0", 0, 4294967295.0),
     BOOL("training", "shuffle", shuffle, "true"),
+    TEXT("training", "resume", KEY_RESUME, resume, "",
+         "last, best, the path of a checkpoint (.safetensors), or nothing to start afresh"),
 
     ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices),
     TEXT("trainer", "devices", KEY_DEVICES, devices, "auto",
@@ -132,6 +135,7 @@ static const struct key schema[] = {
     BOOL("output", "log_tensorboard", log_tensorboard, "false"),
 
     INT("forecast", "n", forecast_n, "0", 0, 100000000),
+    BOOL("forecast", "plot", forecast_plot, "true"),
 };
 
 #define KEY_COUNT (sizeof(schema) / sizeof(schema[0]))
@@ -261,6 +265,7 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
     case KEY_STRING:
     case KEY_FOLDER:
     case KEY_PATH:
+    case KEY_RESUME:
     case KEY_COLUMNS:
     case KEY_DEVICES:
         snprintf(out, capacity, "%s", k->accepted);
@@ -464,6 +469,12 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
     case KEY_PATH:
         TSRNN_TRY(resolve_path(field(cfg, k), k->capacity, value, base_dir, k, origin));
         break;
+    case KEY_RESUME:
+        if (strcasecmp(value, "last") == 0 || strcasecmp(value, "best") == 0)
+            snprintf(field(cfg, k), k->capacity, "%s", strcasecmp(value, "last") ? "best" : "last");
+        else
+            TSRNN_TRY(resolve_path(field(cfg, k), k->capacity, value, base_dir, k, origin));
+        break;
     case KEY_COLUMNS:
         TSRNN_TRY(set_columns(cfg, k, value, origin));
         break;
@@ -634,30 +645,17 @@ static enum tsrnn_status folder_of(const char *path, char *out, size_t capacity)
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *ini_path)
+/* Parses `file` (named `label` in messages) over `cfg`; relative paths join `base_dir`. */
+static enum tsrnn_status parse_stream(struct tsrnn_config *cfg, FILE *file, const char *label,
+                                      const char *base_dir)
 {
-    struct parse_context ctx = { .cfg = cfg, .ini_path = ini_path, .at_line_start = true };
-    char base_dir[PATH_MAX];
-
-    ctx.file = fopen(ini_path, "r");
-    if (ctx.file == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "cannot open config file %s", ini_path);
-    /* fopen() succeeds on a folder; the first read does not. */
-    int c = fgetc(ctx.file);
-    if (c == EOF && ferror(ctx.file)) {
-        int err = errno;
-        fclose(ctx.file);
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "cannot read config file %s", ini_path);
-    }
-    if (c != EOF)
-        ungetc(c, ctx.file);
-
-    enum tsrnn_status status = folder_of(ini_path, base_dir, sizeof(base_dir));
-    if (status != TSRNN_OK) {
-        fclose(ctx.file);
-        return status;
-    }
-    ctx.base_dir = base_dir;
+    struct parse_context ctx = {
+        .cfg = cfg,
+        .ini_path = label,
+        .base_dir = base_dir,
+        .file = file,
+        .at_line_start = true,
+    };
 
     /* Debian's libinih exposes its compile-time options as globals: configparser semantics. */
     ini_allow_multiline = false;
@@ -669,21 +667,54 @@ enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *
     ini_max_line = 1 << 20;
 
     int rc = ini_parse_stream(line_reader, &ctx, ini_handler_fn, &ctx);
-    bool read_error = ferror(ctx.file) != 0;
-    fclose(ctx.file);
-
     if (ctx.status != TSRNN_OK)
         return ctx.status;
-    if (read_error)
-        return tsrnn_error(TSRNN_ERR_USAGE, "cannot read config file %s", ini_path);
+    if (ferror(file))
+        return tsrnn_error(TSRNN_ERR_USAGE, "cannot read config file %s", label);
     if (rc == -2)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory parsing %s", ini_path);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory parsing %s", label);
     if (rc != 0)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s:%d: syntax error in '%s'; expected '[section]', 'key = value' or "
                            "a comment starting with # or ;",
-                           ini_path, rc, ctx.line_text);
+                           label, rc, ctx.line_text);
     return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *ini_path)
+{
+    char base_dir[PATH_MAX];
+    FILE *file = fopen(ini_path, "r");
+
+    if (file == NULL)
+        return tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "cannot open config file %s", ini_path);
+    /* fopen() succeeds on a folder; the first read does not. */
+    int c = fgetc(file);
+    if (c == EOF && ferror(file)) {
+        int err = errno;
+        fclose(file);
+        return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "cannot read config file %s", ini_path);
+    }
+    if (c != EOF)
+        ungetc(c, file);
+
+    enum tsrnn_status status = folder_of(ini_path, base_dir, sizeof(base_dir));
+    if (status == TSRNN_OK)
+        status = parse_stream(cfg, file, ini_path, base_dir);
+    fclose(file);
+    return status;
+}
+
+enum tsrnn_status tsrnn_config_parse_text(struct tsrnn_config *cfg, const char *text,
+                                          const char *label)
+{
+    size_t len = strlen(text);
+    FILE *file = fmemopen(len ? (void *)text : (void *)"\n", len ? len : 1, "r");
+    if (file == NULL)
+        return tsrnn_error_errno(TSRNN_ERR_NOMEM, errno, "cannot read the config of %s", label);
+    enum tsrnn_status status = parse_stream(cfg, file, label, NULL);
+    fclose(file);
+    return status;
 }
 
 enum tsrnn_status tsrnn_config_apply_override(struct tsrnn_config *cfg, const char *arg)
@@ -744,6 +775,15 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
     TSRNN_TRY(check_readable(cfg, "data", "path", cfg->data_path, "data file"));
     if (cfg->init_weights[0] != '\0')
         TSRNN_TRY(check_readable(cfg, "model", "init_weights", cfg->init_weights, "weights file"));
+    if (cfg->resume[0] == '/')
+        TSRNN_TRY(check_readable(cfg, "training", "resume", cfg->resume, "checkpoint"));
+    /* force_reset deletes the run folder, and with it the checkpoint resume would load. */
+    if (cfg->force_reset && (strcmp(cfg->resume, "last") == 0 || strcmp(cfg->resume, "best") == 0))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] resume = %s, but [output] force_reset = true (%s) "
+                           "deletes that checkpoint; accepted: one of them",
+                           tsrnn_config_origin(cfg, "training", "resume"), cfg->resume,
+                           tsrnn_config_origin(cfg, "output", "force_reset"));
 
     /* Darts' RNNModel raises when training_length < input_chunk_length. */
     if (cfg->training_length < cfg->input_chunk_length)
@@ -809,6 +849,7 @@ static void format_value(const struct tsrnn_config *cfg, const struct key *k, ch
     case KEY_STRING:
     case KEY_FOLDER:
     case KEY_PATH:
+    case KEY_RESUME:
     case KEY_DEVICES:
         snprintf(out, capacity, "%s", (const char *)cfield(cfg, k));
         break;
@@ -840,6 +881,22 @@ enum tsrnn_status tsrnn_config_write(const struct tsrnn_config *cfg, FILE *out)
     if (fflush(out) != 0 || ferror(out))
         return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write the configuration");
     return TSRNN_OK;
+}
+
+char *tsrnn_config_text(const struct tsrnn_config *cfg)
+{
+    char *text = NULL;
+    size_t nbytes = 0;
+    FILE *f = open_memstream(&text, &nbytes);
+    if (f == NULL)
+        return NULL;
+    enum tsrnn_status status = tsrnn_config_write(cfg, f);
+    fclose(f);
+    if (status != TSRNN_OK) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind)

@@ -45,6 +45,17 @@ enum tsrnn_status tsrnn_error_errno(enum tsrnn_status status, int errnum, const 
     return status;
 }
 
+enum tsrnn_status tsrnn_error_append(enum tsrnn_status status, const char *fmt, ...)
+{
+    size_t used = strlen(error_message);
+    va_list ap;
+    va_start(ap, fmt);
+    if (used < sizeof(error_message))
+        vsnprintf(error_message + used, sizeof(error_message) - used, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 const char *tsrnn_last_error(void)
 {
     return error_message;

@@ -134,3 +134,60 @@ void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, si
         break;
     }
 }
+
+/* A calendar step of `months` months, anchored at the first (or the last) day of the month,
+ * fits every consecutive pair of `times`. */
+static bool monthly_step(const int64_t *times, size_t length, int64_t *months, bool *month_end)
+{
+    int64_t first_index = 0;
+    bool starts = true, ends = true;
+    *months = 0;
+    for (size_t i = 0; i < length; i++) {
+        if (times[i] % 86400 != 0)
+            return false;
+        int64_t y;
+        int m, d;
+        civil_from_days(times[i] / 86400, &y, &m, &d);
+        starts &= d == 1;
+        ends &= d == days_in_month(y, m);
+        int64_t index = y * 12 + (m - 1);
+        if (i == 1)
+            *months = index - first_index;
+        else if (i > 1 && index - first_index != (int64_t)i * *months)
+            return false;
+        if (i == 0)
+            first_index = index;
+    }
+    *month_end = !starts && ends;
+    return *months > 0 && (starts || ends);
+}
+
+/* The time `months` months after `seconds` (a midnight on a month's first or last day). */
+static int64_t add_months(int64_t seconds, int64_t months, bool month_end)
+{
+    int64_t y;
+    int m, d;
+    civil_from_days(seconds / 86400, &y, &m, &d);
+    int64_t index = y * 12 + (m - 1) + months;
+    int64_t ny = index >= 0 ? index / 12 : -((-index + 11) / 12);
+    int nm = (int)(index - ny * 12) + 1;
+    return days_from_civil(ny, nm, month_end ? days_in_month(ny, nm) : 1) * 86400;
+}
+
+void tsrnn_time_continue(const int64_t *times, size_t length, enum tsrnn_time_unit unit, size_t n,
+                         int64_t *out)
+{
+    int64_t months;
+    bool month_end;
+    if (length >= 2 && unit != TSRNN_TIME_INDEX &&
+        monthly_step(times, length, &months, &month_end)) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = add_months(times[length - 1], months * (int64_t)(i + 1), month_end);
+        return;
+    }
+    int64_t step = length >= 2 ? times[length - 1] - times[length - 2] : 1;
+    if (length < 2 && unit != TSRNN_TIME_INDEX)
+        step = unit == TSRNN_TIME_DAY ? 86400 : unit == TSRNN_TIME_MINUTE ? 60 : 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (length ? times[length - 1] : -1) + step * (int64_t)(i + 1);
+}

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/report.h"
 
 static enum tsrnn_status write_failed(const struct tsrnn_metrics_csv *m, int errnum)
@@ -51,16 +53,66 @@ static enum tsrnn_status append_row(struct tsrnn_metrics_csv *m, const char *fmt
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char *dir)
+#define HEADER "epoch,step,train_loss,val_loss\n"
+
+/* Rewrites metrics.csv (atomically) with its header and the rows of steps before
+ * `keep_before_step` only: the rows of a resumed run's future steps go. */
+static enum tsrnn_status keep_rows(const struct tsrnn_metrics_csv *m, int64_t keep_before_step)
+{
+    FILE *in = fopen(m->path, "r");
+    if (in == NULL && errno == ENOENT)
+        return TSRNN_OK;
+    if (in == NULL)
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read %s",
+                                 tsrnn_display_path(m->path));
+    struct tsrnn_atomic_file af;
+    enum tsrnn_status status = tsrnn_atomic_file_open(&af, m->path);
+    char line[512];
+    bool first = true;
+    while (status == TSRNN_OK && fgets(line, sizeof(line), in) != NULL) {
+        long long epoch, step;
+        bool keep = first ? strcmp(line, HEADER) == 0
+                          : sscanf(line, "%lld,%lld,", &epoch, &step) == 2 &&
+                                step < keep_before_step && strchr(line, '\n') != NULL;
+        if (first && !keep)
+            status = tsrnn_error(TSRNN_ERR_DATA,
+                                 "%s: not a tsrnn metrics file (its header is not %.*s); move it "
+                                 "away to resume here",
+                                 tsrnn_display_path(m->path), (int)strlen(HEADER) - 1, HEADER);
+        else if (keep)
+            fputs(line, af.file);
+        first = false;
+    }
+    if (status == TSRNN_OK && ferror(in))
+        status = tsrnn_error(TSRNN_ERR_IO, "cannot read %s", tsrnn_display_path(m->path));
+    fclose(in);
+    if (status == TSRNN_OK)
+        return tsrnn_atomic_file_commit(&af);
+    tsrnn_atomic_file_abort(&af);
+    return status;
+}
+
+enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char *dir,
+                                         int64_t keep_before_step)
 {
     m->fd = -1;
     m->used_nbytes = 0;
     if ((size_t)snprintf(m->path, sizeof(m->path), "%s/metrics.csv", dir) >= sizeof(m->path))
         return tsrnn_error(TSRNN_ERR_IO, "run folder path too long: %s", dir);
-    m->fd = open(m->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (keep_before_step > 0)
+        TSRNN_TRY(keep_rows(m, keep_before_step));
+    int flags = keep_before_step > 0 ? O_APPEND : O_TRUNC;
+    m->fd = open(m->path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0666);
     if (m->fd < 0)
         return write_failed(m, errno);
-    TSRNN_TRY(append_row(m, "epoch,step,train_loss,val_loss\n"));
+    off_t size = lseek(m->fd, 0, SEEK_END);
+    if (size == 0)
+        TSRNN_TRY(append_row(m, HEADER));
+    return flush_rows(m);
+}
+
+enum tsrnn_status tsrnn_metrics_csv_flush(struct tsrnn_metrics_csv *m)
+{
     return flush_rows(m);
 }
 

@@ -1,6 +1,7 @@
 /* The training loop of one rank (include/tsrnn/train.h). Reads top to bottom: set up the
- * model, optimizer and sampler; per epoch train, validate, report; then forecast the
- * validation horizon and score it. */
+ * model, optimizer and sampler (from a checkpoint when resuming) and the run folder; per
+ * epoch train, validate, log, checkpoint; then forecast the validation horizon and score it,
+ * and write the [forecast] section's files. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,10 +10,15 @@
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/compute.h"
+#include "tsrnn/forecast.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
+#include "tsrnn/plot.h"
 #include "tsrnn/rng.h"
+#include "tsrnn/run_folder.h"
+#include "tsrnn/tensorboard.h"
 #include "tsrnn/train.h"
+#include "tsrnn/train_state.h"
 
 struct trainer {
     const struct tsrnn_config *cfg;
@@ -21,12 +27,19 @@ struct trainer {
     struct tsrnn_adam adam;
     struct tsrnn_sampler sampler;
     struct tsrnn_metrics_csv metrics;
+    struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
     struct tsrnn_progress progress;
     const volatile sig_atomic_t *stop_requested;
-    float *x, *y;           /* (B, T, C) one batch, batch-first */
-    size_t *val_idx;        /* (val count) 0, 1, 2, ... */
-    char run_dir[PATH_MAX]; /* {work_dir}/{model_name} */
-    int64_t step;           /* global step: optimizer updates done */
+    FILE *out;
+    bool writes_files;            /* rank 0: the only writer of the run folder */
+    float *x, *y;                 /* (B, T, C) one batch, batch-first */
+    size_t *val_idx;              /* (val count) 0, 1, 2, ... */
+    char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
+    char ckpt_dir[PATH_MAX + 16]; /* run_dir/checkpoints */
+    int64_t step;                 /* global step: optimizer updates done */
+    int64_t start_epoch; /* where this process starts: 0, or after the resumed checkpoint */
+    size_t start_batch;
+    struct tsrnn_train_state state; /* as the next checkpoint records it */
 };
 
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
@@ -38,28 +51,6 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
                            "%s: [trainer] accelerator = gpu, but this tsrnn trains on CPUs only "
                            "so far (the CUDA backend is planned); accepted here: cpu or auto",
                            tsrnn_config_origin(cfg, "trainer", "accelerator"));
-    return TSRNN_OK;
-}
-
-/* mkdir -p: creates `path` and its missing parents. */
-static enum tsrnn_status make_dirs(const char *path)
-{
-    char partial[PATH_MAX];
-    size_t len = strlen(path);
-
-    if (len >= sizeof(partial))
-        return tsrnn_error(TSRNN_ERR_IO, "path too long: %s", path);
-    memcpy(partial, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (partial[i] != '/' && partial[i] != '\0')
-            continue;
-        char saved = partial[i];
-        partial[i] = '\0';
-        if (mkdir(partial, 0777) != 0 && errno != EEXIST)
-            return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot create the run folder %s",
-                                     tsrnn_display_path(partial));
-        partial[i] = saved;
-    }
     return TSRNN_OK;
 }
 
@@ -79,6 +70,103 @@ static enum tsrnn_status write_config(const struct trainer *tr)
     return tsrnn_atomic_file_commit(&af);
 }
 
+/* A resumed run continues the checkpoint's trajectory only with the same data, model and
+ * training settings; n_epochs and max_steps may grow (that is what resuming is for). Each
+ * other difference gets a warning: the run goes on, as Lightning's would. */
+static void warn_config_changes(const struct tsrnn_config *was, const struct tsrnn_config *now,
+                                const char *path)
+{
+    static const char *const free_keys[] = { "n_epochs =", "max_steps =", "resume =" };
+    char *a = tsrnn_config_text(was), *b = tsrnn_config_text(now);
+    char *save_a = NULL, *save_b = NULL, section[32] = "";
+    for (char *la = a ? strtok_r(a, "\n", &save_a) : NULL,
+              *lb = b ? strtok_r(b, "\n", &save_b) : NULL;
+         la != NULL && lb != NULL;
+         la = strtok_r(NULL, "\n", &save_a), lb = strtok_r(NULL, "\n", &save_b)) {
+        if (la[0] == '[')
+            snprintf(section, sizeof(section), "%s", la);
+        bool checked = strcmp(section, "[data]") == 0 || strcmp(section, "[model]") == 0 ||
+                       strcmp(section, "[training]") == 0;
+        for (size_t k = 0; k < sizeof(free_keys) / sizeof(free_keys[0]); k++)
+            checked &= strncmp(la, free_keys[k], strlen(free_keys[k])) != 0;
+        if (checked && strcmp(la, lb) != 0)
+            tsrnn_warn("resuming with %s %s (the checkpoint %s was trained with %s): the run "
+                       "does not continue its trajectory exactly",
+                       section, lb, tsrnn_display_path(path), la);
+    }
+    free(a);
+    free(b);
+}
+
+/* Restores weights, moments and state from the checkpoint `resume` names ("last", "best" or
+ * a path) before anything is written: a bad checkpoint leaves the run folder as it was. */
+static enum tsrnn_status resume_from(struct trainer *tr, const char *resume)
+{
+    char path[PATH_MAX];
+    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
+
+    if (ck == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
+    enum tsrnn_status status = TSRNN_OK;
+    if (strcmp(resume, "last") == 0 || strcmp(resume, "best") == 0)
+        status = tsrnn_checkpoint_find(path, sizeof(path), tr->ckpt_dir, resume);
+    else
+        snprintf(path, sizeof(path), "%s", resume);
+    if (status == TSRNN_OK)
+        status = tsrnn_checkpoint_read(ck, path);
+    if (status == TSRNN_OK) {
+        status = tsrnn_checkpoint_restore(ck, &tr->model, &tr->adam);
+        if (status == TSRNN_OK) {
+            const struct tsrnn_train_state *st = &ck->state;
+            tr->step = st->global_step;
+            tr->start_epoch = st->epoch_complete ? st->epoch + 1 : st->epoch;
+            tr->start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
+            tr->state.best_value = st->best_value;
+            tr->state.best_epoch = st->best_epoch;
+            warn_config_changes(&ck->config, tr->cfg, path);
+            if (tr->out != NULL)
+                fprintf(tr->out,
+                        "Restored all states from the checkpoint at %s (epoch %lld, global step "
+                        "%lld)\n",
+                        tsrnn_display_path(path), (long long)st->epoch, (long long)st->global_step);
+        }
+        tsrnn_checkpoint_finish(ck);
+    }
+    free(ck);
+    /* A checkpoint that cannot be read is a bad input, like a bad config. */
+    return status == TSRNN_ERR_IO ? TSRNN_ERR_USAGE : status;
+}
+
+/* Darts' rule for an existing run folder: a new run does not mix with an earlier run's
+ * checkpoints and TensorBoard logs; force_reset deletes the folder first. */
+static enum tsrnn_status prepare_run_folder(struct trainer *tr)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    char logs[PATH_MAX + 8];
+    snprintf(logs, sizeof(logs), "%s/logs", tr->run_dir);
+
+    if (cfg->resume[0] == '\0' && cfg->force_reset)
+        TSRNN_TRY(tsrnn_remove_tree(tr->run_dir));
+    else if (cfg->resume[0] == '\0' && (tsrnn_folder_holds(tr->ckpt_dir, ".safetensors") ||
+                                        tsrnn_folder_holds(logs, "tfevents")))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s already holds the checkpoints or TensorBoard logs of an earlier "
+                           "run; continue it with --resume last ([training] resume = last), "
+                           "start over with [output] force_reset = true (deletes the folder), "
+                           "or choose another [output] model_name",
+                           tsrnn_display_path(tr->run_dir));
+    TSRNN_TRY(tsrnn_make_dirs(tr->run_dir));
+    if (cfg->save_checkpoints)
+        TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
+    tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
+    if (cfg->log_tensorboard) {
+        TSRNN_TRY(tsrnn_make_dirs(logs));
+        TSRNN_TRY(tsrnn_tb_open(&tr->tb, logs, tr->step, cfg->resume[0] != '\0'));
+    }
+    TSRNN_TRY(write_config(tr));
+    return tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step);
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -96,6 +184,15 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     TSRNN_TRY(tsrnn_train_check(cfg));
     tsrnn_cpu_set_thread_count(cfg->num_threads);
+    tr->state.random_state = (uint32_t)cfg->random_state;
+    tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
+    tr->state.best_value = NAN;
+    tr->state.best_epoch = -1;
+    if ((size_t)snprintf(tr->run_dir, sizeof(tr->run_dir), "%s/%s", cfg->work_dir,
+                         cfg->model_name) >= sizeof(tr->run_dir) - 16)
+        return tsrnn_error(TSRNN_ERR_USAGE, "[output] work_dir + model_name is too long");
+    snprintf(tr->ckpt_dir, sizeof(tr->ckpt_dir), "%s/checkpoints", tr->run_dir);
+
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
     TSRNN_TRY(tsrnn_model_init(&tr->model, &dims, B, T));
     if (cfg->init_weights[0] != '\0')
@@ -104,6 +201,8 @@ static enum tsrnn_status setup(struct trainer *tr)
         tsrnn_model_init_params(tr->model.params, &tr->model.table, &dims,
                                 (uint32_t)cfg->random_state);
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->model.table.total_count, cfg->lr));
+    if (cfg->resume[0] != '\0')
+        TSRNN_TRY(resume_from(tr, cfg->resume));
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it). */
     struct tsrnn_shuffle shuffle = {
@@ -113,6 +212,10 @@ static enum tsrnn_status setup(struct trainer *tr)
     };
     TSRNN_TRY(
         tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL, 0, 1));
+    if (tr->start_batch >= tsrnn_sampler_batch_count(&tr->sampler)) {
+        tr->start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
+        tr->start_batch = 0;
+    }
 
     tr->x = malloc(B * T * C * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
@@ -122,17 +225,13 @@ static enum tsrnn_status setup(struct trainer *tr)
     for (size_t i = 0; i < ds->val.count; i++)
         tr->val_idx[i] = i;
 
-    if ((size_t)snprintf(tr->run_dir, sizeof(tr->run_dir), "%s/%s", cfg->work_dir,
-                         cfg->model_name) >= sizeof(tr->run_dir))
-        return tsrnn_error(TSRNN_ERR_USAGE, "[output] work_dir + model_name is too long");
-    TSRNN_TRY(make_dirs(tr->run_dir));
-    TSRNN_TRY(write_config(tr));
-    return tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir);
+    return tr->writes_files ? prepare_run_folder(tr) : TSRNN_OK;
 }
 
 static void finish(struct trainer *tr)
 {
     tsrnn_metrics_csv_close(&tr->metrics);
+    tsrnn_tb_close(&tr->tb);
     tsrnn_model_finish(&tr->model);
     tsrnn_adam_finish(&tr->adam);
     tsrnn_sampler_finish(&tr->sampler);
@@ -202,15 +301,63 @@ static double validate(struct trainer *tr)
     return sum / (double)(val->count * T * val->component_count);
 }
 
-static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsrnn_train_result *r)
+/* The checkpoints of the epoch just finished: last-epoch=N always, best-... when the
+ * monitored loss improved; each replaces its predecessor only once it is safely on disk. */
+static enum tsrnn_status save_checkpoints(struct trainer *tr)
+{
+    const struct tsrnn_train_state *st = &tr->state;
+    char name[256], path[sizeof(tr->ckpt_dir) + sizeof(name)];
+
+    tsrnn_checkpoint_name_last(name, sizeof(name), st->epoch);
+    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
+    TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
+    tsrnn_checkpoint_prune(tr->ckpt_dir, "last", name);
+    if (st->best_epoch != st->epoch)
+        return TSRNN_OK;
+    tsrnn_checkpoint_name_best(name, sizeof(name), st->epoch, st->monitor, st->best_value);
+    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
+    TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
+    tsrnn_checkpoint_prune(tr->ckpt_dir, "best", name);
+    return TSRNN_OK;
+}
+
+/* After an epoch's last batch (and validation): record where training stands, hand the
+ * logs to the OS and write the checkpoints. */
+static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t batches_done,
+                                   bool complete, double monitor_value)
+{
+    struct tsrnn_train_state *st = &tr->state;
+
+    st->epoch = epoch;
+    st->batches_done = (int64_t)batches_done;
+    st->epoch_complete = complete;
+    st->global_step = tr->step;
+    st->monitor_value = monitor_value;
+    if (!(monitor_value >= st->best_value)) { /* also while best is still NaN */
+        st->best_value = monitor_value;
+        st->best_epoch = epoch;
+    }
+    if (!tr->writes_files)
+        return TSRNN_OK;
+    TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
+    if (tr->tb.fd >= 0) {
+        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->cfg->lr, tr->step - 1));
+        TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
+    }
+    return tr->cfg->save_checkpoints ? save_checkpoints(tr) : TSRNN_OK;
+}
+
+static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t first_batch,
+                                   struct tsrnn_train_result *r)
 {
     size_t batch_count = tsrnn_sampler_batch_count(&tr->sampler);
     int64_t first_step = tr->step;
     double loss_sum = 0.0;
+    size_t b;
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
-    for (size_t b = 0; b < batch_count && !steps_done(tr); b++) {
+    for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
         if (tr->stop_requested && *tr->stop_requested)
             return tsrnn_error(TSRNN_ERR_INTERRUPTED,
                                "interrupted at epoch %lld, step %lld: %s/metrics.csv holds the "
@@ -224,7 +371,11 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
         TSRNN_TRY(train_step(tr, epoch, b, idx, count, &loss));
         double t1 = tsrnn_clock_now_s();
         r->train_s += t1 - t0;
-        TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
+        if (tr->writes_files) {
+            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
+            if (tr->tb.fd >= 0)
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, tr->step));
+        }
         tr->step++;
         r->sample_count += (int64_t)count;
         loss_sum += loss;
@@ -233,6 +384,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
         tsrnn_progress_update(&tr->progress, b + 1, t1);
     }
     r->epoch_mean_loss = loss_sum / (double)(tr->step - first_step);
+    double monitor_value = r->epoch_mean_loss;
 
     if (tr->ds->val.count > 0) {
         double t0 = tsrnn_clock_now_s();
@@ -244,12 +396,18 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
                                "(step %lld); try a smaller [training] lr (now %g)",
                                val_loss, (long long)epoch, (long long)tr->step - 1, tr->cfg->lr);
         r->val_loss = val_loss;
-        if (!(val_loss >= r->best_val_loss)) { /* also when best is still NaN */
-            r->best_val_loss = val_loss;
-            r->best_epoch = epoch;
+        monitor_value = val_loss;
+        if (tr->writes_files) {
+            TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
+            if (tr->tb.fd >= 0)
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "val_loss", (float)val_loss, tr->step - 1));
         }
-        TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
         tsrnn_progress_set_metric(&tr->progress, "val_loss", val_loss);
+    }
+    TSRNN_TRY(end_epoch(tr, epoch, b, b == batch_count, monitor_value));
+    if (tr->ds->val.count > 0) {
+        r->best_val_loss = tr->state.best_value;
+        r->best_epoch = tr->state.best_epoch;
     }
     tsrnn_progress_end_epoch(&tr->progress, tsrnn_clock_now_s());
     r->epoch_count = epoch + 1;
@@ -262,29 +420,51 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, struct tsr
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t C = ds->series.component_count, icl = (size_t)tr->cfg->input_chunk_length;
-    size_t n = ds->val_length;
-    float *forecast = malloc(n * C * sizeof(float));
+    struct tsrnn_forecast f;
 
-    if (forecast == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
-    tsrnn_model_predict(&tr->model, forecast, ds->scaled + (ds->train_length - icl) * C, icl, n);
-    tsrnn_scaler_inverse(&ds->scaler, forecast, n);
-
-    const float *actual = ds->series.values + ds->train_length * C;
-    double sum = 0.0;
-    bool zero = false;
-    for (size_t i = 0; i < n * C; i++) {
-        zero |= actual[i] == 0.0f;
-        sum += fabs(((double)actual[i] - (double)forecast[i]) / (double)actual[i]);
-    }
-    r->forecast_count = n;
-    r->mape = zero ? NAN : 100.0 * sum / (double)(n * C);
-    if (zero)
+    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
+                                 (size_t)tr->cfg->input_chunk_length, ds->val_length));
+    r->forecast_count = f.length;
+    r->mape = f.mape;
+    if (isnan(f.mape))
         tsrnn_warn("MAPE is undefined: the validation part holds a 0 (Darts' mape() needs "
                    "actual values that are not 0)");
-    free(forecast);
+    tsrnn_forecast_finish(&f);
     return TSRNN_OK;
+}
+
+/* The [forecast] section: n steps after the training part, as forecast.csv and (with
+ * plot = true and a build with cairo) forecast.png in the run folder. */
+static enum tsrnn_status write_forecast(struct trainer *tr)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_dataset *ds = tr->ds;
+    struct tsrnn_forecast f;
+    char path[PATH_MAX + 16], title[256];
+
+    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
+                                 (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n));
+    snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
+    enum tsrnn_status status = tsrnn_forecast_save_csv(&f, &ds->series, path);
+    if (status == TSRNN_OK && cfg->forecast_plot && !tsrnn_plot_available())
+        tsrnn_warn("%s: [forecast] plot = true, but this tsrnn was built without cairo "
+                   "(libcairo2-dev): forecast.png is not drawn",
+                   tsrnn_config_origin(cfg, "forecast", "plot"));
+    else if (status == TSRNN_OK && cfg->forecast_plot) {
+        snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
+        snprintf(title, sizeof(title), "%s %s", cfg->model_name, tsrnn_model_kind_name(cfg->model));
+        status = tsrnn_forecast_plot(&f, &ds->series, title, 1000, 500, path);
+    }
+    if (status == TSRNN_OK && tr->out != NULL) {
+        char first[64], last[64];
+        tsrnn_time_format(f.times[0], ds->series.time_unit, first, sizeof(first));
+        tsrnn_time_format(f.times[f.length - 1], ds->series.time_unit, last, sizeof(last));
+        fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
+                last, tsrnn_display_path(tr->run_dir),
+                cfg->forecast_plot && tsrnn_plot_available() ? " and forecast.png" : "");
+    }
+    tsrnn_forecast_finish(&f);
+    return status;
 }
 
 static void print_banner(const struct trainer *tr, FILE *out)
@@ -297,12 +477,14 @@ static void print_banner(const struct trainer *tr, FILE *out)
 static void print_result(const struct trainer *tr, const struct tsrnn_train_result *r, FILE *out)
 {
     double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
+    int64_t steps = r->step_count - r->first_step;
+    if (r->first_step > 0)
+        fprintf(out, "Resumed at step %lld: ", (long long)r->first_step);
     fprintf(out,
             "Trained %lld epochs (%lld steps) in %.3f s: %.0f steps/s, %.0f samples/s "
             "(optimizer steps %.3f s, validation %.3f s)\n",
             (long long)r->epoch_count, (long long)r->step_count, r->total_s,
-            (double)r->step_count / train_s, (double)r->sample_count / train_s, r->train_s,
-            r->val_s);
+            (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
     fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n", r->last_step_loss,
             r->epoch_mean_loss);
     if (!isnan(r->val_loss))
@@ -324,7 +506,10 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .cfg = cfg,
         .ds = ds,
         .stop_requested = options->stop_requested,
+        .out = options->quiet ? NULL : options->out,
+        .writes_files = options->rank == 0,
         .metrics = { .fd = -1 },
+        .tb = { .fd = -1 },
     };
     struct tsrnn_train_result r = {
         .val_loss = NAN,
@@ -337,21 +522,27 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     enum tsrnn_status status = setup(&tr);
 
     r.param_count = tr.model.table.total_count;
+    r.first_step = r.step_count = tr.step;
+    r.epoch_count = tr.start_epoch;
     if (status == TSRNN_OK && !options->quiet)
         print_banner(&tr, out);
     tsrnn_progress_init(&tr.progress, out,
                         options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
-    for (int64_t epoch = 0; status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr);
-         epoch++)
-        status = run_epoch(&tr, epoch, &r);
+    for (int64_t epoch = tr.start_epoch;
+         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr); epoch++)
+        status = run_epoch(&tr, epoch, epoch == tr.start_epoch ? tr.start_batch : 0, &r);
     tsrnn_progress_finish(&tr.progress);
     if (status == TSRNN_OK && !options->quiet)
         tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
                                  steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
     if (status == TSRNN_OK && ds->val_length > 0)
         status = forecast_validation(&tr, &r);
+    if (status == TSRNN_OK && tr.writes_files && cfg->forecast_n > 0)
+        status = write_forecast(&tr);
     if (status == TSRNN_OK)
         status = tsrnn_metrics_csv_close(&tr.metrics);
+    if (status == TSRNN_OK)
+        status = tsrnn_tb_close(&tr.tb);
     r.total_s = tsrnn_clock_now_s() - start;
     if (status == TSRNN_OK)
         print_result(&tr, &r, out);

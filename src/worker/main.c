@@ -5,6 +5,7 @@
  * 130 interrupted (SIGINT/SIGTERM: it stops between two steps).
  */
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,23 +21,26 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: " PROGRAM " [OPTION]... FILE.ini\n"
-                 "\n"
-                 "Trains a Darts-style RNN/LSTM/GRU forecasting model as configured in FILE.ini.\n"
-                 "\n"
-                 "Options:\n"
-                 "  -s, --set section.key=value  override one config value (repeatable; wins over\n"
-                 "                               the file; later --set wins over earlier)\n"
-                 "  -p, --print-config           print the fully resolved config and exit\n"
-                 "  -q, --quiet                  print only the final summary\n"
-                 "      --progress=MODE          the epoch progress bar: auto (a live bar on a\n"
-                 "                               terminal, else one line per epoch), bar, plain,\n"
-                 "                               none\n"
-                 "  -h, --help                   show this help and exit\n"
-                 "  -V, --version                show the version and exit\n"
-                 "\n"
-                 "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error,\n"
-                 "130 interrupted (SIGINT/SIGTERM stop it between two training steps).\n");
+    fprintf(out,
+            "Usage: " PROGRAM " [OPTION]... FILE.ini\n"
+            "\n"
+            "Trains a Darts-style RNN/LSTM/GRU forecasting model as configured in FILE.ini.\n"
+            "\n"
+            "Options:\n"
+            "  -s, --set section.key=value  override one config value (repeatable; wins over\n"
+            "                               the file; later --set wins over earlier)\n"
+            "  -r, --resume WHICH           continue a run from its checkpoint: last, best or\n"
+            "                               a checkpoint file (= --set training.resume=WHICH)\n"
+            "  -p, --print-config           print the fully resolved config and exit\n"
+            "  -q, --quiet                  print only the final summary\n"
+            "      --progress=MODE          the epoch progress bar: auto (a live bar on a\n"
+            "                               terminal, else one line per epoch), bar, plain,\n"
+            "                               none\n"
+            "  -h, --help                   show this help and exit\n"
+            "  -V, --version                show the version and exit\n"
+            "\n"
+            "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error,\n"
+            "130 interrupted (SIGINT/SIGTERM stop it between two training steps).\n");
 }
 
 static volatile sig_atomic_t stop_requested;
@@ -85,15 +89,14 @@ static int fail(enum tsrnn_status status)
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        { "set", required_argument, NULL, 's' },
-        { "print-config", no_argument, NULL, 'p' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "progress", required_argument, NULL, 'P' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
+        { "set", required_argument, NULL, 's' },      { "resume", required_argument, NULL, 'r' },
+        { "print-config", no_argument, NULL, 'p' },   { "quiet", no_argument, NULL, 'q' },
+        { "progress", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
     };
     const char **overrides = calloc((size_t)argc, sizeof(*overrides));
+    /* "training.resume=..." for --resume; a later --resume rewrites it, and wins. */
+    static char resume_override[PATH_MAX + 32];
     size_t override_count = 0;
     int print_config = 0;
     struct tsrnn_train_options train_options = { .out = stdout, .stop_requested = &stop_requested };
@@ -103,10 +106,19 @@ int main(int argc, char **argv)
         fprintf(stderr, PROGRAM ": error: out of memory\n");
         return TSRNN_EXIT_RUNTIME;
     }
-    while ((opt = getopt_long(argc, argv, "s:pqhV", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:r:pqhV", options, NULL)) != -1) {
         switch (opt) {
         case 's':
             overrides[override_count++] = optarg;
+            break;
+        case 'r':
+            if ((size_t)snprintf(resume_override, sizeof(resume_override), "training.resume=%s",
+                                 optarg) >= sizeof(resume_override)) {
+                fprintf(stderr, PROGRAM ": error: --resume %s: path too long\n", optarg);
+                free(overrides);
+                return TSRNN_EXIT_USAGE;
+            }
+            overrides[override_count++] = resume_override;
             break;
         case 'p':
             print_config = 1;

@@ -225,3 +225,39 @@ const char *tu_env(const char *name)
     }
     return v;
 }
+
+const char *tu_source(const char *relative)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", tu_env("TSRNN_SOURCE_ROOT"), relative);
+    return path;
+}
+
+int tu_train(struct tu_result *result, const char *model_name, const char *const *sets,
+             int timeout_s)
+{
+    const char *argv[48];
+    size_t n = 0;
+    char work_dir[PATH_MAX + 32], name[160], example[PATH_MAX];
+    snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", tu_run_dir());
+    snprintf(name, sizeof(name), "output.model_name=%s", model_name);
+    snprintf(example, sizeof(example), "%s", tu_source("examples/air_passengers.ini"));
+    argv[n++] = tu_env("TSRNN_WORKER");
+    argv[n++] = "--set";
+    argv[n++] = work_dir;
+    argv[n++] = "--set";
+    argv[n++] = name;
+    for (size_t i = 0; sets[i] != NULL; i++) {
+        if (n >= 44)
+            fail_msg("tu_train: too many settings");
+        if (strncmp(sets[i], "--", 2) != 0)
+            argv[n++] = "--set";
+        argv[n++] = sets[i];
+    }
+    argv[n++] = example;
+    argv[n] = NULL;
+    assert_int_equal(tu_run(argv, timeout_s, result), 0);
+    if (result->timed_out)
+        fail_msg("tsrnn-worker timed out after %d s", timeout_s);
+    return result->exit_code;
+}

@@ -49,6 +49,16 @@ void tu_expect_in(const char *haystack, const char *needle);
  * setting is then cleared). */
 void tu_signal_next_run(int sig, double after_s);
 
+/* `relative` below the source tree ($TSRNN_SOURCE_ROOT), in a static buffer. */
+const char *tu_source(const char *relative);
+
+/* Runs the real tsrnn-worker on examples/air_passengers.ini with output in
+ * tu_run_dir()/<model_name>; `sets` (NULL-terminated) are --set overrides, or options when
+ * they start with "--". Fails the test when the worker cannot be run or times out; returns
+ * its exit code. */
+int tu_train(struct tu_result *result, const char *model_name, const char *const *sets,
+             int timeout_s);
+
 /* An environment variable that must be set by meson; fails the test program if missing. */
 const char *tu_env(const char *name);
 

@@ -1,0 +1,132 @@
+/* Training checkpoints: everything a run needs to continue exactly where it stopped, in one
+ * safetensors file (include/tsrnn/checkpoint.h) that PyTorch users can also load as it is.
+ *
+ * Tensors, F32, in this order:
+ *     rnn.weight_ih_l0 ... V.weight, V.bias          the weights, PyTorch's state_dict names
+ *     optim.exp_avg.<name>, optim.exp_avg_sq.<name>   Adam's moments of each weight
+ * so `model.load_state_dict(load_file(path), strict=False)` (or a filter on "optim.") gives
+ * a Darts _RNNModule its weights.
+ *
+ * __metadata__ (strings only, as safetensors requires):
+ *     format                  "pt"
+ *     tsrnn.format_version    "1"; a reader refuses other versions
+ *     tsrnn.version           the tsrnn that wrote it
+ *     tsrnn.epoch             the epoch this checkpoint ends (0-based, as Lightning counts)
+ *     tsrnn.batches_done      batches of that epoch done (all of them unless max_steps cut it)
+ *     tsrnn.global_step       optimizer steps done
+ *     tsrnn.adam_step         Adam's step count (bias correction)
+ *     tsrnn.rng_state         JSON: random_state, next_epoch, next_step. tsrnn's random
+ *                             numbers are counter-based: the shuffle of epoch e is Darts' for
+ *                             (random_state, e) and the dropout masks of step s come from
+ *                             (random_state, s), so these three numbers are the whole state
+ *     tsrnn.monitor           "val_loss" (or "train_loss" for a run without validation)
+ *     tsrnn.monitor_value     its value at this epoch; tsrnn.best_value / tsrnn.best_epoch
+ *                             the best so far (lowest)
+ *     tsrnn.model             JSON: model, input_size, hidden_dim, n_rnn_layers, output_size,
+ *                             dropout, input_chunk_length, training_length
+ *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
+ *     tsrnn.series            JSON: time_col, time_unit, components, train_length, train_end
+ *     tsrnn.config            the resolved config (INI text, as config.ini)
+ *     tsrnn.data_crc32c       CRC-32C of the data buffer (8 hex digits)
+ * Doubles are written with 17 significant digits and floats with 9: both read back exactly.
+ */
+#ifndef TSRNN_TRAIN_STATE_H
+#define TSRNN_TRAIN_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tsrnn/checkpoint.h"
+#include "tsrnn/config.h"
+#include "tsrnn/core.h"
+#include "tsrnn/data.h"
+#include "tsrnn/model.h"
+#include "tsrnn/optim.h"
+
+#define TSRNN_CHECKPOINT_FORMAT_VERSION 1
+
+/* Where training stands; what a checkpoint restores besides weights and moments. */
+struct tsrnn_train_state {
+    int64_t epoch;        /* the last epoch trained (0-based); -1 before the first */
+    int64_t batches_done; /* batches of `epoch` done */
+    bool epoch_complete;  /* every batch of `epoch` ran and it was validated */
+    int64_t global_step;  /* optimizer steps done */
+    uint32_t random_state;
+    const char *monitor;  /* "val_loss" or "train_loss" */
+    double monitor_value; /* at `epoch` */
+    double best_value;    /* lowest monitor_value so far; NaN before the first epoch */
+    int64_t best_epoch;   /* its epoch; -1 likewise */
+};
+
+/* What a run's data looked like to the model: saved so that a checkpoint alone can forecast
+ * (tsrnn-predict) in the original scale with the right time stamps and column names. */
+struct tsrnn_series_info {
+    char time_name[TSRNN_NAME_MAX];
+    enum tsrnn_time_unit time_unit;
+    size_t component_count;
+    char component_names[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
+    size_t train_length;
+    int64_t train_end; /* time of the last training point */
+};
+
+/* Writes the checkpoint atomically (tsrnn_safetensors_write()): the weights and moments of
+ * `model` and `adam`, `state`, the dataset's scaler and series description, and `cfg`.
+ * Errors: TSRNN_ERR_IO naming the path and strerror (the previous file at `path`, if any,
+ * is untouched), TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_model *model,
+                                        const struct tsrnn_adam *adam,
+                                        const struct tsrnn_train_state *state,
+                                        const struct tsrnn_config *cfg,
+                                        const struct tsrnn_dataset *ds);
+
+/* A checkpoint read back: the file, its state and what its metadata describes. */
+struct tsrnn_checkpoint {
+    char path[PATH_MAX];
+    struct tsrnn_safetensors file;
+    struct tsrnn_train_state state;
+    char monitor[16]; /* state.monitor points here */
+    uint64_t adam_step;
+    struct tsrnn_model_dims dims;
+    int input_chunk_length, training_length;
+    struct tsrnn_scaler scaler;
+    struct tsrnn_series_info series;
+    struct tsrnn_config config; /* parsed from tsrnn.config */
+};
+
+/* Reads and checks a checkpoint: a valid safetensors file (every rule of the reader), a tsrnn
+ * checkpoint of this format version, a data buffer matching its CRC, metadata that parses,
+ * and the weights and moments of the model it describes. Errors: TSRNN_ERR_DATA naming the
+ * file and what is wrong; TSRNN_ERR_IO when it cannot be read; TSRNN_ERR_NOMEM. On error `ck`
+ * holds nothing to free. */
+enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char *path);
+
+/* Frees what tsrnn_checkpoint_read() holds; accepts a zeroed struct. */
+void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck);
+
+/* Copies the weights (and, when `adam` is not NULL, the moments and step count) into a model
+ * built for the same dimensions. TSRNN_ERR_DATA when the checkpoint's model differs from
+ * `model`'s (kind, sizes): the message names the file, both models and the [model] keys to
+ * check. */
+enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
+                                           struct tsrnn_model *model, struct tsrnn_adam *adam);
+
+/* --- the checkpoints of a run folder --------------------------------------------------- */
+
+/* File names, as Darts' ModelCheckpoint names them (with .safetensors): "last-epoch=N" and
+ * "best-epoch=N-<monitor>=X.XXXX". */
+void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch);
+void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const char *monitor,
+                                double value);
+
+/* The path of the newest "last" (or the "best") checkpoint in `checkpoint_dir`: the highest
+ * epoch among the files of that kind. TSRNN_ERR_USAGE when there is none (the message says
+ * what was looked for and where). `which` is "last" or "best". */
+enum tsrnn_status tsrnn_checkpoint_find(char *out, size_t capacity, const char *checkpoint_dir,
+                                        const char *which);
+
+/* Removes the checkpoints of kind `which` ("last" / "best") in `checkpoint_dir` other than
+ * `keep` (a file name), and the temporary files an interrupted write left ("" for `which`
+ * removes those only). Failures are warnings: an extra old file is harmless. */
+void tsrnn_checkpoint_prune(const char *checkpoint_dir, const char *which, const char *keep);
+
+#endif

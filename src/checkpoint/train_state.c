@@ -1,0 +1,554 @@
+/* Training checkpoints (include/tsrnn/train_state.h): the model's weights, Adam's moments and
+ * the run's state in one safetensors file, and the checkpoints of a run folder. */
+#include "tsrnn/train_state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tsrnn/crc32c.h"
+
+#define JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENSURE_ASCII)
+
+static const char *const time_unit_names[] = {
+    "index", "year", "month", "day", "minute", "second"
+};
+
+/* --- writing --------------------------------------------------------------------------- */
+
+static json_t *float_array(const float *v, size_t count)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a != NULL && i < count; i++)
+        json_array_append_new(a, json_real((double)v[i]));
+    return a;
+}
+
+static char *model_json(const struct tsrnn_model_dims *d, const struct tsrnn_config *cfg)
+{
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i, s:i}", "model",
+                          tsrnn_model_kind_name(d->kind), "input_size", (json_int_t)d->input_count,
+                          "hidden_dim", (json_int_t)d->hidden_count, "n_rnn_layers",
+                          (json_int_t)d->layer_count, "output_size", (json_int_t)d->output_count,
+                          "dropout", (double)d->dropout, "input_chunk_length",
+                          cfg->input_chunk_length, "training_length", cfg->training_length);
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
+{
+    size_t C = s->component_count;
+    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind",
+                          cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
+                          float_array(s->data_min, C), "data_max", float_array(s->data_max, C),
+                          "scale", float_array(s->scale, C), "offset", float_array(s->offset, C));
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+static char *series_json(const struct tsrnn_dataset *ds)
+{
+    const struct tsrnn_series *s = &ds->series;
+    char end[64];
+    json_t *names = json_array();
+    for (size_t c = 0; names != NULL && c < s->component_count; c++)
+        json_array_append_new(names, json_string(s->component_names[c]));
+    tsrnn_time_format(s->times[ds->train_length - 1], s->time_unit, end, sizeof(end));
+    json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:I, s:s}", "time_col", s->time_name, "time_unit",
+                          time_unit_names[s->time_unit], "components", names, "train_length",
+                          (json_int_t)ds->train_length, "train_end",
+                          (json_int_t)s->times[ds->train_length - 1], "train_end_text", end);
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_model *model,
+                                        const struct tsrnn_adam *adam,
+                                        const struct tsrnn_train_state *state,
+                                        const struct tsrnn_config *cfg,
+                                        const struct tsrnn_dataset *ds)
+{
+    const struct tsrnn_param_table *table = &model->table;
+    size_t n = table->entry_count;
+    struct tsrnn_tensor_desc *tensors = calloc(3 * n, sizeof(*tensors));
+    char(*names)[TSRNN_PARAM_NAME_MAX + 24] = calloc(3 * n, sizeof(*names));
+    const float *const sources[3] = { model->params, adam->exp_avg, adam->exp_avg_sq };
+    static const char *const prefixes[3] = { "", "optim.exp_avg.", "optim.exp_avg_sq." };
+    uint32_t crc = 0;
+
+    for (size_t group = 0; tensors != NULL && names != NULL && group < 3; group++)
+        for (size_t e = 0; e < n; e++) {
+            const struct tsrnn_param_entry *entry = &table->entries[e];
+            struct tsrnn_tensor_desc *t = &tensors[group * n + e];
+            snprintf(names[group * n + e], sizeof(names[0]), "%s%s", prefixes[group], entry->name);
+            t->name = names[group * n + e];
+            t->dtype = TSRNN_DTYPE_F32;
+            t->rank = entry->rank;
+            memcpy(t->shape, entry->shape, sizeof(entry->shape));
+            t->data = sources[group] + entry->offset;
+            crc = tsrnn_crc32c(crc, t->data, entry->count * sizeof(float));
+        }
+
+    char epoch[32], batches[32], step[32], adam_step[32], version[16], crc_text[16];
+    char value[32], best[32], best_epoch[32];
+    snprintf(epoch, sizeof(epoch), "%" PRId64, state->epoch);
+    snprintf(batches, sizeof(batches), "%" PRId64, state->batches_done);
+    snprintf(step, sizeof(step), "%" PRId64, state->global_step);
+    snprintf(adam_step, sizeof(adam_step), "%" PRIu64, adam->step);
+    snprintf(version, sizeof(version), "%d", TSRNN_CHECKPOINT_FORMAT_VERSION);
+    snprintf(crc_text, sizeof(crc_text), "%08" PRIx32, crc);
+    snprintf(value, sizeof(value), "%.17g", state->monitor_value);
+    snprintf(best, sizeof(best), "%.17g", state->best_value);
+    snprintf(best_epoch, sizeof(best_epoch), "%" PRId64, state->best_epoch);
+
+    json_t *rng =
+        json_pack("{s:I, s:I, s:I}", "random_state", (json_int_t)state->random_state, "next_epoch",
+                  (json_int_t)(state->epoch_complete ? state->epoch + 1 : state->epoch),
+                  "next_step", (json_int_t)state->global_step);
+    char *rng_text = rng ? json_dumps(rng, JSON_FLAGS) : NULL;
+    json_decref(rng);
+    char *model_text = model_json(&model->dims, cfg);
+    char *scaler_text = scaler_json(&ds->scaler, cfg);
+    char *series_text = series_json(ds);
+    char *cfg_text = tsrnn_config_text(cfg);
+
+    enum tsrnn_status status = TSRNN_OK;
+    if (tensors == NULL || names == NULL || rng_text == NULL || model_text == NULL ||
+        scaler_text == NULL || series_text == NULL || cfg_text == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
+                             tsrnn_display_path(path));
+    if (status == TSRNN_OK) {
+        const struct tsrnn_metadata_entry metadata[] = {
+            { "format", "pt" },
+            { "tsrnn.format_version", version },
+            { "tsrnn.version", tsrnn_version() },
+            { "tsrnn.epoch", epoch },
+            { "tsrnn.batches_done", batches },
+            { "tsrnn.epoch_complete", state->epoch_complete ? "true" : "false" },
+            { "tsrnn.global_step", step },
+            { "tsrnn.adam_step", adam_step },
+            { "tsrnn.rng_state", rng_text },
+            { "tsrnn.monitor", state->monitor },
+            { "tsrnn.monitor_value", value },
+            { "tsrnn.best_value", best },
+            { "tsrnn.best_epoch", best_epoch },
+            { "tsrnn.model", model_text },
+            { "tsrnn.scaler", scaler_text },
+            { "tsrnn.series", series_text },
+            { "tsrnn.config", cfg_text },
+            { "tsrnn.data_crc32c", crc_text },
+        };
+        status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata,
+                                         sizeof(metadata) / sizeof(metadata[0]));
+    }
+    free(rng_text);
+    free(model_text);
+    free(scaler_text);
+    free(series_text);
+    free(cfg_text);
+    free(names);
+    free(tensors);
+    return status;
+}
+
+/* --- reading --------------------------------------------------------------------------- */
+
+/* The metadata value `key`, or an error naming the file. */
+static enum tsrnn_status need(const struct tsrnn_checkpoint *ck, const char *key,
+                              const char **value)
+{
+    *value = tsrnn_safetensors_metadata(&ck->file, key);
+    if (*value == NULL)
+        return tsrnn_error(TSRNN_ERR_DATA, "%s: the checkpoint's __metadata__ lacks \"%s\"",
+                           tsrnn_display_path(ck->path), key);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status need_int(const struct tsrnn_checkpoint *ck, const char *key, int64_t min,
+                                  int64_t *out)
+{
+    const char *text;
+    TSRNN_TRY(need(ck, key, &text));
+    if (!tsrnn_parse_int64(text, out) || *out < min)
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: __metadata__ \"%s\" = \"%s\"; expected an integer >= %lld",
+                           tsrnn_display_path(ck->path), key, text, (long long)min);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status need_double(const struct tsrnn_checkpoint *ck, const char *key,
+                                     double *out)
+{
+    const char *text;
+    char *end;
+    TSRNN_TRY(need(ck, key, &text));
+    errno = 0;
+    *out = strtod(text, &end);
+    if (end == text || *end != '\0')
+        return tsrnn_error(TSRNN_ERR_DATA, "%s: __metadata__ \"%s\" = \"%s\"; expected a number",
+                           tsrnn_display_path(ck->path), key, text);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status need_json(const struct tsrnn_checkpoint *ck, const char *key, json_t **out)
+{
+    const char *text;
+    json_error_t err;
+    TSRNN_TRY(need(ck, key, &text));
+    *out = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    if (*out == NULL || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return tsrnn_error(TSRNN_ERR_DATA, "%s: __metadata__ \"%s\" is not a JSON object (%s)",
+                           tsrnn_display_path(ck->path), key, err.text);
+    }
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status bad_json(const struct tsrnn_checkpoint *ck, const char *key,
+                                  const char *what)
+{
+    return tsrnn_error(TSRNN_ERR_DATA, "%s: __metadata__ \"%s\": %s", tsrnn_display_path(ck->path),
+                       key, what);
+}
+
+static enum tsrnn_status read_floats(const struct tsrnn_checkpoint *ck, json_t *o,
+                                     const char *field, float *out, size_t count)
+{
+    json_t *a = json_object_get(o, field);
+    if (!json_is_array(a) || json_array_size(a) != count)
+        return bad_json(ck, "tsrnn.scaler", "an array has the wrong length");
+    for (size_t i = 0; i < count; i++) {
+        json_t *v = json_array_get(a, i);
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return bad_json(ck, "tsrnn.scaler", "an entry is not a finite number");
+        out[i] = (float)json_number_value(v);
+    }
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
+{
+    json_t *o;
+    const char *kind = NULL;
+    json_int_t in = 0, hidden = 0, layers = 0, out = 0, icl = 0, tl = 0;
+    double dropout = -1;
+    TSRNN_TRY(need_json(ck, "tsrnn.model", &o));
+    int rc =
+        json_unpack(o, "{s:s, s:I, s:I, s:I, s:I, s:F, s:I, s:I}", "model", &kind, "input_size",
+                    &in, "hidden_dim", &hidden, "n_rnn_layers", &layers, "output_size", &out,
+                    "dropout", &dropout, "input_chunk_length", &icl, "training_length", &tl);
+    enum tsrnn_status status = TSRNN_OK;
+    if (rc != 0 || in < 1 || in > TSRNN_MAX_COMPONENTS || hidden < 1 || hidden > 65536 ||
+        layers < 1 || layers > TSRNN_MODEL_MAX_LAYERS || out < 1 || out > TSRNN_MAX_COMPONENTS ||
+        !(dropout >= 0 && dropout < 1) || icl < 1 || tl < icl || tl > 1000000)
+        status = bad_json(ck, "tsrnn.model", "a field is missing or out of range");
+    else if (strcmp(kind, "RNN") == 0)
+        ck->dims.kind = TSRNN_MODEL_RNN;
+    else if (strcmp(kind, "LSTM") == 0)
+        ck->dims.kind = TSRNN_MODEL_LSTM;
+    else if (strcmp(kind, "GRU") == 0)
+        ck->dims.kind = TSRNN_MODEL_GRU;
+    else
+        status = bad_json(ck, "tsrnn.model", "model is not RNN, LSTM or GRU");
+    ck->dims.input_count = (size_t)in;
+    ck->dims.hidden_count = (size_t)hidden;
+    ck->dims.layer_count = (size_t)layers;
+    ck->dims.output_count = (size_t)out;
+    ck->dims.dropout = (float)dropout;
+    ck->input_chunk_length = (int)icl;
+    ck->training_length = (int)tl;
+    json_decref(o);
+    return status;
+}
+
+static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
+{
+    json_t *o;
+    size_t C = ck->dims.output_count;
+    TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
+    ck->scaler.component_count = C;
+    enum tsrnn_status status = read_floats(ck, o, "data_min", ck->scaler.data_min, C);
+    if (status == TSRNN_OK)
+        status = read_floats(ck, o, "data_max", ck->scaler.data_max, C);
+    if (status == TSRNN_OK)
+        status = read_floats(ck, o, "scale", ck->scaler.scale, C);
+    if (status == TSRNN_OK)
+        status = read_floats(ck, o, "offset", ck->scaler.offset, C);
+    for (size_t c = 0; status == TSRNN_OK && c < C; c++)
+        if (ck->scaler.scale[c] == 0.0f)
+            status = bad_json(ck, "tsrnn.scaler", "a scale is 0");
+    json_decref(o);
+    return status;
+}
+
+static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
+{
+    json_t *o, *names = NULL;
+    const char *time_col = NULL, *unit = NULL;
+    json_int_t train_length = 0, train_end = 0;
+    struct tsrnn_series_info *s = &ck->series;
+    TSRNN_TRY(need_json(ck, "tsrnn.series", &o));
+    int rc =
+        json_unpack(o, "{s:s, s:s, s:o, s:I, s:I}", "time_col", &time_col, "time_unit", &unit,
+                    "components", &names, "train_length", &train_length, "train_end", &train_end);
+    enum tsrnn_status status = TSRNN_OK;
+    if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || train_length < 1 ||
+        !json_is_array(names) || json_array_size(names) != ck->dims.output_count)
+        status = bad_json(ck, "tsrnn.series", "a field is missing or does not fit the model");
+    if (status == TSRNN_OK) {
+        snprintf(s->time_name, sizeof(s->time_name), "%s", time_col);
+        s->time_unit = TSRNN_TIME_INDEX;
+        bool known = false;
+        for (size_t u = 0; u < sizeof(time_unit_names) / sizeof(time_unit_names[0]); u++)
+            if (strcmp(unit, time_unit_names[u]) == 0) {
+                s->time_unit = (enum tsrnn_time_unit)u;
+                known = true;
+            }
+        if (!known)
+            status = bad_json(ck, "tsrnn.series", "unknown time_unit");
+        s->component_count = ck->dims.output_count;
+        s->train_length = (size_t)train_length;
+        s->train_end = train_end;
+    }
+    for (size_t c = 0; status == TSRNN_OK && c < s->component_count; c++) {
+        const char *name = json_string_value(json_array_get(names, c));
+        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX)
+            status = bad_json(ck, "tsrnn.series", "a component name is not a short string");
+        else
+            snprintf(s->component_names[c], TSRNN_NAME_MAX, "%s", name);
+    }
+    json_decref(o);
+    return status;
+}
+
+static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
+{
+    struct tsrnn_train_state *st = &ck->state;
+    const char *text;
+    int64_t v;
+
+    TSRNN_TRY(need_int(ck, "tsrnn.epoch", 0, &st->epoch));
+    TSRNN_TRY(need_int(ck, "tsrnn.batches_done", 1, &st->batches_done));
+    TSRNN_TRY(need(ck, "tsrnn.epoch_complete", &text));
+    if (strcmp(text, "true") != 0 && strcmp(text, "false") != 0)
+        return bad_json(ck, "tsrnn.epoch_complete", "expected true or false");
+    st->epoch_complete = strcmp(text, "true") == 0;
+    TSRNN_TRY(need_int(ck, "tsrnn.global_step", 1, &st->global_step));
+    TSRNN_TRY(need_int(ck, "tsrnn.adam_step", 1, &v));
+    ck->adam_step = (uint64_t)v;
+    TSRNN_TRY(need(ck, "tsrnn.monitor", &text));
+    if (strcmp(text, "val_loss") != 0 && strcmp(text, "train_loss") != 0)
+        return bad_json(ck, "tsrnn.monitor", "expected val_loss or train_loss");
+    snprintf(ck->monitor, sizeof(ck->monitor), "%s", text);
+    st->monitor = ck->monitor;
+    TSRNN_TRY(need_double(ck, "tsrnn.monitor_value", &st->monitor_value));
+    TSRNN_TRY(need_double(ck, "tsrnn.best_value", &st->best_value));
+    TSRNN_TRY(need_int(ck, "tsrnn.best_epoch", 0, &st->best_epoch));
+
+    json_t *rng;
+    json_int_t random_state = -1;
+    TSRNN_TRY(need_json(ck, "tsrnn.rng_state", &rng));
+    int rc = json_unpack(rng, "{s:I}", "random_state", &random_state);
+    json_decref(rng);
+    if (rc != 0 || random_state < 0 || random_state > UINT32_MAX)
+        return bad_json(ck, "tsrnn.rng_state", "random_state is missing or out of range");
+    st->random_state = (uint32_t)random_state;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char *path)
+{
+    const char *text;
+    int64_t version;
+
+    memset(ck, 0, sizeof(*ck));
+    if (strlen(path) >= sizeof(ck->path))
+        return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long: %s", path);
+    strcpy(ck->path, path);
+    TSRNN_TRY(tsrnn_safetensors_read(&ck->file, path));
+
+    enum tsrnn_status status = TSRNN_OK;
+    if (tsrnn_safetensors_metadata(&ck->file, "tsrnn.format_version") == NULL)
+        status = tsrnn_error(TSRNN_ERR_DATA,
+                             "%s: not a tsrnn checkpoint (its __metadata__ has no "
+                             "tsrnn.format_version); a file of weights only goes to [model] "
+                             "init_weights",
+                             tsrnn_display_path(path));
+    if (status == TSRNN_OK)
+        status = need_int(ck, "tsrnn.format_version", 0, &version);
+    if (status == TSRNN_OK && version != TSRNN_CHECKPOINT_FORMAT_VERSION)
+        status = tsrnn_error(
+            TSRNN_ERR_DATA, "%s: checkpoint format version %lld; this tsrnn reads version %d",
+            tsrnn_display_path(path), (long long)version, TSRNN_CHECKPOINT_FORMAT_VERSION);
+    if (status == TSRNN_OK)
+        status = need(ck, "tsrnn.data_crc32c", &text);
+    if (status == TSRNN_OK) {
+        size_t start = 8 + ck->file.header_nbytes;
+        uint32_t crc = tsrnn_crc32c(0, ck->file.bytes + start, ck->file.nbytes - start);
+        char have[16];
+        snprintf(have, sizeof(have), "%08" PRIx32, crc);
+        if (strcmp(have, text) != 0)
+            status = tsrnn_error(TSRNN_ERR_DATA,
+                                 "%s: checksum mismatch: the data's CRC-32C is %s, the header "
+                                 "says %s; the file is damaged",
+                                 tsrnn_display_path(path), have, text);
+    }
+    if (status == TSRNN_OK)
+        status = read_model(ck);
+    if (status == TSRNN_OK)
+        status = read_scaler(ck);
+    if (status == TSRNN_OK)
+        status = read_series(ck);
+    if (status == TSRNN_OK)
+        status = read_state(ck);
+    if (status == TSRNN_OK)
+        status = need(ck, "tsrnn.config", &text);
+    if (status == TSRNN_OK)
+        status = tsrnn_config_init(&ck->config);
+    if (status == TSRNN_OK)
+        status = tsrnn_config_parse_text(&ck->config, text, path);
+    if (status == TSRNN_OK) {
+        /* Every tensor a model of these dimensions needs, with its shape and finite values. */
+        struct tsrnn_param_table table;
+        tsrnn_param_table_init(&table, &ck->dims);
+        float *scratch = malloc(table.total_count * sizeof(float));
+        static const char *const prefixes[] = { "", "optim.exp_avg.", "optim.exp_avg_sq." };
+        if (scratch == NULL)
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", path);
+        for (size_t g = 0; status == TSRNN_OK && g < 3; g++)
+            status = tsrnn_model_read_tensors(scratch, &table, &ck->file, prefixes[g], path);
+        free(scratch);
+    }
+    if (status != TSRNN_OK)
+        tsrnn_checkpoint_finish(ck);
+    return status;
+}
+
+void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck)
+{
+    tsrnn_safetensors_finish(&ck->file);
+}
+
+static void describe_model(char *out, size_t capacity, const struct tsrnn_model_dims *d)
+{
+    snprintf(out, capacity, "%s, hidden_dim %zu, n_rnn_layers %zu, %zu input(s), %zu output(s)",
+             tsrnn_model_kind_name(d->kind), d->hidden_count, d->layer_count, d->input_count,
+             d->output_count);
+}
+
+enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
+                                           struct tsrnn_model *model, struct tsrnn_adam *adam)
+{
+    const struct tsrnn_model_dims *a = &ck->dims, *b = &model->dims;
+    if (a->kind != b->kind || a->hidden_count != b->hidden_count ||
+        a->layer_count != b->layer_count || a->input_count != b->input_count ||
+        a->output_count != b->output_count) {
+        char have[160], want[160];
+        describe_model(have, sizeof(have), a);
+        describe_model(want, sizeof(want), b);
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: the checkpoint holds a %s model; this run's config describes %s "
+                           "(check [model] model, hidden_dim, n_rnn_layers and [data] "
+                           "value_cols)",
+                           tsrnn_display_path(ck->path), have, want);
+    }
+    TSRNN_TRY(tsrnn_model_read_tensors(model->params, &model->table, &ck->file, "", ck->path));
+    if (adam != NULL) {
+        TSRNN_TRY(tsrnn_model_read_tensors(adam->exp_avg, &model->table, &ck->file,
+                                           "optim.exp_avg.", ck->path));
+        TSRNN_TRY(tsrnn_model_read_tensors(adam->exp_avg_sq, &model->table, &ck->file,
+                                           "optim.exp_avg_sq.", ck->path));
+        adam->step = ck->adam_step;
+    }
+    return TSRNN_OK;
+}
+
+/* --- the checkpoints of a run folder --------------------------------------------------- */
+
+void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch)
+{
+    snprintf(out, capacity, "last-epoch=%" PRId64 ".safetensors", epoch);
+}
+
+void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const char *monitor,
+                                double value)
+{
+    snprintf(out, capacity, "best-epoch=%" PRId64 "-%s=%.4f.safetensors", epoch, monitor, value);
+}
+
+/* The epoch of a checkpoint file name of kind `which`, or -1 when the name is not one. */
+static int64_t checkpoint_epoch(const char *name, const char *which)
+{
+    char prefix[16];
+    int64_t epoch;
+    int used = 0;
+    size_t len = strlen(name);
+    snprintf(prefix, sizeof(prefix), "%s-epoch=", which);
+    if (strncmp(name, prefix, strlen(prefix)) != 0 || len < 12 ||
+        strcmp(name + len - 12, ".safetensors") != 0)
+        return -1;
+    if (sscanf(name + strlen(prefix), "%" SCNd64 "%n", &epoch, &used) != 1 || epoch < 0)
+        return -1;
+    char next = name[strlen(prefix) + (size_t)used];
+    return next == '.' || next == '-' ? epoch : -1;
+}
+
+enum tsrnn_status tsrnn_checkpoint_find(char *out, size_t capacity, const char *checkpoint_dir,
+                                        const char *which)
+{
+    DIR *dir = opendir(checkpoint_dir);
+    int64_t best_epoch = -1;
+    char best_name[256] = "";
+
+    if (dir != NULL) {
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            int64_t epoch = checkpoint_epoch(e->d_name, which);
+            if (epoch > best_epoch && strlen(e->d_name) < sizeof(best_name)) {
+                best_epoch = epoch;
+                strcpy(best_name, e->d_name);
+            }
+        }
+        closedir(dir);
+    }
+    if (best_epoch < 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "no %s checkpoint (%s-epoch=N*.safetensors) in %s; runs with [output] "
+                           "save_checkpoints = true write them",
+                           which, which, tsrnn_display_path(checkpoint_dir));
+    if ((size_t)snprintf(out, capacity, "%s/%s", checkpoint_dir, best_name) >= capacity)
+        return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long in %s", checkpoint_dir);
+    return TSRNN_OK;
+}
+
+void tsrnn_checkpoint_prune(const char *checkpoint_dir, const char *which, const char *keep)
+{
+    DIR *dir = opendir(checkpoint_dir);
+    if (dir == NULL)
+        return;
+    struct dirent *e;
+    char path[PATH_MAX];
+    while ((e = readdir(dir)) != NULL) {
+        bool stale_tmp = strstr(e->d_name, ".safetensors.tmp.") != NULL;
+        if (!stale_tmp && (checkpoint_epoch(e->d_name, which) < 0 || strcmp(e->d_name, keep) == 0))
+            continue;
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", checkpoint_dir, e->d_name) >=
+            sizeof(path))
+            continue;
+        if (unlink(path) != 0 && errno != ENOENT)
+            tsrnn_warn("cannot remove the old checkpoint %s: %s", tsrnn_display_path(path),
+                       strerror(errno));
+    }
+    closedir(dir);
+}

@@ -1,0 +1,164 @@
+/* Forecasts, their scores and their files (include/tsrnn/forecast.h). */
+#include "tsrnn/forecast.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsrnn/atomic_file.h"
+#include "tsrnn/plot.h"
+
+/* Darts' metrics over the steps that have actual values (see the header). */
+static void score(struct tsrnn_forecast *f)
+{
+    size_t count = f->actual_count * f->component_count;
+    double abs_sum = 0.0, sq_sum = 0.0, pct_sum = 0.0;
+    bool zero = false;
+
+    f->mape = f->mae = f->rmse = NAN;
+    if (count == 0)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        double a = (double)f->actual[i], e = a - (double)f->values[i];
+        abs_sum += fabs(e);
+        sq_sum += e * e;
+        zero |= a == 0.0;
+        pct_sum += fabs(e / a);
+    }
+    f->mae = abs_sum / (double)count;
+    f->rmse = sqrt(sq_sum / (double)count);
+    f->mape = zero ? NAN : 100.0 * pct_sum / (double)count;
+}
+
+enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
+                                     const struct tsrnn_scaler *scaler,
+                                     const struct tsrnn_series *series, size_t origin,
+                                     size_t input_chunk_length, size_t n)
+{
+    size_t C = series->component_count, icl = input_chunk_length;
+
+    memset(f, 0, sizeof(*f));
+    if (origin < icl || origin > series->length)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the forecast needs the last input_chunk_length = %zu points before "
+                           "it; the series has %zu",
+                           icl, origin < series->length ? origin : series->length);
+    f->length = n;
+    f->component_count = C;
+    f->origin = origin;
+    f->times = malloc((n ? n : 1) * sizeof(int64_t));
+    f->values = malloc((n ? n : 1) * C * sizeof(float));
+    float *context = malloc(icl * C * sizeof(float));
+    if (f->times == NULL || f->values == NULL || context == NULL) {
+        free(context);
+        tsrnn_forecast_finish(f);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
+    }
+    memcpy(context, series->values + (origin - icl) * C, icl * C * sizeof(float));
+    tsrnn_scaler_transform(scaler, context, icl);
+    tsrnn_model_predict(model, f->values, context, icl, n);
+    tsrnn_scaler_inverse(scaler, f->values, n);
+    free(context);
+
+    tsrnn_time_continue(series->times, origin, series->time_unit, n, f->times);
+    f->actual = series->values + origin * C;
+    f->actual_count = series->length - origin < n ? series->length - origin : n;
+    score(f);
+    return TSRNN_OK;
+}
+
+void tsrnn_forecast_finish(struct tsrnn_forecast *f)
+{
+    free(f->times);
+    free(f->values);
+    memset(f, 0, sizeof(*f));
+}
+
+/* A CSV field: quoted (RFC 4180) when it holds a comma, quote or line break. */
+static void put_field(FILE *out, const char *text)
+{
+    if (strpbrk(text, ",\"\r\n") == NULL) {
+        fputs(text, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"')
+            fputc('"', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
+                                           const struct tsrnn_series *series, FILE *out)
+{
+    put_field(out, series->time_name[0] ? series->time_name : "time");
+    for (size_t c = 0; c < f->component_count; c++) {
+        fputc(',', out);
+        put_field(out, series->component_names[c]);
+    }
+    fputc('\n', out);
+    for (size_t i = 0; i < f->length; i++) {
+        char stamp[64];
+        tsrnn_time_format(f->times[i], series->time_unit, stamp, sizeof(stamp));
+        fputs(stamp, out);
+        for (size_t c = 0; c < f->component_count; c++)
+            fprintf(out, ",%.9g", (double)f->values[i * f->component_count + c]);
+        fputc('\n', out);
+    }
+    if (fflush(out) != 0 || ferror(out))
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write the forecast");
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
+                                          const struct tsrnn_series *series, const char *path)
+{
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    enum tsrnn_status status = tsrnn_forecast_write_csv(f, series, af.file);
+    if (status != TSRNN_OK) {
+        tsrnn_atomic_file_abort(&af);
+        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
+                                      const struct tsrnn_series *series, const char *title,
+                                      int width, int height, const char *path)
+{
+    /* The history as Darts' guide shows it, but at most the last 3n (and 240 or more) points:
+     * a long series would squeeze the forecast into a sliver. */
+    size_t keep = 3 * f->length > 240 ? 3 * f->length : 240;
+    size_t first = f->origin > keep ? f->origin - keep : 0;
+    size_t C = f->component_count;
+    char full_title[512];
+
+    if (!isnan(f->mape))
+        snprintf(full_title, sizeof(full_title), "%s (MAPE %.2f%%)", title, f->mape);
+    else if (!isnan(f->mae))
+        snprintf(full_title, sizeof(full_title), "%s (MAE %.4g)", title, f->mae);
+    else
+        snprintf(full_title, sizeof(full_title), "%s", title);
+    const struct tsrnn_plot_line lines[] = {
+        { "history", TSRNN_PLOT_BLUE, series->times + first, series->values + first * C,
+          f->origin - first },
+        { "actual", TSRNN_PLOT_ORANGE, series->times + f->origin, f->actual, f->actual_count },
+        { "forecast", TSRNN_PLOT_GREEN, f->times, f->values, f->length },
+    };
+    const struct tsrnn_plot plot = {
+        .title = full_title,
+        .time_unit = series->time_unit,
+        .time_name = series->time_name,
+        .component_count = C,
+        .component_names = (const char(*)[TSRNN_NAME_MAX])series->component_names,
+        .lines = lines,
+        .line_count = sizeof(lines) / sizeof(lines[0]),
+        .width = width,
+        .height = height,
+    };
+    return tsrnn_plot_png(&plot, path);
+}

@@ -1,0 +1,254 @@
+/* tsrnn-predict: forecasts with a trained model, as Darts' RNNModel.load_from_checkpoint(...)
+ * followed by predict(n) would.
+ *
+ * The checkpoint carries everything needed: the weights, the model's dimensions, the scaler
+ * fitted on the training part, the series' columns and time format, and the run's config
+ * (which names the training series). The forecast starts after the training part of that
+ * series (where the validation part gives actual values to score against), or after the end
+ * of a series given with --series.
+ *
+ * Exit codes: 0 ok, 1 runtime failure (a file could not be written), 2 usage, bad
+ * checkpoint or bad series.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsrnn/core.h"
+#include "tsrnn/data.h"
+#include "tsrnn/forecast.h"
+#include "tsrnn/model.h"
+#include "tsrnn/train_state.h"
+
+#define PROGRAM "tsrnn-predict"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: " PROGRAM " --run DIR [--checkpoint best|last|FILE] [--series CSV] --n N\n"
+            "                     [--out FILE.csv] [--plot FILE.png] [--size WxH]\n"
+            "\n"
+            "Forecasts N steps with a model trained by tsrnn-worker / tsrnn-launch.\n"
+            "\n"
+            "Options:\n"
+            "  -r, --run DIR          the run folder ({work_dir}/{model_name})\n"
+            "  -c, --checkpoint WHICH best (default), last, or a checkpoint file (then --run\n"
+            "                         is not needed)\n"
+            "  -s, --series CSV       forecast after the end of this series (same columns as\n"
+            "                         the training data); default: after the training part of\n"
+            "                         the training series, scored against the values after it\n"
+            "  -n, --n N              steps to forecast (N >= 1)\n"
+            "  -o, --out FILE         write the forecast CSV there (default: standard output)\n"
+            "  -p, --plot FILE        draw history, actual values and forecast into a PNG\n"
+            "      --size WxH         the picture's size in pixels (default 1000x500)\n"
+            "  -h, --help             show this help and exit\n"
+            "  -V, --version          show the version and exit\n"
+            "\n"
+            "Exit codes: 0 ok, 1 runtime failure, 2 usage, checkpoint or data error.\n");
+}
+
+struct options {
+    const char *run_dir;
+    const char *checkpoint;
+    const char *series_path;
+    const char *out_path;
+    const char *plot_path;
+    long long n;
+    int width, height;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROGRAM ": error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return TSRNN_EXIT_USAGE;
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option long_options[] = {
+        { "run", required_argument, NULL, 'r' },    { "checkpoint", required_argument, NULL, 'c' },
+        { "series", required_argument, NULL, 's' }, { "n", required_argument, NULL, 'n' },
+        { "out", required_argument, NULL, 'o' },    { "plot", required_argument, NULL, 'p' },
+        { "size", required_argument, NULL, 'S' },   { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    int64_t n;
+    char tail;
+
+    *o = (struct options){ .checkpoint = "best", .n = -1, .width = 1000, .height = 500 };
+    while ((opt = getopt_long(argc, argv, "r:c:s:n:o:p:hV", long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'r':
+            o->run_dir = optarg;
+            break;
+        case 'c':
+            o->checkpoint = optarg;
+            break;
+        case 's':
+            o->series_path = optarg;
+            break;
+        case 'n':
+            if (!tsrnn_parse_int64(optarg, &n) || n < 1 || n > 100000000)
+                return usage_error("--n %s: accepted: an integer from 1 to 100000000", optarg);
+            o->n = n;
+            break;
+        case 'o':
+            o->out_path = optarg;
+            break;
+        case 'p':
+            o->plot_path = optarg;
+            break;
+        case 'S':
+            if (sscanf(optarg, "%dx%d%c", &o->width, &o->height, &tail) != 2)
+                return usage_error("--size %s: accepted: WIDTHxHEIGHT in pixels, e.g. 1000x500",
+                                   optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return TSRNN_EXIT_OK;
+        case 'V':
+            printf(PROGRAM " %s\n", tsrnn_version());
+            return TSRNN_EXIT_OK;
+        default:
+            usage(stderr);
+            return TSRNN_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->n < 0)
+        return usage_error("%s--n N is required", "");
+    bool named = strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0;
+    if (named && o->run_dir == NULL)
+        return usage_error("--run DIR is required with --checkpoint %s", o->checkpoint);
+    return -1;
+}
+
+/* The series to forecast from and where its history ends: --series whole, or the training
+ * series of the checkpoint's config split as in training. */
+static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
+                                     const struct tsrnn_checkpoint *ck, const char *series_path)
+{
+    const struct tsrnn_config *cfg = &ck->config;
+    const struct tsrnn_series_info *info = &ck->series;
+
+    if (series_path == NULL) {
+        enum tsrnn_status status = tsrnn_dataset_load(ds, cfg);
+        if (status != TSRNN_OK)
+            return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
+                                              "used: pass the series to forecast from with "
+                                              "--series CSV");
+        *origin = ds->train_length;
+        if (ds->train_length != info->train_length)
+            tsrnn_warn("%s now has %zu training points, the model was trained on %zu",
+                       tsrnn_display_path(cfg->data_path), ds->train_length, info->train_length);
+    } else {
+        TSRNN_TRY(tsrnn_series_load_csv(&ds->series, series_path, cfg->time_col,
+                                        (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                                        cfg->value_col_count));
+        *origin = ds->series.length;
+    }
+    if (ds->series.component_count != info->component_count)
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s has %zu value columns; the model forecasts %zu (%s%s)",
+                           tsrnn_display_path(series_path ? series_path : cfg->data_path),
+                           ds->series.component_count, info->component_count,
+                           info->component_names[0], info->component_count > 1 ? ", ..." : "");
+    for (size_t c = 0; c < info->component_count; c++)
+        if (strcmp(ds->series.component_names[c], info->component_names[c]) != 0)
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s: value column %zu is '%s'; the model was trained on '%s'",
+                               tsrnn_display_path(series_path ? series_path : cfg->data_path),
+                               c + 1, ds->series.component_names[c], info->component_names[c]);
+    return TSRNN_OK;
+}
+
+static void print_scores(const struct tsrnn_forecast *f, const struct tsrnn_series *s)
+{
+    char first[64], last[64];
+    tsrnn_time_format(f->times[0], s->time_unit, first, sizeof(first));
+    tsrnn_time_format(f->times[f->length - 1], s->time_unit, last, sizeof(last));
+    fprintf(stderr, "Forecast %zu steps, %s .. %s\n", f->length, first, last);
+    if (f->actual_count == 0)
+        return;
+    fprintf(stderr, "Against the %zu actual values:", f->actual_count);
+    if (!isnan(f->mape))
+        fprintf(stderr, " MAPE %.2f%%", f->mape);
+    fprintf(stderr, " MAE %.6g RMSE %.6g\n", f->mae, f->rmse);
+}
+
+static enum tsrnn_status predict(const struct options *o)
+{
+    char path[PATH_MAX];
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    struct tsrnn_dataset ds = { 0 };
+    struct tsrnn_model model = { 0 };
+    struct tsrnn_forecast f = { 0 };
+    size_t origin = 0;
+    enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+
+    if (status == TSRNN_OK) {
+        if (strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0) {
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir);
+            status = tsrnn_checkpoint_find(path, sizeof(path), dir, o->checkpoint);
+        } else {
+            snprintf(path, sizeof(path), "%s", o->checkpoint);
+        }
+    }
+    if (status == TSRNN_OK)
+        status = tsrnn_checkpoint_read(ck, path);
+    if (status == TSRNN_ERR_IO) /* a checkpoint that cannot be read is a bad argument */
+        status = TSRNN_ERR_USAGE;
+    if (status == TSRNN_OK)
+        status = tsrnn_model_init(&model, &ck->dims, 1, (size_t)ck->input_chunk_length);
+    if (status == TSRNN_OK)
+        status = tsrnn_checkpoint_restore(ck, &model, NULL);
+    if (status == TSRNN_OK)
+        status = load_series(&ds, &origin, ck, o->series_path);
+    if (status == TSRNN_OK)
+        status = tsrnn_forecast_run(&f, &model, &ck->scaler, &ds.series, origin,
+                                    (size_t)ck->input_chunk_length, (size_t)o->n);
+    if (status == TSRNN_OK) {
+        fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
+                tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch, ck->state.monitor,
+                ck->state.monitor_value);
+        print_scores(&f, &ds.series);
+        status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds.series, o->out_path)
+                             : tsrnn_forecast_write_csv(&f, &ds.series, stdout);
+    }
+    if (status == TSRNN_OK && o->plot_path != NULL) {
+        char title[TSRNN_NAME_MAX + 32];
+        snprintf(title, sizeof(title), "%s %s", ck->config.model_name,
+                 tsrnn_model_kind_name(ck->dims.kind));
+        status = tsrnn_forecast_plot(&f, &ds.series, title, o->width, o->height, o->plot_path);
+    }
+    tsrnn_forecast_finish(&f);
+    tsrnn_model_finish(&model);
+    tsrnn_dataset_finish(&ds);
+    if (ck != NULL)
+        tsrnn_checkpoint_finish(ck);
+    free(ck);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    int code = parse_options(argc, argv, &o);
+    if (code >= 0)
+        return code;
+    enum tsrnn_status status = predict(&o);
+    if (status != TSRNN_OK) {
+        fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
+        return tsrnn_status_exit_code(status);
+    }
+    return TSRNN_EXIT_OK;
+}

@@ -1,0 +1,799 @@
+/* What rank 0 leaves in the run folder, through the real tsrnn-worker and tsrnn-predict:
+ * checkpoints read back by a strict reader written here, TensorBoard scalars decoded and
+ * compared with metrics.csv, resume bit for bit, checkpoints that survive SIGKILL and a full
+ * disk, bad checkpoints refused without touching the folder, forecasts and plots. */
+#include <dirent.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tfevents.h"
+#include "tsrnn/train_state.h"
+
+static struct tu_result result;
+
+static const char *run_path(const char *model_name, const char *file)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s%s%s", tu_run_dir(), model_name, file[0] ? "/" : "", file);
+    return path;
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static unsigned char *read_bytes(const char *path, size_t *nbytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bytes = malloc((size_t)size + 1);
+    assert_non_null(bytes);
+    assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    *nbytes = (size_t)size;
+    return bytes;
+}
+
+static void write_bytes(const char *path, const void *bytes, size_t nbytes)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, nbytes, f), nbytes);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The names in `dir`, sorted, one per line (for comparing folders and finding files). */
+static char *list_dir(const char *dir)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    size_t cap = 4096, used = 0;
+    char *out = calloc(cap, 1);
+    assert_non_null(out);
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.')
+            used += (size_t)snprintf(out + used, cap - used, "%s\n", names[i]->d_name);
+        free(names[i]);
+    }
+    if (n >= 0)
+        free(names);
+    return out;
+}
+
+/* The one file in `dir` whose name starts with `prefix`; fails unless there is exactly one. */
+static const char *only_file(const char *dir, const char *prefix)
+{
+    static char path[PATH_MAX];
+    char *names = list_dir(dir);
+    int found = 0;
+    for (char *save, *line = strtok_r(names, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save))
+        if (strncmp(line, prefix, strlen(prefix)) == 0) {
+            snprintf(path, sizeof(path), "%s/%s", dir, line);
+            found++;
+        }
+    free(names);
+    if (found != 1)
+        fail_msg("%d files starting with '%s' in %s", found, prefix, dir);
+    return path;
+}
+
+/* Everything under a run folder: names and contents, to show that a refused run changed
+ * nothing. */
+static char *snapshot(const char *dir)
+{
+    char *names = list_dir(dir);
+    size_t cap = strlen(names) + 1;
+    char *out = strdup(names);
+    for (char *save, *line = strtok_r(names, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, line);
+        assert_int_equal(stat(path, &st), 0);
+        char *part;
+        size_t nbytes;
+        if (S_ISDIR(st.st_mode)) {
+            part = snapshot(path);
+            nbytes = strlen(part);
+        } else {
+            part = (char *)read_bytes(path, &nbytes);
+        }
+        out = realloc(out, cap + nbytes + strlen(line) + 2);
+        assert_non_null(out);
+        memcpy(out + cap - 1, line, strlen(line));
+        cap += strlen(line);
+        out[cap - 1] = '\n';
+        cap++;
+        memcpy(out + cap - 1, part, nbytes);
+        cap += nbytes;
+        out[cap - 1] = '\0';
+        free(part);
+    }
+    free(names);
+    return out;
+}
+
+/* --- a strict safetensors reader, independent of src/checkpoint/ ------------------------ */
+
+struct st_file {
+    unsigned char *bytes;
+    size_t nbytes, header_nbytes;
+    json_t *header;
+};
+
+/* Reads `path` and checks the format to the letter: the header length is a multiple of 8,
+ * the header is one JSON object padded with spaces only, every tensor is F32 with
+ * data_offsets matching its shape, aligned to 4 bytes, and the tensors tile the data buffer
+ * from 0 to the end of the file; __metadata__ holds strings only and its tsrnn.data_crc32c is
+ * the CRC-32C of the data buffer. */
+static void st_read(struct st_file *f, const char *path)
+{
+    f->bytes = read_bytes(path, &f->nbytes);
+    assert_true(f->nbytes >= 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | f->bytes[i];
+    assert_true(n % 8 == 0);
+    assert_true(8 + n <= f->nbytes);
+    f->header_nbytes = (size_t)n;
+    assert_int_equal(f->bytes[8], '{');
+    size_t end = 8 + (size_t)n;
+    while (end > 8 && f->bytes[end - 1] == ' ')
+        end--;
+    assert_int_equal(f->bytes[end - 1], '}');
+    json_error_t err;
+    f->header = json_loadb((const char *)f->bytes + 8, end - 8, JSON_REJECT_DUPLICATES, &err);
+    if (f->header == NULL)
+        fail_msg("%s: header: %s", path, err.text);
+
+    size_t data_nbytes = f->nbytes - 8 - (size_t)n;
+    unsigned char *covered = calloc(data_nbytes + 1, 1);
+    size_t total = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(f->header, key, value)
+    {
+        if (strcmp(key, "__metadata__") == 0) {
+            const char *k;
+            json_t *v;
+            json_object_foreach(value, k, v) assert_true(json_is_string(v));
+            continue;
+        }
+        assert_string_equal(json_string_value(json_object_get(value, "dtype")), "F32");
+        json_t *shape = json_object_get(value, "shape");
+        json_t *offsets = json_object_get(value, "data_offsets");
+        size_t count = 1;
+        for (size_t d = 0; d < json_array_size(shape); d++)
+            count *= (size_t)json_integer_value(json_array_get(shape, d));
+        size_t begin = (size_t)json_integer_value(json_array_get(offsets, 0));
+        size_t stop = (size_t)json_integer_value(json_array_get(offsets, 1));
+        assert_int_equal(stop - begin, count * 4);
+        assert_true(stop <= data_nbytes);
+        assert_int_equal(begin % 4, 0);
+        for (size_t i = begin; i < stop; i++) {
+            assert_int_equal(covered[i], 0); /* no overlap */
+            covered[i] = 1;
+        }
+        total += stop - begin;
+    }
+    assert_int_equal(total, data_nbytes); /* no hole, no trailing bytes */
+    free(covered);
+
+    char crc[16];
+    snprintf(crc, sizeof(crc), "%08x", tfev_crc32c(f->bytes + 8 + n, data_nbytes));
+    json_t *meta = json_object_get(f->header, "__metadata__");
+    assert_string_equal(json_string_value(json_object_get(meta, "tsrnn.data_crc32c")), crc);
+    assert_string_equal(json_string_value(json_object_get(meta, "format")), "pt");
+}
+
+static const char *st_meta(const struct st_file *f, const char *key)
+{
+    const char *v =
+        json_string_value(json_object_get(json_object_get(f->header, "__metadata__"), key));
+    if (v == NULL)
+        fail_msg("no __metadata__ %s", key);
+    return v;
+}
+
+/* The data buffer: the weights and moments, byte for byte. */
+static const unsigned char *st_data(const struct st_file *f, size_t *nbytes)
+{
+    *nbytes = f->nbytes - 8 - f->header_nbytes;
+    return f->bytes + 8 + f->header_nbytes;
+}
+
+static void st_free(struct st_file *f)
+{
+    json_decref(f->header);
+    free(f->bytes);
+}
+
+/* --- metrics.csv ----------------------------------------------------------------------- */
+
+struct row {
+    long epoch, step;
+    double train_loss, val_loss; /* NaN when empty */
+};
+
+static size_t read_metrics(const char *path, struct row *rows, size_t capacity)
+{
+    char *text = tu_read(path);
+    assert_non_null(text);
+    size_t count = 0;
+    char *line = strchr(text, '\n') + 1;
+    while (*line != '\0' && count < capacity) {
+        struct row *r = &rows[count++];
+        char *field = line;
+        r->epoch = strtol(field, &field, 10);
+        r->step = strtol(field + 1, &field, 10);
+        field++;
+        r->train_loss = *field == ',' ? NAN : strtod(field, &field);
+        field++;
+        r->val_loss = *field == '\n' ? NAN : strtod(field, NULL);
+        line = strchr(line, '\n') + 1;
+    }
+    free(text);
+    return count;
+}
+
+/* --- the run folder -------------------------------------------------------------------- */
+
+#define EPOCHS 30
+
+static const char *const full_run[] = { "training.n_epochs=30", "--progress=none", NULL };
+
+static int group_setup(void **state)
+{
+    assert_int_equal(tu_setup_run_dir(state), 0);
+    /* One run of the example (save_checkpoints, log_tensorboard, [forecast] n = 24) that the
+     * first tests read. */
+    return tu_train(&result, "Air", full_run, 120) == 0 ? 0 : -1;
+}
+
+/* checkpoints/ holds last-epoch=29 and the best epoch by val_loss (the first of equals, as
+ * Lightning's ModelCheckpoint keeps it), both to the letter of the format, with PyTorch's
+ * names in state_dict order and the state a resume needs. */
+static void test_run_folder_and_checkpoints(void **state)
+{
+    (void)state;
+    assert_string_equal(list_dir(run_path("Air", "")),
+                        "checkpoints\nconfig.ini\nforecast.csv\nforecast.png\nlogs\nmetrics.csv\n");
+    static struct row rows[1000];
+    size_t n = read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
+    assert_int_equal(n, EPOCHS * 8);
+    double best = INFINITY;
+    long best_epoch = -1;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(rows[i].val_loss) && rows[i].val_loss < best) {
+            best = rows[i].val_loss;
+            best_epoch = rows[i].epoch;
+        }
+    char expect[512];
+    snprintf(expect, sizeof(expect),
+             "best-epoch=%ld-val_loss=%.4f.safetensors\nlast-epoch=%d.safetensors\n", best_epoch,
+             best, EPOCHS - 1);
+    assert_string_equal(list_dir(run_path("Air", "checkpoints")), expect);
+
+    struct st_file f;
+    st_read(&f, only_file(run_path("Air", "checkpoints"), "last-"));
+    static const char *const names[] = {
+        "rnn.weight_ih_l0", "rnn.weight_hh_l0", "rnn.bias_ih_l0",
+        "rnn.bias_hh_l0",   "V.weight",         "V.bias",
+    };
+    const char *key;
+    json_t *value;
+    size_t i = 0;
+    json_object_foreach(f.header, key, value)
+    {
+        if (strcmp(key, "__metadata__") == 0)
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%s%s",
+                 i < 6    ? ""
+                 : i < 12 ? "optim.exp_avg."
+                          : "optim.exp_avg_sq.",
+                 names[i % 6]);
+        assert_string_equal(key, name);
+        i++;
+    }
+    assert_int_equal(i, 18);
+    assert_string_equal(st_meta(&f, "tsrnn.epoch"), "29");
+    assert_string_equal(st_meta(&f, "tsrnn.global_step"), "210");
+    assert_string_equal(st_meta(&f, "tsrnn.adam_step"), "210");
+    assert_string_equal(st_meta(&f, "tsrnn.monitor"), "val_loss");
+    assert_true(fabs(strtod(st_meta(&f, "tsrnn.best_value"), NULL) - best) <= 1e-8 * best);
+    tu_expect_in(st_meta(&f, "tsrnn.model"), "\"model\":\"RNN\"");
+    tu_expect_in(st_meta(&f, "tsrnn.model"), "\"hidden_dim\":20");
+    tu_expect_in(st_meta(&f, "tsrnn.rng_state"), "\"random_state\":42");
+    tu_expect_in(st_meta(&f, "tsrnn.series"), "\"train_end_text\":\"1959-01\"");
+    tu_expect_in(st_meta(&f, "tsrnn.config"), "n_epochs = 30");
+    st_free(&f);
+    st_read(&f, only_file(run_path("Air", "checkpoints"), "best-"));
+    snprintf(expect, sizeof(expect), "%ld", best_epoch);
+    assert_string_equal(st_meta(&f, "tsrnn.epoch"), expect);
+    st_free(&f);
+}
+
+/* logs/: one event file whose records all pass their CRCs; the first is brain.Event:2; the
+ * train_loss of every step and the val_loss of every epoch are metrics.csv's values (as
+ * float32) at metrics.csv's steps; lr is logged every epoch. */
+static void test_tensorboard_scalars_match_metrics(void **state)
+{
+    (void)state;
+    struct tfev_event *events;
+    size_t count;
+    char err[256];
+    if (tfev_read(only_file(run_path("Air", "logs"), "events.out.tfevents."), &events, &count, err,
+                  sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(events[0].file_version, "brain.Event:2");
+    static struct row rows[1000];
+    size_t n = read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
+    size_t r = 0, lr_count = 0;
+    for (size_t e = 1; e < count; e++)
+        for (size_t v = 0; v < events[e].value_count; v++) {
+            const char *tag = events[e].values[v].tag;
+            float value = events[e].values[v].value;
+            if (strcmp(tag, "lr") == 0) {
+                assert_true(value == 1e-3f);
+                lr_count++;
+                continue;
+            }
+            assert_true(r < n);
+            assert_int_equal(events[e].step, rows[r].step);
+            if (strcmp(tag, "train_loss") == 0)
+                assert_true(value == (float)rows[r].train_loss);
+            else if (strcmp(tag, "val_loss") == 0)
+                assert_true(value == (float)rows[r].val_loss);
+            else
+                fail_msg("unexpected tag %s", tag);
+            r++;
+        }
+    assert_int_equal(r, n);
+    assert_int_equal(lr_count, EPOCHS);
+    printf("# %zu events: %zu train_loss/val_loss scalars = metrics.csv, %zu lr\n", count, r,
+           lr_count);
+    tfev_free(events);
+}
+
+/* PNG signature and the IHDR chunk's width and height. */
+static void check_png(const char *path, unsigned width, unsigned height)
+{
+    size_t nbytes;
+    unsigned char *png = read_bytes(path, &nbytes);
+    assert_true(nbytes > 1000);
+    assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
+    assert_memory_equal(png + 12, "IHDR", 4);
+    unsigned w = (unsigned)png[16] << 24 | png[17] << 16 | png[18] << 8 | png[19];
+    unsigned h = (unsigned)png[20] << 24 | png[21] << 16 | png[22] << 8 | png[23];
+    assert_int_equal(w, width);
+    assert_int_equal(h, height);
+    free(png);
+}
+
+static int predict(const char *const *args)
+{
+    const char *argv[24] = { tu_env("TSRNN_PREDICT") };
+    size_t n = 1;
+    for (size_t i = 0; args[i] != NULL && n < 23; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+    return result.exit_code;
+}
+
+/* The forecast.csv training wrote (from its final weights) and tsrnn-predict's forecast from
+ * the last checkpoint are the same bytes: a saved and loaded model forecasts identically.
+ * Time stamps continue the monthly series after the training part (split after 1959-01). */
+static void test_predict_reproduces_training_forecast(void **state)
+{
+    (void)state;
+    char run[PATH_MAX], out[PATH_MAX + 16], plot[PATH_MAX + 16];
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    snprintf(out, sizeof(out), "%s/p.csv", tu_run_dir());
+    snprintf(plot, sizeof(plot), "%s/p.png", tu_run_dir());
+    const char *args[] = { "--run", run,      "--checkpoint", "last",   "--n",     "24", "--out",
+                           out,     "--plot", plot,           "--size", "640x480", NULL };
+    assert_int_equal(predict(args), 0);
+    char *ours = tu_read(out);
+    char *trained = tu_read(run_path("Air", "forecast.csv"));
+    assert_non_null(ours);
+    assert_string_equal(ours, trained);
+    assert_true(strncmp(ours, "Month,#Passengers\n1959-02,", 26) == 0);
+    tu_expect_in(ours, "\n1961-01,");
+    size_t lines = 0;
+    for (const char *p = ours; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 25);
+    tu_expect_in(result.err, "Forecast 24 steps, 1959-02 .. 1961-01");
+    tu_expect_in(result.err, "Against the 23 actual values: MAPE ");
+    check_png(plot, 640, 480);
+    check_png(run_path("Air", "forecast.png"), 1000, 500);
+    free(ours);
+    free(trained);
+
+    /* To standard output by default; best is the default checkpoint. */
+    const char *best[] = { "--run", run, "--n", "3", NULL };
+    assert_int_equal(predict(best), 0);
+    assert_true(strncmp(result.out, "Month,#Passengers\n1959-02,", 26) == 0);
+    tu_expect_in(result.err, "best-epoch=");
+}
+
+/* --series: the forecast starts after the series' own end, no actual values. */
+static void test_predict_after_another_series(void **state)
+{
+    (void)state;
+    char *data = tu_read(tu_source("examples/data/air_passengers.csv"));
+    assert_non_null(data);
+    char *cut = data;
+    for (int i = 0; i < 61; i++) /* header + 1949-01 .. 1953-12 */
+        cut = strchr(cut, '\n') + 1;
+    *cut = '\0';
+    const char *series = tu_write(tu_run_dir(), "first60.csv", data);
+    char series_path[PATH_MAX], run[PATH_MAX];
+    snprintf(series_path, sizeof(series_path), "%s", series);
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    const char *args[] = { "--run", run, "--series", series_path, "--n", "13", NULL };
+    assert_int_equal(predict(args), 0);
+    assert_true(strncmp(result.out, "Month,#Passengers\n1954-01,", 26) == 0);
+    tu_expect_in(result.out, "\n1955-01,");
+    assert_null(strstr(result.err, "MAPE"));
+    free(data);
+}
+
+static void test_predict_refuses_bad_arguments(void **state)
+{
+    (void)state;
+    char run[PATH_MAX], missing[PATH_MAX + 16];
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    snprintf(missing, sizeof(missing), "%s/nowhere", tu_run_dir());
+    const char *no_n[] = { "--run", run, NULL };
+    assert_int_equal(predict(no_n), 2);
+    tu_expect_in(result.err, "--n N is required");
+    const char *bad_n[] = { "--run", run, "--n", "0", NULL };
+    assert_int_equal(predict(bad_n), 2);
+    tu_expect_in(result.err, "--n 0: accepted: an integer from 1");
+    const char *no_run[] = { "--run", missing, "--n", "3", NULL };
+    assert_int_equal(predict(no_run), 2);
+    tu_expect_in(result.err, "no best checkpoint");
+    const char *text[] = { "--checkpoint", tu_source("examples/air_passengers.ini"), "--n", "3",
+                           NULL };
+    assert_int_equal(predict(text), 2);
+    tu_expect_in(result.err, "air_passengers.ini");
+    const char *bad_size[] = { "--run", run, "--n", "3", "--plot", "x.png", "--size", "9x9", NULL };
+    assert_int_equal(predict(bad_size), 2);
+    const char *other = tu_write(tu_run_dir(), "other.csv", "Month,Cars\n1950-01,3\n");
+    char other_path[PATH_MAX];
+    snprintf(other_path, sizeof(other_path), "%s", other);
+    const char *columns[] = { "--run", run, "--series", other_path, "--n", "3", NULL };
+    assert_int_equal(predict(columns), 2);
+    tu_expect_in(result.err, "#Passengers");
+}
+
+/* --- resume ---------------------------------------------------------------------------- */
+
+/* A 2-layer LSTM with dropout and shuffling (every random number tsrnn draws) run for 12
+ * epochs in one go, and for 5 epochs then resumed to 12: the final weights and Adam moments
+ * are the same bytes, and so is metrics.csv. The resumed run's TensorBoard file starts with
+ * a SessionLog START at the resumed step. */
+static void test_resume_is_bit_identical(void **state)
+{
+    (void)state;
+    const char *model[] = { "model.model=LSTM",  "model.n_rnn_layers=2",
+                            "model.dropout=0.2", "model.hidden_dim=8",
+                            "--quiet",           NULL };
+    const char *sets_full[8], *sets_part[8], *sets_resume[10];
+    size_t n = 0;
+    for (; model[n] != NULL; n++)
+        sets_full[n] = sets_part[n] = sets_resume[n] = model[n];
+    sets_full[n] = "training.n_epochs=12";
+    sets_part[n] = "training.n_epochs=5";
+    sets_resume[n] = "training.n_epochs=12";
+    sets_resume[n + 1] = "--resume=last";
+    sets_resume[n + 2] = "output.force_reset=false";
+    sets_full[n + 1] = sets_part[n + 1] = sets_resume[n + 3] = NULL;
+
+    assert_int_equal(tu_train(&result, "full", sets_full, 120), 0);
+    assert_int_equal(tu_train(&result, "part", sets_part, 120), 0);
+    assert_int_equal(tu_train(&result, "part", sets_resume, 120), 0);
+    tu_expect_in(result.out, "Resumed at step 35: Trained 12 epochs (84 steps)");
+
+    struct st_file a, b;
+    st_read(&a, run_path("full", "checkpoints/last-epoch=11.safetensors"));
+    st_read(&b, run_path("part", "checkpoints/last-epoch=11.safetensors"));
+    size_t na, nb;
+    const unsigned char *da = st_data(&a, &na), *db = st_data(&b, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    assert_string_equal(st_meta(&a, "tsrnn.global_step"), st_meta(&b, "tsrnn.global_step"));
+    printf("# resumed after epoch 4: %zu bytes of weights and moments identical, CRC %s\n", na,
+           st_meta(&a, "tsrnn.data_crc32c"));
+    st_free(&a);
+    st_free(&b);
+    char *ma = tu_read(run_path("full", "metrics.csv")),
+         *mb = tu_read(run_path("part", "metrics.csv"));
+    assert_string_equal(ma, mb);
+    free(ma);
+    free(mb);
+
+    /* The second event file holds the START that hides the first file's steps >= 35. */
+    char *names = list_dir(run_path("part", "logs"));
+    char *second = strchr(names, '\n') + 1;
+    assert_true(*second != '\0');
+    *strchr(second, '\n') = '\0';
+    char path[2 * PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", run_path("part", "logs"), second);
+    struct tfev_event *events;
+    size_t count;
+    char err[256];
+    if (tfev_read(path, &events, &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(events[1].session_status, 1);
+    assert_int_equal(events[1].step, 35);
+    assert_int_equal(events[2].step, 35);
+    tfev_free(events);
+    free(names);
+
+    /* Resuming with other training settings goes on, with a warning per changed key. */
+    const char *changed[] = { "model.model=LSTM",
+                              "model.n_rnn_layers=2",
+                              "model.dropout=0.2",
+                              "model.hidden_dim=8",
+                              "training.n_epochs=13",
+                              "training.batch_size=8",
+                              "--resume=last",
+                              "output.force_reset=false",
+                              "--quiet",
+                              NULL };
+    assert_int_equal(tu_train(&result, "part", changed, 120), 0);
+    tu_expect_in(result.err, "warning: resuming with [training] batch_size = 8 (the checkpoint ");
+    tu_expect_in(result.err, "was trained with batch_size = 16)");
+    assert_null(strstr(result.err, "n_epochs"));
+}
+
+/* Interrupted with SIGINT at some step (exit 130), then resumed from the last checkpoint:
+ * the same final weights as the uninterrupted run. */
+static void test_interrupted_run_resumes_to_the_same_weights(void **state)
+{
+    (void)state;
+    const char *full[] = { "training.n_epochs=400", "--quiet", NULL };
+    const char *resume[] = { "training.n_epochs=400", "--quiet", "--resume=last",
+                             "output.force_reset=false", NULL };
+    assert_int_equal(tu_train(&result, "uninterrupted", full, 120), 0);
+    tu_signal_next_run(SIGINT, 0.25);
+    assert_int_equal(tu_train(&result, "interrupted", full, 120), 130);
+    char *before = list_dir(run_path("interrupted", "checkpoints"));
+    printf("# interrupted with: %s", before);
+    assert_int_equal(tu_train(&result, "interrupted", resume, 120), 0);
+    struct st_file a, b;
+    st_read(&a, run_path("uninterrupted", "checkpoints/last-epoch=399.safetensors"));
+    st_read(&b, run_path("interrupted", "checkpoints/last-epoch=399.safetensors"));
+    size_t na, nb;
+    const unsigned char *da = st_data(&a, &na), *db = st_data(&b, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    st_free(&a);
+    st_free(&b);
+    free(before);
+}
+
+/* SIGKILL while the trainer checkpoints every epoch: whatever moment it dies at, the newest
+ * "last" checkpoint reads back whole (CRC included), and so does every other checkpoint
+ * file; a resume cleans up any temporary file the kill left. */
+static void test_sigkill_never_leaves_a_broken_checkpoint(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=100000", "--quiet", NULL };
+    const char *resume[] = { "training.n_epochs=100000",
+                             "training.max_steps=1",
+                             "--quiet",
+                             "--resume=last",
+                             "output.force_reset=false",
+                             NULL };
+    static const double after_s[] = { 0.15, 0.23, 0.31, 0.42, 0.57, 0.66 };
+    for (size_t k = 0; k < sizeof(after_s) / sizeof(after_s[0]); k++) {
+        tu_signal_next_run(SIGKILL, after_s[k]);
+        char name[32];
+        snprintf(name, sizeof(name), "killed%zu", k);
+        tu_train(&result, name, sets, 60);
+        assert_int_equal(result.signal, SIGKILL);
+        char dir[PATH_MAX], path[2 * PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", run_path(name, "checkpoints"));
+        if (tsrnn_checkpoint_find(path, sizeof(path), dir, "last") != TSRNN_OK)
+            continue; /* killed before the first epoch ended */
+        struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
+        assert_int_equal(tsrnn_checkpoint_read(ck, path), TSRNN_OK);
+        int64_t epoch = ck->state.epoch;
+        tsrnn_checkpoint_finish(ck);
+        char *names = list_dir(dir);
+        for (char *save, *line = strtok_r(names, "\n", &save); line != NULL;
+             line = strtok_r(NULL, "\n", &save)) {
+            if (strstr(line, ".tmp.") != NULL)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", dir, line);
+            if (tsrnn_checkpoint_read(ck, path) != TSRNN_OK)
+                fail_msg("%s: %s", line, tsrnn_last_error());
+            tsrnn_checkpoint_finish(ck);
+        }
+        printf("# killed after %.2f s: newest last checkpoint epoch %lld, files: %s", after_s[k],
+               (long long)epoch, names);
+        free(names);
+        free(ck);
+        /* The resume starts from that checkpoint (max_steps 1 was reached before it: it only
+         * restores, and tidies the folder). */
+        assert_int_equal(tu_train(&result, name, resume, 60), 0);
+        names = list_dir(dir);
+        assert_null(strstr(names, ".tmp."));
+        free(names);
+    }
+}
+
+/* A disk that fills up (here RLIMIT_FSIZE: a checkpoint cannot grow past 64 KiB) stops the
+ * run with exit 1 naming the file and the reason; the previous checkpoints stay as they were
+ * and no temporary file is left. */
+static void test_full_disk_keeps_the_previous_checkpoint(void **state)
+{
+    (void)state;
+    const char *first[] = { "model.model=LSTM", "model.hidden_dim=64", "training.n_epochs=2",
+                            "--quiet", NULL };
+    const char *more[] = { "model.model=LSTM",
+                           "model.hidden_dim=64",
+                           "training.n_epochs=4",
+                           "--quiet",
+                           "--resume=last",
+                           "output.force_reset=false",
+                           NULL };
+    assert_int_equal(tu_train(&result, "full_disk", first, 60), 0);
+    char *before = snapshot(run_path("full_disk", "checkpoints"));
+
+    struct rlimit saved, limit;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    limit = saved;
+    limit.rlim_cur = 64 * 1024;
+    signal(SIGXFSZ, SIG_IGN); /* write() then fails with EFBIG instead of killing */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &limit), 0);
+    int code = tu_train(&result, "full_disk", more, 60);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    signal(SIGXFSZ, SIG_DFL);
+
+    assert_int_equal(code, 1);
+    tu_expect_in(result.err, "last-epoch=2.safetensors");
+    tu_expect_in(result.err, "File too large");
+    char *after = snapshot(run_path("full_disk", "checkpoints"));
+    assert_string_equal(after, before);
+    char path[PATH_MAX];
+    assert_int_equal(
+        tsrnn_checkpoint_find(path, sizeof(path), run_path("full_disk", "checkpoints"), "last"),
+        TSRNN_OK);
+    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
+    assert_int_equal(tsrnn_checkpoint_read(ck, path), TSRNN_OK);
+    assert_int_equal(ck->state.epoch, 1);
+    tsrnn_checkpoint_finish(ck);
+    free(ck);
+    free(before);
+    free(after);
+}
+
+/* Resuming from a checkpoint that is wrong in any way: exit 2, a message naming the file and
+ * the fault, and the run folder exactly as it was. */
+static void test_bad_checkpoints_are_refused(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=2", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "bad", first, 60), 0);
+    char good[PATH_MAX];
+    snprintf(good, sizeof(good), "%s", only_file(run_path("bad", "checkpoints"), "last-"));
+    size_t nbytes;
+    unsigned char *bytes = read_bytes(good, &nbytes);
+    char *before = snapshot(run_path("bad", ""));
+
+    struct {
+        const char *name;
+        size_t keep_nbytes;  /* 0: all */
+        long flip;           /* byte to change; -1 none; -2 header garbage */
+        const char *message; /* expected in stderr */
+    } cases[] = {
+        { "truncated.safetensors", 1000, -1, "truncated.safetensors" },
+        { "header.safetensors", 0, -2, "header.safetensors" },
+        { "crc.safetensors", 0, (long)nbytes - 3, "checksum mismatch" },
+        { "text.safetensors", 0, -3, "text.safetensors" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unsigned char *copy = malloc(nbytes);
+        memcpy(copy, bytes, nbytes);
+        size_t size = cases[i].keep_nbytes ? cases[i].keep_nbytes : nbytes;
+        if (cases[i].flip >= 0)
+            copy[cases[i].flip] ^= 0x40;
+        if (cases[i].flip == -2)
+            memcpy(copy + 8, "{\"a\":[}", 7);
+        if (cases[i].flip == -3) {
+            size = 11;
+            memcpy(copy, "not a model", 11);
+        }
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", tu_run_dir(), cases[i].name);
+        write_bytes(path, copy, size);
+        char resume[PATH_MAX + 32];
+        snprintf(resume, sizeof(resume), "training.resume=%s", path);
+        const char *sets[] = { "training.n_epochs=4", resume, "--quiet", NULL };
+        assert_int_equal(tu_train(&result, "bad", sets, 60), 2);
+        tu_expect_in(result.err, cases[i].message);
+        printf("# %s: %s", cases[i].name, result.err);
+        char *after = snapshot(run_path("bad", ""));
+        assert_string_equal(after, before);
+        free(after);
+        free(copy);
+    }
+
+    /* Another model's checkpoint (hidden_dim 20 against 21). */
+    const char *other[] = { "model.hidden_dim=21", "--resume=last", "output.force_reset=false",
+                            "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "bad", other, 60), 2);
+    tu_expect_in(result.err, "holds a RNN, hidden_dim 20");
+    tu_expect_in(result.err, "RNN, hidden_dim 21");
+    char *after = snapshot(run_path("bad", ""));
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+    free(bytes);
+}
+
+/* An earlier run's checkpoints block a new run unless it resumes or resets (Darts'
+ * force_reset); force_reset = true deletes the folder first. */
+static void test_existing_run_needs_resume_or_reset(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=1", "--quiet", NULL };
+    const char *again[] = { "training.n_epochs=1", "output.force_reset=false", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "again", first, 60), 0);
+    tu_write(run_path("again", ""), "marker.txt", "x");
+    char *before = snapshot(run_path("again", ""));
+    assert_int_equal(tu_train(&result, "again", again, 60), 2);
+    tu_expect_in(result.err, "already holds the checkpoints or TensorBoard logs of an earlier run");
+    tu_expect_in(result.err, "--resume last");
+    tu_expect_in(result.err, "force_reset = true");
+    char *after = snapshot(run_path("again", ""));
+    assert_string_equal(after, before);
+    assert_int_equal(tu_train(&result, "again", first, 60), 0); /* the example has force_reset */
+    assert_int_equal(access(run_path("again", "marker.txt"), F_OK), -1);
+    const char *both[] = { "--resume=last", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "again", both, 60), 2);
+    tu_expect_in(result.err, "force_reset = true");
+    free(before);
+    free(after);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_folder_and_checkpoints),
+        cmocka_unit_test(test_tensorboard_scalars_match_metrics),
+        cmocka_unit_test(test_predict_reproduces_training_forecast),
+        cmocka_unit_test(test_predict_after_another_series),
+        cmocka_unit_test(test_predict_refuses_bad_arguments),
+        cmocka_unit_test(test_resume_is_bit_identical),
+        cmocka_unit_test(test_interrupted_run_resumes_to_the_same_weights),
+        cmocka_unit_test(test_sigkill_never_leaves_a_broken_checkpoint),
+        cmocka_unit_test(test_full_disk_keeps_the_previous_checkpoint),
+        cmocka_unit_test(test_bad_checkpoints_are_refused),
+        cmocka_unit_test(test_existing_run_needs_resume_or_reset),
+    };
+    return cmocka_run_group_tests(tests, group_setup, tu_teardown_run_dir);
+}
