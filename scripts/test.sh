@@ -30,6 +30,7 @@ echo "== tests ($build)"
 meson test -C "$build" --print-errorlogs || rc=1
 echo "== tests under ASan + UBSan ($asan_build)"
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
     meson test -C "$asan_build" --print-errorlogs --no-suite clang-format || rc=1
 
 # One closing line over every test case of both runs: a cmocka program counts its cases,

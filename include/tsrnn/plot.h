@@ -20,6 +20,11 @@
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 
+/* The picture sizes accepted, in pixels. */
+#define TSRNN_PLOT_WIDTH_MIN  200
+#define TSRNN_PLOT_HEIGHT_MIN 150
+#define TSRNN_PLOT_SIZE_MAX   8000
+
 /* tab10: history, actual, forecast. */
 #define TSRNN_PLOT_BLUE   0x1f77b4u
 #define TSRNN_PLOT_ORANGE 0xff7f0eu

@@ -458,7 +458,7 @@ enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
         describe_model(have, sizeof(have), a);
         describe_model(want, sizeof(want), b);
         return tsrnn_error(TSRNN_ERR_DATA,
-                           "%s: the checkpoint holds a %s model; this run's config describes %s "
+                           "%s: the checkpoint's model is %s; this run's config describes %s "
                            "(check [model] model, hidden_dim, n_rnn_layers and [data] "
                            "value_cols)",
                            tsrnn_display_path(ck->path), have, want);

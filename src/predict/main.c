@@ -21,6 +21,7 @@
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/model.h"
+#include "tsrnn/plot.h"
 #include "tsrnn/train_state.h"
 
 #define PROGRAM "tsrnn-predict"
@@ -106,8 +107,11 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->plot_path = optarg;
             break;
         case 'S':
-            if (sscanf(optarg, "%dx%d%c", &o->width, &o->height, &tail) != 2)
-                return usage_error("--size %s: accepted: WIDTHxHEIGHT in pixels, e.g. 1000x500",
+            if (sscanf(optarg, "%dx%d%c", &o->width, &o->height, &tail) != 2 ||
+                o->width < TSRNN_PLOT_WIDTH_MIN || o->height < TSRNN_PLOT_HEIGHT_MIN ||
+                o->width > TSRNN_PLOT_SIZE_MAX || o->height > TSRNN_PLOT_SIZE_MAX)
+                return usage_error("--size %s: accepted: WIDTHxHEIGHT in pixels from 200x150 to "
+                                   "8000x8000, e.g. 1000x500",
                                    optarg);
             break;
         case 'h':
@@ -125,6 +129,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (o->n < 0)
         return usage_error("%s--n N is required", "");
+    if (o->plot_path != NULL && !tsrnn_plot_available())
+        return usage_error("--plot %s: this tsrnn-predict was built without cairo; install "
+                           "libcairo2-dev and rebuild",
+                           o->plot_path);
     bool named = strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0;
     if (named && o->run_dir == NULL)
         return usage_error("--run DIR is required with --checkpoint %s", o->checkpoint);

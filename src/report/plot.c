@@ -26,10 +26,6 @@
 #include <cairo.h>
 #endif
 
-#define PLOT_WIDTH_MIN  200
-#define PLOT_HEIGHT_MIN 150
-#define PLOT_SIZE_MAX   8000
-
 bool tsrnn_plot_available(void)
 {
     return TSRNN_HAVE_PLOTS;
@@ -908,12 +904,12 @@ static enum tsrnn_status write_png(cairo_surface_t *surface, const char *path)
 
 static enum tsrnn_status check_plot(const struct tsrnn_plot *plot, const char *path)
 {
-    if (plot->width < PLOT_WIDTH_MIN || plot->height < PLOT_HEIGHT_MIN ||
-        plot->width > PLOT_SIZE_MAX || plot->height > PLOT_SIZE_MAX)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "cannot draw %s: the size %dx%d is outside %dx%d .. %dx%d pixels",
-                           tsrnn_display_path(path), plot->width, plot->height, PLOT_WIDTH_MIN,
-                           PLOT_HEIGHT_MIN, PLOT_SIZE_MAX, PLOT_SIZE_MAX);
+    if (plot->width < TSRNN_PLOT_WIDTH_MIN || plot->height < TSRNN_PLOT_HEIGHT_MIN ||
+        plot->width > TSRNN_PLOT_SIZE_MAX || plot->height > TSRNN_PLOT_SIZE_MAX)
+        return tsrnn_error(
+            TSRNN_ERR_USAGE, "cannot draw %s: the size %dx%d is outside %dx%d .. %dx%d pixels",
+            tsrnn_display_path(path), plot->width, plot->height, TSRNN_PLOT_WIDTH_MIN,
+            TSRNN_PLOT_HEIGHT_MIN, TSRNN_PLOT_SIZE_MAX, TSRNN_PLOT_SIZE_MAX);
     bool any = false;
     for (size_t l = 0; l < plot->line_count; l++) {
         const struct tsrnn_plot_line *line = &plot->lines[l];

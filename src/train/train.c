@@ -404,12 +404,13 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         }
         tsrnn_progress_set_metric(&tr->progress, "val_loss", val_loss);
     }
+    /* The bar's rate is the training's; checkpoints are written after it is done. */
+    tsrnn_progress_end_epoch(&tr->progress, tsrnn_clock_now_s());
     TSRNN_TRY(end_epoch(tr, epoch, b, b == batch_count, monitor_value));
     if (tr->ds->val.count > 0) {
         r->best_val_loss = tr->state.best_value;
         r->best_epoch = tr->state.best_epoch;
     }
-    tsrnn_progress_end_epoch(&tr->progress, tsrnn_clock_now_s());
     r->epoch_count = epoch + 1;
     r->step_count = tr->step;
     return TSRNN_OK;
@@ -446,11 +447,15 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
                                  (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n));
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
     enum tsrnn_status status = tsrnn_forecast_save_csv(&f, &ds->series, path);
-    if (status == TSRNN_OK && cfg->forecast_plot && !tsrnn_plot_available())
+    /* plot = true is the default: a build without cairo skips the picture quietly, unless the
+     * config asked for it. */
+    bool draw = cfg->forecast_plot && tsrnn_plot_available();
+    if (cfg->forecast_plot && !draw &&
+        strcmp(tsrnn_config_origin(cfg, "forecast", "plot"), "default") != 0)
         tsrnn_warn("%s: [forecast] plot = true, but this tsrnn was built without cairo "
                    "(libcairo2-dev): forecast.png is not drawn",
                    tsrnn_config_origin(cfg, "forecast", "plot"));
-    else if (status == TSRNN_OK && cfg->forecast_plot) {
+    if (status == TSRNN_OK && draw) {
         snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
         snprintf(title, sizeof(title), "%s %s", cfg->model_name, tsrnn_model_kind_name(cfg->model));
         status = tsrnn_forecast_plot(&f, &ds->series, title, 1000, 500, path);
@@ -460,8 +465,7 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
         tsrnn_time_format(f.times[0], ds->series.time_unit, first, sizeof(first));
         tsrnn_time_format(f.times[f.length - 1], ds->series.time_unit, last, sizeof(last));
         fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
-                last, tsrnn_display_path(tr->run_dir),
-                cfg->forecast_plot && tsrnn_plot_available() ? " and forecast.png" : "");
+                last, tsrnn_display_path(tr->run_dir), draw ? " and forecast.png" : "");
     }
     tsrnn_forecast_finish(&f);
     return status;
