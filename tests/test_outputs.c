@@ -226,34 +226,6 @@ static void st_free(struct st_file *f)
     free(f->bytes);
 }
 
-/* --- metrics.csv ----------------------------------------------------------------------- */
-
-struct row {
-    long epoch, step;
-    double train_loss, val_loss; /* NaN when empty */
-};
-
-static size_t read_metrics(const char *path, struct row *rows, size_t capacity)
-{
-    char *text = tu_read(path);
-    assert_non_null(text);
-    size_t count = 0;
-    char *line = strchr(text, '\n') + 1;
-    while (*line != '\0' && count < capacity) {
-        struct row *r = &rows[count++];
-        char *field = line;
-        r->epoch = strtol(field, &field, 10);
-        r->step = strtol(field + 1, &field, 10);
-        field++;
-        r->train_loss = *field == ',' ? NAN : strtod(field, &field);
-        field++;
-        r->val_loss = *field == '\n' ? NAN : strtod(field, NULL);
-        line = strchr(line, '\n') + 1;
-    }
-    free(text);
-    return count;
-}
-
 /* --- the run folder -------------------------------------------------------------------- */
 
 #define EPOCHS 30
@@ -281,8 +253,8 @@ static void test_run_folder_and_checkpoints(void **state)
                               "metrics.csv\n"
                             : "checkpoints\nconfig.ini\nforecast.csv\nlogs\nmetrics.csv\n");
     free(listing);
-    static struct row rows[1000];
-    size_t n = read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
+    static struct tu_metrics_row rows[1000];
+    size_t n = tu_read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
     assert_int_equal(n, EPOCHS * 8);
     double best = INFINITY;
     long best_epoch = -1;
@@ -352,8 +324,8 @@ static void test_tensorboard_scalars_match_metrics(void **state)
                   sizeof(err)) != 0)
         fail_msg("%s", err);
     assert_string_equal(events[0].file_version, "brain.Event:2");
-    static struct row rows[1000];
-    size_t n = read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
+    static struct tu_metrics_row rows[1000];
+    size_t n = tu_read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
     size_t r = 0, lr_count = 0;
     for (size_t e = 1; e < count; e++)
         for (size_t v = 0; v < events[e].value_count; v++) {

@@ -41,40 +41,6 @@ static double printed(const char *label)
     return strtod(at + strlen(label), NULL);
 }
 
-/* --- metrics.csv ----------------------------------------------------------------------- */
-
-struct row {
-    long epoch, step;
-    double train_loss, val_loss; /* NaN when the column is empty */
-};
-
-/* Parses a Lightning CSVLogger file; returns the row count and checks the header. */
-static size_t read_metrics(const char *path, struct row *rows, size_t capacity)
-{
-    char *text = tu_read(path);
-    if (text == NULL)
-        fail_msg("cannot read %s", path);
-    const char *header = "epoch,step,train_loss,val_loss\n";
-    assert_int_equal(strncmp(text, header, strlen(header)), 0);
-    size_t count = 0;
-    for (char *line = text + strlen(header); *line != '\0' && count < capacity;) {
-        char *end = strchr(line, '\n');
-        assert_non_null(end);
-        *end = '\0';
-        struct row *r = &rows[count++];
-        char *field = line;
-        r->epoch = strtol(field, &field, 10);
-        r->step = strtol(field + 1, &field, 10);
-        field++;
-        r->train_loss = *field == ',' ? NAN : strtod(field, &field);
-        field++;
-        r->val_loss = *field == '\0' ? NAN : strtod(field, NULL);
-        line = end + 1;
-    }
-    free(text);
-    return count;
-}
-
 static double rel(double a, double b)
 {
     return fabs(a - b) / fabs(b);
@@ -95,12 +61,12 @@ static void check_whole_run(const char *kind, const char *epochs_set, long epoch
     const char *sets[] = { model, init, "training.shuffle=false", epochs_set, "--quiet", NULL };
     assert_int_equal(train(kind, sets, 240), 0);
 
-    static struct row ours[2400], torch[2400];
+    static struct tu_metrics_row ours[2400], torch[2400];
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s/metrics.csv", tu_run_dir(), kind);
-    size_t n = read_metrics(path, ours, 2400);
+    size_t n = tu_read_metrics(path, ours, 2400);
     snprintf(file, sizeof(file), "tests/fixtures/air_%s_metrics.csv", kind);
-    size_t m = read_metrics(source(file), torch, 2400);
+    size_t m = tu_read_metrics(source(file), torch, 2400);
     assert_int_equal(m, 2400);
     assert_int_equal(n, (size_t)epochs * 8); /* 7 steps + 1 validation row per epoch */
     double worst = 0.0;
@@ -248,16 +214,16 @@ static void test_outputs_and_console(void **state)
     /* metrics.csv: 7 step rows and 1 validation row per epoch, global 0-based steps. */
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/outputs/metrics.csv", tu_run_dir());
-    struct row rows[64];
-    assert_int_equal(read_metrics(path, rows, 64), 24);
+    struct tu_metrics_row rows[64];
+    assert_int_equal(tu_read_metrics(path, rows, 64), 24);
     for (size_t e = 0; e < 3; e++) {
         for (size_t s = 0; s < 7; s++) {
-            const struct row *r = &rows[e * 8 + s];
+            const struct tu_metrics_row *r = &rows[e * 8 + s];
             assert_int_equal(r->epoch, e);
             assert_int_equal(r->step, e * 7 + s);
             assert_true(r->train_loss > 0.0 && isnan(r->val_loss));
         }
-        const struct row *v = &rows[e * 8 + 7];
+        const struct tu_metrics_row *v = &rows[e * 8 + 7];
         assert_int_equal(v->step, e * 7 + 6);
         assert_true(isnan(v->train_loss) && v->val_loss > 0.0);
     }
@@ -310,8 +276,8 @@ static void test_multivariate_two_layers_dropout_learns(void **state)
     assert_int_equal(train("waves", sets, 120), 0);
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/waves/metrics.csv", tu_run_dir());
-    static struct row rows[2000];
-    size_t n = read_metrics(path, rows, 2000);
+    static struct tu_metrics_row rows[2000];
+    size_t n = tu_read_metrics(path, rows, 2000);
     assert_int_equal(n, 40 * 12); /* ceil(188 / 16) steps per epoch, no validation rows */
     double first = rows[0].train_loss, last = printed("(last step), ");
     printf("# waves: first step loss %.4f, last epoch mean %.5f\n", first, last);
@@ -403,8 +369,8 @@ static void test_interrupt_stops_between_steps(void **state)
     tu_expect_in(result.err, "tsrnn-worker: error: interrupted at epoch ");
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/interrupted/metrics.csv", tu_run_dir());
-    static struct row rows[200000];
-    size_t n = read_metrics(path, rows, 200000);
+    static struct tu_metrics_row rows[200000];
+    size_t n = tu_read_metrics(path, rows, 200000);
     assert_true(n > 8); /* 0.5 s is many epochs */
     long steps = 0;
     for (size_t i = 0; i < n; i++) {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -260,4 +261,30 @@ int tu_train(struct tu_result *result, const char *model_name, const char *const
     if (result->timed_out)
         fail_msg("tsrnn-worker timed out after %d s", timeout_s);
     return result->exit_code;
+}
+
+size_t tu_read_metrics(const char *path, struct tu_metrics_row *rows, size_t capacity)
+{
+    char *text = tu_read(path);
+    if (text == NULL)
+        fail_msg("cannot read %s", path);
+    const char *header = "epoch,step,train_loss,val_loss\n";
+    assert_int_equal(strncmp(text, header, strlen(header)), 0);
+    size_t count = 0;
+    for (char *line = text + strlen(header); *line != '\0' && count < capacity;) {
+        char *end = strchr(line, '\n');
+        assert_non_null(end);
+        *end = '\0';
+        struct tu_metrics_row *r = &rows[count++];
+        char *field = line;
+        r->epoch = strtol(field, &field, 10);
+        r->step = strtol(field + 1, &field, 10);
+        field++;
+        r->train_loss = *field == ',' ? NAN : strtod(field, &field);
+        field++;
+        r->val_loss = *field == '\0' ? NAN : strtod(field, NULL);
+        line = end + 1;
+    }
+    free(text);
+    return count;
 }

@@ -59,6 +59,16 @@ const char *tu_source(const char *relative);
 int tu_train(struct tu_result *result, const char *model_name, const char *const *sets,
              int timeout_s);
 
+/* One row of a metrics.csv (Lightning CSVLogger layout). */
+struct tu_metrics_row {
+    long epoch, step;
+    double train_loss, val_loss; /* NaN when the column is empty */
+};
+
+/* Parses a metrics.csv, checking its header; fails the test if it cannot be read. Returns
+ * the number of rows (at most `capacity`). */
+size_t tu_read_metrics(const char *path, struct tu_metrics_row *rows, size_t capacity);
+
 /* An environment variable that must be set by meson; fails the test program if missing. */
 const char *tu_env(const char *name);
 
