@@ -781,7 +781,8 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
     if (cfg->force_reset && (strcmp(cfg->resume, "last") == 0 || strcmp(cfg->resume, "best") == 0))
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [training] resume = %s, but [output] force_reset = true (%s) "
-                           "deletes that checkpoint; accepted: one of them",
+                           "deletes that checkpoint; accepted: one of them (to resume, also "
+                           "--set output.force_reset=false)",
                            tsrnn_config_origin(cfg, "training", "resume"), cfg->resume,
                            tsrnn_config_origin(cfg, "output", "force_reset"));
 

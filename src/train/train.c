@@ -159,12 +159,14 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     if (cfg->save_checkpoints)
         TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
+    /* metrics.csv first: a resumed run's file is checked before anything else is written. */
+    TSRNN_TRY(tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step));
+    TSRNN_TRY(write_config(tr));
     if (cfg->log_tensorboard) {
         TSRNN_TRY(tsrnn_make_dirs(logs));
         TSRNN_TRY(tsrnn_tb_open(&tr->tb, logs, tr->step, cfg->resume[0] != '\0'));
     }
-    TSRNN_TRY(write_config(tr));
-    return tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step);
+    return TSRNN_OK;
 }
 
 static enum tsrnn_status setup(struct trainer *tr)
