@@ -76,6 +76,11 @@ const char *tsrnn_display_path(const char *path);
  * overflow. Returns false otherwise. */
 bool tsrnn_parse_int64(const char *text, int64_t *out);
 
+/* Writes `nbytes` of `data` to `fd`, going on after short writes and EINTR. Returns the
+ * bytes written: all of them, or fewer with *err set to the errno of the failure (ENOSPC
+ * for a write that wrote nothing). */
+size_t tsrnn_write_all(int fd, const void *data, size_t nbytes, int *err);
+
 /* Seconds on the monotonic clock (CLOCK_MONOTONIC): for durations only. */
 double tsrnn_clock_now_s(void);
 

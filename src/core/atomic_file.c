@@ -19,19 +19,11 @@ struct tsrnn_atomic_sink {
 static ssize_t sink_write(void *cookie, const char *buf, size_t nbytes)
 {
     struct tsrnn_atomic_sink *sink = cookie;
-    size_t done = 0;
-    while (done < nbytes) {
-        ssize_t n = write(sink->fd, buf + done, nbytes - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (sink->err == 0)
-                sink->err = n < 0 ? errno : ENOSPC;
-            return done > 0 ? (ssize_t)done : -1;
-        }
-        done += (size_t)n;
-    }
-    return (ssize_t)done;
+    int err = 0;
+    size_t done = tsrnn_write_all(sink->fd, buf, nbytes, &err);
+    if (done < nbytes && sink->err == 0)
+        sink->err = err;
+    return done > 0 || nbytes == 0 ? (ssize_t)done : -1;
 }
 
 static int sink_close(void *cookie)

@@ -19,15 +19,9 @@ static enum tsrnn_status write_failed(const struct tsrnn_metrics_csv *m, int err
 /* Writes the buffered rows; the buffer only ever holds whole rows. */
 static enum tsrnn_status flush_rows(struct tsrnn_metrics_csv *m)
 {
-    size_t done = 0;
-    while (done < m->used_nbytes) {
-        ssize_t n = write(m->fd, m->buffer + done, m->used_nbytes - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return write_failed(m, errno);
-        done += (size_t)n;
-    }
+    int err = 0;
+    if (tsrnn_write_all(m->fd, m->buffer, m->used_nbytes, &err) < m->used_nbytes)
+        return write_failed(m, err);
     m->used_nbytes = 0;
     return TSRNN_OK;
 }

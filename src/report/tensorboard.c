@@ -246,19 +246,11 @@ enum tsrnn_status tsrnn_tb_scalar(struct tsrnn_tb_writer *w, const char *tag, fl
 
 enum tsrnn_status tsrnn_tb_flush(struct tsrnn_tb_writer *w)
 {
-    size_t done = 0;
+    int err = 0;
+    size_t done = tsrnn_write_all(w->fd, w->buf, w->len, &err);
     enum tsrnn_status status = TSRNN_OK;
-    while (done < w->len) {
-        ssize_t n = write(w->fd, w->buf + done, w->len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            status = tsrnn_error_errno(TSRNN_ERR_IO, n < 0 ? errno : EIO, "cannot write %s",
-                                       writer_name(w));
-            break;
-        }
-        done += (size_t)n;
-    }
+    if (done < w->len)
+        status = tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", writer_name(w));
     /* Keep what was not written, so that a later flush continues where this one stopped. */
     memmove(w->buf, w->buf + done, w->len - done);
     w->len -= done;
