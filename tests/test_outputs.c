@@ -618,7 +618,7 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void **state)
         assert_int_equal(result.signal, SIGKILL);
         char dir[PATH_MAX], path[2 * PATH_MAX];
         snprintf(dir, sizeof(dir), "%s", run_path(name, "checkpoints"));
-        if (tsrnn_checkpoint_find(path, sizeof(path), dir, "last") != TSRNN_OK)
+        if (tsrnn_checkpoint_locate(path, sizeof(path), dir, "last") != TSRNN_OK)
             continue; /* killed before the first epoch ended */
         struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
         assert_int_equal(tsrnn_checkpoint_read(ck, path), TSRNN_OK);
@@ -682,7 +682,7 @@ static void test_full_disk_keeps_the_previous_checkpoint(void **state)
     assert_string_equal(after, before);
     char path[PATH_MAX];
     assert_int_equal(
-        tsrnn_checkpoint_find(path, sizeof(path), run_path("full_disk", "checkpoints"), "last"),
+        tsrnn_checkpoint_locate(path, sizeof(path), run_path("full_disk", "checkpoints"), "last"),
         TSRNN_OK);
     struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
     assert_int_equal(tsrnn_checkpoint_read(ck, path), TSRNN_OK);
@@ -712,10 +712,10 @@ static void test_bad_checkpoints_are_refused(void **state)
         long flip;           /* byte to change; -1 none; -2 header garbage */
         const char *message; /* expected in stderr */
     } cases[] = {
-        { "truncated.safetensors", 1000, -1, "truncated.safetensors" },
-        { "header.safetensors", 0, -2, "header.safetensors" },
-        { "crc.safetensors", 0, (long)nbytes - 3, "checksum mismatch" },
-        { "text.safetensors", 0, -3, "text.safetensors" },
+        { "truncated.safetensors", 1000, -1, "truncated.safetensors: header length " },
+        { "header.safetensors", 0, -2, "header.safetensors: the header is not valid JSON" },
+        { "crc.safetensors", 0, (long)nbytes - 3, "crc.safetensors: checksum mismatch" },
+        { "text.safetensors", 0, -3, "text.safetensors: header length " },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         unsigned char *copy = malloc(nbytes);

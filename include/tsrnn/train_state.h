@@ -96,7 +96,8 @@ struct tsrnn_checkpoint {
 /* Reads and checks a checkpoint: a valid safetensors file (every rule of the reader), a tsrnn
  * checkpoint of this format version, a data buffer matching its CRC, metadata that parses,
  * and the weights and moments of the model it describes. Errors: TSRNN_ERR_DATA naming the
- * file and what is wrong; TSRNN_ERR_IO when it cannot be read; TSRNN_ERR_NOMEM. On error `ck`
+ * file and what is wrong; TSRNN_ERR_USAGE when it cannot be opened or read (a checkpoint is
+ * named by the user, like a config file); TSRNN_ERR_NOMEM. On error `ck`
  * holds nothing to free. */
 enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char *path);
 
@@ -118,11 +119,11 @@ void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch);
 void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const char *monitor,
                                 double value);
 
-/* The path of the newest "last" (or the "best") checkpoint in `checkpoint_dir`: the highest
- * epoch among the files of that kind. TSRNN_ERR_USAGE when there is none (the message says
- * what was looked for and where). `which` is "last" or "best". */
-enum tsrnn_status tsrnn_checkpoint_find(char *out, size_t capacity, const char *checkpoint_dir,
-                                        const char *which);
+/* The checkpoint `which` names: for "last" (or "best") the newest file of that kind in
+ * `checkpoint_dir` (the highest epoch), else `which` itself, a path. TSRNN_ERR_USAGE when the
+ * folder holds none of that kind (the message says what was looked for and where). */
+enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
+                                          const char *which);
 
 /* Removes the checkpoints of kind `which` ("last" / "best") in `checkpoint_dir` other than
  * `keep` (a file name), and the temporary files an interrupted write left ("" for `which`

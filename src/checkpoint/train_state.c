@@ -376,7 +376,9 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
     if (strlen(path) >= sizeof(ck->path))
         return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long: %s", path);
     strcpy(ck->path, path);
-    TSRNN_TRY(tsrnn_safetensors_read(&ck->file, path));
+    enum tsrnn_status read = tsrnn_safetensors_read(&ck->file, path);
+    if (read != TSRNN_OK)
+        return read == TSRNN_ERR_IO ? TSRNN_ERR_USAGE : read;
 
     enum tsrnn_status status = TSRNN_OK;
     if (tsrnn_safetensors_metadata(&ck->file, "tsrnn.format_version") == NULL)
@@ -504,9 +506,14 @@ static int64_t checkpoint_epoch(const char *name, const char *which)
     return next == '.' || next == '-' ? epoch : -1;
 }
 
-enum tsrnn_status tsrnn_checkpoint_find(char *out, size_t capacity, const char *checkpoint_dir,
-                                        const char *which)
+enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
+                                          const char *which)
 {
+    if (strcmp(which, "last") != 0 && strcmp(which, "best") != 0) {
+        if ((size_t)snprintf(out, capacity, "%s", which) >= capacity)
+            return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long: %s", which);
+        return TSRNN_OK;
+    }
     DIR *dir = opendir(checkpoint_dir);
     int64_t best_epoch = -1;
     char best_name[256] = "";

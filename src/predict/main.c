@@ -203,18 +203,12 @@ static enum tsrnn_status predict(const struct options *o)
     enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
     if (status == TSRNN_OK) {
-        if (strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0) {
-            char dir[PATH_MAX];
-            snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir);
-            status = tsrnn_checkpoint_find(path, sizeof(path), dir, o->checkpoint);
-        } else {
-            snprintf(path, sizeof(path), "%s", o->checkpoint);
-        }
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir ? o->run_dir : ".");
+        status = tsrnn_checkpoint_locate(path, sizeof(path), dir, o->checkpoint);
     }
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
-    if (status == TSRNN_ERR_IO) /* a checkpoint that cannot be read is a bad argument */
-        status = TSRNN_ERR_USAGE;
     if (status == TSRNN_OK)
         status = tsrnn_model_init(&model, &ck->dims, 1, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)

@@ -107,11 +107,7 @@ static enum tsrnn_status resume_from(struct trainer *tr, const char *resume)
 
     if (ck == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
-    enum tsrnn_status status = TSRNN_OK;
-    if (strcmp(resume, "last") == 0 || strcmp(resume, "best") == 0)
-        status = tsrnn_checkpoint_find(path, sizeof(path), tr->ckpt_dir, resume);
-    else
-        snprintf(path, sizeof(path), "%s", resume);
+    enum tsrnn_status status = tsrnn_checkpoint_locate(path, sizeof(path), tr->ckpt_dir, resume);
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
     if (status == TSRNN_OK) {
@@ -133,8 +129,7 @@ static enum tsrnn_status resume_from(struct trainer *tr, const char *resume)
         tsrnn_checkpoint_finish(ck);
     }
     free(ck);
-    /* A checkpoint that cannot be read is a bad input, like a bad config. */
-    return status == TSRNN_ERR_IO ? TSRNN_ERR_USAGE : status;
+    return status;
 }
 
 /* Darts' rule for an existing run folder: a new run does not mix with an earlier run's
