@@ -2,11 +2,9 @@
  * model, optimizer and sampler (from a checkpoint when resuming) and the run folder; per
  * epoch train, validate, log, checkpoint; then forecast the validation horizon and score it,
  * and write the [forecast] section's files. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/compute.h"
