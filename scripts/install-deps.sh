@@ -5,8 +5,8 @@
 #   --test   also what the test suite needs (cmocka, clang-format)
 set -euo pipefail
 
-packages=(meson ninja-build pkg-config gcc libc6-dev libinih-dev libjansson-dev libopenblas-dev
-    libcairo2-dev fonts-dejavu-core)
+packages=(meson ninja-build pkg-config gcc g++ libc6-dev libinih-dev libjansson-dev libopenblas-dev
+    libcairo2-dev fonts-dejavu-core libgloo-dev)
 if [ "${1:-}" = "--test" ]; then
     packages+=(libcmocka-dev clang-format)
 fi

@@ -79,6 +79,8 @@ struct tsrnn_config {
     enum tsrnn_accelerator accelerator;
     char devices[64]; /* "auto", "-1", "N" or "i,j,..." */
     int num_threads;
+    double timeout_s; /* the longest wait for a peer: rendezvous and each collective */
+    int max_restarts; /* tsrnn-launch: relaunches of the whole job after a failure */
 
     /* [output] */
     char work_dir[PATH_MAX];

@@ -125,6 +125,8 @@ static const struct key schema[] = {
     TEXT("trainer", "devices", KEY_DEVICES, devices, "auto",
          "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2"),
     INT("trainer", "num_threads", num_threads, "1", 1, 1024),
+    DOUBLE("trainer", "timeout_s", timeout_s, "60", 0, 86400, MIN_OPEN),
+    INT("trainer", "max_restarts", max_restarts, "0", 0, 1000),
 
     TEXT("output", "work_dir", KEY_PATH, work_dir, NULL,
          "a folder path (relative to the INI file's folder)"),

@@ -1,0 +1,78 @@
+/* tsrnn comm: the collectives data-parallel training needs, over one backend table
+ * (DESIGN.md §2 "Communication").
+ *
+ *     local   world size 1: every collective is a no-op (broadcast, barrier) or the identity
+ *     gloo    CPU workers: Gloo over TCP (127.0.0.1 by default), rendezvous through a
+ *             FileStore-compatible store in the launcher's private directory
+ *
+ * Every call has a finite deadline (timeout_s): a peer that died is reported at once (its
+ * TCP connection closes), a peer that is alive but silent after timeout_s. Either way the
+ * call returns TSRNN_ERR_COMM with a message naming this rank, the collective, and the peer
+ * when it is known; the communicator is then broken: the caller aborts it and stops (no
+ * further collective may be issued). Collectives must be issued by every rank in the same
+ * order with the same sizes; one thread per rank calls them.
+ */
+#ifndef TSRNN_COMM_H
+#define TSRNN_COMM_H
+
+#include <stddef.h>
+
+#include "tsrnn/core.h"
+
+/* Element types of a reduction (named apart from checkpoint.h's enum tsrnn_dtype). */
+enum tsrnn_comm_dtype {
+    TSRNN_COMM_F32,
+    TSRNN_COMM_F64,
+};
+
+struct tsrnn_comm_options {
+    int rank;       /* 0 .. world_size - 1 */
+    int world_size; /* >= 1 */
+    /* "file:<dir>": an existing private folder shared by this attempt's ranks and used by
+     * nobody else (the launcher makes a fresh one per attempt). Not needed for world 1. */
+    const char *rendezvous;
+    const char *host;    /* the address this rank listens on; NULL = "127.0.0.1" */
+    double timeout_s;    /* > 0: the longest wait for the rendezvous and for each collective */
+    const char *backend; /* "local", "gloo", or NULL: local for world 1, else gloo */
+};
+
+struct tsrnn_comm;
+
+/* Joins the world: for gloo, publishes this rank's address in the store and connects to
+ * every other rank, waiting up to timeout_s for all of them ("rank 2 did not join the
+ * rendezvous in <dir> within 5 s" names the ones missing). TSRNN_ERR_USAGE for a bad option
+ * or a backend this build lacks, TSRNN_ERR_COMM for a peer that failed or timed out. Sets
+ * *comm to NULL on failure. A rendezvous folder serves one open per rank. */
+enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_comm_options *opt);
+
+/* Sums `count` elements of `buf` over all ranks, in place; every rank gets the same sum, bit
+ * for bit (each element is summed on one rank and copied to the others; the order of the
+ * terms depends on the world size, so it may differ from a sequential sum in the last bits).
+ * count 0 is a no-op. */
+enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
+                                           enum tsrnn_comm_dtype dtype);
+
+/* Copies `nbytes` of `buf` from rank `root` to every other rank. nbytes 0 is a no-op. */
+enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root);
+
+/* Returns once every rank has called it (or fails within the timeout). */
+enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm);
+
+/* After an error (or to stop at once): tears the connections down without waiting for the
+ * peers, so they fail fast instead of waiting out their timeout. Later collectives fail
+ * (TSRNN_ERR_COMM) without touching the network; so do those after a failed collective.
+ * Not safe to call while another thread is inside a collective of `comm`. */
+void tsrnn_comm_abort(struct tsrnn_comm *comm);
+
+/* Frees the communicator, closing its connections without waiting for any peer (a peer
+ * still reading the last collective gets all of it); accepts NULL. */
+void tsrnn_comm_close(struct tsrnn_comm *comm);
+
+int tsrnn_comm_rank(const struct tsrnn_comm *comm);
+int tsrnn_comm_world_size(const struct tsrnn_comm *comm);
+const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm);
+
+/* Whether this build has the backend `name` ("local" always; "gloo" with libgloo-dev). */
+bool tsrnn_comm_backend_available(const char *name);
+
+#endif
