@@ -227,6 +227,11 @@ float tsrnn_model_loss(struct tsrnn_model *model, const float *y);
  * validation adds up across batches (and ranks) before dividing. */
 double tsrnn_model_squared_error(struct tsrnn_model *model, const float *y);
 
+/* Each window's sum of squared errors of the last forward against y (B, T, O), in double:
+ * se[b] for window b, independent of the other windows of the batch, so validation can add
+ * them up in one fixed order however the windows were spread over batches and ranks. */
+void tsrnn_model_window_squared_errors(const struct tsrnn_model *model, const float *y, double *se);
+
 /* Backward of the last forward + loss: overwrites model->grads with dLoss/dparams. */
 void tsrnn_model_backward(struct tsrnn_model *model);
 

@@ -15,17 +15,27 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tsrnn/comm.h"
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/report.h"
+#include "tsrnn/world.h"
+
+/* A checkpoint's path: {work_dir}/{model_name}/checkpoints/<name of up to 255 bytes>. */
+#define TSRNN_CHECKPOINT_PATH_MAX (PATH_MAX + 512)
 
 struct tsrnn_train_options {
     FILE *out;                         /* where the run's report goes (stdout) */
     enum tsrnn_progress_mode progress; /* the epoch bar */
     bool quiet;                        /* print the final summary only */
-    int rank;                          /* 0 writes the run folder; other ranks write nothing */
-    /* Set (by a signal handler) to stop at the next step boundary; NULL: never. */
+    bool print_devices;                /* the "GPU available: ..." lines (not under a launcher) */
+    /* The data-parallel world: NULL trains alone. Its rank 0 writes the run folder; other
+     * ranks write nothing. */
+    struct tsrnn_comm *comm;
+    const struct tsrnn_world *world; /* where rank 0 reports to (NULL: nowhere) */
+    /* Set (by a signal handler) to stop at a step boundary; NULL: never. In a world of
+     * several ranks any rank's request stops all of them after the same step. */
     const volatile sig_atomic_t *stop_requested;
 };
 
@@ -44,6 +54,10 @@ struct tsrnn_train_result {
     double train_s;        /* the optimizer steps: batch gather, forward, backward, Adam */
     double val_s;          /* validation passes */
     double total_s;        /* the whole fit, outputs and forecast included */
+    double comm_s;         /* in collectives: gradient allreduce, validation sums */
+    char run_dir[PATH_MAX];
+    char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX]; /* "" when none was written */
+    char last_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];
 };
 
 /* What tsrnn_train() would refuse in a valid config before touching the data (an
@@ -53,8 +67,15 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg);
 /* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
  * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch
  * and step), TSRNN_ERR_INTERRUPTED (*options->stop_requested was set: the run stopped between
- * two steps, metrics.csv holds every finished step), TSRNN_ERR_IO (run folder),
- * TSRNN_ERR_NOMEM. */
+ * two steps, metrics.csv holds every finished step and, with save_checkpoints, rank 0 wrote a
+ * last checkpoint to resume from), TSRNN_ERR_COMM (a peer failed or timed out: the caller
+ * aborts the communicator), TSRNN_ERR_IO (run folder), TSRNN_ERR_NOMEM.
+ *
+ * Data-parallel (DESIGN.md §3): rank 0's initial parameters are broadcast; each rank trains on
+ * its shard of every epoch (DistributedSampler), the gradients are summed over the ranks and
+ * scaled by 1/W before the same Adam update everywhere; train_loss is the mean over the ranks
+ * (Darts logs it with sync_dist=True); val_loss adds every validation window's squared error
+ * over the ranks, so it equals a single process's value. */
 enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct tsrnn_config *cfg,
                               const struct tsrnn_dataset *ds,
                               const struct tsrnn_train_options *options);

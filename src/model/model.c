@@ -286,6 +286,21 @@ double tsrnn_model_squared_error(struct tsrnn_model *model, const float *y)
     return tsrnn_mse_sum(c->out, c->y, c->step_count * c->batch_count * O);
 }
 
+void tsrnn_model_window_squared_errors(const struct tsrnn_model *model, const float *y, double *se)
+{
+    const struct tsrnn_model_cache *c = &model->cache;
+    size_t B = c->batch_count, T = c->step_count, O = model->dims.output_count;
+    for (size_t b = 0; b < B; b++) {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++) {
+                float e = c->out[(t * B + b) * O + o] - y[(b * T + t) * O + o];
+                sum += (double)(e * e);
+            }
+        se[b] = sum;
+    }
+}
+
 /* Walks layer l back over t = T-1..0, given d_h (T, B, H) = dLoss/d(its outputs); accumulates
  * its parameter gradients and, when d_input is not NULL, overwrites d_input (T, B, I). */
 static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_count, float *d_input)

@@ -28,16 +28,27 @@ struct trainer {
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
     struct tsrnn_progress progress;
     const volatile sig_atomic_t *stop_requested;
+    bool stop_agreed; /* some rank asked to stop: every rank stops after this step */
     FILE *out;
-    bool writes_files;            /* rank 0: the only writer of the run folder */
-    float *x, *y;                 /* (B, T, C) one batch, batch-first */
-    size_t *val_idx;              /* (val count) 0, 1, 2, ... */
+    struct tsrnn_comm *comm; /* NULL: a world of one */
+    const struct tsrnn_world *world;
+    int rank, world_size;
+    bool writes_files; /* rank 0: the only writer of the run folder */
+    float *x, *y;      /* (B, T, C) one batch, batch-first */
+    float *reduced;    /* (params + 2) gradients, loss, stop flag: one allreduce */
+    size_t *val_idx;   /* this rank's validation windows: rank, rank + W, ... */
+    size_t val_local_count;
+    double *val_se;               /* (val count) each window's squared error, all ranks */
+    double *batch_se;             /* (B) the same for one batch */
+    double comm_s;                /* time in collectives */
     char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
     char ckpt_dir[PATH_MAX + 16]; /* run_dir/checkpoints */
     int64_t step;                 /* global step: optimizer updates done */
     int64_t start_epoch; /* where this process starts: 0, or after the resumed checkpoint */
     size_t start_batch;
-    struct tsrnn_train_state state; /* as the next checkpoint records it */
+    struct tsrnn_train_state state;                  /* as the next checkpoint records it */
+    char last_checkpoint[TSRNN_CHECKPOINT_PATH_MAX]; /* "" until written */
+    char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];
 };
 
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
@@ -162,6 +173,31 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     return TSRNN_OK;
 }
 
+/* A collective, timed. */
+static enum tsrnn_status allreduce(struct trainer *tr, void *buf, size_t count,
+                                   enum tsrnn_comm_dtype dtype)
+{
+    double t0 = tsrnn_clock_now_s();
+    enum tsrnn_status status = tsrnn_comm_allreduce_sum(tr->comm, buf, count, dtype);
+    tr->comm_s += tsrnn_clock_now_s() - t0;
+    return status;
+}
+
+/* Every rank starts from rank 0's parameters (and, resuming, its Adam moments), as DDP's
+ * constructor broadcasts the module's state: identical replicas by construction, whatever
+ * each rank initialised or read. */
+static enum tsrnn_status share_rank0_state(struct trainer *tr)
+{
+    size_t nbytes = tr->model.table.total_count * sizeof(float);
+    if (tr->world_size == 1)
+        return TSRNN_OK;
+    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->model.params, nbytes, 0));
+    if (tr->cfg->resume[0] == '\0')
+        return TSRNN_OK;
+    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->adam.exp_avg, nbytes, 0));
+    return tsrnn_comm_broadcast(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -198,6 +234,7 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->model.table.total_count, cfg->lr));
     if (cfg->resume[0] != '\0')
         TSRNN_TRY(resume_from(tr, cfg->resume));
+    TSRNN_TRY(share_rank0_state(tr));
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it). */
     struct tsrnn_shuffle shuffle = {
@@ -205,8 +242,8 @@ static enum tsrnn_status setup(struct trainer *tr)
         .param_count = tr->model.table.total_count,
         .validation = ds->val.count > 0,
     };
-    TSRNN_TRY(
-        tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL, 0, 1));
+    TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
+                                 (size_t)tr->rank, (size_t)tr->world_size));
     if (tr->start_batch >= tsrnn_sampler_batch_count(&tr->sampler)) {
         tr->start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
         tr->start_batch = 0;
@@ -214,13 +251,22 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     tr->x = malloc(B * T * C * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
+    tr->reduced = malloc((tr->model.table.total_count + 2) * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
-    if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL)
+    tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
+    tr->batch_se = malloc(B * sizeof(double));
+    if (tr->x == NULL || tr->y == NULL || tr->reduced == NULL || tr->val_idx == NULL ||
+        tr->val_se == NULL || tr->batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
-    for (size_t i = 0; i < ds->val.count; i++)
-        tr->val_idx[i] = i;
+    /* Validation shards without padding: each window is evaluated exactly once. */
+    for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
+        tr->val_idx[tr->val_local_count++] = i;
 
-    return tr->writes_files ? prepare_run_folder(tr) : TSRNN_OK;
+    if (!tr->writes_files)
+        return TSRNN_OK;
+    TSRNN_TRY(prepare_run_folder(tr));
+    tsrnn_world_report(tr->world, "run_dir", "%s", tr->run_dir);
+    return TSRNN_OK;
 }
 
 static void finish(struct trainer *tr)
@@ -232,7 +278,10 @@ static void finish(struct trainer *tr)
     tsrnn_sampler_finish(&tr->sampler);
     free(tr->x);
     free(tr->y);
+    free(tr->reduced);
     free(tr->val_idx);
+    free(tr->val_se);
+    free(tr->batch_se);
 }
 
 static bool all_finite(const float *v, size_t count)
@@ -264,13 +313,30 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     tsrnn_model_forward(model, tr->x, B, tr->ds->train.training_length, true, &dropout_rng, NULL,
                         NULL);
     *loss = tsrnn_model_loss(model, tr->y);
+    tsrnn_model_backward(model);
+    bool stop = tr->stop_requested != NULL && *tr->stop_requested;
+    if (tr->world_size > 1) {
+        /* One allreduce: the gradients, the loss and the stop flag. Every rank then holds the
+         * same mean gradient, mean loss and decision, so all of them fail, stop or go on
+         * together. */
+        size_t n = model->table.total_count;
+        float scale = 1.0f / (float)tr->world_size;
+        memcpy(tr->reduced, model->grads, n * sizeof(float));
+        tr->reduced[n] = *loss;
+        tr->reduced[n + 1] = stop ? 1.0f : 0.0f;
+        TSRNN_TRY(allreduce(tr, tr->reduced, n + 2, TSRNN_COMM_F32));
+        for (size_t i = 0; i < n; i++)
+            model->grads[i] = tr->reduced[i] * scale;
+        *loss = tr->reduced[n] * scale;
+        stop = tr->reduced[n + 1] > 0.0f;
+    }
+    tr->stop_agreed = stop;
     if (!isfinite(*loss))
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: the loss is %g at epoch %lld, step %lld (batch "
                            "%zu of the epoch); try a smaller [training] lr (now %g)",
                            (double)*loss, (long long)epoch, (long long)tr->step, batch_idx,
                            tr->cfg->lr);
-    tsrnn_model_backward(model);
     if (!all_finite(model->grads, model->table.total_count))
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
@@ -280,20 +346,33 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     return TSRNN_OK;
 }
 
-/* The validation loss: squared errors over every validation window / their count. */
-static double validate(struct trainer *tr)
+/* The validation loss: squared errors over every validation window / their count. Each rank
+ * evaluates its windows; the per-window sums meet in one allreduce (every window's entry is
+ * non-zero on one rank only, so the sum is exact) and are added in window order: the same
+ * value, bit for bit, as one process evaluating them all. */
+static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
 {
     const struct tsrnn_windows *val = &tr->ds->val;
     size_t B = (size_t)tr->cfg->batch_size, T = val->training_length;
-    double sum = 0.0;
+    double *se = tr->batch_se;
 
-    for (size_t first = 0; first < val->count; first += B) {
-        size_t count = val->count - first < B ? val->count - first : B;
-        tsrnn_windows_gather(val, tr->val_idx + first, count, tr->x, tr->y);
+    memset(tr->val_se, 0, val->count * sizeof(double));
+    for (size_t first = 0; first < tr->val_local_count; first += B) {
+        const size_t *idx = tr->val_idx + first;
+        size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
+        tsrnn_windows_gather(val, idx, count, tr->x, tr->y);
         tsrnn_model_forward(&tr->model, tr->x, count, T, false, NULL, NULL, NULL);
-        sum += tsrnn_model_squared_error(&tr->model, tr->y);
+        tsrnn_model_window_squared_errors(&tr->model, tr->y, se);
+        for (size_t i = 0; i < count; i++)
+            tr->val_se[idx[i]] = se[i];
     }
-    return sum / (double)(val->count * T * val->component_count);
+    if (tr->world_size > 1)
+        TSRNN_TRY(allreduce(tr, tr->val_se, val->count, TSRNN_COMM_F64));
+    double sum = 0.0;
+    for (size_t i = 0; i < val->count; i++)
+        sum += tr->val_se[i];
+    *val_loss = sum / (double)(val->count * T * val->component_count);
+    return TSRNN_OK;
 }
 
 /* The checkpoints of the epoch just finished: last-epoch=N always, best-... when the
@@ -307,12 +386,14 @@ static enum tsrnn_status save_checkpoints(struct trainer *tr)
     snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
     TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "last", name);
-    if (st->best_epoch != st->epoch)
+    snprintf(tr->last_checkpoint, sizeof(tr->last_checkpoint), "%s", path);
+    if (st->best_epoch != st->epoch || isnan(st->monitor_value))
         return TSRNN_OK;
     tsrnn_checkpoint_name_best(name, sizeof(name), st->epoch, st->monitor, st->best_value);
     snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
     TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "best", name);
+    snprintf(tr->best_checkpoint, sizeof(tr->best_checkpoint), "%s", path);
     return TSRNN_OK;
 }
 
@@ -328,7 +409,8 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
     st->epoch_complete = complete;
     st->global_step = tr->step;
     st->monitor_value = monitor_value;
-    if (!(monitor_value >= st->best_value)) { /* also while best is still NaN */
+    /* NaN: an interrupted epoch, nothing to rank. */
+    if (!isnan(monitor_value) && !(monitor_value >= st->best_value)) { /* best NaN: the first */
         st->best_value = monitor_value;
         st->best_epoch = epoch;
     }
@@ -342,6 +424,26 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
     return tr->cfg->save_checkpoints ? save_checkpoints(tr) : TSRNN_OK;
 }
 
+/* The run stops before batch `batch` of `epoch`: rank 0 saves what is done, as the last
+ * checkpoint, for --resume last. */
+static enum tsrnn_status interrupt(struct trainer *tr, int64_t epoch, size_t batch)
+{
+    const char *saved = "no checkpoint: [output] save_checkpoints is false";
+    if (batch > 0) /* mid-epoch; else the previous epoch's checkpoint is the right one */
+        TSRNN_TRY(end_epoch(tr, epoch, batch, false, NAN));
+    if (tr->cfg->save_checkpoints)
+        saved = tr->last_checkpoint[0] != '\0' ? tr->last_checkpoint : "no checkpoint yet";
+    if (!tr->writes_files)
+        saved = "rank 0 saves the checkpoint";
+    else if (tr->cfg->save_checkpoints && tr->last_checkpoint[0] != '\0')
+        saved = tsrnn_display_path(tr->last_checkpoint);
+    return tsrnn_error(TSRNN_ERR_INTERRUPTED,
+                       "interrupted at epoch %lld after step %lld: %s/metrics.csv holds the %lld "
+                       "finished steps; checkpoint: %s",
+                       (long long)epoch, (long long)tr->step - 1, tsrnn_display_path(tr->run_dir),
+                       (long long)tr->step, saved);
+}
+
 static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t first_batch,
                                    struct tsrnn_train_result *r)
 {
@@ -353,12 +455,11 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
-        if (tr->stop_requested && *tr->stop_requested)
-            return tsrnn_error(TSRNN_ERR_INTERRUPTED,
-                               "interrupted at epoch %lld, step %lld: %s/metrics.csv holds the "
-                               "%lld finished steps",
-                               (long long)epoch, (long long)tr->step,
-                               tsrnn_display_path(tr->run_dir), (long long)tr->step);
+        /* Asked to stop (the flag travelled with the last step's gradients, so every rank
+         * agrees): checkpoint the steps done so far; an epoch's last batch first finishes
+         * the epoch, validation included, and the epoch's checkpoint covers it. */
+        if (tr->stop_agreed)
+            return interrupt(tr, epoch, b);
         const size_t *idx;
         size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
@@ -382,8 +483,8 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     double monitor_value = r->epoch_mean_loss;
 
     if (tr->ds->val.count > 0) {
-        double t0 = tsrnn_clock_now_s();
-        double val_loss = validate(tr);
+        double t0 = tsrnn_clock_now_s(), val_loss;
+        TSRNN_TRY(validate(tr, &val_loss));
         r->val_s += tsrnn_clock_now_s() - t0;
         if (!isfinite(val_loss))
             return tsrnn_error(TSRNN_ERR_NUMERIC,
@@ -402,6 +503,8 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     /* The bar's rate is the training's; checkpoints are written after it is done. */
     tsrnn_progress_end_epoch(&tr->progress, tsrnn_clock_now_s());
     TSRNN_TRY(end_epoch(tr, epoch, b, b == batch_count, monitor_value));
+    if (tr->stop_agreed && b == batch_count)
+        return interrupt(tr, epoch + 1, 0);
     if (tr->ds->val.count > 0) {
         r->best_val_loss = tr->state.best_value;
         r->best_epoch = tr->state.best_epoch;
@@ -466,9 +569,10 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     return status;
 }
 
-static void print_banner(const struct trainer *tr, FILE *out)
+static void print_banner(const struct trainer *tr, FILE *out, bool devices)
 {
-    tsrnn_report_devices(out, false, false);
+    if (devices)
+        tsrnn_report_devices(out, false, false);
     tsrnn_report_model_summary(out, tr->model.cell->name, (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
 }
@@ -484,6 +588,12 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
             "(optimizer steps %.3f s, validation %.3f s)\n",
             (long long)r->epoch_count, (long long)r->step_count, r->total_s,
             (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
+    if (tr->world_size > 1)
+        fprintf(out,
+                "%d ranks (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per step)\n",
+                tr->world_size, tsrnn_comm_backend_name(tr->comm),
+                (double)r->sample_count * tr->world_size / train_s, r->comm_s,
+                steps > 0 ? 1e3 * r->comm_s / (double)steps : 0.0);
     fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n", r->last_step_loss,
             r->epoch_mean_loss);
     if (!isnan(r->val_loss))
@@ -506,7 +616,10 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .ds = ds,
         .stop_requested = options->stop_requested,
         .out = options->quiet ? NULL : options->out,
-        .writes_files = options->rank == 0,
+        .comm = options->comm,
+        .world = options->world,
+        .rank = options->comm ? tsrnn_comm_rank(options->comm) : 0,
+        .world_size = options->comm ? tsrnn_comm_world_size(options->comm) : 1,
         .metrics = { .fd = -1 },
         .tb = { .fd = -1 },
     };
@@ -518,13 +631,14 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     };
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
+    tr.writes_files = tr.rank == 0;
     enum tsrnn_status status = setup(&tr);
 
     r.param_count = tr.model.table.total_count;
     r.first_step = r.step_count = tr.step;
     r.epoch_count = tr.start_epoch;
     if (status == TSRNN_OK && !options->quiet)
-        print_banner(&tr, out);
+        print_banner(&tr, out, options->print_devices);
     tsrnn_progress_init(&tr.progress, out,
                         options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
     for (int64_t epoch = tr.start_epoch;
@@ -543,6 +657,18 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status == TSRNN_OK)
         status = tsrnn_tb_close(&tr.tb);
     r.total_s = tsrnn_clock_now_s() - start;
+    r.comm_s = tr.comm_s;
+    snprintf(r.run_dir, sizeof(r.run_dir), "%s", tr.run_dir);
+    /* A resumed run's best may come from an earlier process. */
+    if (status == TSRNN_OK && tr.best_checkpoint[0] == '\0' && tr.writes_files &&
+        cfg->save_checkpoints &&
+        tsrnn_checkpoint_locate(tr.best_checkpoint, sizeof(tr.best_checkpoint), tr.ckpt_dir,
+                                "best") != TSRNN_OK) {
+        tr.best_checkpoint[0] = '\0';
+        tsrnn_error_clear();
+    }
+    snprintf(r.best_checkpoint, sizeof(r.best_checkpoint), "%s", tr.best_checkpoint);
+    snprintf(r.last_checkpoint, sizeof(r.last_checkpoint), "%s", tr.last_checkpoint);
     if (status == TSRNN_OK)
         print_result(&tr, &r, out);
     finish(&tr);

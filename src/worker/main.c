@@ -1,8 +1,11 @@
 /* tsrnn-worker: one training process. It reads the run's INI file, applies --set overrides,
- * loads and windows the data, trains the model (src/train/) and prints what happened.
+ * finds out which rank of which world it is (include/tsrnn/world.h: alone, or started by
+ * tsrnn-launch), joins the others, loads and windows the data, trains the model (src/train/)
+ * and prints what happened; rank 0 reports the result to the launcher.
  *
  * Exit codes (include/tsrnn/core.h): 0 ok, 1 runtime failure, 2 usage/config/data error,
- * 130 interrupted (SIGINT/SIGTERM: it stops between two steps).
+ * 3 a peer failed or timed out, 130 interrupted (SIGINT/SIGTERM: every rank stops after the
+ * same step, rank 0 saves a checkpoint).
  */
 #include <getopt.h>
 #include <limits.h>
@@ -11,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsrnn/comm.h"
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/report.h"
 #include "tsrnn/train.h"
+#include "tsrnn/world.h"
 
 #define PROGRAM "tsrnn-worker"
 
@@ -39,8 +44,12 @@ static void usage(FILE *out)
             "  -h, --help                   show this help and exit\n"
             "  -V, --version                show the version and exit\n"
             "\n"
-            "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error,\n"
-            "130 interrupted (SIGINT/SIGTERM stop it between two training steps).\n");
+            "Started by tsrnn-launch, it reads its rank from TSRNN_RANK, TSRNN_WORLD_SIZE,\n"
+            "TSRNN_LOCAL_RANK and TSRNN_RENDEZVOUS; without them it trains alone.\n"
+            "\n"
+            "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error, 3 a peer\n"
+            "failed or timed out, 130 interrupted (SIGINT/SIGTERM stop it between two\n"
+            "training steps).\n");
 }
 
 static volatile sig_atomic_t stop_requested;
@@ -59,6 +68,8 @@ static void install_stop_handlers(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* A peer's closed socket or a gone launcher's pipe is an error to report, not a death. */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
@@ -78,6 +89,33 @@ static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
             return true;
         }
     return false;
+}
+
+static enum tsrnn_status join_world(struct tsrnn_comm **comm, const struct tsrnn_world *world,
+                                    const struct tsrnn_config *cfg)
+{
+    struct tsrnn_comm_options opt = {
+        .rank = world->rank,
+        .world_size = world->world_size,
+        .rendezvous = world->rendezvous,
+        .timeout_s = cfg->timeout_s,
+    };
+    return tsrnn_comm_open(comm, &opt);
+}
+
+/* ddp_spawn's rank 0 puts the fit's outcome on a queue for the main process; ours writes it
+ * to the launcher's pipe (include/tsrnn/world.h). */
+static void report_result(const struct tsrnn_world *world, const struct tsrnn_train_result *r)
+{
+    tsrnn_world_report(world, "epochs", "%lld", (long long)r->epoch_count);
+    tsrnn_world_report(world, "steps", "%lld", (long long)r->step_count);
+    tsrnn_world_report(world, "train_loss", "%.9g", r->last_step_loss);
+    tsrnn_world_report(world, "val_loss", "%.9g", r->val_loss);
+    tsrnn_world_report(world, "best_val_loss", "%.9g", r->best_val_loss);
+    tsrnn_world_report(world, "best_checkpoint", "%s", r->best_checkpoint);
+    tsrnn_world_report(world, "last_checkpoint", "%s", r->last_checkpoint);
+    tsrnn_world_report(world, "wall_s", "%.3f", r->total_s);
+    tsrnn_world_report(world, "done", "1");
 }
 
 static int fail(enum tsrnn_status status)
@@ -160,8 +198,12 @@ int main(int argc, char **argv)
     struct tsrnn_config *cfg = malloc(sizeof(*cfg));
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_sampler sampler = { 0 };
+    struct tsrnn_world world;
+    struct tsrnn_comm *comm = NULL;
     enum tsrnn_status status = cfg ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
+    if (status == TSRNN_OK)
+        status = tsrnn_world_from_env(&world);
     if (status == TSRNN_OK)
         status = tsrnn_config_load(cfg, ini_path, overrides, override_count);
     if (status == TSRNN_OK && print_config) {
@@ -171,30 +213,54 @@ int main(int argc, char **argv)
     }
     if (status == TSRNN_OK)
         status = tsrnn_train_check(cfg);
+    /* Join the world before reading the data: a missing peer shows in timeout_s. */
+    install_stop_handlers();
+    if (status == TSRNN_OK && world.world_size > 1)
+        status = join_world(&comm, &world, cfg);
     if (status == TSRNN_OK)
         status = tsrnn_dataset_load(&ds, cfg);
     /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
     struct tsrnn_shuffle summary_shuffle = { 0 };
     if (status == TSRNN_OK)
         status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size,
-                                    cfg->shuffle ? &summary_shuffle : NULL, 0, 1);
+                                    cfg->shuffle ? &summary_shuffle : NULL, (size_t)world.rank,
+                                    (size_t)world.world_size);
     if (status == TSRNN_OK && !train_options.quiet) {
         printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
                tsrnn_model_kind_name(cfg->model));
+        if (world.world_size > 1)
+            printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, "
+                   "%s)\n",
+                   world.rank, world.rank + 1, world.world_size, world.local_rank,
+                   tsrnn_comm_backend_name(comm));
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
         fflush(stdout);
     }
     if (status == TSRNN_OK) {
         struct tsrnn_train_result result;
-        install_stop_handlers();
+        train_options.comm = comm;
+        train_options.world = &world;
+        train_options.print_devices = world.report_fd < 0 && world.world_size == 1;
         status = tsrnn_train(&result, cfg, &ds, &train_options);
         fflush(stdout);
+        if (status == TSRNN_OK)
+            report_result(&world, &result);
     }
 
 done:
+    /* After a failed collective no rank waits for this one: tear down, do not say goodbye. */
+    if (status != TSRNN_OK && comm != NULL)
+        tsrnn_comm_abort(comm);
+    tsrnn_comm_close(comm);
     tsrnn_sampler_finish(&sampler);
     tsrnn_dataset_finish(&ds);
     free(cfg);
     free(overrides);
+    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
+     * their logs, not to the launcher's error stream). */
+    if (status == TSRNN_ERR_INTERRUPTED && world.rank > 0) {
+        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
+        return tsrnn_status_exit_code(status);
+    }
     return status == TSRNN_OK ? TSRNN_EXIT_OK : fail(status);
 }

@@ -1,0 +1,53 @@
+/* Which rank of which world this process is, and the contract between tsrnn-launch and the
+ * workers it starts (DESIGN.md §2 "Launch modes").
+ *
+ * tsrnn-launch gives every worker, in its environment:
+ *     TSRNN_RANK, TSRNN_WORLD_SIZE              global rank 0 .. W-1 and W
+ *     TSRNN_LOCAL_RANK, TSRNN_LOCAL_WORLD_SIZE  the same on this machine
+ *     TSRNN_RENDEZVOUS=file:<dir>               a fresh private folder for this attempt
+ *     TSRNN_RESTART_COUNT                       0, then 1, 2, ... after --max-restarts
+ *     TSRNN_REPORT_FD                           rank 0 only: a pipe to the launcher
+ * Without TSRNN_RANK the process is a world of its own (size 1, rank 0). tsrnn-launch runs
+ * one machine: local rank = rank, local world size = world size. It passes the config's
+ * model_name to every worker, so that all of them (and a restart) agree on the run folder
+ * even when it is the default, timestamped one.
+ *
+ * Rank 0 reports to the launcher through TSRNN_REPORT_FD, as ddp_spawn's rank 0 puts its
+ * result on a queue: one "key=value\n" line per fact, each written whole,
+ *     run_dir=<absolute path>      once the run folder is ready: force_reset has run, and
+ *                                  nothing in it is deleted from then on, so the launcher
+ *                                  may write {run_dir}/logs/rank-N.log
+ *     epochs=, steps=, train_loss=, val_loss=, best_val_loss=, best_checkpoint=,
+ *     last_checkpoint=, wall_s=    at the end of a successful fit
+ *     done=1                       the last line
+ * Values never contain a newline; a path that would is reported as "".
+ */
+#ifndef TSRNN_WORLD_H
+#define TSRNN_WORLD_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "tsrnn/core.h"
+
+#define TSRNN_REPORT_LINE_MAX (PATH_MAX + 1024)
+
+struct tsrnn_world {
+    int rank, world_size;
+    int local_rank, local_world_size;
+    int restart_count;
+    char rendezvous[PATH_MAX + 8]; /* "file:<dir>"; "" for a world of one */
+    int report_fd;                 /* -1: nobody to report to */
+    const char *launcher;          /* "tsrnn-launch" or "none" */
+};
+
+/* Reads the variables above. A set but malformed or inconsistent variable (rank >= world
+ * size, a world > 1 without TSRNN_RENDEZVOUS, ...) is TSRNN_ERR_USAGE naming it. */
+enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *world);
+
+/* Writes "key=value\n" to the report pipe in one write(); does nothing without one. A
+ * failed write (the launcher is gone) is ignored: the run's files are what matters. */
+void tsrnn_world_report(const struct tsrnn_world *world, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

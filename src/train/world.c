@@ -1,0 +1,83 @@
+/* Which rank of which world this process is (include/tsrnn/world.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tsrnn/world.h"
+
+/* Reads the integer variable `name` into *value; absent leaves *value as it is. */
+static enum tsrnn_status env_int(const char *name, int *value, int64_t lo, int64_t hi)
+{
+    const char *text = getenv(name);
+    int64_t v;
+    if (text == NULL)
+        return TSRNN_OK;
+    if (!tsrnn_parse_int64(text, &v) || v < lo || v > hi)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "environment variable %s=%s: accepted: an integer from %lld to %lld "
+                           "(tsrnn-launch sets it for every worker)",
+                           name, text, (long long)lo, (long long)hi);
+    *value = (int)v;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
+{
+    *w = (struct tsrnn_world){
+        .world_size = 1,
+        .local_world_size = 1,
+        .report_fd = -1,
+        .launcher = "none",
+    };
+    if (getenv("TSRNN_RANK") == NULL)
+        return TSRNN_OK;
+
+    w->launcher = "tsrnn-launch";
+    TSRNN_TRY(env_int("TSRNN_WORLD_SIZE", &w->world_size, 1, 1 << 20));
+    TSRNN_TRY(env_int("TSRNN_RANK", &w->rank, 0, w->world_size - 1));
+    w->local_world_size = w->world_size;
+    TSRNN_TRY(env_int("TSRNN_LOCAL_WORLD_SIZE", &w->local_world_size, 1, w->world_size));
+    w->local_rank = w->rank;
+    TSRNN_TRY(env_int("TSRNN_LOCAL_RANK", &w->local_rank, 0, w->local_world_size - 1));
+    TSRNN_TRY(env_int("TSRNN_RESTART_COUNT", &w->restart_count, 0, 1 << 20));
+    TSRNN_TRY(env_int("TSRNN_REPORT_FD", &w->report_fd, 0, 1 << 20));
+    if (w->report_fd >= 0 && fcntl(w->report_fd, F_GETFD) < 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "environment variable TSRNN_REPORT_FD=%d: not an open file descriptor",
+                           w->report_fd);
+
+    const char *rdzv = getenv("TSRNN_RENDEZVOUS");
+    if (rdzv != NULL &&
+        (size_t)snprintf(w->rendezvous, sizeof(w->rendezvous), "%s", rdzv) >= sizeof(w->rendezvous))
+        return tsrnn_error(TSRNN_ERR_USAGE, "environment variable TSRNN_RENDEZVOUS is too long");
+    if (w->world_size > 1 && strncmp(w->rendezvous, "file:", 5) != 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "TSRNN_WORLD_SIZE=%d needs TSRNN_RENDEZVOUS=file:<folder> (got %s); "
+                           "start workers with tsrnn-launch",
+                           w->world_size, rdzv ? rdzv : "nothing");
+    return TSRNN_OK;
+}
+
+void tsrnn_world_report(const struct tsrnn_world *w, const char *key, const char *fmt, ...)
+{
+    char line[TSRNN_REPORT_LINE_MAX];
+    va_list ap;
+    int err;
+
+    if (w == NULL || w->report_fd < 0)
+        return;
+    int n = snprintf(line, sizeof(line), "%s=", key);
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)(n + m) >= sizeof(line) - 1 || strchr(line + n, '\n') != NULL)
+        line[n] = '\0'; /* cut or multi-line: report "" rather than half a value */
+    size_t len = strlen(line);
+    line[len++] = '\n';
+    /* One write of < PIPE_BUF bytes reaches a pipe whole; a gone launcher is ignored. */
+    (void)tsrnn_write_all(w->report_fd, line, len, &err);
+}
