@@ -1,0 +1,498 @@
+/* tsrnn-launch with real tsrnn-worker processes over real Gloo TCP on 127.0.0.1: data-parallel
+ * training equals one process with the global batch, validation is exact, and every failure
+ * (a killed worker, a worker that errs, one that hangs, Ctrl-C, a restart) ends in bounded
+ * time with the documented exit code and no process left behind. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tsrnn/comm.h"
+#include "tsrnn/config.h"
+#include "tsrnn/data.h"
+#include "tsrnn/model.h"
+#include "tsrnn/run_folder.h"
+#include "tsrnn/train_state.h"
+
+#define MAX_RANKS 8
+#define TIMEOUT_S 4 /* [trainer] timeout_s of these runs: failures must show within it */
+
+/* A tsrnn-launch started in the background, its output going to files. */
+struct job {
+    pid_t pid;
+    double started;
+    char out[PATH_MAX], err[PATH_MAX];
+    int exit_code; /* after job_wait: the exit code, or 128 + the signal */
+    double seconds;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *run_path(const char *model_name, const char *file)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/%s", tu_run_dir(), model_name, file);
+    return path;
+}
+
+/* Starts tsrnn-launch --accelerator cpu on the example with output in the run folder
+ * `model_name`; `args` (NULL-terminated) are more options, a bare "k=v" becomes --set k=v. */
+static void job_start(struct job *j, const char *model_name, const char *const *args)
+{
+    const char *argv[64];
+    char work_dir[PATH_MAX + 32], name[160], timeout[64];
+    size_t n = 0;
+
+    snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", tu_run_dir());
+    snprintf(name, sizeof(name), "output.model_name=%s", model_name);
+    snprintf(timeout, sizeof(timeout), "trainer.timeout_s=%d", TIMEOUT_S);
+    argv[n++] = tu_env("TSRNN_LAUNCH");
+    argv[n++] = "--accelerator";
+    argv[n++] = "cpu";
+    const char *sets[] = { work_dir, name, timeout };
+    for (size_t i = 0; i < 3; i++) {
+        argv[n++] = "--set";
+        argv[n++] = sets[i];
+    }
+    for (size_t i = 0; args[i] != NULL; i++) {
+        if (n >= 60)
+            fail_msg("job_start: too many arguments");
+        if (strncmp(args[i], "--", 2) != 0)
+            argv[n++] = "--set";
+        argv[n++] = args[i];
+    }
+    argv[n++] = tu_source("examples/air_passengers.ini");
+    argv[n] = NULL;
+
+    snprintf(j->out, sizeof(j->out), "%s/%s.out", tu_run_dir(), model_name);
+    snprintf(j->err, sizeof(j->err), "%s/%s.err", tu_run_dir(), model_name);
+    j->started = now_s();
+    j->pid = fork();
+    assert_true(j->pid >= 0);
+    if (j->pid == 0) {
+        if (chdir(tu_run_dir()) != 0 || !freopen("/dev/null", "r", stdin) ||
+            !freopen(j->out, "w", stdout) || !freopen(j->err, "w", stderr))
+            _exit(127);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+}
+
+/* Waits for the launcher to exit, at most timeout_s (then kills it and fails the test). */
+static int job_wait(struct job *j, double timeout_s)
+{
+    int status;
+    for (;;) {
+        pid_t got = waitpid(j->pid, &status, WNOHANG);
+        if (got == j->pid)
+            break;
+        if (now_s() - j->started > timeout_s) {
+            kill(j->pid, SIGKILL);
+            waitpid(j->pid, &status, 0);
+            char *err = tu_read(j->err);
+            fail_msg("tsrnn-launch still running after %.0f s; stderr:\n%s", timeout_s,
+                     err ? err : "");
+        }
+        usleep(10000);
+    }
+    j->seconds = now_s() - j->started;
+    j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return j->exit_code;
+}
+
+/* The pids the launcher printed ("rank R ... pid P"), the newest per rank; returns the
+ * number of ranks seen. */
+static int job_pids(const struct job *j, pid_t pids[MAX_RANKS])
+{
+    int count = 0;
+    for (int f = 0; f < 2; f++) {
+        char *text = tu_read(f == 0 ? j->out : j->err);
+        for (char *line = text; line != NULL && *line != '\0';) {
+            char *end = strchr(line, '\n');
+            const char *p = strstr(line, "pid ");
+            int rank;
+            if (end != NULL)
+                *end = '\0';
+            line += strspn(line, " ");
+            if (strncmp(line, "rank ", 5) == 0 && p != NULL &&
+                sscanf(line, "rank %d", &rank) == 1 && rank >= 0 && rank < MAX_RANKS) {
+                pids[rank] = (pid_t)atol(p + 4);
+                count = rank + 1 > count ? rank + 1 : count;
+            }
+            line = end ? end + 1 : NULL;
+        }
+        free(text);
+    }
+    return count;
+}
+
+/* Waits until the launcher has printed the pids of `ranks` workers. */
+static void job_wait_pids(const struct job *j, int ranks, pid_t pids[MAX_RANKS])
+{
+    while (job_pids(j, pids) < ranks) {
+        if (now_s() - j->started > 30)
+            fail_msg("tsrnn-launch printed no pids for %d workers", ranks);
+        usleep(10000);
+    }
+}
+
+/* Waits until `path`'s folder holds a file starting with `prefix`. */
+static void wait_for_file(const struct job *j, const char *dir, const char *prefix)
+{
+    while (!tsrnn_folder_holds(dir, prefix)) {
+        int status;
+        if (waitpid(j->pid, &status, WNOHANG) == j->pid)
+            fail_msg("tsrnn-launch exited before %s/%s* appeared", dir, prefix);
+        if (now_s() - j->started > 60)
+            fail_msg("no %s/%s* after 60 s", dir, prefix);
+        usleep(5000);
+    }
+}
+
+static void expect_gone(const pid_t *pids, int count)
+{
+    for (int r = 0; r < count; r++)
+        if (kill(pids[r], 0) == 0 || errno != ESRCH)
+            fail_msg("worker rank %d (pid %d) is still there after the launcher exited", r,
+                     (int)pids[r]);
+}
+
+static void expect_file_has(const char *path, const char *needle)
+{
+    char *text = tu_read(path);
+    if (text == NULL)
+        fail_msg("cannot read %s", path);
+    tu_expect_in(text, needle);
+    free(text);
+}
+
+/* The newest checkpoint of kind `which`, read and checked (CRC included). */
+static void read_checkpoint(struct tsrnn_checkpoint *ck, const char *model_name, const char *which)
+{
+    char path[PATH_MAX];
+    if (tsrnn_checkpoint_locate(path, sizeof(path), run_path(model_name, "checkpoints"), which) !=
+            TSRNN_OK ||
+        tsrnn_checkpoint_read(ck, path) != TSRNN_OK)
+        fail_msg("%s", tsrnn_last_error());
+}
+
+/* A model holding a checkpoint's weights, with room for `batch` windows of `steps`. */
+static void load_model(struct tsrnn_model *m, const struct tsrnn_checkpoint *ck, size_t batch,
+                       size_t steps)
+{
+    assert_int_equal(tsrnn_model_init(m, &ck->dims, batch, steps), TSRNN_OK);
+    assert_int_equal(tsrnn_checkpoint_restore(ck, m, NULL), TSRNN_OK);
+}
+
+/* A shell script that runs the real worker, except for rank `rank`, which runs `instead`
+ * (a shell command line); the launcher takes it through --worker. */
+static const char *wrapper(const char *name, int rank, const char *instead)
+{
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "#!/bin/sh\n"
+             "if [ \"$TSRNN_RANK\" = %d ]; then %s; fi\n"
+             "exec '%s' \"$@\"\n",
+             rank, instead, tu_env("TSRNN_WORKER"));
+    const char *path = tu_write(tu_run_dir(), name, text);
+    assert_int_equal(chmod(path, 0755), 0);
+    static char copy[PATH_MAX + 16];
+    snprintf(copy, sizeof(copy), "--worker=%s", path);
+    return copy;
+}
+
+/* --- data-parallel numbers ------------------------------------------------------------- */
+
+/* DESIGN.md §3: W ranks with per-rank batch b = one rank with batch W*b over the same global
+ * order. training_length 21 leaves 100 training windows: no DistributedSampler padding. */
+static void test_two_workers_equal_one_with_twice_the_batch(void **state)
+{
+    (void)state;
+    const char *common[] = { "model.training_length=21", "training.shuffle=false",
+                             "training.n_epochs=6", "model.model=LSTM", "model.hidden_dim=16" };
+    const char *two[16], *one[16];
+    size_t n = 0;
+    for (; n < sizeof(common) / sizeof(common[0]); n++)
+        one[n] = two[n] = common[n];
+    two[n] = "training.batch_size=8", one[n] = "training.batch_size=16", n++;
+    two[n] = "--devices=2", one[n] = "--devices=1", n++;
+    two[n] = one[n] = NULL;
+
+    struct job j2, j1;
+    job_start(&j2, "ddp2", two);
+    assert_int_equal(job_wait(&j2, 120), 0);
+    job_start(&j1, "ddp1", one);
+    assert_int_equal(job_wait(&j1, 120), 0);
+    expect_file_has(j2.out, "2 workers");
+
+    struct tsrnn_checkpoint *a = calloc(2, sizeof(*a)), *b = a + 1;
+    read_checkpoint(a, "ddp2", "last");
+    read_checkpoint(b, "ddp1", "last");
+    assert_int_equal(a->state.global_step, b->state.global_step);
+    assert_int_equal(a->state.global_step, 6 * 7); /* 100 windows: 7 batches of 16 (8 x 2) */
+    struct tsrnn_model ma = { 0 }, mb = { 0 };
+    load_model(&ma, a, 1, 1);
+    load_model(&mb, b, 1, 1);
+    double worst = 0.0, moved = 0.0;
+    for (size_t i = 0; i < ma.table.total_count; i++) {
+        double d = fabs((double)ma.params[i] - (double)mb.params[i]);
+        double rel = d / fmax(fabs((double)mb.params[i]), 1e-3);
+        worst = fmax(worst, rel);
+        moved = fmax(moved, fabs((double)ma.params[i]));
+    }
+    printf("# 2 workers x batch 8 vs 1 worker x batch 16, %zu weights after 42 steps: max "
+           "relative difference %.3g\n",
+           ma.table.total_count, worst);
+    assert_true(worst <= 1e-5);
+    assert_true(moved > 0.0);
+    tsrnn_model_finish(&ma);
+    tsrnn_model_finish(&mb);
+    tsrnn_checkpoint_finish(a);
+    tsrnn_checkpoint_finish(b);
+    free(a);
+}
+
+/* Shuffled 3-worker training (the sampler pads 101 windows to 102): the val_loss rank 0 logs
+ * is exactly what one process computes from its final weights over all validation windows
+ * in a single batch. */
+static void test_val_loss_equals_one_process_evaluation(void **state)
+{
+    (void)state;
+    /* Split earlier than the example: 28 validation windows, shards of 10, 9 and 9. */
+    const char *args[] = { "training.n_epochs=4",      "--devices=3",
+                           "model.model=GRU",          "model.hidden_dim=12",
+                           "data.split_after=1956-12", NULL };
+    struct job j;
+    job_start(&j, "val3", args);
+    assert_int_equal(job_wait(&j, 120), 0);
+
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    read_checkpoint(ck, "val3", "last");
+    struct tsrnn_config *cfg = &ck->config;
+    struct tsrnn_dataset ds = { 0 };
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
+    size_t V = ds.val.count, T = ds.val.training_length, C = ds.val.component_count;
+    assert_int_equal(V, 28);
+    struct tsrnn_model m = { 0 };
+    load_model(&m, ck, V, T);
+    float *x = malloc(V * T * C * sizeof(float)), *y = malloc(V * T * C * sizeof(float));
+    size_t *idx = malloc(V * sizeof(size_t));
+    double *se = malloc(V * sizeof(double)), sum = 0.0;
+    for (size_t i = 0; i < V; i++)
+        idx[i] = i;
+    tsrnn_windows_gather(&ds.val, idx, V, x, y);
+    tsrnn_model_forward(&m, x, V, T, false, NULL, NULL, NULL);
+    tsrnn_model_window_squared_errors(&m, y, se);
+    for (size_t i = 0; i < V; i++)
+        sum += se[i];
+    double val_loss = sum / (double)(V * T * C);
+    printf("# 3 workers: logged val_loss %.17g, one process %.17g\n", ck->state.monitor_value,
+           val_loss);
+    assert_true(ck->state.monitor_value == val_loss);
+    free(x);
+    free(y);
+    free(idx);
+    free(se);
+    tsrnn_model_finish(&m);
+    tsrnn_dataset_finish(&ds);
+    tsrnn_checkpoint_finish(ck);
+    free(ck);
+}
+
+/* --- the README's command -------------------------------------------------------------- */
+
+/* `tsrnn-launch --devices -1 examples/air_passengers.ini` on a machine without a GPU: one CPU
+ * worker per core, Gloo; rank 0's report on stdout, the others' in logs/rank-N.log. */
+static void test_readme_command_falls_back_to_cpu(void **state)
+{
+    (void)state;
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+    int cores = CPU_COUNT(&set) < MAX_RANKS ? CPU_COUNT(&set) : MAX_RANKS;
+    const char *args[] = { "--accelerator=auto", "--devices=-1", "training.n_epochs=20", NULL };
+    struct job j;
+    job_start(&j, "Air", args);
+    assert_int_equal(job_wait(&j, 120), 0);
+    pid_t pids[MAX_RANKS];
+    assert_int_equal(job_pids(&j, pids), cores);
+    expect_gone(pids, cores);
+    expect_file_has(j.out, "GPU available: False, used: False");
+    expect_file_has(j.out, "Epoch 19");
+    expect_file_has(j.out, "best checkpoint");
+    assert_true(tsrnn_folder_holds(run_path("Air", "checkpoints"), "best-epoch="));
+    assert_true(tsrnn_folder_holds(run_path("Air", "logs"), "tfevents"));
+    struct tu_metrics_row rows[400];
+    size_t count = tu_read_metrics(run_path("Air", "metrics.csv"), rows, 400);
+    size_t per_rank = (101 + (size_t)cores - 1) / (size_t)cores; /* DistributedSampler */
+    assert_int_equal(count, 20 * ((per_rank + 15) / 16) + 20);   /* steps + validations */
+    if (cores > 1) {
+        expect_file_has(run_path("Air", "logs/rank-1.log"), "GLOBAL_RANK: 1");
+        char *out = tu_read(j.out);
+        assert_null(strstr(out, "GLOBAL_RANK: 1")); /* rank 1's lines stay in its log */
+        free(out);
+    }
+}
+
+/* --- failures -------------------------------------------------------------------------- */
+
+static const char *const long_run[] = { "training.n_epochs=100000", "model.model=LSTM",
+                                        "model.hidden_dim=32", "--devices=2", NULL };
+
+/* SIGKILL to one worker mid-training: the launcher names it, stops the other and exits 3
+ * within timeout_s + 10 s; no worker is left; the last checkpoint reads back whole. */
+static void test_killed_worker_stops_the_job(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "killed", long_run);
+    job_wait_pids(&j, 2, pids);
+    wait_for_file(&j, run_path("killed", "checkpoints"), "last-");
+    double killed_at = now_s();
+    kill(pids[1], SIGKILL);
+    assert_int_equal(job_wait(&j, 120), 3);
+    double took = now_s() - killed_at;
+    printf("# launcher exited %.2f s after rank 1 was killed\n", took);
+    assert_true(took < TIMEOUT_S + 10);
+    expect_gone(pids, 2);
+    expect_file_has(j.err, "rank 1");
+    expect_file_has(j.err, "SIGKILL");
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    read_checkpoint(ck, "killed", "last");
+    assert_true(ck->state.global_step > 0);
+    tsrnn_checkpoint_finish(ck);
+    free(ck);
+}
+
+/* A worker that fails by itself (rank 1's config names a missing file): the launcher reports
+ * that rank and its message, with its exit code (2), and stops the other. */
+static void test_failing_worker_stops_the_job(void **state)
+{
+    (void)state;
+    const char *args[] = { wrapper("bad-rank1.sh", 1,
+                                   "set -- --set data.path=/nonexistent/air.csv \"$@\""),
+                           "training.n_epochs=100000", "--devices=2", NULL };
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "failing", args);
+    job_wait_pids(&j, 2, pids);
+    assert_int_equal(job_wait(&j, 60), 2);
+    assert_true(j.seconds < TIMEOUT_S + 10);
+    expect_gone(pids, 2);
+    expect_file_has(j.err, "rank 1");
+    expect_file_has(j.err, "/nonexistent/air.csv");
+}
+
+/* A worker that hangs before it joins: the others give up after timeout_s with an error that
+ * names the missing rank; the launcher exits 3 and leaves nothing behind. */
+static void test_hanging_worker_is_named(void **state)
+{
+    (void)state;
+    const char *args[] = { wrapper("hang-rank1.sh", 1, "exec sleep 600"), "--devices=2", NULL };
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "hanging", args);
+    job_wait_pids(&j, 2, pids);
+    assert_int_equal(job_wait(&j, 60), 3);
+    printf("# launcher exited after %.2f s (timeout_s %d)\n", j.seconds, TIMEOUT_S);
+    assert_true(j.seconds >= TIMEOUT_S - 0.5 && j.seconds < TIMEOUT_S + 10);
+    expect_gone(pids, 2);
+    expect_file_has(j.err, "rank 1 did not join");
+}
+
+/* Ctrl-C to the launcher: every worker stops after the same step, rank 0 saves a checkpoint
+ * of every step done, all exit 130 and so does the launcher. */
+static void test_interrupt_saves_a_checkpoint(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "interrupted", long_run);
+    job_wait_pids(&j, 2, pids);
+    wait_for_file(&j, run_path("interrupted", "checkpoints"), "last-");
+    usleep(100000);
+    kill(j.pid, SIGINT);
+    assert_int_equal(job_wait(&j, TIMEOUT_S + 20), 130);
+    expect_gone(pids, 2);
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    read_checkpoint(ck, "interrupted", "last");
+    static struct tu_metrics_row rows[20000];
+    size_t count = tu_read_metrics(run_path("interrupted", "metrics.csv"), rows, 20000);
+    int64_t train_rows = 0;
+    for (size_t i = 0; i < count; i++)
+        train_rows += !isnan(rows[i].train_loss);
+    printf("# interrupted at step %lld (epoch %lld, %lld batches done)\n",
+           (long long)ck->state.global_step, (long long)ck->state.epoch,
+           (long long)ck->state.batches_done);
+    assert_int_equal(ck->state.global_step, train_rows); /* the checkpoint has every step */
+    tsrnn_checkpoint_finish(ck);
+    free(ck);
+}
+
+/* --max-restarts 1 and rank 1 killed once: the job restarts from the last checkpoint,
+ * completes, and ends with the val_loss of an uninterrupted run (resume is exact). */
+static void test_restart_recovers_the_same_result(void **state)
+{
+    (void)state;
+    const char *base[] = { "training.n_epochs=60", "model.model=LSTM", "model.hidden_dim=32",
+                           "--devices=2", NULL };
+    const char *restart[] = { "training.n_epochs=60", "model.model=LSTM", "model.hidden_dim=32",
+                              "--devices=2",          "--max-restarts=1", NULL };
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "reference", base);
+    assert_int_equal(job_wait(&j, 120), 0);
+
+    job_start(&j, "restarted", restart);
+    job_wait_pids(&j, 2, pids);
+    wait_for_file(&j, run_path("restarted", "checkpoints"), "last-");
+    kill(pids[1], SIGKILL);
+    assert_int_equal(job_wait(&j, 120), 0);
+    expect_file_has(j.err, "restart 1 of 1");
+    static struct tu_metrics_row a[2000], b[2000];
+    size_t na = tu_read_metrics(run_path("reference", "metrics.csv"), a, 2000);
+    size_t nb = tu_read_metrics(run_path("restarted", "metrics.csv"), b, 2000);
+    assert_int_equal(na, nb);
+    double va = a[na - 1].val_loss, vb = b[nb - 1].val_loss;
+    printf("# final val_loss: uninterrupted %.9g, restarted %.9g\n", va, vb);
+    assert_true(fabs(va - vb) <= 1e-6 * fabs(va));
+}
+
+int main(void)
+{
+    if (!tsrnn_comm_backend_available("gloo")) {
+        printf("# tsrnn was built without Gloo (libgloo-dev): multi-process tests skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_workers_equal_one_with_twice_the_batch),
+        cmocka_unit_test(test_val_loss_equals_one_process_evaluation),
+        cmocka_unit_test(test_readme_command_falls_back_to_cpu),
+        cmocka_unit_test(test_killed_worker_stops_the_job),
+        cmocka_unit_test(test_failing_worker_stops_the_job),
+        cmocka_unit_test(test_hanging_worker_is_named),
+        cmocka_unit_test(test_interrupt_saves_a_checkpoint),
+        cmocka_unit_test(test_restart_recovers_the_same_result),
+    };
+    return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
+}
