@@ -64,8 +64,11 @@ enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm);
  * Not safe to call while another thread is inside a collective of `comm`. */
 void tsrnn_comm_abort(struct tsrnn_comm *comm);
 
-/* Frees the communicator, closing its connections without waiting for any peer (a peer
- * still reading the last collective gets all of it); accepts NULL. */
+/* Frees the communicator; accepts NULL. A healthy one first waits (up to timeout_s) until
+ * every rank has come to close it, as MPI_Finalize does: a collective may return on one rank
+ * while its last messages to another are still queued (Gloo's halving-doubling sends a final
+ * notification without waiting for it), and closing then would cut them off. A failed or
+ * aborted one closes at once. */
 void tsrnn_comm_close(struct tsrnn_comm *comm);
 
 int tsrnn_comm_rank(const struct tsrnn_comm *comm);

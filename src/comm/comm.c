@@ -358,6 +358,9 @@ void tsrnn_comm_close(struct tsrnn_comm *comm)
 {
     if (!comm)
         return;
+    if (!comm->failed && !comm->aborted && comm->world_size > 1 &&
+        comm->backend->barrier(comm) != TSRNN_OK)
+        tsrnn_error_clear(); /* a peer already gone: nothing left to deliver to it */
     comm->backend->close(comm);
     free(comm);
 }
