@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsrnn/comm.h"
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/run_folder.h"
@@ -418,6 +419,12 @@ static enum tsrnn_status resolve_devices(struct launch *l)
         }
     }
 
+    if (!l->gpu && count > 1 && !tsrnn_comm_backend_available("gloo"))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = '%s' asks for %lld CPU workers, but this "
+                           "tsrnn was built without Gloo (libgloo-dev), which they need to "
+                           "talk; install it and rebuild, or use one device",
+                           origin, devices, (long long)count);
     l->count = (int)count;
     l->workers = calloc((size_t)count, sizeof(*l->workers));
     l->pollfds = calloc(2 + 2 * (size_t)count, sizeof(*l->pollfds));
