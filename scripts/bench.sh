@@ -4,7 +4,10 @@
 #      300 epochs = 2100 optimizer steps): seconds of optimizer steps and steps/s;
 #   2. LSTM hidden 256, batch 64, training_length 64 on a 100,000-point synthetic series
 #      (bench/synthetic.awk): samples/s over 40 optimizer steps, and the ceiling that this
-#      machine's GEMM speed puts on it (bench/gemm.c).
+#      machine's GEMM speed puts on it (bench/gemm.c);
+#   3. the same LSTM-256 data-parallel with tsrnn-launch: 1 vs 2 CPU workers (one thread
+#      each, batch 64 per worker, Gloo allreduce): samples/s of the whole job, scaling
+#      efficiency and the allreduce time per step, next to PyTorch DDP (Gloo, spawn).
 # PyTorch runs scripts/bench_torch.py with Debian's /usr/bin/python3 (python3-torch); without
 # it, its column says so. Each measurement is the best of 3 runs (the VMs this runs on are
 # noisy). Usage: scripts/bench.sh
@@ -13,11 +16,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-bench"
 bash "$root/scripts/install-deps.sh"
-if [ ! -f "$build/build.ninja" ]; then
-    meson setup "$build" "$root" --buildtype=release -Dtests=false >/dev/null
+# A folder configured before libgloo-dev was installed: configure it afresh (meson keeps
+# failed header checks).
+if grep -qs 'TSRNN_HAVE_GLOO 0' "$build/tsrnn_build.h"; then
+    rm -rf "$build"
 fi
-ninja -C "$build" tsrnn-worker bench-gemm >/dev/null
+if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" "$root" --buildtype=release -Dtests=false -Dgloo=enabled >/dev/null
+fi
+ninja -C "$build" tsrnn-worker tsrnn-launch bench-gemm bench-allreduce >/dev/null
 worker="$build/tsrnn-worker"
+launch="$build/tsrnn-launch"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -63,6 +72,16 @@ tsrnn_lstm() {
     "$worker" -q "$work/lstm256.ini" | sed -n 's/.*steps\/s, \([0-9]*\) samples\/s.*/\1/p'
 }
 
+# tsrnn-launch --devices N: rank 0's "N ranks (gloo): X samples/s in all; collectives S s
+# (M ms per step)" (N > 1) or its "Y samples/s" (one worker): prints "X M".
+tsrnn_ddp() {
+    "$launch" --accelerator cpu --devices "$1" --set training.max_steps=30 "$work/lstm256.ini" |
+        awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
+                                                   if ($i == "ms") m = substr($(i-1), 2) } }
+             /steps\/s, / && !x1 { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") x1 = $i }
+             END { if (x) print x, m; else print x1, 0 }'
+}
+
 direction=min
 t_seed=$(best_of 3 tsrnn_seed)
 direction=max
@@ -98,3 +117,36 @@ printf '| %-52s | %10s | %10s | %8s |\n' "LSTM-256, batch 64, T 64, 100k points:
 echo
 echo "The LSTM-256 step is GEMM-bound; its products on this machine, 1 thread:"
 "$build/bench-gemm"
+
+# Data-parallel: best of 3 by samples/s, tsrnn-launch next to PyTorch DDP (Gloo, spawn).
+best_ddp() {
+    local best="0 0" v
+    for _ in 1 2 3; do
+        v=$(tsrnn_ddp "$1")
+        if awk -v a="${v%% *}" -v b="${best%% *}" 'BEGIN { exit !(a > b) }'; then best=$v; fi
+    done
+    echo "$best"
+}
+d1=$(best_ddp 1)
+d2=$(best_ddp 2)
+p1="n/a" p2="n/a"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    direction=max
+    p1=$(best_of 3 /usr/bin/python3 "$root/scripts/bench_torch.py" ddp256 "$work/synthetic.csv" 1)
+    p2=$(best_of 3 /usr/bin/python3 "$root/scripts/bench_torch.py" ddp256 "$work/synthetic.csv" 2)
+fi
+scaling() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / (2 * b); else print "-" }'; }
+echo
+echo "Data-parallel LSTM-256, batch 64 per worker, T 64, one thread per worker, 30 steps, best of 3"
+echo "(tsrnn-launch --accelerator cpu --devices N; PyTorch: DistributedDataParallel, Gloo, spawn):"
+printf '| %-7s | %15s | %7s | %18s | %15s | %7s | %8s |\n' "workers" "tsrnn samples/s" \
+    "scaling" "collective ms/step" "PyTorch samp/s" "scaling" "speed-up"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' "---------" "-----------------" "---------" \
+    "--------------------" "-----------------" "---------" "----------"
+printf '| %-7s | %15s | %7s | %18s | %15s | %7s | %8s |\n' 1 "${d1%% *}" "-" "-" "$p1" "-" \
+    "$(ratio "${d1%% *}" "$p1")"
+printf '| %-7s | %15s | %7s | %18s | %15s | %7s | %8s |\n' 2 "${d2%% *}" \
+    "$(scaling "${d2%% *}" "${d1%% *}")" "${d2##* }" "$p2" "$(scaling "$p2" "$p1")" \
+    "$(ratio "${d2%% *}" "$p2")"
+echo "(collective ms/step: time in the step's allreduce, waiting for the slower worker included)"
+"$build/bench-allreduce"

@@ -5,6 +5,10 @@
                                               Darts guide's RNN (hidden 20, batch 16, T 20)
   bench_torch.py lstm256 SYNTHETIC.csv     -> samples/s of 40 optimizer steps of LSTM-256,
                                               batch 64, T 64
+  bench_torch.py ddp256 SYNTHETIC.csv W    -> samples/s of the whole job: the same LSTM-256 in
+                                              W processes (torch.multiprocessing.spawn, as
+                                              ddp_spawn), DistributedDataParallel over Gloo on
+                                              127.0.0.1, batch 64 per process, 30 steps
   bench_torch.py version                   -> "torch X, BLAS Y"
 
 The model is Darts' _RNNModule (nn.RNN/LSTM/GRU(batch_first=True) + nn.Linear on every
@@ -13,7 +17,9 @@ windows tsrnn trains on (sample i starts at L - T - 1 - i), reshuffled every epo
 optimizer steps are timed (batch gather, forward, backward, Adam), as tsrnn reports them.
 Needs Debian's python3-torch (run with /usr/bin/python3).
 """
+import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -69,6 +75,34 @@ def train(kind, hidden, x, y, batch, epochs, max_steps):
     return seconds, samples
 
 
+def ddp_worker(rank, world, store, path, result):
+    """One DDP process: its DistributedSampler shard of each epoch, timed as train()."""
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
+                                         world_size=world)
+    values = read_column(path, 0)
+    x, y = windows(scaled(values, len(values)), 64)
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(Module("LSTM", 1, 256))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.MSELoss()
+    sampler = torch.utils.data.distributed.DistributedSampler(range(len(x)), world, rank)
+    order = torch.tensor(list(iter(sampler)))
+    seconds, samples = 0.0, 0
+    for step in range(30):
+        start = time.perf_counter()
+        idx = order[step * 64:(step + 1) * 64]
+        optimizer.zero_grad()
+        loss = loss_fn(model(x[idx]), y[idx])
+        loss.backward()
+        optimizer.step()
+        seconds += time.perf_counter() - start
+        samples += len(idx)
+    if rank == 0:
+        result.put(world * samples / seconds)
+    torch.distributed.destroy_process_group()
+
+
 def read_column(path, column):
     return np.loadtxt(path, delimiter=",", skiprows=1, usecols=column, dtype=np.float32)
 
@@ -89,8 +123,17 @@ def main():
         x, y = windows(scaled(values, len(values)), 64)
         seconds, samples = train("LSTM", 256, x, y, 64, 1, 40)
         print(f"{samples / seconds:.0f}")
+    elif what == "ddp256":
+        world = int(sys.argv[3])
+        context = torch.multiprocessing.get_context("spawn")
+        result = context.SimpleQueue()
+        with tempfile.TemporaryDirectory() as folder:
+            torch.multiprocessing.spawn(ddp_worker, nprocs=world,
+                                        args=(world, os.path.join(folder, "store"), sys.argv[2],
+                                              result))
+        print(f"{result.get():.0f}")
     else:
-        sys.exit(f"usage: {sys.argv[0]} seed|lstm256 CSV | version")
+        sys.exit(f"usage: {sys.argv[0]} seed|lstm256 CSV | ddp256 CSV W | version")
 
 
 if __name__ == "__main__":
