@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # The AirPassengers example of the Darts guide: installs what it needs, builds tsrnn, trains
-# examples/air_passengers.ini into darts_logs/Air_RNN (checkpoints, TensorBoard logs,
-# metrics.csv, forecast.csv and forecast.png) and lists the run folder. Extra arguments go to
-# tsrnn-worker (e.g. --set training.n_epochs=50).
+# examples/air_passengers.ini with the README's command, `tsrnn-launch --devices -1` (one
+# worker per GPU; without one, one CPU worker per core, averaging gradients over Gloo), into
+# darts_logs/Air_RNN (checkpoints, TensorBoard logs, metrics.csv, forecast.csv and
+# forecast.png) and lists the run folder. Extra arguments go to tsrnn-launch (e.g.
+# --devices 1 for Darts' single-device numbers, --set training.n_epochs=50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 
 build=${TSRNN_BUILD_DIR:-build}
+# A folder configured before libgloo-dev was installed keeps meson's failed header check:
+# configure it afresh.
+if grep -qs 'TSRNN_HAVE_GLOO 0' "$build/tsrnn_build.h"; then
+    rm -rf "$build"
+fi
 if [ ! -f "$build/build.ninja" ]; then
-    meson setup "$build" -Dtests=false >/dev/null
+    meson setup "$build" -Dtests=false -Dgloo=enabled >/dev/null
 fi
 meson compile -C "$build" >/dev/null
 
-"$build/tsrnn-worker" "$@" examples/air_passengers.ini
+"$build/tsrnn-launch" --devices -1 "$@" examples/air_passengers.ini
 
 run=darts_logs/Air_RNN
 echo
