@@ -87,9 +87,12 @@ static void job_start(struct job *j, const char *model_name, const char *const *
     snprintf(j->out, sizeof(j->out), "%s/%s.out", tu_run_dir(), model_name);
     snprintf(j->err, sizeof(j->err), "%s/%s.err", tu_run_dir(), model_name);
     j->started = now_s();
+    fflush(stdout); /* else the child's freopen() writes our buffered lines again */
     j->pid = fork();
     assert_true(j->pid >= 0);
     if (j->pid == 0) {
+        /* The launcher's rendezvous folders go here too, where expect_clean() looks. */
+        setenv("TMPDIR", tu_run_dir(), 1);
         if (chdir(tu_run_dir()) != 0 || !freopen("/dev/null", "r", stdin) ||
             !freopen(j->out, "w", stdout) || !freopen(j->err, "w", stderr))
             _exit(127);
@@ -175,6 +178,13 @@ static void expect_gone(const pid_t *pids, int count)
         if (kill(pids[r], 0) == 0 || errno != ESRCH)
             fail_msg("worker rank %d (pid %d) is still there after the launcher exited", r,
                      (int)pids[r]);
+}
+
+/* The launcher removed its private rendezvous folder. */
+static void expect_clean(void)
+{
+    if (tsrnn_folder_holds(tu_run_dir(), "tsrnn-rendezvous-"))
+        fail_msg("a tsrnn-rendezvous-* folder is left in %s", tu_run_dir());
 }
 
 static void expect_file_has(const char *path, const char *needle)
@@ -272,22 +282,25 @@ static void test_two_workers_equal_one_with_twice_the_batch(void **state)
     free(a);
 }
 
-/* Shuffled 3-worker training (the sampler pads 101 windows to 102): the val_loss rank 0 logs
- * is exactly what one process computes from its final weights over all validation windows
- * in a single batch. */
-static void test_val_loss_equals_one_process_evaluation(void **state)
+/* Shuffled training on `workers` ranks: the val_loss rank 0 logs is exactly what one process
+ * computes from its final weights over all validation windows in a single batch. */
+static void check_val_loss(int workers)
 {
-    (void)state;
-    /* Split earlier than the example: 28 validation windows, shards of 10, 9 and 9. */
-    const char *args[] = { "training.n_epochs=4",      "--devices=3",
+    /* Split earlier than the example: 28 validation windows (3 workers: shards of 10, 9, 9;
+     * the sampler pads the 76 training windows to 78). */
+    char devices[32], name[32];
+    snprintf(devices, sizeof(devices), "--devices=%d", workers);
+    snprintf(name, sizeof(name), "val%d", workers);
+    const char *args[] = { "training.n_epochs=4",      devices,
                            "model.model=GRU",          "model.hidden_dim=12",
                            "data.split_after=1956-12", NULL };
     struct job j;
-    job_start(&j, "val3", args);
+    job_start(&j, name, args);
     assert_int_equal(job_wait(&j, 120), 0);
+    expect_clean();
 
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
-    read_checkpoint(ck, "val3", "last");
+    read_checkpoint(ck, name, "last");
     struct tsrnn_config *cfg = &ck->config;
     struct tsrnn_dataset ds = { 0 };
     assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
@@ -306,8 +319,8 @@ static void test_val_loss_equals_one_process_evaluation(void **state)
     for (size_t i = 0; i < V; i++)
         sum += se[i];
     double val_loss = sum / (double)(V * T * C);
-    printf("# 3 workers: logged val_loss %.17g, one process %.17g\n", ck->state.monitor_value,
-           val_loss);
+    printf("# %d workers: logged val_loss %.17g, one process %.17g\n", workers,
+           ck->state.monitor_value, val_loss);
     assert_true(ck->state.monitor_value == val_loss);
     free(x);
     free(y);
@@ -317,6 +330,13 @@ static void test_val_loss_equals_one_process_evaluation(void **state)
     tsrnn_dataset_finish(&ds);
     tsrnn_checkpoint_finish(ck);
     free(ck);
+}
+
+static void test_val_loss_equals_one_process_evaluation(void **state)
+{
+    (void)state;
+    check_val_loss(2);
+    check_val_loss(3);
 }
 
 /* --- the README's command -------------------------------------------------------------- */
@@ -372,6 +392,7 @@ static void test_killed_worker_stops_the_job(void **state)
     kill(pids[1], SIGKILL);
     assert_int_equal(job_wait(&j, 120), 3);
     double took = now_s() - killed_at;
+    expect_clean();
     printf("# launcher exited %.2f s after rank 1 was killed\n", took);
     assert_true(took < TIMEOUT_S + 10);
     expect_gone(pids, 2);
@@ -414,6 +435,7 @@ static void test_hanging_worker_is_named(void **state)
     job_start(&j, "hanging", args);
     job_wait_pids(&j, 2, pids);
     assert_int_equal(job_wait(&j, 60), 3);
+    expect_clean();
     printf("# launcher exited after %.2f s (timeout_s %d)\n", j.seconds, TIMEOUT_S);
     assert_true(j.seconds >= TIMEOUT_S - 0.5 && j.seconds < TIMEOUT_S + 10);
     expect_gone(pids, 2);
@@ -434,6 +456,7 @@ static void test_interrupt_saves_a_checkpoint(void **state)
     kill(j.pid, SIGINT);
     assert_int_equal(job_wait(&j, TIMEOUT_S + 20), 130);
     expect_gone(pids, 2);
+    expect_clean();
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
     read_checkpoint(ck, "interrupted", "last");
     static struct tu_metrics_row rows[20000];
@@ -447,6 +470,24 @@ static void test_interrupt_saves_a_checkpoint(void **state)
     assert_int_equal(ck->state.global_step, train_rows); /* the checkpoint has every step */
     tsrnn_checkpoint_finish(ck);
     free(ck);
+}
+
+/* SIGKILL to the launcher itself: its workers die with it (PR_SET_PDEATHSIG). */
+static void test_workers_die_with_the_launcher(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "orphans", long_run);
+    job_wait_pids(&j, 2, pids);
+    wait_for_file(&j, run_path("orphans", "checkpoints"), "last-");
+    kill(j.pid, SIGKILL);
+    assert_int_equal(job_wait(&j, 10), 128 + SIGKILL);
+    double deadline = now_s() + 5;
+    while ((kill(pids[0], 0) == 0 || kill(pids[1], 0) == 0) && now_s() < deadline)
+        usleep(10000);
+    expect_gone(pids, 2);
+    /* Nobody was left to remove the rendezvous folder: this test's teardown does. */
 }
 
 /* --max-restarts 1 and rank 1 killed once: the job restarts from the last checkpoint,
@@ -493,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_hanging_worker_is_named),
         cmocka_unit_test(test_interrupt_saves_a_checkpoint),
         cmocka_unit_test(test_restart_recovers_the_same_result),
+        cmocka_unit_test(test_workers_die_with_the_launcher),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }
