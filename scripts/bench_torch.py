@@ -51,6 +51,16 @@ def scaled(values, train_points):
     return values * scale + (-lo * scale)
 
 
+def timed_step(model, optimizer, loss_fn, x, y, idx):
+    """One optimizer step on the windows idx, batch gather included; returns its seconds."""
+    start = time.perf_counter()
+    optimizer.zero_grad()
+    loss = loss_fn(model(x[idx]), y[idx])
+    loss.backward()
+    optimizer.step()
+    return time.perf_counter() - start
+
+
 def train(kind, hidden, x, y, batch, epochs, max_steps):
     """Returns (seconds of optimizer steps, samples trained on)."""
     torch.manual_seed(0)
@@ -63,13 +73,8 @@ def train(kind, hidden, x, y, batch, epochs, max_steps):
         for first in range(0, len(x), batch):
             if steps == max_steps:
                 return seconds, samples
-            start = time.perf_counter()
             idx = order[first:first + batch]
-            optimizer.zero_grad()
-            loss = loss_fn(model(x[idx]), y[idx])
-            loss.backward()
-            optimizer.step()
-            seconds += time.perf_counter() - start
+            seconds += timed_step(model, optimizer, loss_fn, x, y, idx)
             samples += len(idx)
             steps += 1
     return seconds, samples
@@ -90,13 +95,8 @@ def ddp_worker(rank, world, store, path, result):
     order = torch.tensor(list(iter(sampler)))
     seconds, samples = 0.0, 0
     for step in range(30):
-        start = time.perf_counter()
         idx = order[step * 64:(step + 1) * 64]
-        optimizer.zero_grad()
-        loss = loss_fn(model(x[idx]), y[idx])
-        loss.backward()
-        optimizer.step()
-        seconds += time.perf_counter() - start
+        seconds += timed_step(model, optimizer, loss_fn, x, y, idx)
         samples += len(idx)
     if rank == 0:
         result.put(world * samples / seconds)
