@@ -428,15 +428,12 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
  * checkpoint, for --resume last. */
 static enum tsrnn_status interrupt(struct trainer *tr, int64_t epoch, size_t batch)
 {
-    const char *saved = "no checkpoint: [output] save_checkpoints is false";
     if (batch > 0) /* mid-epoch; else the previous epoch's checkpoint is the right one */
         TSRNN_TRY(end_epoch(tr, epoch, batch, false, NAN));
-    if (tr->cfg->save_checkpoints)
-        saved = tr->last_checkpoint[0] != '\0' ? tr->last_checkpoint : "no checkpoint yet";
-    if (!tr->writes_files)
-        saved = "rank 0 saves the checkpoint";
-    else if (tr->cfg->save_checkpoints && tr->last_checkpoint[0] != '\0')
-        saved = tsrnn_display_path(tr->last_checkpoint);
+    const char *saved = !tr->writes_files            ? "rank 0 saves it"
+                        : !tr->cfg->save_checkpoints ? "none ([output] save_checkpoints = false)"
+                        : tr->last_checkpoint[0] == '\0' ? "none yet"
+                                                         : tsrnn_display_path(tr->last_checkpoint);
     return tsrnn_error(TSRNN_ERR_INTERRUPTED,
                        "interrupted at epoch %lld after step %lld: %s/metrics.csv holds the %lld "
                        "finished steps; checkpoint: %s",
