@@ -431,6 +431,22 @@ static void test_failing_worker_stops_the_job(void **state)
     expect_file_has(j.err, "/nonexistent/air.csv");
 }
 
+/* A worker started with another setting than the others: it refuses to train a model of its
+ * own in lockstep with them (exit 2, naming itself), and the job stops. */
+static void test_worker_with_other_settings_is_refused(void **state)
+{
+    (void)state;
+    const char *args[] = { wrapper("lr-rank1.sh", 1, "set -- --set training.lr=0.5 \"$@\""),
+                           "--devices=2", NULL };
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    job_start(&j, "other", args);
+    job_wait_pids(&j, 2, pids);
+    assert_int_equal(job_wait(&j, 60), 2);
+    expect_gone(pids, 2);
+    expect_file_has(j.err, "rank 1: its configuration or data differ from rank 0's");
+}
+
 /* A worker that hangs before it joins: the others give up after timeout_s with an error that
  * names the missing rank; the launcher exits 3 and leaves nothing behind. */
 static void test_hanging_worker_is_named(void **state)
@@ -538,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_readme_command_falls_back_to_cpu),
         cmocka_unit_test(test_killed_worker_stops_the_job),
         cmocka_unit_test(test_failing_worker_stops_the_job),
+        cmocka_unit_test(test_worker_with_other_settings_is_refused),
         cmocka_unit_test(test_hanging_worker_is_named),
         cmocka_unit_test(test_interrupt_saves_a_checkpoint),
         cmocka_unit_test(test_restart_recovers_the_same_result),

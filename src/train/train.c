@@ -8,6 +8,7 @@
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/compute.h"
+#include "tsrnn/crc32c.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
@@ -183,14 +184,35 @@ static enum tsrnn_status allreduce(struct trainer *tr, void *buf, size_t count,
     return status;
 }
 
+/* What every rank must share to train one model: the resolved config and the series as
+ * read. */
+static uint32_t job_fingerprint(const struct trainer *tr)
+{
+    const struct tsrnn_series *s = &tr->ds->series;
+    char *text = tsrnn_config_text(tr->cfg);
+    uint32_t crc = text ? tsrnn_crc32c(0, text, strlen(text)) : 0;
+    free(text);
+    crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));
+    return tsrnn_crc32c(crc, s->times, s->length * sizeof(int64_t));
+}
+
 /* Every rank starts from rank 0's parameters (and, resuming, its Adam moments), as DDP's
  * constructor broadcasts the module's state: identical replicas by construction, whatever
- * each rank initialised or read. */
+ * each rank initialised or read. A rank whose config or data differ from rank 0's would
+ * train another model in lockstep, silently: it stops instead. */
 static enum tsrnn_status share_rank0_state(struct trainer *tr)
 {
     size_t nbytes = tr->model.table.total_count * sizeof(float);
     if (tr->world_size == 1)
         return TSRNN_OK;
+    uint32_t mine = job_fingerprint(tr), rank0 = mine;
+    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &rank0, sizeof(rank0), 0));
+    if (mine != rank0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "rank %d: its configuration or data differ from rank 0's (CRC-32C "
+                           "%08x, rank 0's %08x): every worker must read the same INI file, "
+                           "--set values and data file",
+                           tr->rank, (unsigned)mine, (unsigned)rank0);
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->model.params, nbytes, 0));
     if (tr->cfg->resume[0] == '\0')
         return TSRNN_OK;
