@@ -75,29 +75,116 @@ static float dot(const float *restrict a, const float *restrict b, size_t k)
     return sum;
 }
 
-/* C[i][j0 .. j0+W) += alpha * sum_k a(k) * B[k][j0 .. j0+W): W accumulators that stay in
- * registers over the whole k loop (a(k) is A[i][k], or A[k][i] when trans_a). The k-sum of
- * every element runs in order k = 0, 1, ..., as in the plain triple loop. Called with a
- * constant W (8, 4 or 1), which the compiler turns into one vector width each. */
-static inline void gemm_block(float *restrict c, const float *restrict a, size_t a_stride,
-                              const float *restrict b, size_t ldb, size_t k, float alpha,
-                              size_t width)
-{
-    float acc[8];
-    for (size_t u = 0; u < width; u++)
-        acc[u] = c[u];
-    for (size_t kk = 0; kk < k; kk++) {
-        float av = alpha * a[kk * a_stride];
-        const float *brow = b + kk * ldb;
-        for (size_t u = 0; u < width; u++)
-            acc[u] += av * brow[u];
+/* Eight floats, as GCC's vector extension: one AVX register in the avx2 clone, two SSE
+ * registers in the default one. Element-wise * and + round exactly as the scalar code. */
+typedef float v8f __attribute__((vector_size(32), aligned(4)));
+typedef float v4f __attribute__((vector_size(16), aligned(4)));
+
+/* C[i0 + r][j0 .. j0+8) += alpha * sum_k a(i0 + r, k) * B[k][j0 .. j0+8) for r < 4, where
+ * a(i, k) = a[i * a_row + k * a_col]: four accumulators that stay in registers over the whole
+ * k loop. Four rows at once matter because one accumulator's additions form a chain: a single
+ * row waits on the add latency at every k (the hidden-20 RNN's products were 63 % of its
+ * step), four keep the units busy and share each load of B. */
+#define GEMM_TILE_4(name, vec)                                                                     \
+    static inline __attribute__((always_inline)) void name(                                        \
+        float *restrict c, size_t ldc, const float *restrict a, size_t a_row, size_t a_col,        \
+        const float *restrict b, size_t ldb, size_t k, float alpha)                                \
+    {                                                                                              \
+        vec c0 = *(const vec *)c, c1 = *(const vec *)(c + ldc);                                    \
+        vec c2 = *(const vec *)(c + 2 * ldc), c3 = *(const vec *)(c + 3 * ldc);                    \
+        for (size_t kk = 0; kk < k; kk++) {                                                        \
+            vec bv = *(const vec *)(b + kk * ldb);                                                 \
+            const float *ak = a + kk * a_col;                                                      \
+            c0 += (alpha * ak[0]) * bv;                                                            \
+            c1 += (alpha * ak[a_row]) * bv;                                                        \
+            c2 += (alpha * ak[2 * a_row]) * bv;                                                    \
+            c3 += (alpha * ak[3 * a_row]) * bv;                                                    \
+        }                                                                                          \
+        *(vec *)c = c0;                                                                            \
+        *(vec *)(c + ldc) = c1;                                                                    \
+        *(vec *)(c + 2 * ldc) = c2;                                                                \
+        *(vec *)(c + 3 * ldc) = c3;                                                                \
     }
-    for (size_t u = 0; u < width; u++)
-        c[u] = acc[u];
+GEMM_TILE_4(gemm_tile_4x8, v8f)
+GEMM_TILE_4(gemm_tile_4x4, v4f)
+
+/* 4 x 16: eight accumulators, two loads of B per k for four broadcasts of A. */
+static inline __attribute__((always_inline)) void
+gemm_tile_4x16(float *restrict c, size_t ldc, const float *restrict a, size_t a_row, size_t a_col,
+               const float *restrict b, size_t ldb, size_t k, float alpha)
+{
+    v8f c0 = *(const v8f *)c, c1 = *(const v8f *)(c + ldc);
+    v8f c2 = *(const v8f *)(c + 2 * ldc), c3 = *(const v8f *)(c + 3 * ldc);
+    v8f d0 = *(const v8f *)(c + 8), d1 = *(const v8f *)(c + ldc + 8);
+    v8f d2 = *(const v8f *)(c + 2 * ldc + 8), d3 = *(const v8f *)(c + 3 * ldc + 8);
+    for (size_t kk = 0; kk < k; kk++) {
+        v8f b0 = *(const v8f *)(b + kk * ldb), b1 = *(const v8f *)(b + kk * ldb + 8);
+        const float *ak = a + kk * a_col;
+        float a0 = alpha * ak[0], a1 = alpha * ak[a_row];
+        float a2 = alpha * ak[2 * a_row], a3 = alpha * ak[3 * a_row];
+        c0 += a0 * b0, d0 += a0 * b1;
+        c1 += a1 * b0, d1 += a1 * b1;
+        c2 += a2 * b0, d2 += a2 * b1;
+        c3 += a3 * b0, d3 += a3 * b1;
+    }
+    *(v8f *)c = c0, *(v8f *)(c + 8) = d0;
+    *(v8f *)(c + ldc) = c1, *(v8f *)(c + ldc + 8) = d1;
+    *(v8f *)(c + 2 * ldc) = c2, *(v8f *)(c + 2 * ldc + 8) = d2;
+    *(v8f *)(c + 3 * ldc) = c3, *(v8f *)(c + 3 * ldc + 8) = d3;
 }
 
-/* The reference loops. Without trans_b, each row of C is done in blocks of 8, then 4, then 1
- * columns (gemm_block); with trans_b, each element is a dot product. */
+/* The same for R rows (1 to 4) by W columns (1 to 8), for the edges. The k-sum of every
+ * element, here and above, runs in order k = 0, 1, ... with the same operations as the
+ * plain triple loop, so the result does not depend on the blocking. */
+static inline __attribute__((always_inline)) void
+gemm_tile(float *restrict c, size_t ldc, const float *restrict a, size_t a_row, size_t a_col,
+          const float *restrict b, size_t ldb, size_t k, float alpha, size_t rows, size_t width)
+{
+    if (rows == 4 && width == 16) {
+        gemm_tile_4x16(c, ldc, a, a_row, a_col, b, ldb, k, alpha);
+        return;
+    }
+    if (rows == 4 && width == 8) {
+        gemm_tile_4x8(c, ldc, a, a_row, a_col, b, ldb, k, alpha);
+        return;
+    }
+    if (rows == 4 && width == 4) {
+        gemm_tile_4x4(c, ldc, a, a_row, a_col, b, ldb, k, alpha);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        float acc[16];
+        for (size_t u = 0; u < width; u++)
+            acc[u] = c[r * ldc + u];
+        for (size_t kk = 0; kk < k; kk++) {
+            float av = alpha * a[r * a_row + kk * a_col];
+            const float *brow = b + kk * ldb;
+            for (size_t u = 0; u < width; u++)
+                acc[u] += av * brow[u];
+        }
+        for (size_t u = 0; u < width; u++)
+            c[r * ldc + u] = acc[u];
+    }
+}
+
+/* Rows i .. i+R of C (R = 4 or 1) in column blocks of 16, then 8, 4, 1. */
+static inline __attribute__((always_inline)) void
+gemm_rows(float *restrict c, size_t ldc, const float *restrict a, size_t a_row, size_t a_col,
+          const float *restrict b, size_t ldb, size_t n, size_t k, float alpha, size_t rows)
+{
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        gemm_tile(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha, rows, 16);
+    for (; j + 8 <= n; j += 8)
+        gemm_tile(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha, rows, 8);
+    for (; j + 4 <= n; j += 4)
+        gemm_tile(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha, rows, 4);
+    for (; j < n; j++)
+        gemm_tile(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha, rows, 1);
+}
+
+/* The reference loops. Without trans_b, C is done in tiles of 4 rows (then single rows) by
+ * 8, 4 or 1 columns (gemm_tile); with trans_b, each element is a dot product. */
 TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
                                            float alpha, const float *restrict a, size_t lda,
                                            const float *restrict b, size_t ldb, float beta,
@@ -107,17 +194,11 @@ TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m,
     /* a(i, kk) = a[i * a_row + kk * a_col] */
     size_t a_row = trans_a ? 1 : lda, a_col = trans_a ? lda : 1;
     if (!trans_b) {
-        for (size_t i = 0; i < m; i++) {
-            float *crow = c + i * ldc;
-            const float *arow = a + i * a_row;
-            size_t j = 0;
-            for (; j + 8 <= n; j += 8)
-                gemm_block(crow + j, arow, a_col, b + j, ldb, k, alpha, 8);
-            for (; j + 4 <= n; j += 4)
-                gemm_block(crow + j, arow, a_col, b + j, ldb, k, alpha, 4);
-            for (; j < n; j++)
-                gemm_block(crow + j, arow, a_col, b + j, ldb, k, alpha, 1);
-        }
+        size_t i = 0;
+        for (; i + 4 <= m; i += 4)
+            gemm_rows(c + i * ldc, ldc, a + i * a_row, a_row, a_col, b, ldb, n, k, alpha, 4);
+        for (; i < m; i++)
+            gemm_rows(c + i * ldc, ldc, a + i * a_row, a_row, a_col, b, ldb, n, k, alpha, 1);
     } else if (!trans_a) {
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++)
