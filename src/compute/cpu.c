@@ -237,6 +237,11 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
 
 TSRNN_VECTOR_CLONES void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
 {
+    if (n == 1) { /* a head with one output: a fill, not m calls to memcpy of 4 bytes */
+        for (size_t i = 0; i < m; i++)
+            rows[i] = bias[0];
+        return;
+    }
     for (size_t i = 0; i < m; i++)
         memcpy(rows + i * n, bias, n * sizeof(*rows));
 }
