@@ -245,6 +245,54 @@ static void test_packed_model_matches_loops(void **state)
     }
 }
 
+/* Two compute threads split a large layer's recurrence by batch rows; each row's arithmetic is
+ * unchanged, so with the reference loops (no BLAS, whose own threads may sum in another
+ * order) loss and gradients are bit for bit those of one thread. The default path (packed
+ * products, OpenBLAS) agrees within float32 rounding. Both layers run: the first with a
+ * univariate input (per-step weight sums), the second with 128 inputs. */
+static void test_threaded_recurrence_is_bit_identical(void **state)
+{
+    (void)state;
+    const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
+    const size_t B = 64, T = 40, H = 128;
+    for (size_t kind = 0; kind < 3; kind++) {
+        struct tsrnn_model_dims dims = { kinds[kind], 1, H, 2, 1, 0.0f };
+        struct tsrnn_model m;
+        assert_int_equal(tsrnn_model_init(&m, &dims, B, T), TSRNN_OK);
+        tsrnn_model_init_params(m.params, &m.table, &dims, 7);
+        struct tsrnn_rng rng;
+        tsrnn_rng_init(&rng, 8, 0);
+        float *x = random_floats(&rng, B * T, -1, 1), *y = random_floats(&rng, B * T, -1, 1);
+        size_t n = m.table.total_count;
+        float *grads[2][2], loss[2][2];
+        for (int path = 0; path < 2; path++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tsrnn_cpu_set_gemm_path(path == 0 ? TSRNN_GEMM_LOOPS : TSRNN_GEMM_AUTO);
+                tsrnn_cpu_set_thread_count(threads);
+                tsrnn_model_forward(&m, x, B, T, true, NULL, NULL, NULL);
+                loss[path][threads - 1] = tsrnn_model_loss(&m, y);
+                tsrnn_model_backward(&m);
+                grads[path][threads - 1] = malloc(n * sizeof(float));
+                memcpy(grads[path][threads - 1], m.grads, n * sizeof(float));
+            }
+        tsrnn_cpu_set_gemm_path(TSRNN_GEMM_AUTO);
+        tsrnn_cpu_set_thread_count(1);
+        const char *name = tsrnn_cell_for(kinds[kind])->name;
+        if (loss[0][0] != loss[0][1] || memcmp(grads[0][0], grads[0][1], n * sizeof(float)) != 0)
+            fail_msg("%s: 2 threads differ from 1 on the reference loops", name);
+        double err = relative_error(grads[1][0], grads[1][1], n);
+        printf("# %s: loops bit-identical with 2 threads; default path: gradients within %.1e\n",
+               name, err);
+        assert_true(err <= 1e-5);
+        for (int path = 0; path < 2; path++)
+            for (int t = 0; t < 2; t++)
+                free(grads[path][t]);
+        free(x);
+        free(y);
+        tsrnn_model_finish(&m);
+    }
+}
+
 /* --- parameters ------------------------------------------------------------------------ */
 
 static void test_param_table_counts(void **state)
@@ -745,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_gemm_paths_agree),
         cmocka_unit_test(test_packed_products_match_reference),
         cmocka_unit_test(test_packed_model_matches_loops),
+        cmocka_unit_test(test_threaded_recurrence_is_bit_identical),
         cmocka_unit_test(test_param_table_counts),
         cmocka_unit_test(test_init_is_pytorch_default),
         cmocka_unit_test(test_fixture_loss_and_gradients),

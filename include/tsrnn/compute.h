@@ -62,8 +62,19 @@ void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t 
 void tsrnn_cpu_gemm_packed(size_t m, size_t n, size_t k, const float *a, size_t lda,
                            const float *packed, float *c, size_t ldc);
 
-/* Limits the threads BLAS may use in this process (OpenBLAS); a no-op without BLAS. */
+/* The threads of this process's compute: OpenBLAS's, and the parts tsrnn_cpu_parallel()
+ * splits work into. Call it before training, from the thread that trains. */
 void tsrnn_cpu_set_thread_count(int thread_count);
+
+/* The thread count set above (1 by default). */
+int tsrnn_cpu_thread_count(void);
+
+/* Runs fn(ctx, part, part_count) for part = 0 .. part_count-1 at once, part 0 on the calling
+ * thread and the others on persistent helper threads, and returns when all are done.
+ * part_count is at most tsrnn_cpu_thread_count() (more are run on the calling thread's
+ * share). The parts must write disjoint memory. */
+void tsrnn_cpu_parallel(void (*fn)(void *ctx, size_t part, size_t part_count), void *ctx,
+                        size_t part_count);
 
 /* rows (M, N): every row = bias (N). */
 void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);

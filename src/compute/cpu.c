@@ -1,6 +1,9 @@
 /* CPU compute backend: the reference GEMM loops, the OpenBLAS path, and bias helpers
  * (include/tsrnn/compute.h). The only file that knows whether BLAS is there. */
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "tsrnn/compute.h"
@@ -35,13 +38,103 @@ enum tsrnn_gemm_path tsrnn_cpu_gemm_path(void)
     return gemm_path;
 }
 
+/* --- threads ---------------------------------------------------------------------------- */
+
+/* Helper threads, started once and kept: a job is one call of tsrnn_cpu_parallel(), run by
+ * the caller (part 0) and helper i (part i + 1). A few jobs per training step (each layer's
+ * recurrence, forward and backward), so a condition variable's wake-up costs nothing that
+ * matters. */
+#define MAX_HELPERS 63
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t start, done;
+    size_t helper_count;
+    uint64_t generation; /* one per job */
+    void (*fn)(void *ctx, size_t part, size_t part_count);
+    void *ctx;
+    size_t part_count;
+    size_t helped;  /* parts 1 .. helped run on helpers, the rest on the caller */
+    size_t pending; /* helpers still running the current job */
+} pool = { .lock = PTHREAD_MUTEX_INITIALIZER,
+           .start = PTHREAD_COND_INITIALIZER,
+           .done = PTHREAD_COND_INITIALIZER };
+
+static int compute_threads = 1;
+
+static void *helper_main(void *arg)
+{
+    size_t part = (size_t)(uintptr_t)arg;
+    uint64_t seen = 0;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.generation == seen)
+            pthread_cond_wait(&pool.start, &pool.lock);
+        seen = pool.generation;
+        if (part > pool.helped)
+            continue;
+        void (*fn)(void *, size_t, size_t) = pool.fn;
+        void *ctx = pool.ctx;
+        size_t count = pool.part_count;
+        pthread_mutex_unlock(&pool.lock);
+        fn(ctx, part, count);
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.pending == 0)
+            pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
 void tsrnn_cpu_set_thread_count(int thread_count)
 {
 #if TSRNN_HAVE_BLAS
     openblas_set_num_threads(thread_count);
-#else
-    (void)thread_count;
 #endif
+    compute_threads = thread_count < 1 ? 1 : thread_count;
+    /* Helpers that cannot start leave their parts to the caller (tsrnn_cpu_parallel). */
+    while (pool.helper_count + 1 < (size_t)compute_threads && pool.helper_count < MAX_HELPERS) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, helper_main, (void *)(uintptr_t)(pool.helper_count + 1)))
+            break;
+        pthread_detach(thread);
+        pool.helper_count++;
+    }
+}
+
+int tsrnn_cpu_thread_count(void)
+{
+    return compute_threads;
+}
+
+void tsrnn_cpu_parallel(void (*fn)(void *ctx, size_t part, size_t part_count), void *ctx,
+                        size_t part_count)
+{
+    size_t helped = part_count > 1 ? part_count - 1 : 0;
+    if (helped > pool.helper_count)
+        helped = pool.helper_count;
+    if (helped > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pool.fn = fn;
+        pool.ctx = ctx;
+        pool.part_count = part_count;
+        pool.helped = helped;
+        pool.pending = helped;
+        pool.generation++;
+        pthread_cond_broadcast(&pool.start);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    fn(ctx, 0, part_count);
+    for (size_t part = helped + 1; part < part_count; part++)
+        fn(ctx, part, part_count);
+    if (helped > 0) {
+        pthread_mutex_lock(&pool.lock);
+        while (pool.pending > 0)
+            pthread_cond_wait(&pool.done, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+    }
 }
 
 /* C = beta * C, with beta = 0 meaning "overwrite" as in BLAS. */

@@ -147,18 +147,53 @@ static void transpose(float *dst, const float *src, size_t m, size_t n)
                     dst[j * m + i] = src[i * n + j];
 }
 
-/* The views of step t of layer cache lc. */
+/* The views of step t of layer cache lc, from batch row r0 on. */
 static struct tsrnn_cell_step step_view(const struct tsrnn_layer_cache *lc, size_t t, size_t B,
-                                        size_t H, size_t GH)
+                                        size_t H, size_t GH, size_t r0)
 {
     return (struct tsrnn_cell_step){
-        .gates = lc->gates + t * B * GH,
-        .h_prev = lc->h + t * B * H,
-        .h = lc->h + (t + 1) * B * H,
-        .c_prev = lc->c ? lc->c + t * B * H : NULL,
-        .c = lc->c ? lc->c + (t + 1) * B * H : NULL,
-        .aux = lc->aux ? lc->aux + t * B * H : NULL,
+        .gates = lc->gates + (t * B + r0) * GH,
+        .h_prev = lc->h + (t * B + r0) * H,
+        .h = lc->h + ((t + 1) * B + r0) * H,
+        .c_prev = lc->c ? lc->c + (t * B + r0) * H : NULL,
+        .c = lc->c ? lc->c + ((t + 1) * B + r0) * H : NULL,
+        .aux = lc->aux ? lc->aux + (t * B + r0) * H : NULL,
     };
+}
+
+/* One layer's recurrence, which tsrnn_cpu_parallel() may split by batch rows: a window's
+ * steps read and write only its own rows, so the parts need no synchronisation, and each
+ * row's arithmetic is the same however the batch is split. */
+struct recurrence {
+    struct tsrnn_model *model;
+    size_t l;
+    const float *input;
+    size_t input_count;
+    bool zero_initial_state;
+    bool stepwise_sums; /* backward: the per-step weight and bias sums inside the loop */
+    enum tsrnn_gemm_path gemm_path;
+};
+
+/* A layer's recurrence is split among the compute threads from this many multiply-adds per
+ * pass over the batch (~1.5 ms of work) on, in parts of at least 8 rows. Waking a helper
+ * costs ~0.1 ms on the 2-core VM: LSTM-64 at batch 16 (5 M) was slower split. */
+#define SPLIT_MIN_PASS_MACS (1u << 25)
+#define SPLIT_MIN_PART_ROWS 8
+
+static size_t recurrence_parts(const struct tsrnn_model *model, size_t B, size_t T)
+{
+    size_t H = model->dims.hidden_count, GH = model->cell->gate_count * H;
+    size_t parts = (size_t)tsrnn_cpu_thread_count();
+    if (parts < 2 || B * T * H * GH < SPLIT_MIN_PASS_MACS)
+        return 1;
+    return parts < B / SPLIT_MIN_PART_ROWS ? parts : B / SPLIT_MIN_PART_ROWS;
+}
+
+/* Rows [r0, r1) of part `part`, starting on multiples of 4 (the GEMM tiles' height). */
+static void part_rows(size_t B, size_t part, size_t parts, size_t *r0, size_t *r1)
+{
+    *r0 = B * part / parts / 4 * 4;
+    *r1 = part + 1 == parts ? B : B * (part + 1) / parts / 4 * 4;
 }
 
 /* Inverted dropout (torch.nn.functional.dropout in training): keep with probability 1 - p,
@@ -170,6 +205,40 @@ static void draw_dropout(float *mask, float *dropped, const float *h, size_t n, 
     for (size_t i = 0; i < n; i++) {
         mask[i] = tsrnn_rng_uniform(rng) < p ? 0.0f : scale;
         dropped[i] = h[i] * mask[i];
+    }
+}
+
+/* The time loop of layer_forward() for one part of the batch. */
+static void forward_rows(void *arg, size_t part, size_t parts)
+{
+    const struct recurrence *rc = arg;
+    const struct tsrnn_model *model = rc->model;
+    const struct tsrnn_cell *cell = model->cell;
+    const struct tsrnn_model_cache *c = &model->cache;
+    const struct tsrnn_layer_cache *lc = &c->layers[rc->l];
+    const struct tsrnn_layer_params *p = &model->p.layers[rc->l];
+    size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
+    size_t GH = cell->gate_count * H, I = rc->input_count, r0, r1;
+
+    part_rows(B, part, parts, &r0, &r1);
+    size_t n = r1 - r0;
+    float *hg = c->hg + r0 * GH;
+    tsrnn_cpu_set_gemm_path(rc->gemm_path); /* a thread-local setting */
+    for (size_t t = 0; t < T && n > 0; t++) {
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
+        if (I <= STEPWISE_MAX_INPUTS) {
+            tsrnn_cpu_fill_rows(s.gates, p->b_ih, n, GH);
+            tsrnn_cpu_gemm(false, false, n, GH, I, 1.0f, rc->input + (t * B + r0) * I, I,
+                           lc->w_ih_t, GH, 1.0f, s.gates, GH);
+        }
+        tsrnn_cpu_fill_rows(hg, p->b_hh, n, GH);
+        bool zero_state = t == 0 && rc->zero_initial_state; /* then W_hh h adds exact zeros */
+        if (!zero_state && c->packed_products)
+            tsrnn_cpu_gemm_packed(n, GH, H, s.h_prev, H, lc->w_hh_packed, hg, GH);
+        else if (!zero_state)
+            tsrnn_cpu_gemm(false, false, n, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, hg, GH);
+        s.hg = hg;
+        cell->forward(&s, n, H);
     }
 }
 
@@ -213,23 +282,15 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     else if (lc->c)
         memset(lc->c, 0, B * H * sizeof(float));
 
-    for (size_t t = 0; t < T; t++) {
-        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
-        if (stepwise) {
-            tsrnn_cpu_fill_rows(s.gates, p->b_ih, B, GH);
-            tsrnn_cpu_gemm(false, false, B, GH, input_count, 1.0f, input + t * B * input_count,
-                           input_count, lc->w_ih_t, GH, 1.0f, s.gates, GH);
-        }
-        tsrnn_cpu_fill_rows(c->hg, p->b_hh, B, GH);
-        bool zero_state = t == 0 && h0 == NULL; /* then W_hh h adds exact zeros */
-        if (!zero_state && packed)
-            tsrnn_cpu_gemm_packed(B, GH, H, s.h_prev, H, lc->w_hh_packed, c->hg, GH);
-        else if (!zero_state)
-            tsrnn_cpu_gemm(false, false, B, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, c->hg,
-                           GH);
-        s.hg = c->hg;
-        cell->forward(&s, B, H);
-    }
+    struct recurrence rc = {
+        .model = model,
+        .l = l,
+        .input = input,
+        .input_count = input_count,
+        .zero_initial_state = h0 == NULL,
+        .gemm_path = tsrnn_cpu_gemm_path(),
+    };
+    tsrnn_cpu_parallel(forward_rows, &rc, recurrence_parts(model, B, T));
 }
 
 static void forward(struct tsrnn_model *model, const float *x, size_t batch_count,
@@ -301,6 +362,76 @@ void tsrnn_model_window_squared_errors(const struct tsrnn_model *model, const fl
     }
 }
 
+/* The input weights' and the biases' share of step t of layer l's backward, for few inputs:
+ * sums over the batch rows. */
+static void add_stepwise_sums(struct tsrnn_model *model, size_t l, size_t input_count, size_t t)
+{
+    struct tsrnn_model_cache *c = &model->cache;
+    const struct tsrnn_layer_cache *lc = &c->layers[l];
+    struct tsrnn_layer_params *g = &model->g.layers[l];
+    size_t B = c->batch_count, GH = model->cell->gate_count * model->dims.hidden_count;
+    const float *d_xg = c->d_xg + t * B * GH, *d_hg = c->d_hg + t * B * GH;
+
+    tsrnn_cpu_gemm(true, false, input_count, GH, B, 1.0f, lc->input + t * B * input_count,
+                   input_count, d_xg, GH, 1.0f, c->d_w_ih_t, GH);
+    tsrnn_cpu_add_column_sums(g->b_ih, d_xg, B, GH);
+    if (d_hg != d_xg)
+        tsrnn_cpu_add_column_sums(g->b_hh, d_hg, B, GH);
+}
+
+/* The time loop of layer_backward() for one part of the batch. */
+static void backward_rows(void *arg, size_t part, size_t parts)
+{
+    const struct recurrence *rc = arg;
+    struct tsrnn_model *model = rc->model;
+    const struct tsrnn_cell *cell = model->cell;
+    struct tsrnn_model_cache *c = &model->cache;
+    const struct tsrnn_layer_cache *lc = &c->layers[rc->l];
+    const struct tsrnn_layer_params *p = &model->p.layers[rc->l];
+    size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
+    size_t GH = cell->gate_count * H, r0, r1;
+
+    part_rows(B, part, parts, &r0, &r1);
+    size_t n = r1 - r0;
+    if (n == 0)
+        return;
+    float *dh_step = c->dh_step + r0 * H, *dh_carry = c->dh_carry + r0 * H;
+    float *dh_direct = c->dh_direct + r0 * H, *dc = c->dc ? c->dc + r0 * H : NULL;
+    tsrnn_cpu_set_gemm_path(rc->gemm_path); /* a thread-local setting */
+    memset(dh_carry, 0, n * H * sizeof(float));
+    if (cell->has_cell_state)
+        memset(dc, 0, n * H * sizeof(float));
+    for (size_t t = T; t-- > 0;) {
+        const float *d_h_t = c->d_h + (t * B + r0) * H;
+        for (size_t i = 0; i < n * H; i++)
+            dh_step[i] = d_h_t[i] + dh_carry[i];
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
+        struct tsrnn_cell_grads cg = {
+            .dh = dh_step,
+            .dc = dc,
+            .d_xg = c->d_xg + (t * B + r0) * GH,
+            .d_hg = c->d_hg + (t * B + r0) * GH,
+            .dh_prev = dh_direct,
+        };
+        cell->backward(&cg, &s, n, H);
+        if (rc->stepwise_sums)
+            add_stepwise_sums(model, rc->l, rc->input_count, t);
+        if (t == 0)
+            break; /* nobody asks for dLoss/dh[0] */
+        /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
+        if (c->packed_products) {
+            memset(dh_carry, 0, n * H * sizeof(float));
+            tsrnn_cpu_gemm_packed(n, H, GH, cg.d_hg, GH, c->w_hh_packed_bwd, dh_carry, H);
+        } else {
+            tsrnn_cpu_gemm(false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, dh_carry,
+                           H);
+        }
+        if (cell->has_direct_path)
+            for (size_t i = 0; i < n * H; i++)
+                dh_carry[i] += dh_direct[i];
+    }
+}
+
 /* Walks layer l back over t = T-1..0, given d_h (T, B, H) = dLoss/d(its outputs); accumulates
  * its parameter gradients and, when d_input is not NULL, overwrites d_input (T, B, I). */
 static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_count, float *d_input)
@@ -316,45 +447,21 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
     bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
     if (stepwise) /* dW_ih^T, (I, G*H): its rows are what a step's product fills */
         memset(c->d_w_ih_t, 0, input_count * GH * sizeof(float));
-    memset(c->dh_carry, 0, B * H * sizeof(float));
-    if (cell->has_cell_state)
-        memset(c->dc, 0, B * H * sizeof(float));
     if (c->packed_products)
         tsrnn_cpu_pack(c->w_hh_packed_bwd, p->w_hh, H, GH, H, false);
-    for (size_t t = T; t-- > 0;) {
-        const float *d_h_t = c->d_h + t * B * H;
-        for (size_t i = 0; i < B * H; i++)
-            c->dh_step[i] = d_h_t[i] + c->dh_carry[i];
-        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH);
-        struct tsrnn_cell_grads cg = {
-            .dh = c->dh_step,
-            .dc = c->dc,
-            .d_xg = c->d_xg + t * B * GH,
-            .d_hg = c->d_hg + t * B * GH,
-            .dh_prev = c->dh_direct,
-        };
-        cell->backward(&cg, &s, B, H);
-        if (stepwise) { /* the input weights' and the biases' share of this step */
-            tsrnn_cpu_gemm(true, false, input_count, GH, B, 1.0f, lc->input + t * B * input_count,
-                           input_count, cg.d_xg, GH, 1.0f, c->d_w_ih_t, GH);
-            tsrnn_cpu_add_column_sums(g->b_ih, cg.d_xg, B, GH);
-            if (cg.d_hg != cg.d_xg)
-                tsrnn_cpu_add_column_sums(g->b_hh, cg.d_hg, B, GH);
-        }
-        if (t == 0)
-            break; /* nobody asks for dLoss/dh[0] */
-        /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
-        if (c->packed_products) {
-            memset(c->dh_carry, 0, B * H * sizeof(float));
-            tsrnn_cpu_gemm_packed(B, H, GH, cg.d_hg, GH, c->w_hh_packed_bwd, c->dh_carry, H);
-        } else {
-            tsrnn_cpu_gemm(false, false, B, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, c->dh_carry,
-                           H);
-        }
-        if (cell->has_direct_path)
-            for (size_t i = 0; i < B * H; i++)
-                c->dh_carry[i] += c->dh_direct[i];
-    }
+    size_t parts = recurrence_parts(model, B, T);
+    struct recurrence rc = {
+        .model = model,
+        .l = l,
+        .input = lc->input,
+        .input_count = input_count,
+        .stepwise_sums = stepwise && parts == 1,
+        .gemm_path = tsrnn_cpu_gemm_path(),
+    };
+    tsrnn_cpu_parallel(backward_rows, &rc, parts);
+    /* Split, the per-step sums over the batch follow, in the same order as in the loop. */
+    for (size_t t = T; stepwise && parts > 1 && t-- > 0;)
+        add_stepwise_sums(model, l, input_count, t);
 
     /* Weight gradients of all steps at once (the input side already done for few inputs). */
     if (stepwise) {
