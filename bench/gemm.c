@@ -1,13 +1,27 @@
-/* The GEMM ceiling of the LSTM-256 benchmark on this machine: times the three products of
- * one training step of LSTM hidden 256, batch 64, training_length 64 -- in OpenBLAS
- * (tsrnn_cpu_gemm above the loops' size), and the two per-step ones also as tsrnn runs them,
- * on packed weights (tsrnn_cpu_gemm_packed) -- and prints their GFLOP/s and the samples/s a
- * trainer would reach if it did nothing but these products. Used by scripts/bench.sh. */
+/* GEMM speed on this machine, two reports:
+ *
+ *   bench-gemm            the GEMM ceiling of the LSTM-256 benchmark: times the three products
+ *                         of one training step of LSTM hidden 256, batch 64, training_length
+ *                         64 -- in OpenBLAS (tsrnn_cpu_gemm above the loops' size), and the two
+ *                         per-step ones also as tsrnn runs them, on packed weights
+ *                         (tsrnn_cpu_gemm_packed) -- and prints their GFLOP/s and the samples/s
+ *                         a trainer would reach if it did nothing but these products;
+ *   bench-gemm --peak N   the sgemm peak with N threads: a 2048^3 OpenBLAS cblas_sgemm (the
+ *                         reference loops in a build without BLAS), 5 rounds of >= 0.5 s, one
+ *                         line "sgemm peak: ... best B GFLOP/s, median M GFLOP/s".
+ *
+ * Used by scripts/bench/suite.py (and scripts/bench.sh through it). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tsrnn/compute.h"
 #include "tsrnn/core.h"
+#include "tsrnn_build.h"
+
+#if TSRNN_HAVE_BLAS
+#include <cblas.h>
+#endif
 
 struct product {
     const char *what;
@@ -55,8 +69,62 @@ static double time_product(const struct product *p)
     return best;
 }
 
-int main(void)
+static int compare_doubles(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The --peak report: C (N, N) = A B, N = 2048, the GFLOP/s of 5 rounds of >= 0.5 s each. */
+static int report_peak(int thread_count)
+{
+    const size_t n = 2048, count = n * n;
+    float *a = malloc(count * sizeof(float)), *b = malloc(count * sizeof(float));
+    float *c = calloc(count, sizeof(float));
+    if (a == NULL || b == NULL || c == NULL) {
+        fprintf(stderr, "bench-gemm: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        a[i] = (float)(i % 7) * 0.01f;
+        b[i] = (float)(i % 5) * 0.01f;
+    }
+    tsrnn_cpu_set_thread_count(thread_count);
+    double gflops[5];
+    for (int round = -1; round < 5; round++) { /* round -1: warm-up, untimed */
+        size_t calls = 0;
+        double start = tsrnn_clock_now_s(), now;
+        do {
+#if TSRNN_HAVE_BLAS
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a,
+                        (int)n, b, (int)n, 0.0f, c, (int)n);
+#else
+            tsrnn_cpu_gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+#endif
+            calls++;
+            now = tsrnn_clock_now_s();
+        } while (now - start < (round < 0 ? 0.2 : 0.5));
+        if (round >= 0)
+            gflops[round] = 2.0 * (double)(n * n * n) * (double)calls / (now - start) * 1e-9;
+    }
+    qsort(gflops, 5, sizeof(gflops[0]), compare_doubles);
+    printf("sgemm peak: %s %zux%zux%zu, %d thread%s: best %.1f GFLOP/s, median %.1f GFLOP/s\n",
+           TSRNN_HAVE_BLAS ? "OpenBLAS cblas_sgemm" : "tsrnn reference loops (no BLAS)", n, n, n,
+           thread_count, thread_count == 1 ? "" : "s", gflops[4], gflops[2]);
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--peak") == 0 && atoi(argv[2]) > 0)
+        return report_peak(atoi(argv[2]));
+    if (argc != 1) {
+        fprintf(stderr, "usage: bench-gemm [--peak THREADS]\n");
+        return 2;
+    }
     /* B 64, T 64, H 256, G*H 1024, input 1: the products that hold 99.9% of the FLOPs. */
     const struct product products[] = {
         { "OpenBLAS forward step  h W_hh^T  64x1024x256", false, false, 64, 1024, 256, 64 },

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Data-parallel training speed: LSTM hidden 256, batch 64 per worker, training_length 64 on the
+# 100,000-point synthetic series (bench/synthetic.awk), trained with tsrnn-launch
+# --accelerator cpu --devices 1|2 (one thread per worker, Gloo allreduce, 30 steps) next to
+# PyTorch DistributedDataParallel over Gloo with torch.multiprocessing.spawn (ddp_spawn's
+# mechanism; scripts/bench_torch.py ddp256). Prints a Markdown table -- samples/s of the whole
+# job, scaling efficiency, the allreduce time per step, the speed-up -- then the bare allreduce
+# times (bench/allreduce.c). Each figure is the best of 3 runs (the VMs this runs on are noisy).
+# Usage: scripts/bench/ddp.sh
+set -euo pipefail
+
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+build=$(bench_build tsrnn-worker tsrnn-launch bench-allreduce)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+write_inputs() {
+    awk -f "$bench_root/bench/synthetic.awk" -v n=100000 >"$work/synthetic.csv"
+    cat >"$work/lstm256.ini" <<INI
+[data]
+path = synthetic.csv
+value_cols = value
+[model]
+model = LSTM
+hidden_dim = 256
+training_length = 64
+input_chunk_length = 64
+[training]
+batch_size = 64
+n_epochs = 1
+max_steps = 30
+[output]
+work_dir = runs
+model_name = lstm256
+INI
+}
+
+# tsrnn-launch --devices N: rank 0's "N ranks (gloo): X samples/s in all; collectives S s
+# (M ms per step)" (N > 1) or its "Y samples/s" (one worker): prints "X M".
+tsrnn_ddp() {
+    "$build/tsrnn-launch" --accelerator cpu --devices "$1" "$work/lstm256.ini" |
+        awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
+                                                   if ($i == "ms") m = substr($(i-1), 2) } }
+             /steps\/s, / && !x1 { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") x1 = $i }
+             END { if (x) print x, m; else print x1, 0 }'
+}
+
+# torch_ddp N: PyTorch DDP's samples/s with N processes, on the suite's OpenBLAS.
+torch_ddp() {
+    LD_LIBRARY_PATH="$torch_blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        /usr/bin/python3 "$bench_root/scripts/bench_torch.py" ddp256 "$work/synthetic.csv" "$1"
+}
+
+# best_of3 COMMAND...: the run (first word: samples/s) with the most samples/s of three.
+best_of3() {
+    local best="0 0" v
+    for _ in 1 2 3; do
+        v=$("$@")
+        if awk -v a="${v%% *}" -v b="${best%% *}" 'BEGIN { exit !(a > b) }'; then best=$v; fi
+    done
+    echo "$best"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.1fx", a / b; else print "-" }'; }
+scaling() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / (2 * b); else print "-" }'; }
+
+row() {
+    printf '| %-7s | %15s | %7s | %18s | %15s | %7s | %8s |\n' "$@"
+}
+
+main() {
+    write_inputs
+    local d1 d2 p1="n/a" p2="n/a"
+    d1=$(best_of3 tsrnn_ddp 1)
+    d2=$(best_of3 tsrnn_ddp 2)
+    if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+        torch_blas=$(torch_blas_dir)
+        p1=$(best_of3 torch_ddp 1)
+        p2=$(best_of3 torch_ddp 2)
+    fi
+    echo "Data-parallel LSTM-256, batch 64 per worker, T 64, one thread per worker, 30 steps, best of 3"
+    echo "(tsrnn-launch --accelerator cpu --devices N; PyTorch: DistributedDataParallel, Gloo, spawn):"
+    echo
+    row "workers" "tsrnn samples/s" "scaling" "collective ms/step" "PyTorch samp/s" "scaling" \
+        "speed-up"
+    printf '|%s|%s|%s|%s|%s|%s|%s|\n' "---------" "----------------:" "--------:" \
+        "-------------------:" "----------------:" "--------:" "---------:"
+    row 1 "${d1%% *}" "-" "-" "${p1%% *}" "-" "$(ratio "${d1%% *}" "${p1%% *}")"
+    row 2 "${d2%% *}" "$(scaling "${d2%% *}" "${d1%% *}")" "${d2##* }" "${p2%% *}" \
+        "$(scaling "${p2%% *}" "${p1%% *}")" "$(ratio "${d2%% *}" "${p2%% *}")"
+    echo
+    echo "(collective ms/step: time in the step's allreduce, waiting for the slower worker included)"
+    echo
+    "$build/bench-allreduce"
+}
+
+torch_blas=""
+main

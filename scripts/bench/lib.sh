@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# Shared by scripts/bench/suite.sh and scripts/bench/ddp.sh (sourced, prints nothing itself):
+#   bench_build TARGET...  builds the release tree build-bench (configured once, Gloo on) and
+#                          the given ninja targets; prints the build folder's path;
+#   torch_blas_dir         prints the folder whose libblas.so.3 PyTorch should load through
+#                          LD_LIBRARY_PATH (empty: leave torch's BLAS alone).
+# Debian's python3-torch calls whatever libblas.so.3 the loader finds: netlib's reference BLAS
+# (~6 GFLOP/s) unless the alternatives point elsewhere. The baseline
+# (../shared/reference/pytorch-baseline.md) ran it on OpenBLAS's OpenMP build, which shares
+# torch's OpenMP runtime; the pthread build starts its own threads, which fight torch's
+# spinning OpenMP threads at 2 threads (PyTorch then runs slower on 2 threads than on 1).
+
+bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+bench_build() {
+    local build="$bench_root/build-bench"
+    bash "$bench_root/scripts/install-deps.sh" >&2
+    # A folder configured before libgloo-dev was installed: configure it afresh (meson keeps
+    # failed header checks).
+    if grep -qs 'TSRNN_HAVE_GLOO 0' "$build/tsrnn_build.h"; then
+        rm -rf "$build"
+    fi
+    if [ ! -f "$build/build.ninja" ]; then
+        meson setup "$build" "$bench_root" --buildtype=release -Dtests=false -Dgloo=enabled >&2
+    fi
+    ninja -C "$build" "$@" >/dev/null
+    echo "$build"
+}
+
+# The OpenMP OpenBLAS: installed (libopenblas0-openmp), or unpacked from its .deb into
+# build-bench/torch-openblas (apt-get download + dpkg-deb -x, nothing installed; once, needs
+# the Debian mirror), else the pthread OpenBLAS the system has, else nothing.
+torch_blas_dir() {
+    local arch unpacked deb
+    arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+    if [ -e "/usr/lib/$arch/openblas-openmp/libblas.so.3" ]; then
+        echo "/usr/lib/$arch/openblas-openmp"
+        return
+    fi
+    unpacked="$bench_root/build-bench/torch-openblas"
+    if [ ! -e "$unpacked/usr/lib/$arch/openblas-openmp/libblas.so.3" ] &&
+        [ -z "${TSRNN_BENCH_OFFLINE:-}" ]; then
+        mkdir -p "$unpacked"
+        if (cd "$unpacked" && apt-get download -qq libopenblas0-openmp) >/dev/null 2>&1; then
+            for deb in "$unpacked"/libopenblas0-openmp_*.deb; do
+                dpkg-deb -x "$deb" "$unpacked" && rm -f "$deb"
+            done
+        fi
+    fi
+    if [ -e "$unpacked/usr/lib/$arch/openblas-openmp/libblas.so.3" ]; then
+        echo "$unpacked/usr/lib/$arch/openblas-openmp"
+    elif [ -e "/usr/lib/$arch/openblas-pthread/libblas.so.3" ]; then
+        echo "bench: no OpenMP OpenBLAS for PyTorch (apt-get install libopenblas0-openmp);" \
+            "using the pthread one, whose 2-thread PyTorch numbers are too low" >&2
+        echo "/usr/lib/$arch/openblas-pthread"
+    fi
+}

@@ -1,0 +1,496 @@
+#!/usr/bin/python3
+"""tsrnn's CPU benchmark suite: trains each configuration with tsrnn-worker and, when Debian's
+python3-torch imports, with plain PyTorch (scripts/bench_torch.py), and prints a Markdown
+report on stdout (progress goes to stderr):
+
+  * a header: date, machine, versions, which BLAS each side runs on, the sgemm peak;
+  * one table row per configuration and thread count: tsrnn samples/s (median of the timed
+    repetitions after a warm-up run), their spread, PyTorch samples/s, the ratio, tsrnn's
+    achieved matmul GFLOP/s and its share of the sgemm peak, tsrnn's whole-process peak RSS,
+    and the targets that apply to the row ("2x: ok", "2x: 1.3x");
+  * the seed configuration's 300-epoch times and the LSTM-256 GEMM products (bench-gemm).
+
+Configurations: the Darts guide's AirPassengers RNN-20 (examples/air_passengers.ini, 300
+epochs, run as is: validation, checkpoints, TensorBoard, forecast and plot included in its
+wall time and RSS; its samples/s counts optimizer steps only), then RNN/GRU/LSTM x hidden 128,
+256 x batch 64, 256 x 1, 2 layers at training_length 64 on a 100,000-point synthetic series
+(bench/synthetic.awk), one thread; the hidden-256 ones again with two threads.
+
+samples/s counts optimizer steps only (batch gather, forward, backward, Adam) on both sides.
+Each synthetic repetition is one tsrnn-worker process (or one fresh PyTorch model in one
+process) of a fixed number of steps, chosen from the warm-up so that it lasts ~--target-s.
+GFLOP/s counts matmul FLOPs as ../shared/reference/pytorch-baseline.md does: 3 x forward
+(input projections, recurrent products, the Linear head). Peak RSS is each worker process's
+ru_maxrss, read with os.wait4 as it is reaped.
+
+Run by scripts/bench/suite.sh (which builds tsrnn and finds an OpenBLAS for PyTorch); stdlib
+only, for Debian's /usr/bin/python3.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TORCH_PYTHON = "/usr/bin/python3"
+SYNTHETIC_POINTS = 100_000
+SEED_SAMPLES = 300 * 101  # 300 epochs of the 101 AirPassengers training windows
+
+
+@dataclass
+class Config:
+    name: str
+    kind: str
+    hidden: int
+    layers: int
+    batch: int
+    length: int
+    threads: int
+    seed: bool = False
+    tsrnn: dict = field(default_factory=dict)
+    torch: dict = field(default_factory=dict)
+
+    @property
+    def shape(self):
+        """The configuration without its thread count."""
+        return (self.kind, self.hidden, self.layers, self.batch, self.length, self.seed)
+
+
+def all_configs():
+    seed = Config("seed: RNN-20 B16 T20, AirPassengers, 300 epochs", "RNN", 20, 1, 16, 20, 1,
+                  seed=True)
+    configs = [seed]
+    for threads in (1, 2):
+        for kind in ("RNN", "GRU", "LSTM"):
+            for hidden in (128, 256):
+                if threads == 2 and hidden != 256:
+                    continue  # two threads only for the large models
+                for batch in (64, 256):
+                    for layers in (1, 2):
+                        name = f"{kind}-{hidden} L{layers} B{batch} T64"
+                        configs.append(Config(name, kind, hidden, layers, batch, 64, threads))
+    return configs
+
+
+QUICK = {("LSTM-256 L1 B64 T64", 1), ("LSTM-256 L1 B64 T64", 2), ("GRU-256 L1 B64 T64", 1),
+         ("LSTM-256 L1 B256 T64", 1)}
+
+
+def in_quick(c):
+    """--quick: the seed config and the rows of the headline targets."""
+    return c.seed or (c.name, c.threads) in QUICK
+
+
+def flops_per_sample(c):
+    """3 x the forward matmul FLOPs of one window: per layer the input projection and the
+    recurrent product over T steps, then the Linear head; univariate input and output."""
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[c.kind] * c.hidden
+    forward = 0
+    for layer in range(c.layers):
+        inputs = 1 if layer == 0 else c.hidden
+        forward += 2 * c.length * (inputs + c.hidden) * gates
+    forward += 2 * c.length * c.hidden * 1
+    return 3 * forward
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_measured(cmd, cwd=None, env=None):
+    """Runs cmd as this process's only child; returns (exit code, output, wall s, peak RSS
+    MiB). The RSS is the child's own ru_maxrss, from wait4 as it is reaped."""
+    with tempfile.TemporaryFile("w+") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return proc.returncode, out.read(), wall, usage.ru_maxrss / 1024.0
+
+
+# --- tsrnn -----------------------------------------------------------------------------------
+
+SYNTHETIC_INI = """[data]
+path = synthetic.csv
+value_cols = value
+[model]
+model = {kind}
+hidden_dim = {hidden}
+n_rnn_layers = {layers}
+training_length = {length}
+input_chunk_length = {length}
+[training]
+batch_size = {batch}
+n_epochs = 1
+max_steps = {steps}
+[trainer]
+num_threads = {threads}
+[output]
+work_dir = runs
+model_name = bench
+force_reset = true
+"""
+
+SUMMARY = re.compile(r"Trained \d+ epochs \((\d+) steps\) in ([0-9.]+) s: [0-9.]+ steps/s, "
+                     r"([0-9.]+) samples/s \(optimizer steps ([0-9.]+) s")
+
+
+def tsrnn_once(args, c, steps):
+    """One tsrnn-worker process: {samples_per_s, train_s, wall_s, rss_mib, steps}."""
+    if c.seed:
+        cmd = [args.worker, "-q", os.path.join(ROOT, "examples", "air_passengers.ini"),
+               "--set", f"output.work_dir={args.work}/seed-runs"]
+    else:
+        ini = os.path.join(args.work, "bench.ini")
+        with open(ini, "w") as f:
+            f.write(SYNTHETIC_INI.format(kind=c.kind, hidden=c.hidden, layers=c.layers,
+                                         length=c.length, batch=c.batch, steps=steps,
+                                         threads=c.threads))
+        cmd = [args.worker, "-q", ini]
+    code, out, wall, rss = run_measured(cmd, cwd=args.work)
+    m = SUMMARY.search(out)
+    if code != 0 or m is None:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {code}):\n{out}")
+    step_count, train_s = int(m.group(1)), float(m.group(4))
+    if c.seed:
+        rate = float(m.group(3))  # printed to the sample; train_s has only 3 decimals
+    else:
+        rate = step_count * c.batch / train_s
+    return {"samples_per_s": rate, "train_s": train_s, "wall_s": wall, "rss_mib": rss,
+            "steps": step_count}
+
+
+def full_batches(c):
+    return (SYNTHETIC_POINTS - c.length) // c.batch  # steps in one epoch, none short
+
+
+def tsrnn_measure(args, c):
+    """A warm-up run, then args.reps timed runs of a step count set from the warm-up."""
+    steps = 0
+    if not c.seed:
+        guess = 60e9 * c.threads  # FLOP/s; only sizes the warm-up run (~args.warmup_s)
+        steps = round(args.warmup_s * guess / (flops_per_sample(c) * c.batch))
+        steps = max(2, min(full_batches(c), steps))
+    warm = tsrnn_once(args, c, steps)
+    if not c.seed:
+        per_step = warm["train_s"] / warm["steps"]
+        steps = max(args.min_steps, min(full_batches(c), round(args.target_s / per_step)))
+    runs = [tsrnn_once(args, c, steps) for _ in range(args.reps)]
+    c.tsrnn = summarise(runs)
+
+
+def summarise(runs):
+    rates = [r["samples_per_s"] for r in runs]
+    median = statistics.median(rates)
+    return {"samples_per_s": median, "spread": (max(rates) - min(rates)) / median,
+            "rss_mib": max(r.get("rss_mib", 0.0) for r in runs), "runs": runs}
+
+
+# --- PyTorch ---------------------------------------------------------------------------------
+
+def torch_env(args, threads):
+    env = dict(os.environ)
+    env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = str(threads)
+    if args.torch_blas:
+        env["LD_LIBRARY_PATH"] = args.torch_blas + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def torch_measure(args, c):
+    """One bench_torch.py process: its warm-up, then args.reps timed repetitions."""
+    script = os.path.join(ROOT, "scripts", "bench_torch.py")
+    cmd = [TORCH_PYTHON, script, "run", "--reps", str(args.reps), "--threads", str(c.threads)]
+    if c.seed:
+        cmd += ["--seed", os.path.join(ROOT, "examples", "data", "air_passengers.csv")]
+    else:
+        cmd += ["--model", c.kind, "--hidden", str(c.hidden), "--layers", str(c.layers),
+                "--batch", str(c.batch), "--length", str(c.length), "--target-s",
+                str(args.target_s), "--min-steps", str(args.min_steps), "--max-steps",
+                str(full_batches(c)), "--warmup-s", str(args.warmup_s),
+                os.path.join(args.work, "synthetic.csv")]
+    code, out, _, rss = run_measured(cmd, env=torch_env(args, c.threads))
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if code != 0 or not lines:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {code}):\n{out}")
+    result = json.loads(lines[-1])
+    c.torch = summarise(result["reps"])
+    c.torch["rss_mib"] = rss
+    c.torch["blas"] = result["blas_detail"]
+    return result
+
+
+def torch_probe(args):
+    """(torch version, BLAS detail) or None when torch does not import."""
+    if not os.path.exists(TORCH_PYTHON):
+        return None
+    probe = ("import json, sys; sys.argv = ['x']; sys.path.insert(0, %r); import bench_torch as b;"
+             "t = b.load_torch(1); print(json.dumps([t.__version__, b.blas_info()[1]]))"
+             % os.path.join(ROOT, "scripts"))
+    code, out, _, _ = run_measured([TORCH_PYTHON, "-c", probe], env=torch_env(args, 1))
+    lines = [line for line in out.splitlines() if line.startswith("[")]
+    if code != 0 or not lines:
+        return None
+    return json.loads(lines[-1])
+
+
+# --- the machine -----------------------------------------------------------------------------
+
+def sgemm_peak(args, threads):
+    """(best, median) GFLOP/s of bench-gemm --peak."""
+    out = subprocess.run([args.gemm, "--peak", str(threads)], check=True, capture_output=True,
+                         text=True).stdout
+    m = re.search(r"best ([0-9.]+) GFLOP/s, median ([0-9.]+)", out)
+    return float(m.group(1)), float(m.group(2)), out.strip()
+
+
+def tsrnn_blas(args):
+    """The OpenBLAS tsrnn-worker loads, and the core type it picks, as one line."""
+    out = subprocess.run(["ldd", args.worker], capture_output=True, text=True).stdout
+    m = re.search(r"(libopenblas\S*|libblas\S*) => (\S+)", out)
+    if m is None:
+        return "no BLAS (reference loops only)"
+    path = os.path.realpath(m.group(2))
+    probe = ("import ctypes; l = ctypes.CDLL(%r); l.openblas_get_config.restype = "
+             "l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_config()"
+             ".decode().split()[1], l.openblas_get_corename().decode())" % path)
+    info = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    if info.returncode != 0:
+        return path
+    version, core = info.stdout.split()
+    variant = os.path.basename(os.path.dirname(path)).replace("openblas-", "")
+    return f"OpenBLAS {version} {variant}, core {core}, {path}"
+
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def cpu_flags():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            flags = line.split(":", 1)[1].split()
+            return " ".join(f for f in ("avx2", "fma", "avx512f") if f in flags) or "no AVX2"
+    return "?"
+
+
+def git_revision():
+    r = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def loadavg():
+    return open("/proc/loadavg").read().split()[0]
+
+
+# --- the report ------------------------------------------------------------------------------
+
+def fmt_rate(x):
+    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def targets(c, by_shape, peak1):
+    """The issue's targets that apply to this row, each "name: ok" or "name: measured"."""
+    out = []
+    ratio = c.tsrnn["samples_per_s"] / c.torch["samples_per_s"] if c.torch else None
+
+    def vs_torch(goal):
+        if ratio is None:
+            out.append(f"{goal:g}x: n/a")
+        else:
+            out.append(f"{goal:g}x: ok" if ratio >= goal else f"{goal:g}x: {ratio:.1f}x")
+
+    if c.seed:
+        vs_torch(50)
+        rss = c.tsrnn["rss_mib"]
+        out.append("RSS 16M: ok" if rss <= 16 else f"RSS 16M: {rss:.1f}M")
+        return ", ".join(out)
+    if c.kind in ("LSTM", "GRU") and c.hidden == 256 and c.batch == 64 and c.length == 64:
+        vs_torch(2)
+        if c.threads == 1:
+            share = c.tsrnn["gflops"] / peak1
+            out.append("60% peak: ok" if share >= 0.6 else f"60% peak: {100 * share:.0f}%")
+    if c.batch == 256:
+        vs_torch(3)
+    if c.threads == 2:
+        one = by_shape.get((c.shape, 1))
+        if one is not None:
+            scaling = c.tsrnn["samples_per_s"] / one.tsrnn["samples_per_s"]
+            out.append("2 thr 1.6x: ok" if scaling >= 1.6 else f"2 thr 1.6x: {scaling:.2f}x")
+    return ", ".join(out) or "-"
+
+
+def report(args, configs, info):
+    with_torch = info["torch"] is not None
+    by_shape = {(c.shape, c.threads): c for c in configs}
+    peaks = info["peaks"]
+    print(f"## tsrnn CPU benchmark, {info['date']}")
+    print()
+    print(f"* Machine: {info['cpu']} ({info['flags']}), {os.cpu_count()} CPUs, "
+          f"Linux {platform.release()}; load average {info['load_start']} at the start, "
+          f"{info['load_end']} at the end.")
+    print(f"* tsrnn {info['version']} (git {info['git']}), meson release build; BLAS: "
+          f"{info['tsrnn_blas']}.")
+    if with_torch:
+        print(f"* PyTorch {info['torch'][0]} (Debian python3-torch) on {info['torch'][1]}"
+              + (" (through LD_LIBRARY_PATH)" if args.torch_blas else "")
+              + "; OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = torch.set_num_threads = thr.")
+    else:
+        print("* PyTorch: not importable with /usr/bin/python3 (apt-get install python3-torch); "
+              "its columns are left out.")
+    print("* sgemm peak (bench-gemm --peak, 2048^3): "
+          + ", ".join(f"{t} thread{'s' if t > 1 else ''} {peaks[t][0]:.1f} GFLOP/s"
+                      for t in sorted(peaks)) + ".")
+    print(f"* samples/s: median of {args.reps} timed runs after a warm-up run, optimizer steps "
+          f"only; spread = (max - min) / median of tsrnn's runs; runs of ~{args.target_s:g} s "
+          "(at least " f"{args.min_steps} steps). GFLOP/s: matmul FLOPs, 3 x forward; "
+          "% peak: of the sgemm peak at the row's thread count; RSS: tsrnn-worker's "
+          "whole-process peak.")
+    print()
+    head = ["config", "thr", "tsrnn samples/s", "spread"]
+    if with_torch:
+        head += ["PyTorch samples/s", "ratio"]
+    head += ["GFLOP/s", "% peak", "peak RSS MiB", "target"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" if i == 0 else "--:" for i in range(len(head) - 1)) + "|---|")
+    for c in configs:
+        if not c.tsrnn:
+            continue
+        row = [c.name, str(c.threads), fmt_rate(c.tsrnn["samples_per_s"]),
+               f"{100 * c.tsrnn['spread']:.0f}%"]
+        if with_torch:
+            if c.torch:
+                row += [fmt_rate(c.torch["samples_per_s"]),
+                        f"{c.tsrnn['samples_per_s'] / c.torch['samples_per_s']:.1f}x"]
+            else:
+                row += ["failed", "-"]
+        row += [f"{c.tsrnn['gflops']:.1f}",
+                f"{100 * c.tsrnn['gflops'] / peaks[c.threads][0]:.0f}%",
+                f"{c.tsrnn['rss_mib']:.1f}", targets(c, by_shape, peaks[1][0])]
+        print("| " + " | ".join(row) + " |")
+    seed = next((c for c in configs if c.seed and c.tsrnn), None)
+    if seed is not None:
+        runs = seed.tsrnn["runs"]
+        train = statistics.median(r["train_s"] for r in runs)
+        wall = statistics.median(r["wall_s"] for r in runs)
+        print()
+        line = (f"Seed config, 300 epochs (2,100 optimizer steps): tsrnn {train:.3f} s of "
+                f"optimizer steps, {wall:.2f} s for the whole process (data, validation every "
+                f"epoch, checkpoints, TensorBoard, 24-step forecast and plot), peak RSS "
+                f"{seed.tsrnn['rss_mib']:.1f} MiB")
+        if seed.torch:
+            torch_s = statistics.median(r["seconds"] for r in seed.torch["runs"])
+            line += (f"; PyTorch {torch_s:.2f} s of optimizer steps (peak RSS of its process "
+                     f"{seed.torch['rss_mib']:.0f} MiB)")
+        print(line + ".")
+    if info.get("products"):
+        print()
+        print("The LSTM-256 (batch 64) step's GEMM products on this machine, 1 thread "
+              "(bench-gemm):")
+        print()
+        print("```")
+        print(info["products"].rstrip())
+        print("```")
+
+
+# --- main ------------------------------------------------------------------------------------
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build-bench"),
+                   help="the meson build folder with tsrnn-worker and bench-gemm")
+    p.add_argument("--quick", action="store_true",
+                   help="seed, LSTM-256 B64 (1 and 2 threads), GRU-256 B64, LSTM-256 B256; "
+                        "3 repetitions of ~0.7 s")
+    p.add_argument("--reps", type=int, help="timed repetitions per configuration (default 5)")
+    p.add_argument("--target-s", type=float, help="seconds per timed run (default 1.0)")
+    p.add_argument("--min-steps", type=int, default=3, help="fewest steps in a timed run")
+    p.add_argument("--warmup-s", type=float, default=0.4, help="seconds of warm-up steps")
+    p.add_argument("--only", metavar="REGEX",
+                   help="configurations whose name matches (e.g. 'LSTM-256', 'seed')")
+    p.add_argument("--threads", type=int, choices=(1, 2), help="only this thread count")
+    p.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    p.add_argument("--torch-blas", metavar="DIR",
+                   help="folder with the libblas.so.3 PyTorch should load (LD_LIBRARY_PATH)")
+    p.add_argument("--no-products", action="store_true", help="skip bench-gemm's products")
+    p.add_argument("--json", metavar="FILE", help="also write every run's numbers here")
+    args = p.parse_args()
+    args.reps = args.reps or (3 if args.quick else 5)
+    args.target_s = args.target_s or (0.7 if args.quick else 1.0)
+    args.worker = os.path.join(args.build, "tsrnn-worker")
+    args.gemm = os.path.join(args.build, "bench-gemm")
+    for path in (args.worker, args.gemm):
+        if not os.access(path, os.X_OK):
+            p.error(f"{path} missing: run scripts/bench/suite.sh, which builds it")
+    return args
+
+
+def main():
+    args = parse_args()
+    configs = [c for c in all_configs()
+               if (not args.quick or in_quick(c))
+               and (args.only is None or re.search(args.only, c.name))
+               and (args.threads is None or c.threads == args.threads)]
+    if not configs:
+        sys.exit("suite: no configuration matches")
+    started = time.monotonic()
+    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "cpu": cpu_model(), "flags": cpu_flags(), "load_start": loadavg(),
+            "git": git_revision(), "tsrnn_blas": tsrnn_blas(args),
+            "version": subprocess.run([args.worker, "--version"], capture_output=True,
+                                      text=True).stdout.split()[-1]}
+    info["torch"] = None if args.no_torch else torch_probe(args)
+    log(f"suite: {len(configs)} configurations, {args.reps} timed runs each; PyTorch: "
+        + (f"{info['torch'][0]} on {info['torch'][1]}" if info["torch"] else "skipped"))
+    info["peaks"] = {}
+    for threads in sorted({c.threads for c in configs}):
+        best, median, line = sgemm_peak(args, threads)
+        info["peaks"][threads] = (best, median)
+        log(f"suite: {line}")
+    with tempfile.TemporaryDirectory(prefix="tsrnn-bench-") as work:
+        args.work = work
+        if any(not c.seed for c in configs):
+            with open(os.path.join(work, "synthetic.csv"), "w") as f:
+                subprocess.run(["awk", "-f", os.path.join(ROOT, "bench", "synthetic.awk"),
+                                "-v", f"n={SYNTHETIC_POINTS}"], stdout=f, check=True)
+        for i, c in enumerate(configs, 1):
+            tsrnn_measure(args, c)
+            c.tsrnn["gflops"] = c.tsrnn["samples_per_s"] * flops_per_sample(c) * 1e-9
+            note = ""
+            if info["torch"]:
+                try:
+                    torch_measure(args, c)
+                    note = f", PyTorch {fmt_rate(c.torch['samples_per_s'])}"
+                except RuntimeError as e:
+                    log(f"suite: {c.name}: PyTorch failed: {e}")
+            log(f"suite: [{i}/{len(configs)}] {c.name}, {c.threads} thr: tsrnn "
+                f"{fmt_rate(c.tsrnn['samples_per_s'])} samples/s ({c.tsrnn['runs'][0]['steps']} "
+                f"steps/run){note}, {time.monotonic() - started:.0f} s so far")
+    if not args.no_products and any(c.name.startswith("LSTM-256") or c.seed for c in configs):
+        info["products"] = subprocess.run([args.gemm], capture_output=True, text=True,
+                                          check=True).stdout
+    info["load_end"] = loadavg()
+    log(f"suite: done in {time.monotonic() - started:.0f} s")
+    report(args, configs, info)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"info": info, "configs": [c.__dict__ for c in configs]}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
