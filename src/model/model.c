@@ -131,6 +131,12 @@ void tsrnn_model_finish(struct tsrnn_model *model)
 /* (B, T, n) batch-first -> (T, B, n) time-major. */
 static void to_time_major(float *dst, const float *src, size_t B, size_t T, size_t n)
 {
+    if (n == 1) { /* a univariate series: a plain transpose, not B * T calls to memcpy */
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = 0; t < T; t++)
+                dst[t * B + b] = src[b * T + t];
+        return;
+    }
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < T; t++)
             memcpy(dst + (t * B + b) * n, src + (b * T + t) * n, n * sizeof(*dst));
