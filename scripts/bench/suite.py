@@ -346,7 +346,9 @@ def report(args, configs, info):
     print(f"* tsrnn {info['version']} (git {info['git']}), meson release build; BLAS: "
           f"{info['tsrnn_blas']}.")
     if with_torch:
-        print(f"* PyTorch {info['torch'][0]} (Debian python3-torch) on {info['torch'][1]}"
+        # Paths below the checkout are shown relative to it: the report goes into the repo.
+        blas = info['torch'][1].replace(ROOT + os.sep, "")
+        print(f"* PyTorch {info['torch'][0]} (Debian python3-torch) on {blas}"
               + (" (through LD_LIBRARY_PATH)" if args.torch_blas else "")
               + "; OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = torch.set_num_threads = thr.")
     else:
