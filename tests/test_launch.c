@@ -172,6 +172,16 @@ static void wait_for_file(const struct job *j, const char *dir, const char *pref
     }
 }
 
+/* Starts a 2-worker job and returns once it trains: its pids printed, its first "last"
+ * checkpoint written. */
+static void start_training(struct job *j, const char *model_name, const char *const *args,
+                           pid_t pids[MAX_RANKS])
+{
+    job_start(j, model_name, args);
+    job_wait_pids(j, 2, pids);
+    wait_for_file(j, run_path(model_name, "checkpoints"), "last-");
+}
+
 static void expect_gone(const pid_t *pids, int count)
 {
     for (int r = 0; r < count; r++)
@@ -392,9 +402,7 @@ static void test_killed_worker_stops_the_job(void **state)
     (void)state;
     struct job j;
     pid_t pids[MAX_RANKS];
-    job_start(&j, "killed", long_run);
-    job_wait_pids(&j, 2, pids);
-    wait_for_file(&j, run_path("killed", "checkpoints"), "last-");
+    start_training(&j, "killed", long_run, pids);
     double killed_at = now_s();
     kill(pids[1], SIGKILL);
     assert_int_equal(job_wait(&j, 120), 3);
@@ -472,9 +480,7 @@ static void test_interrupt_saves_a_checkpoint(void **state)
     (void)state;
     struct job j;
     pid_t pids[MAX_RANKS];
-    job_start(&j, "interrupted", long_run);
-    job_wait_pids(&j, 2, pids);
-    wait_for_file(&j, run_path("interrupted", "checkpoints"), "last-");
+    start_training(&j, "interrupted", long_run, pids);
     usleep(100000);
     kill(j.pid, SIGINT);
     assert_int_equal(job_wait(&j, TIMEOUT_S + 20), 130);
@@ -501,9 +507,7 @@ static void test_workers_die_with_the_launcher(void **state)
     (void)state;
     struct job j;
     pid_t pids[MAX_RANKS];
-    job_start(&j, "orphans", long_run);
-    job_wait_pids(&j, 2, pids);
-    wait_for_file(&j, run_path("orphans", "checkpoints"), "last-");
+    start_training(&j, "orphans", long_run, pids);
     kill(j.pid, SIGKILL);
     assert_int_equal(job_wait(&j, 10), 128 + SIGKILL);
     double deadline = now_s() + 5;
@@ -527,9 +531,7 @@ static void test_restart_recovers_the_same_result(void **state)
     job_start(&j, "reference", base);
     assert_int_equal(job_wait(&j, 120), 0);
 
-    job_start(&j, "restarted", restart);
-    job_wait_pids(&j, 2, pids);
-    wait_for_file(&j, run_path("restarted", "checkpoints"), "last-");
+    start_training(&j, "restarted", restart, pids);
     kill(pids[1], SIGKILL);
     assert_int_equal(job_wait(&j, 120), 0);
     expect_file_has(j.err, "restart 1 of 1");

@@ -223,10 +223,6 @@ void tsrnn_model_forward(struct tsrnn_model *model, const float *x, size_t batch
  * B*T*O). Keeps the time-major target for tsrnn_model_backward(). */
 float tsrnn_model_loss(struct tsrnn_model *model, const float *y);
 
-/* The sum of squared errors of the last forward against y (B, T, O), in double: what
- * validation adds up across batches (and ranks) before dividing. */
-double tsrnn_model_squared_error(struct tsrnn_model *model, const float *y);
-
 /* Each window's sum of squared errors of the last forward against y (B, T, O), in double:
  * se[b] for window b, independent of the other windows of the batch, so validation can add
  * them up in one fixed order however the windows were spread over batches and ranks. */

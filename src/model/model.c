@@ -345,14 +345,6 @@ float tsrnn_model_loss(struct tsrnn_model *model, const float *y)
     return tsrnn_mse_forward(c->out, c->y, c->step_count * c->batch_count * O);
 }
 
-double tsrnn_model_squared_error(struct tsrnn_model *model, const float *y)
-{
-    struct tsrnn_model_cache *c = &model->cache;
-    size_t O = model->dims.output_count;
-    to_time_major(c->y, y, c->batch_count, c->step_count, O);
-    return tsrnn_mse_sum(c->out, c->y, c->step_count * c->batch_count * O);
-}
-
 void tsrnn_model_window_squared_errors(const struct tsrnn_model *model, const float *y, double *se)
 {
     const struct tsrnn_model_cache *c = &model->cache;
