@@ -142,6 +142,10 @@ static void scale_rows(float *restrict c, size_t ldc, size_t m, size_t n, float 
 {
     if (beta == 1.0f)
         return;
+    if (beta == 0.0f && ldc == n) { /* one block: not a call to memset per short row */
+        memset(c, 0, m * n * sizeof(*c));
+        return;
+    }
     for (size_t i = 0; i < m; i++) {
         float *row = c + i * ldc;
         if (beta == 0.0f)
@@ -286,7 +290,15 @@ TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m,
     scale_rows(c, ldc, m, n, beta);
     /* a(i, kk) = a[i * a_row + kk * a_col] */
     size_t a_row = trans_a ? 1 : lda, a_col = trans_a ? lda : 1;
-    if (!trans_b) {
+    if (!trans_b && alpha == 1.0f) {
+        /* The common case, with alpha a constant: 1 * a is a exactly, so the tiles broadcast A
+         * straight from memory instead of scaling it first (a third fewer operations). */
+        size_t i = 0;
+        for (; i + 4 <= m; i += 4)
+            gemm_rows(c + i * ldc, ldc, a + i * a_row, a_row, a_col, b, ldb, n, k, 1.0f, 4);
+        for (; i < m; i++)
+            gemm_rows(c + i * ldc, ldc, a + i * a_row, a_row, a_col, b, ldb, n, k, 1.0f, 1);
+    } else if (!trans_b) {
         size_t i = 0;
         for (; i + 4 <= m; i += 4)
             gemm_rows(c + i * ldc, ldc, a + i * a_row, a_row, a_col, b, ldb, n, k, alpha, 4);
@@ -336,7 +348,8 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_fill_rows(float *rows, const float *bias, siz
         return;
     }
     for (size_t i = 0; i < m; i++)
-        memcpy(rows + i * n, bias, n * sizeof(*rows));
+        for (size_t j = 0; j < n; j++) /* short rows: a loop, not a call to memcpy per row */
+            rows[i * n + j] = bias[j];
 }
 
 TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m,
