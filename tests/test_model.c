@@ -102,6 +102,8 @@ static void test_activations_match_libm(void **state)
     assert_true(tsrnn_tanhf(1e6f) == 1.0f && tsrnn_tanhf(-1e6f) == -1.0f);
     assert_true(tsrnn_sigmoidf(-1e6f) >= 0.0f && tsrnn_sigmoidf(1e6f) == 1.0f);
     assert_true(tsrnn_tanhf(0.0f) == 0.0f);
+    /* A NaN stays NaN: a diverging run must show it in the loss, not saturate at +-1. */
+    assert_true(isnan(tsrnn_tanhf(NAN)) && isnan(tsrnn_sigmoidf(NAN)) && isnan(tsrnn_expf(NAN)));
 }
 
 /* Every transpose case, sizes around the 8- and 4-wide blocks, beta 0 and 1: the loops
