@@ -148,6 +148,34 @@ static void test_gemm_paths_agree(void **state)
                     free(c);
                     free(c0);
                 }
+    /* Without trans_b the loops are the plain triple loop, bit for bit, however they block:
+     * every tile shape (4 x 20, 4 x 16, 4 x 8, 4 x 4, single rows and columns), alpha 1 (its
+     * own code) and not. */
+    const size_t blocks[][3] = { { 16, 20, 20 }, { 7, 20, 5 }, { 9, 29, 3 }, { 4, 36, 17 } };
+    tsrnn_cpu_set_gemm_path(TSRNN_GEMM_LOOPS);
+    for (size_t s = 0; s < sizeof(blocks) / sizeof(blocks[0]); s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int unit = 0; unit < 2; unit++) {
+                size_t m = blocks[s][0], n = blocks[s][1], k = blocks[s][2];
+                float alpha = unit ? 1.0f : 0.75f, beta = ta ? 1.0f : 0.0f;
+                float *a = random_floats(&rng, m * k, -1, 1);
+                float *b = random_floats(&rng, k * n, -1, 1);
+                float *c = random_floats(&rng, m * n, -1, 1);
+                float *want = malloc(m * n * sizeof(float));
+                for (size_t i = 0; i < m; i++)
+                    for (size_t j = 0; j < n; j++) {
+                        float sum = beta == 0.0f ? 0.0f : c[i * n + j];
+                        for (size_t kk = 0; kk < k; kk++)
+                            sum += (alpha * (ta ? a[kk * m + i] : a[i * k + kk])) * b[kk * n + j];
+                        want[i * n + j] = sum;
+                    }
+                tsrnn_cpu_gemm(ta, false, m, n, k, alpha, a, ta ? m : k, b, n, beta, c, n);
+                assert_memory_equal(c, want, m * n * sizeof(float));
+                free(a);
+                free(b);
+                free(c);
+                free(want);
+            }
     /* beta = 0 overwrites: NaN left in C does not come through, on either path. */
     for (int path = TSRNN_GEMM_LOOPS; path <= TSRNN_GEMM_BLAS; path++) {
         float a[4] = { 1, 2, 3, 4 }, b[4] = { 1, 0, 0, 1 }, c[4] = { NAN, NAN, NAN, NAN };

@@ -230,6 +230,37 @@ gemm_tile_4x16(float *restrict c, size_t ldc, const float *restrict a, size_t a_
     *(v8f *)(c + 3 * ldc) = c3, *(v8f *)(c + 3 * ldc + 8) = d3;
 }
 
+/* 4 x 20, the whole width of a hidden-20 layer: the 4 x 16 tile and four columns more in
+ * half-width accumulators, twelve in all, so that the last four columns share its loads of A
+ * and need no loop of their own (whose one addition per k would wait on the last). */
+static inline __attribute__((always_inline)) void
+gemm_tile_4x20(float *restrict c, size_t ldc, const float *restrict a, size_t a_row, size_t a_col,
+               const float *restrict b, size_t ldb, size_t k, float alpha)
+{
+    v8f c0 = *(const v8f *)c, c1 = *(const v8f *)(c + ldc);
+    v8f c2 = *(const v8f *)(c + 2 * ldc), c3 = *(const v8f *)(c + 3 * ldc);
+    v8f d0 = *(const v8f *)(c + 8), d1 = *(const v8f *)(c + ldc + 8);
+    v8f d2 = *(const v8f *)(c + 2 * ldc + 8), d3 = *(const v8f *)(c + 3 * ldc + 8);
+    v4f e0 = *(const v4f *)(c + 16), e1 = *(const v4f *)(c + ldc + 16);
+    v4f e2 = *(const v4f *)(c + 2 * ldc + 16), e3 = *(const v4f *)(c + 3 * ldc + 16);
+    for (size_t kk = 0; kk < k; kk++) {
+        const float *bk = b + kk * ldb;
+        v8f b0 = *(const v8f *)bk, b1 = *(const v8f *)(bk + 8);
+        v4f b2 = *(const v4f *)(bk + 16);
+        const float *ak = a + kk * a_col;
+        float a0 = alpha * ak[0], a1 = alpha * ak[a_row];
+        float a2 = alpha * ak[2 * a_row], a3 = alpha * ak[3 * a_row];
+        c0 += a0 * b0, d0 += a0 * b1, e0 += a0 * b2;
+        c1 += a1 * b0, d1 += a1 * b1, e1 += a1 * b2;
+        c2 += a2 * b0, d2 += a2 * b1, e2 += a2 * b2;
+        c3 += a3 * b0, d3 += a3 * b1, e3 += a3 * b2;
+    }
+    *(v8f *)c = c0, *(v8f *)(c + 8) = d0, *(v4f *)(c + 16) = e0;
+    *(v8f *)(c + ldc) = c1, *(v8f *)(c + ldc + 8) = d1, *(v4f *)(c + ldc + 16) = e1;
+    *(v8f *)(c + 2 * ldc) = c2, *(v8f *)(c + 2 * ldc + 8) = d2, *(v4f *)(c + 2 * ldc + 16) = e2;
+    *(v8f *)(c + 3 * ldc) = c3, *(v8f *)(c + 3 * ldc + 8) = d3, *(v4f *)(c + 3 * ldc + 16) = e3;
+}
+
 /* The same for R rows (1 to 4) by W columns (1 to 8), for the edges. The k-sum of every
  * element, here and above, runs in order k = 0, 1, ... with the same operations as the
  * plain triple loop, so the result does not depend on the blocking. */
@@ -264,14 +295,20 @@ gemm_tile(float *restrict c, size_t ldc, const float *restrict a, size_t a_row, 
     }
 }
 
-/* Rows i .. i+R of C (R = 4 or 1) in column blocks of 16, then 8, 4, 1. */
+/* Rows i .. i+R of C (R = 4 or 1) in column blocks of 16 (4 x 20 for the last 20 of 4 rows),
+ * then 8, 4, 1. */
 static inline __attribute__((always_inline)) void
 gemm_rows(float *restrict c, size_t ldc, const float *restrict a, size_t a_row, size_t a_col,
           const float *restrict b, size_t ldb, size_t n, size_t k, float alpha, size_t rows)
 {
     size_t j = 0;
-    for (; j + 16 <= n; j += 16)
+    for (; j + 16 <= n; j += 16) {
+        if (rows == 4 && n - j == 20) {
+            gemm_tile_4x20(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha);
+            return;
+        }
         gemm_tile(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha, rows, 16);
+    }
     for (; j + 8 <= n; j += 8)
         gemm_tile(c + j, ldc, a, a_row, a_col, b + j, ldb, k, alpha, rows, 8);
     for (; j + 4 <= n; j += 4)
@@ -340,21 +377,36 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-TSRNN_VECTOR_CLONES void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
+void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
 {
-    if (n == 1) { /* a head with one output: a fill, not m calls to memcpy of 4 bytes */
-        for (size_t i = 0; i < m; i++)
-            rows[i] = bias[0];
+    if (m == 0)
         return;
+    /* One row, then copies of what is filled so far: log2(m) calls to memcpy, not m (the
+     * rows of a small model are 80 bytes). */
+    memcpy(rows, bias, n * sizeof(*rows));
+    for (size_t done = 1; done < m;) {
+        size_t count = done < m - done ? done : m - done;
+        memcpy(rows + done * n, rows, count * n * sizeof(*rows));
+        done += count;
     }
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++) /* short rows: a loop, not a call to memcpy per row */
-            rows[i * n + j] = bias[j];
 }
 
 TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m,
                                                    size_t n)
 {
+    if (n == 1) { /* the head's bias: eight partial sums, not one chain of m additions */
+        float partial[8] = { 0 };
+        size_t i = 0;
+        for (; i + 8 <= m; i += 8)
+            for (size_t u = 0; u < 8; u++)
+                partial[u] += rows[i + u];
+        float sum = ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
+                    ((partial[2] + partial[6]) + (partial[3] + partial[7]));
+        for (; i < m; i++)
+            sum += rows[i];
+        bias_grad[0] += sum;
+        return;
+    }
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++)
             bias_grad[j] += rows[i * n + j];
