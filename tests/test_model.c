@@ -149,9 +149,11 @@ static void test_gemm_paths_agree(void **state)
                     free(c0);
                 }
     /* Without trans_b the loops are the plain triple loop, bit for bit, however they block:
-     * every tile shape (4 x 20, 4 x 16, 4 x 8, 4 x 4, single rows and columns), alpha 1 (its
-     * own code) and not. */
-    const size_t blocks[][3] = { { 16, 20, 20 }, { 7, 20, 5 }, { 9, 29, 3 }, { 4, 36, 17 } };
+     * every tile shape (4 x 20, 1 x 20, 4 x 16, 4 x 8, 4 x 4, single rows and columns, K = 1),
+     * alpha 1 (its own code) and not. */
+    const size_t blocks[][3] = {
+        { 16, 20, 20 }, { 7, 20, 5 }, { 9, 29, 3 }, { 4, 36, 17 }, { 5, 20, 1 }
+    };
     tsrnn_cpu_set_gemm_path(TSRNN_GEMM_LOOPS);
     for (size_t s = 0; s < sizeof(blocks) / sizeof(blocks[0]); s++)
         for (int ta = 0; ta < 2; ta++)

@@ -36,6 +36,12 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
                     const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
                     size_t ldc);
 
+/* C (M, N) = bias (N) in every row + A (M, K) B (K, N), row-major, nothing transposed: the
+ * same bits as tsrnn_cpu_fill_rows() then tsrnn_cpu_gemm() with alpha = beta = 1, without the
+ * separate pass over C (the per-step products of small layers). */
+void tsrnn_cpu_gemm_bias(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
+                         size_t ldb, const float *bias, float *c, size_t ldc);
+
 /* Chooses the GEMM implementation for this thread (tests compare the two). LOOPS also turns
  * off the packed products below. */
 void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path);

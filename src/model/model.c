@@ -232,17 +232,16 @@ static void forward_rows(void *arg, size_t part, size_t parts)
     tsrnn_cpu_set_gemm_path(rc->gemm_path); /* a thread-local setting */
     for (size_t t = 0; t < T && n > 0; t++) {
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
-        if (I <= STEPWISE_MAX_INPUTS) {
-            tsrnn_cpu_fill_rows(s.gates, p->b_ih, n, GH);
-            tsrnn_cpu_gemm(false, false, n, GH, I, 1.0f, rc->input + (t * B + r0) * I, I,
-                           lc->w_ih_t, GH, 1.0f, s.gates, GH);
-        }
-        tsrnn_cpu_fill_rows(hg, p->b_hh, n, GH);
+        if (I <= STEPWISE_MAX_INPUTS)
+            tsrnn_cpu_gemm_bias(n, GH, I, rc->input + (t * B + r0) * I, I, lc->w_ih_t, GH, p->b_ih,
+                                s.gates, GH);
         bool zero_state = t == 0 && rc->zero_initial_state; /* then W_hh h adds exact zeros */
+        if (zero_state || c->packed_products)
+            tsrnn_cpu_fill_rows(hg, p->b_hh, n, GH);
         if (!zero_state && c->packed_products)
             tsrnn_cpu_gemm_packed(n, GH, H, s.h_prev, H, lc->w_hh_packed, hg, GH);
         else if (!zero_state)
-            tsrnn_cpu_gemm(false, false, n, GH, H, 1.0f, s.h_prev, H, lc->w_hh_t, GH, 1.0f, hg, GH);
+            tsrnn_cpu_gemm_bias(n, GH, H, s.h_prev, H, lc->w_hh_t, GH, p->b_hh, hg, GH);
         s.hg = hg;
         cell->forward(&s, n, H);
     }
@@ -273,11 +272,9 @@ static void layer_forward(struct tsrnn_model *model, size_t l, const float *inpu
     /* The input projection, gates = input W_ih^T + b_ih: for all T steps in one GEMM, or
      * step by step for few inputs (in the loop below). */
     bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
-    if (!stepwise) {
-        tsrnn_cpu_fill_rows(lc->gates, p->b_ih, T * B, GH);
-        tsrnn_cpu_gemm(false, false, T * B, GH, input_count, 1.0f, input, input_count, lc->w_ih_t,
-                       GH, 1.0f, lc->gates, GH);
-    }
+    if (!stepwise)
+        tsrnn_cpu_gemm_bias(T * B, GH, input_count, input, input_count, lc->w_ih_t, GH, p->b_ih,
+                            lc->gates, GH);
 
     if (h0)
         memcpy(lc->h, h0 + l * B * H, B * H * sizeof(float));
