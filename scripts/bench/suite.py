@@ -55,19 +55,25 @@ class Config:
     length: int
     threads: int
     seed: bool = False
+    sets: tuple = ()  # seed config: extra tsrnn-worker --set options
     tsrnn: dict = field(default_factory=dict)
     torch: dict = field(default_factory=dict)
 
     @property
     def shape(self):
         """The configuration without its thread count."""
-        return (self.kind, self.hidden, self.layers, self.batch, self.length, self.seed)
+        return (self.kind, self.hidden, self.layers, self.batch, self.length, self.seed,
+                self.sets)
 
 
 def all_configs():
+    # The Darts guide's run saves checkpoints every epoch; Darts' default does not. Both are
+    # measured: the fsync'd writes between epochs cost the steps after them (docs/benchmarks.md).
     seed = Config("seed: RNN-20 B16 T20, AirPassengers, 300 epochs", "RNN", 20, 1, 16, 20, 1,
                   seed=True)
-    configs = [seed]
+    seed_light = Config("seed, save_checkpoints = false (Darts' default)", "RNN", 20, 1, 16,
+                        20, 1, seed=True, sets=("output.save_checkpoints=false",))
+    configs = [seed, seed_light]
     for threads in (1, 2):
         for kind in ("RNN", "GRU", "LSTM"):
             for hidden in (128, 256):
@@ -150,6 +156,8 @@ def tsrnn_once(args, c, steps):
     if c.seed:
         cmd = [args.worker, "-q", os.path.join(ROOT, "examples", "air_passengers.ini"),
                "--set", f"output.work_dir={args.work}/seed-runs"]
+        for option in c.sets:
+            cmd += ["--set", option]
     else:
         ini = os.path.join(args.work, "bench.ini")
         with open(ini, "w") as f:
@@ -384,16 +392,17 @@ def report(args, configs, info):
                 f"{100 * c.tsrnn['gflops'] / peaks[c.threads][0]:.0f}%",
                 f"{c.tsrnn['rss_mib']:.1f}", targets(c, by_shape, peaks[1][0])]
         print("| " + " | ".join(row) + " |")
-    seed = next((c for c in configs if c.seed and c.tsrnn), None)
-    if seed is not None:
+    for seed in (c for c in configs if c.seed and c.tsrnn):
         runs = seed.tsrnn["runs"]
         train = statistics.median(r["train_s"] for r in runs)
         wall = statistics.median(r["wall_s"] for r in runs)
+        checkpoints = "no checkpoints" if seed.sets else "checkpoints every epoch"
+        title = seed.name.split(":")[0]
         print()
-        line = (f"Seed config, 300 epochs (2,100 optimizer steps): tsrnn {train:.3f} s of "
-                f"optimizer steps, {wall:.2f} s for the whole process (data, validation every "
-                f"epoch, checkpoints, TensorBoard, 24-step forecast and plot), peak RSS "
-                f"{seed.tsrnn['rss_mib']:.1f} MiB")
+        line = (f"{title[0].upper() + title[1:]}, 300 epochs (2,100 optimizer steps): "
+                f"tsrnn {train:.3f} s of optimizer steps, {wall:.2f} s for the whole process "
+                f"(data, validation every epoch, {checkpoints}, TensorBoard, 24-step forecast "
+                f"and plot), peak RSS {seed.tsrnn['rss_mib']:.1f} MiB")
         if seed.torch:
             torch_s = statistics.median(r["seconds"] for r in seed.torch["runs"])
             line += (f"; PyTorch {torch_s:.2f} s of optimizer steps (peak RSS of its process "
@@ -459,11 +468,6 @@ def main():
     info["torch"] = None if args.no_torch else torch_probe(args)
     log(f"suite: {len(configs)} configurations, {args.reps} timed runs each; PyTorch: "
         + (f"{info['torch'][0]} on {info['torch'][1]}" if info["torch"] else "skipped"))
-    info["peaks"] = {}
-    for threads in sorted({c.threads for c in configs}):
-        best, median, line = sgemm_peak(args, threads)
-        info["peaks"][threads] = (best, median)
-        log(f"suite: {line}")
     with tempfile.TemporaryDirectory(prefix="tsrnn-bench-") as work:
         args.work = work
         if any(not c.seed for c in configs):
@@ -474,7 +478,11 @@ def main():
             tsrnn_measure(args, c)
             c.tsrnn["gflops"] = c.tsrnn["samples_per_s"] * flops_per_sample(c) * 1e-9
             note = ""
-            if info["torch"]:
+            twin = next((d for d in configs[:i - 1] if d.seed and c.seed and d.torch), None)
+            if info["torch"] and twin is not None:
+                c.torch = twin.torch  # PyTorch's seed run is the same for both seed rows
+                note = f", PyTorch {fmt_rate(c.torch['samples_per_s'])}"
+            elif info["torch"]:
                 try:
                     torch_measure(args, c)
                     note = f", PyTorch {fmt_rate(c.torch['samples_per_s'])}"
@@ -483,6 +491,14 @@ def main():
             log(f"suite: [{i}/{len(configs)}] {c.name}, {c.threads} thr: tsrnn "
                 f"{fmt_rate(c.tsrnn['samples_per_s'])} samples/s ({c.tsrnn['runs'][0]['steps']} "
                 f"steps/run){note}, {time.monotonic() - started:.0f} s so far")
+    # The sgemm peak last: on this class of VM the host slows the vCPUs for a while after
+    # seconds of full load on both (the seed config measured 0.071 s before a 2-thread peak
+    # run and 0.08-0.10 s after), and the seed config comes first.
+    info["peaks"] = {}
+    for threads in sorted({c.threads for c in configs}):
+        best, median, line = sgemm_peak(args, threads)
+        info["peaks"][threads] = (best, median)
+        log(f"suite: {line}")
     if not args.no_products and any(c.name.startswith("LSTM-256") or c.seed for c in configs):
         info["products"] = subprocess.run([args.gemm], capture_output=True, text=True,
                                           check=True).stdout
