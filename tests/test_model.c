@@ -188,6 +188,43 @@ static void test_gemm_paths_agree(void **state)
     tsrnn_cpu_set_gemm_path(TSRNN_GEMM_AUTO);
 }
 
+/* Large BLAS products with 2 compute threads run as two single-threaded calls on halves of
+ * C's rows: every transpose case, an uneven row count, against a double-precision product. */
+static void test_split_blas_products(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 9, 0);
+    size_t m = 200, n = 96, k = 700; /* 13.4 M multiply-adds: split */
+    tsrnn_cpu_set_thread_count(2);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            float *a = random_floats(&rng, m * k, -1, 1);
+            float *b = random_floats(&rng, k * n, -1, 1);
+            float *c = random_floats(&rng, m * n, -1, 1);
+            float *c0 = malloc(m * n * sizeof(float));
+            memcpy(c0, c, m * n * sizeof(float));
+            tsrnn_cpu_gemm(ta, tb, m, n, k, 0.5f, a, ta ? m : k, b, tb ? k : n, 1.0f, c, n);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    double sum = 0.0, mag = 0.0;
+                    for (size_t kk = 0; kk < k; kk++) {
+                        double av = ta ? a[kk * m + i] : a[i * k + kk];
+                        double bv = tb ? b[j * k + kk] : b[kk * n + j];
+                        sum += av * bv;
+                        mag += fabs(av * bv);
+                    }
+                    double want = 0.5 * sum + c0[i * n + j];
+                    assert_true(fabs(c[i * n + j] - want) <= 1e-6 * (mag + fabs(c0[i * n + j])));
+                }
+            free(a);
+            free(b);
+            free(c);
+            free(c0);
+        }
+    tsrnn_cpu_set_thread_count(1);
+}
+
 /* The packed products (the recurrence of large models) against a double-precision product:
  * row counts around the 4-row kernel, column counts around the 16-column panels, both ways
  * of packing. Runs the AVX2 kernel where the CPU has it, the portable loops otherwise. */
@@ -823,6 +860,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activations_match_libm),
         cmocka_unit_test(test_gemm_paths_agree),
+        cmocka_unit_test(test_split_blas_products),
         cmocka_unit_test(test_packed_products_match_reference),
         cmocka_unit_test(test_packed_model_matches_loops),
         cmocka_unit_test(test_threaded_recurrence_is_bit_identical),

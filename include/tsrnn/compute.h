@@ -68,8 +68,9 @@ void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t 
 void tsrnn_cpu_gemm_packed(size_t m, size_t n, size_t k, const float *a, size_t lda,
                            const float *packed, float *c, size_t ldc);
 
-/* The threads of this process's compute: OpenBLAS's, and the parts tsrnn_cpu_parallel()
- * splits work into. Call it before training, from the thread that trains. */
+/* The threads of this process's compute: the parts tsrnn_cpu_parallel() splits work into,
+ * the recurrence's and the large BLAS products' (by rows, each part single-threaded OpenBLAS,
+ * whose own threads stay asleep). Call it before training, from the thread that trains. */
 void tsrnn_cpu_set_thread_count(int thread_count);
 
 /* The thread count set above (1 by default). */

@@ -61,11 +61,13 @@ static struct {
            .done = PTHREAD_COND_INITIALIZER };
 
 static int compute_threads = 1;
+static _Thread_local bool in_job; /* running a part: no nested splits */
 
 static void *helper_main(void *arg)
 {
     size_t part = (size_t)(uintptr_t)arg;
     uint64_t seen = 0;
+    in_job = true;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
@@ -91,7 +93,10 @@ static void *helper_main(void *arg)
 void tsrnn_cpu_set_thread_count(int thread_count)
 {
 #if TSRNN_HAVE_BLAS
-    openblas_set_num_threads(thread_count);
+    /* OpenBLAS runs single-threaded inside tsrnn's parts (blas_parts()): its own workers,
+     * woken, spin with sched_yield after every call, and beside our threads on 2 cores they
+     * took a third of the CPU time of a 2-thread LSTM-256 run. */
+    openblas_set_num_threads(1);
 #endif
     compute_threads = thread_count < 1 ? 1 : thread_count;
     /* Helpers that cannot start leave their parts to the caller (tsrnn_cpu_parallel). */
@@ -126,9 +131,12 @@ void tsrnn_cpu_parallel(void (*fn)(void *ctx, size_t part, size_t part_count), v
         pthread_cond_broadcast(&pool.start);
         pthread_mutex_unlock(&pool.lock);
     }
+    bool nested = in_job;
+    in_job = true;
     fn(ctx, 0, part_count);
     for (size_t part = helped + 1; part < part_count; part++)
         fn(ctx, part, part_count);
+    in_job = nested;
     if (helped > 0) {
         pthread_mutex_lock(&pool.lock);
         while (pool.pending > 0)
@@ -419,6 +427,45 @@ static bool use_blas(size_t m, size_t n, size_t k, size_t lda, size_t ldb, size_
                     ldb <= INT_MAX && ldc <= INT_MAX;
     return fits_int && (gemm_path == TSRNN_GEMM_BLAS || (gemm_path == TSRNN_GEMM_AUTO && big));
 }
+
+/* One BLAS product, split by rows of C among the compute threads when it is large. */
+struct blas_product {
+    bool trans_a, trans_b;
+    size_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    size_t lda, ldb, ldc;
+};
+
+/* Rows [m * part / parts, ...) of C, on 16-row boundaries (OpenBLAS's Zen kernel height). */
+static void blas_part(void *arg, size_t part, size_t parts)
+{
+    const struct blas_product *p = arg;
+    size_t i0 = p->m * part / parts / 16 * 16;
+    size_t i1 = part + 1 == parts ? p->m : p->m * (part + 1) / parts / 16 * 16;
+    if (i1 <= i0)
+        return;
+    const float *a = p->trans_a ? p->a + i0 : p->a + i0 * p->lda;
+    cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans,
+                p->trans_b ? CblasTrans : CblasNoTrans, (int)(i1 - i0), (int)p->n, (int)p->k,
+                p->alpha, a, (int)p->lda, p->b, (int)p->ldb, p->beta, p->c + i0 * p->ldc,
+                (int)p->ldc);
+}
+
+/* From this many multiply-adds (~0.2 ms at one core's peak) a product is split. */
+#define SPLIT_MIN_GEMM_MACS (1u << 23)
+
+static void blas_gemm(const struct blas_product *p)
+{
+    size_t parts = in_job ? 1 : (size_t)compute_threads;
+    if (parts > p->m / 16)
+        parts = p->m / 16;
+    if (parts > 1 && p->m * p->n * p->k >= SPLIT_MIN_GEMM_MACS)
+        tsrnn_cpu_parallel(blas_part, (void *)p, parts);
+    else
+        blas_part((void *)p, 0, 1);
+}
 #endif
 
 void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
@@ -429,9 +476,8 @@ void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, fl
         return;
 #if TSRNN_HAVE_BLAS
     if (k > 0 && use_blas(m, n, k, lda, ldb, ldc)) {
-        cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
-                    b, (int)ldb, beta, c, (int)ldc);
+        struct blas_product p = { trans_a, trans_b, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc };
+        blas_gemm(&p);
         return;
     }
 #endif
@@ -447,8 +493,8 @@ void tsrnn_cpu_gemm_bias(size_t m, size_t n, size_t k, const float *a, size_t ld
     if (k > 0 && use_blas(m, n, k, lda, ldb, ldc)) {
         for (size_t i = 0; i < m; i++)
             memcpy(c + i * ldc, bias, n * sizeof(*c));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
-                    (int)lda, b, (int)ldb, 1.0f, c, (int)ldc);
+        struct blas_product p = { false, false, m, n, k, 1.0f, 1.0f, a, b, c, lda, ldb, ldc };
+        blas_gemm(&p);
         return;
     }
 #endif
