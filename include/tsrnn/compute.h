@@ -86,7 +86,8 @@ void tsrnn_cpu_parallel(void (*fn)(void *ctx, size_t part, size_t part_count), v
 /* rows (M, N): every row = bias (N). */
 void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
 
-/* bias_grad (N) += column sums of rows (M, N). */
-void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n);
+/* bias_grad (N) += column sums of rows (M, N), whose rows are ld floats apart; each column
+ * summed in row order. */
+void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld);
 
 #endif

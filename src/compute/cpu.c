@@ -517,18 +517,19 @@ void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
 }
 
 TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
-                                                   const float *restrict rows, size_t m, size_t n)
+                                                   const float *restrict rows, size_t m, size_t n,
+                                                   size_t ld)
 {
     if (n == 1) { /* the head's bias: eight partial sums, not one chain of m additions */
         float partial[8] = { 0 };
         size_t i = 0;
         for (; i + 8 <= m; i += 8)
             for (size_t u = 0; u < 8; u++)
-                partial[u] += rows[i + u];
+                partial[u] += rows[(i + u) * ld];
         float sum = ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
                     ((partial[2] + partial[6]) + (partial[3] + partial[7]));
         for (; i < m; i++)
-            sum += rows[i];
+            sum += rows[i * ld];
         bias_grad[0] += sum;
         return;
     }
@@ -540,19 +541,19 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
         for (; j + 8 <= n; j += 8) {
             v8f sum = *(const v8f *)(bias_grad + j);
             for (size_t i = i0; i < i1; i++)
-                sum += *(const v8f *)(rows + i * n + j);
+                sum += *(const v8f *)(rows + i * ld + j);
             *(v8f *)(bias_grad + j) = sum;
         }
         for (; j + 4 <= n; j += 4) {
             v4f sum = *(const v4f *)(bias_grad + j);
             for (size_t i = i0; i < i1; i++)
-                sum += *(const v4f *)(rows + i * n + j);
+                sum += *(const v4f *)(rows + i * ld + j);
             *(v4f *)(bias_grad + j) = sum;
         }
         for (; j < n; j++) {
             float sum = bias_grad[j];
             for (size_t i = i0; i < i1; i++)
-                sum += rows[i * n + j];
+                sum += rows[i * ld + j];
             bias_grad[j] = sum;
         }
     }

@@ -16,7 +16,7 @@ void tsrnn_linear_backward(float *d_in, float *dw, float *db, const float *d_out
 {
     tsrnn_cpu_gemm(true, false, out_count, in_count, row_count, 1.0f, d_out, out_count, in,
                    in_count, 1.0f, dw, in_count);
-    tsrnn_cpu_add_column_sums(db, d_out, row_count, out_count);
+    tsrnn_cpu_add_column_sums(db, d_out, row_count, out_count, out_count);
     tsrnn_cpu_gemm(false, false, row_count, in_count, out_count, 1.0f, d_out, out_count, w,
                    in_count, 0.0f, d_in, in_count);
 }

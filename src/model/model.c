@@ -358,20 +358,34 @@ void tsrnn_model_window_squared_errors(const struct tsrnn_model *model, const fl
 }
 
 /* The input weights' and the biases' share of step t of layer l's backward, for few inputs:
- * sums over the batch rows. */
-static void add_stepwise_sums(struct tsrnn_model *model, size_t l, size_t input_count, size_t t)
+ * sums over the batch rows, for gate columns [j0, j1). */
+static void add_stepwise_sums(struct tsrnn_model *model, size_t l, size_t input_count, size_t t,
+                              size_t j0, size_t j1)
 {
     struct tsrnn_model_cache *c = &model->cache;
     const struct tsrnn_layer_cache *lc = &c->layers[l];
     struct tsrnn_layer_params *g = &model->g.layers[l];
     size_t B = c->batch_count, GH = model->cell->gate_count * model->dims.hidden_count;
-    const float *d_xg = c->d_xg + t * B * GH, *d_hg = c->d_hg + t * B * GH;
+    const float *d_xg = c->d_xg + t * B * GH + j0, *d_hg = c->d_hg + t * B * GH + j0;
 
-    tsrnn_cpu_gemm(true, false, input_count, GH, B, 1.0f, lc->input + t * B * input_count,
-                   input_count, d_xg, GH, 1.0f, c->d_w_ih_t, GH);
-    tsrnn_cpu_add_column_sums(g->b_ih, d_xg, B, GH);
+    tsrnn_cpu_gemm(true, false, input_count, j1 - j0, B, 1.0f, lc->input + t * B * input_count,
+                   input_count, d_xg, GH, 1.0f, c->d_w_ih_t + j0, GH);
+    tsrnn_cpu_add_column_sums(g->b_ih + j0, d_xg, B, j1 - j0, GH);
     if (d_hg != d_xg)
-        tsrnn_cpu_add_column_sums(g->b_hh, d_hg, B, GH);
+        tsrnn_cpu_add_column_sums(g->b_hh + j0, d_hg, B, j1 - j0, GH);
+}
+
+/* After a split backward loop: the per-step sums of all steps, in the loop's order, each part
+ * of the threads taking a block of gate columns (every column's sums run as on one thread). */
+static void stepwise_sums_columns(void *arg, size_t part, size_t parts)
+{
+    const struct recurrence *rc = arg;
+    struct tsrnn_model *model = rc->model;
+    size_t GH = model->cell->gate_count * model->dims.hidden_count;
+    size_t j0 = GH * part / parts / 16 * 16;
+    size_t j1 = part + 1 == parts ? GH : GH * (part + 1) / parts / 16 * 16;
+    for (size_t t = model->cache.step_count; j1 > j0 && t-- > 0;)
+        add_stepwise_sums(model, rc->l, rc->input_count, t, j0, j1);
 }
 
 /* The time loop of layer_backward() for one part of the batch. */
@@ -410,7 +424,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         };
         cell->backward(&cg, &s, n, H);
         if (rc->stepwise_sums)
-            add_stepwise_sums(model, rc->l, rc->input_count, t);
+            add_stepwise_sums(model, rc->l, rc->input_count, t, 0, GH);
         if (t == 0)
             break; /* nobody asks for dLoss/dh[0] */
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
@@ -454,9 +468,9 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
         .gemm_path = tsrnn_cpu_gemm_path(),
     };
     tsrnn_cpu_parallel(backward_rows, &rc, parts);
-    /* Split, the per-step sums over the batch follow, in the same order as in the loop. */
-    for (size_t t = T; stepwise && parts > 1 && t-- > 0;)
-        add_stepwise_sums(model, l, input_count, t);
+    /* Split, the per-step sums over the batch follow, split by columns. */
+    if (stepwise && parts > 1)
+        tsrnn_cpu_parallel(stepwise_sums_columns, &rc, parts);
 
     /* Weight gradients of all steps at once (the input side already done for few inputs). */
     if (stepwise) {
@@ -466,9 +480,9 @@ static void layer_backward(struct tsrnn_model *model, size_t l, size_t input_cou
     } else {
         tsrnn_cpu_gemm(true, false, GH, input_count, T * B, 1.0f, c->d_xg, GH, lc->input,
                        input_count, 1.0f, g->w_ih, input_count);
-        tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH);
+        tsrnn_cpu_add_column_sums(g->b_ih, c->d_xg, T * B, GH, GH);
         if (c->d_hg != c->d_xg)
-            tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH);
+            tsrnn_cpu_add_column_sums(g->b_hh, c->d_hg, T * B, GH, GH);
     }
     /* From a zero initial state, step 0 adds nothing to dW_hh: sum over steps 1..T-1 only. */
     size_t first = c->zero_initial_state ? 1 : 0;
