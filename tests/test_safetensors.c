@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
 #include "tsrnn/rng.h"
 
@@ -674,6 +675,29 @@ static void test_write_atomic(void **state)
     assert_int_equal(tsrnn_safetensors_read(&st, path), TSRNN_OK);
     assert_memory_equal(st.tensors[0].data, v2, sizeof(v2));
     tsrnn_safetensors_finish(&st);
+
+    /* A second name for a complete file (best = last): the same file, no temporary left; it
+     * replaces an older file of that name and survives the removal of the first name. */
+    char best[4096];
+    snprintf(best, sizeof(best), "%s/best.safetensors", dir);
+    assert_int_equal(tsrnn_safetensors_write(best, &t, 1, NULL, 0), TSRNN_OK);
+    assert_int_equal(tsrnn_atomic_file_link(path, best), TSRNN_OK);
+    struct stat a, b;
+    assert_int_equal(stat(path, &a), 0);
+    assert_int_equal(stat(best, &b), 0);
+    assert_true(a.st_ino == b.st_ino && b.st_nlink == 2);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(tsrnn_safetensors_read(&st, best), TSRNN_OK);
+    assert_memory_equal(st.tensors[0].data, v2, sizeof(v2));
+    tsrnn_safetensors_finish(&st);
+    list_folder(dir, listing, sizeof(listing));
+    assert_string_equal(listing, "best.safetensors sub");
+    /* A missing source: an error naming both, nothing created. */
+    assert_int_equal(tsrnn_atomic_file_link(path, folder_target), TSRNN_ERR_IO);
+    expect_message("cannot link ");
+    expect_message("last.safetensors: link failed: No such file or directory");
+    list_folder(dir, listing, sizeof(listing));
+    assert_string_equal(listing, "best.safetensors sub");
     tu_rmtree(dir);
     free(dir);
 }

@@ -37,4 +37,10 @@ enum tsrnn_status tsrnn_atomic_file_commit(struct tsrnn_atomic_file *af);
  * Accepts an already committed or aborted struct. */
 void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af);
 
+/* Gives the complete file `existing` a second name `path` in the same folder (link(2) to a
+ * temporary name, renamed over `path`, the folder synced): a second file with the same bytes
+ * without writing them again. TSRNN_ERR_IO naming the step when the file system refuses
+ * (no hard links: the caller writes the file instead); `path` is then as it was. */
+enum tsrnn_status tsrnn_atomic_file_link(const char *existing, const char *path);
+
 #endif

@@ -154,3 +154,27 @@ void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af)
     }
     release(af);
 }
+
+enum tsrnn_status tsrnn_atomic_file_link(const char *existing, const char *path)
+{
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory linking %s", tsrnn_display_path(path));
+    int err = 0;
+    const char *step = NULL;
+    if (link(existing, tmp) != 0) {
+        err = errno;
+        step = "link";
+    } else if (rename(tmp, path) != 0) {
+        err = errno;
+        step = "rename";
+        unlink(tmp);
+    } else if ((err = sync_folder(path)) != 0) {
+        step = "sync of its folder";
+    }
+    free(tmp);
+    if (step != NULL)
+        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot link %s to %s: %s failed",
+                                 tsrnn_display_path(path), tsrnn_display_path(existing), step);
+    return TSRNN_OK;
+}
