@@ -25,7 +25,8 @@ static inline float exp_in_range(float y, bool estrin)
 {
     const float log2e = 1.44269504f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
     const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float n = (y * log2e + round_magic) - round_magic;
+    float shifted = y * log2e + round_magic;
+    float n = shifted - round_magic;
     float r = (y - n * ln2_hi) - n * ln2_lo;
     float p;
     if (estrin) {
@@ -43,7 +44,12 @@ static inline float exp_in_range(float y, bool estrin)
         p = p * r + 1.00000004f;
         p = p * r + 1.0f;
     }
-    int32_t bits = ((int32_t)n + 127) << 23;
+    /* 2^n from the bits of `shifted`, whose low mantissa bits hold n: no float-to-int
+     * conversion, which a NaN would make undefined. */
+    uint32_t shifted_bits, magic_bits;
+    memcpy(&shifted_bits, &shifted, sizeof(shifted_bits));
+    memcpy(&magic_bits, &round_magic, sizeof(magic_bits));
+    uint32_t bits = (shifted_bits - magic_bits + 127u) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof(scale));
     return p * scale;
