@@ -106,6 +106,26 @@ static void test_activations_match_libm(void **state)
     assert_true(isnan(tsrnn_tanhf(NAN)) && isnan(tsrnn_sigmoidf(NAN)) && isnan(tsrnn_expf(NAN)));
 }
 
+/* c (M, N) is alpha op(a) op(b) + beta c0 within 1e-6 of the products' magnitude (+ slack),
+ * against a double-precision product; a and b as tsrnn_cpu_gemm() takes them, unpadded. */
+static void expect_product(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha,
+                           const float *a, const float *b, float beta, const float *c0,
+                           const float *c, double slack)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double sum = 0.0, mag = 0.0;
+            for (size_t kk = 0; kk < k; kk++) {
+                double av = ta ? a[kk * m + i] : a[i * k + kk];
+                double bv = tb ? b[j * k + kk] : b[kk * n + j];
+                sum += av * bv;
+                mag += fabs(av * bv);
+            }
+            double want = alpha * sum + beta * c0[i * n + j];
+            assert_true(fabs(c[i * n + j] - want) <= 1e-6 * (mag + fabs(c0[i * n + j])) + slack);
+        }
+}
+
 /* Every transpose case, sizes around the 8- and 4-wide blocks, beta 0 and 1: the loops
  * and BLAS against a double-precision product. */
 static void test_gemm_paths_agree(void **state)
@@ -130,19 +150,7 @@ static void test_gemm_paths_agree(void **state)
                     tsrnn_cpu_set_gemm_path((enum tsrnn_gemm_path)path);
                     tsrnn_cpu_gemm(ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c,
                                    n);
-                    for (size_t i = 0; i < m; i++)
-                        for (size_t j = 0; j < n; j++) {
-                            double sum = 0.0, mag = 0.0;
-                            for (size_t kk = 0; kk < k; kk++) {
-                                double av = ta ? a[kk * m + i] : a[i * k + kk];
-                                double bv = tb ? b[j * k + kk] : b[kk * n + j];
-                                sum += av * bv;
-                                mag += fabs(av * bv);
-                            }
-                            double want = alpha * sum + beta * c0[i * n + j];
-                            assert_true(fabs(c[i * n + j] - want) <=
-                                        1e-6 * (mag + fabs(c0[i * n + j])) + 1e-7);
-                        }
+                    expect_product(ta, tb, m, n, k, alpha, a, b, beta, c0, c, 1e-7);
                     free(a);
                     free(b);
                     free(c);
@@ -205,18 +213,7 @@ static void test_split_blas_products(void **state)
             float *c0 = malloc(m * n * sizeof(float));
             memcpy(c0, c, m * n * sizeof(float));
             tsrnn_cpu_gemm(ta, tb, m, n, k, 0.5f, a, ta ? m : k, b, tb ? k : n, 1.0f, c, n);
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++) {
-                    double sum = 0.0, mag = 0.0;
-                    for (size_t kk = 0; kk < k; kk++) {
-                        double av = ta ? a[kk * m + i] : a[i * k + kk];
-                        double bv = tb ? b[j * k + kk] : b[kk * n + j];
-                        sum += av * bv;
-                        mag += fabs(av * bv);
-                    }
-                    double want = 0.5 * sum + c0[i * n + j];
-                    assert_true(fabs(c[i * n + j] - want) <= 1e-6 * (mag + fabs(c0[i * n + j])));
-                }
+            expect_product(ta, tb, m, n, k, 0.5f, a, b, 1.0f, c0, c, 0.0);
             free(a);
             free(b);
             free(c);
