@@ -93,7 +93,7 @@ static void *helper_main(void *arg)
 void tsrnn_cpu_set_thread_count(int thread_count)
 {
 #if TSRNN_HAVE_BLAS
-    /* OpenBLAS runs single-threaded inside tsrnn's parts (blas_parts()): its own workers,
+    /* OpenBLAS runs single-threaded inside tsrnn's parts (blas_gemm()): its own workers,
      * woken, spin with sched_yield after every call, and beside our threads on 2 cores they
      * took a third of the CPU time of a 2-thread LSTM-256 run. */
     openblas_set_num_threads(1);
