@@ -186,6 +186,23 @@ static void test_gemm_paths_agree(void **state)
                 free(c);
                 free(want);
             }
+    /* With trans_b, rows of C come four at a time (dot_rows4) and singly (dot): the same bits.
+     * Five equal rows of A give five equal rows of C, whatever K (with and without a rest
+     * after the 8-wide part). */
+    for (size_t k = 1; k <= 21; k += 5) {
+        size_t m = 5, n = 3;
+        float *row = random_floats(&rng, k, -1, 1), *b = random_floats(&rng, n * k, -1, 1);
+        float *a = malloc(m * k * sizeof(float)), *c = calloc(m * n, sizeof(float));
+        for (size_t i = 0; i < m; i++)
+            memcpy(a + i * k, row, k * sizeof(float));
+        tsrnn_cpu_gemm(false, true, m, n, k, 0.75f, a, k, b, k, 0.0f, c, n);
+        for (size_t i = 0; i + 1 < m; i++)
+            assert_memory_equal(c + i * n, c + (m - 1) * n, n * sizeof(float));
+        free(row);
+        free(a);
+        free(b);
+        free(c);
+    }
     /* beta = 0 overwrites: NaN left in C does not come through, on either path. */
     for (int path = TSRNN_GEMM_LOOPS; path <= TSRNN_GEMM_BLAS; path++) {
         float a[4] = { 1, 2, 3, 4 }, b[4] = { 1, 0, 0, 1 }, c[4] = { NAN, NAN, NAN, NAN };

@@ -349,6 +349,45 @@ gemm_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *res
         gemm_tile(c + j, ldc, cin + j, ldcin, a, a_row, a_col, b + j, ldb, k, alpha, rows, 1);
 }
 
+/* (x0 + x1, x2 + x3, y0 + y1, y2 + y3): one level of dot()'s pairwise sums for two rows. */
+static inline __attribute__((always_inline)) v4f add_pairs(v4f x, v4f y)
+{
+    return __builtin_shufflevector(x, y, 0, 2, 4, 6) + __builtin_shufflevector(x, y, 1, 3, 5, 7);
+}
+
+/* c[r * ldc] += alpha * dot(a + r * lda, b, k) for r < 4, with dot()'s operations in dot()'s
+ * order for every row (the same bits), its partial sums reduced for four rows at once (a
+ * head with one output: 320 dot products of 20 per step of the hidden-20 model). */
+static inline __attribute__((always_inline)) void dot_rows4(float *c, size_t ldc,
+                                                            const float *restrict a, size_t lda,
+                                                            const float *restrict b, size_t k,
+                                                            float alpha)
+{
+    v8f p0 = { 0 }, p1 = { 0 }, p2 = { 0 }, p3 = { 0 };
+    size_t kk = 0;
+    for (; kk + 8 <= k; kk += 8) {
+        v8f bv = *(const v8f *)(b + kk);
+        p0 += *(const v8f *)(a + kk) * bv;
+        p1 += *(const v8f *)(a + lda + kk) * bv;
+        p2 += *(const v8f *)(a + 2 * lda + kk) * bv;
+        p3 += *(const v8f *)(a + 3 * lda + kk) * bv;
+    }
+    /* Per row (partial[u] + partial[u + 4]), then ((s0 + s1) + (s2 + s3)), as dot(). */
+    v4f s0 =
+        __builtin_shufflevector(p0, p0, 0, 1, 2, 3) + __builtin_shufflevector(p0, p0, 4, 5, 6, 7);
+    v4f s1 =
+        __builtin_shufflevector(p1, p1, 0, 1, 2, 3) + __builtin_shufflevector(p1, p1, 4, 5, 6, 7);
+    v4f s2 =
+        __builtin_shufflevector(p2, p2, 0, 1, 2, 3) + __builtin_shufflevector(p2, p2, 4, 5, 6, 7);
+    v4f s3 =
+        __builtin_shufflevector(p3, p3, 0, 1, 2, 3) + __builtin_shufflevector(p3, p3, 4, 5, 6, 7);
+    v4f sum = add_pairs(add_pairs(s0, s1), add_pairs(s2, s3));
+    for (; kk < k; kk++)
+        sum += (v4f){ a[kk], a[lda + kk], a[2 * lda + kk], a[3 * lda + kk] } * b[kk];
+    for (size_t r = 0; r < 4; r++)
+        c[r * ldc] += alpha * sum[r];
+}
+
 /* C = cin + alpha * op(A) B, B not transposed; cin is C (ldcin = ldc) or a bias row
  * (ldcin = 0). Tiles of 4 rows, then single rows. */
 TSRNN_VECTOR_CLONES static void gemm_loops_nt(bool trans_a, size_t m, size_t n, size_t k,
@@ -404,7 +443,11 @@ TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m,
     if (!trans_b) {
         gemm_loops_nt(trans_a, m, n, k, alpha, a, lda, b, ldb, c, ldc, c, ldc);
     } else if (!trans_a) {
-        for (size_t i = 0; i < m; i++)
+        size_t i = 0;
+        for (; i + 4 <= m; i += 4)
+            for (size_t j = 0; j < n; j++)
+                dot_rows4(c + i * ldc + j, ldc, a + i * lda, lda, b + j * ldb, k, alpha);
+        for (; i < m; i++)
             for (size_t j = 0; j < n; j++)
                 c[i * ldc + j] += alpha * dot(a + i * lda, b + j * ldb, k);
     } else {
