@@ -17,15 +17,18 @@
 
 #include "tsrnn/compute.h" /* TSRNN_VECTOR_CLONES */
 
-/* e^y for y in [-87, 88] (so the result is a normal float): y = n ln2 + r, |r| <= ln2/2,
+#define TSRNN_LOG2E 1.44269504f
+
+/* e^y for y in [-87, 88] (so the result is a normal float), given y_log2e = y * log2(e) as
+ * rounded to float (tanh computes it without waiting for y): y = n ln2 + r, |r| <= ln2/2,
  * e^y = 2^n p(r). estrin: p's terms in three pairs evaluated side by side and joined in
  * powers of r^2 -- 3 steps deep instead of 6, a third faster in tanh's loop, but 1.42 ulp
  * instead of 1.36 for exp, which sigmoid amplifies to 3.2 ulp; so only tanh takes it. */
-static inline float exp_in_range(float y, bool estrin)
+static inline float exp_in_range(float y, float y_log2e, bool estrin)
 {
-    const float log2e = 1.44269504f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+    const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
     const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float shifted = y * log2e + round_magic;
+    float shifted = y_log2e + round_magic;
     float n = shifted - round_magic;
     float r = (y - n * ln2_hi) - n * ln2_lo;
     float p;
@@ -61,12 +64,15 @@ static inline float tsrnn_expf(float y)
 {
     y = -87.0f > y ? -87.0f : y;
     y = 88.0f < y ? 88.0f : y;
-    return exp_in_range(y, false);
+    return exp_in_range(y, y * TSRNN_LOG2E, false);
 }
 
 /* tanh: an odd polynomial near 0, 1 - 2 / (e^{2|x|} + 1) elsewhere. From |x| = 9.01 on the
- * latter rounds to 1, so clamping 2|x| at 88 changes nothing but keeps e^{2|x|} finite; a NaN
- * stays NaN. */
+ * latter rounds to 1, so clamping |x| at 44 changes nothing but keeps e^{2|x|} finite; a NaN
+ * stays NaN. Written for a short dependency chain, which bounds the vectorised loop: m * 2log2e
+ * is (m + m) * log2e to the bit (scaling by 2 is exact), and +-1 -+ 2 / (e + 1) is the
+ * copysign of 1 - 2 / (e + 1) to the bit (the rounding is symmetric), without the extra steps
+ * (the same result for every one of the 2^32 floats, checked; the loop 7 % faster). */
 static inline float tsrnn_tanhf(float x)
 {
     float a = fabsf(x);
@@ -77,9 +83,9 @@ static inline float tsrnn_tanhf(float x)
     q = q * z + 1.33313812e-1f;
     q = q * z + -3.33332792e-1f;
     float near_zero = x + x * (z * q);
-    float y = a + a;
-    float e = exp_in_range(88.0f < y ? 88.0f : y, true);
-    float far = copysignf(1.0f - 2.0f / (e + 1.0f), x);
+    float m = 44.0f < a ? 44.0f : a;
+    float e = exp_in_range(m + m, m * (2.0f * TSRNN_LOG2E), true);
+    float far = copysignf(1.0f, x) - copysignf(2.0f, x) / (e + 1.0f);
     return a < 0.625f ? near_zero : far;
 }
 
