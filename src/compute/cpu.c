@@ -164,6 +164,13 @@ static void scale_rows(float *restrict c, size_t ldc, size_t m, size_t n, float 
     }
 }
 
+/* The sum of eight partial sums, in the fixed order dot_rows4() also follows. */
+static inline float combine_partials(const float partial[8])
+{
+    return ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
+           ((partial[2] + partial[6]) + (partial[3] + partial[7]));
+}
+
 /* Dot product with eight independent partial sums: a fixed summation order the compiler can
  * keep in vector registers. */
 static float dot(const float *restrict a, const float *restrict b, size_t k)
@@ -173,8 +180,7 @@ static float dot(const float *restrict a, const float *restrict b, size_t k)
     for (; kk + 8 <= k; kk += 8)
         for (size_t u = 0; u < 8; u++)
             partial[u] += a[kk + u] * b[kk + u];
-    float sum = ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
-                ((partial[2] + partial[6]) + (partial[3] + partial[7]));
+    float sum = combine_partials(partial);
     for (; kk < k; kk++)
         sum += a[kk] * b[kk];
     return sum;
@@ -349,6 +355,22 @@ gemm_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *res
         gemm_tile(c + j, ldc, cin + j, ldcin, a, a_row, a_col, b + j, ldb, k, alpha, rows, 1);
 }
 
+/* Every row of C: tiles of 4 rows, then single rows. Inlined, so that a constant alpha is
+ * folded into the tiles. */
+static inline __attribute__((always_inline)) void
+gemm_all_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *restrict a,
+              size_t a_row, size_t a_col, const float *restrict b, size_t ldb, size_t m, size_t n,
+              size_t k, float alpha)
+{
+    size_t i = 0;
+    for (; i + 4 <= m; i += 4)
+        gemm_rows(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * a_row, a_row, a_col, b, ldb, n,
+                  k, alpha, 4);
+    for (; i < m; i++)
+        gemm_rows(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * a_row, a_row, a_col, b, ldb, n,
+                  k, alpha, 1);
+}
+
 /* (x0 + x1, x2 + x3, y0 + y1, y2 + y3): one level of dot()'s pairwise sums for two rows. */
 static inline __attribute__((always_inline)) v4f add_pairs(v4f x, v4f y)
 {
@@ -407,24 +429,12 @@ TSRNN_VECTOR_CLONES static void gemm_loops_nt(bool trans_a, size_t m, size_t n, 
         }
         return;
     }
-    size_t i = 0;
-    if (alpha == 1.0f) {
-        /* The common case, with alpha a constant: 1 * a is a exactly, so the tiles broadcast A
-         * straight from memory instead of scaling it first (a third fewer operations). */
-        for (; i + 4 <= m; i += 4)
-            gemm_rows(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * a_row, a_row, a_col, b, ldb,
-                      n, k, 1.0f, 4);
-        for (; i < m; i++)
-            gemm_rows(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * a_row, a_row, a_col, b, ldb,
-                      n, k, 1.0f, 1);
-        return;
-    }
-    for (; i + 4 <= m; i += 4)
-        gemm_rows(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * a_row, a_row, a_col, b, ldb, n,
-                  k, alpha, 4);
-    for (; i < m; i++)
-        gemm_rows(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * a_row, a_row, a_col, b, ldb, n,
-                  k, alpha, 1);
+    /* The common case, with alpha a constant: 1 * a is a exactly, so the tiles broadcast A
+     * straight from memory instead of scaling it first (a third fewer operations). */
+    if (alpha == 1.0f)
+        gemm_all_rows(c, ldc, cin, ldcin, a, a_row, a_col, b, ldb, m, n, k, 1.0f);
+    else
+        gemm_all_rows(c, ldc, cin, ldcin, a, a_row, a_col, b, ldb, m, n, k, alpha);
 }
 
 /* The reference loops. Without trans_b, C is done in tiles of 4 rows (then single rows) by
@@ -569,8 +579,7 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
         for (; i + 8 <= m; i += 8)
             for (size_t u = 0; u < 8; u++)
                 partial[u] += rows[(i + u) * ld];
-        float sum = ((partial[0] + partial[4]) + (partial[1] + partial[5])) +
-                    ((partial[2] + partial[6]) + (partial[3] + partial[7]));
+        float sum = combine_partials(partial);
         for (; i < m; i++)
             sum += rows[i * ld];
         bias_grad[0] += sum;

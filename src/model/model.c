@@ -195,11 +195,13 @@ static size_t recurrence_parts(const struct tsrnn_model *model, size_t B, size_t
     return parts < B / SPLIT_MIN_PART_ROWS ? parts : B / SPLIT_MIN_PART_ROWS;
 }
 
-/* Rows [r0, r1) of part `part`, starting on multiples of 4 (the GEMM tiles' height). */
-static void part_rows(size_t B, size_t part, size_t parts, size_t *r0, size_t *r1)
+/* Part `part` of `parts` of [0, count): [*lo, *hi), starting on multiples of `align` (the GEMM
+ * tiles' height for batch rows, a 16-column panel for gate columns). */
+static void part_range(size_t count, size_t part, size_t parts, size_t align, size_t *lo,
+                       size_t *hi)
 {
-    *r0 = B * part / parts / 4 * 4;
-    *r1 = part + 1 == parts ? B : B * (part + 1) / parts / 4 * 4;
+    *lo = count * part / parts / align * align;
+    *hi = part + 1 == parts ? count : count * (part + 1) / parts / align * align;
 }
 
 /* Inverted dropout (torch.nn.functional.dropout in training): keep with probability 1 - p,
@@ -226,7 +228,7 @@ static void forward_rows(void *arg, size_t part, size_t parts)
     size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
     size_t GH = cell->gate_count * H, I = rc->input_count, r0, r1;
 
-    part_rows(B, part, parts, &r0, &r1);
+    part_range(B, part, parts, 4, &r0, &r1);
     size_t n = r1 - r0;
     float *hg = c->hg + r0 * GH;
     tsrnn_cpu_set_gemm_path(rc->gemm_path); /* a thread-local setting */
@@ -382,8 +384,8 @@ static void stepwise_sums_columns(void *arg, size_t part, size_t parts)
     const struct recurrence *rc = arg;
     struct tsrnn_model *model = rc->model;
     size_t GH = model->cell->gate_count * model->dims.hidden_count;
-    size_t j0 = GH * part / parts / 16 * 16;
-    size_t j1 = part + 1 == parts ? GH : GH * (part + 1) / parts / 16 * 16;
+    size_t j0, j1;
+    part_range(GH, part, parts, 16, &j0, &j1);
     for (size_t t = model->cache.step_count; j1 > j0 && t-- > 0;)
         add_stepwise_sums(model, rc->l, rc->input_count, t, j0, j1);
 }
@@ -400,7 +402,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
     size_t B = c->batch_count, T = c->step_count, H = model->dims.hidden_count;
     size_t GH = cell->gate_count * H, r0, r1;
 
-    part_rows(B, part, parts, &r0, &r1);
+    part_range(B, part, parts, 4, &r0, &r1);
     size_t n = r1 - r0;
     if (n == 0)
         return;
