@@ -15,13 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsrnn/compute.h"
+#include "src/compute/cpu/cpu.h"
 #include "tsrnn/core.h"
 #include "tsrnn_build.h"
 
 #if TSRNN_HAVE_BLAS
 #include <cblas.h>
 #endif
+
+/* The CPU backend's context the products run on (1 thread unless --peak says more). */
+static struct tsrnn_cpu cpu;
 
 struct product {
     const char *what;
@@ -52,9 +55,9 @@ static double time_product(const struct product *p)
         double start = tsrnn_clock_now_s(), now;
         do {
             if (p->packed)
-                tsrnn_cpu_gemm_packed(p->m, p->n, p->k, a, p->k, packed, c, p->n);
+                tsrnn_cpu_gemm_packed(&cpu, p->m, p->n, p->k, a, p->k, packed, c, p->n);
             else
-                tsrnn_cpu_gemm(p->trans_a, false, p->m, p->n, p->k, 1.0f, a,
+                tsrnn_cpu_gemm(&cpu, p->trans_a, false, p->m, p->n, p->k, 1.0f, a,
                                p->trans_a ? p->m : p->k, b, p->n, 1.0f, c, p->n);
             calls++;
             now = tsrnn_clock_now_s();
@@ -92,7 +95,7 @@ static int report_peak(int thread_count)
 #if TSRNN_HAVE_BLAS
     openblas_set_num_threads(thread_count); /* OpenBLAS's own threads: the machine's peak */
 #else
-    tsrnn_cpu_set_thread_count(thread_count);
+    tsrnn_cpu_set_thread_count(&cpu, thread_count);
 #endif
     double gflops[5];
     for (int round = -1; round < 5; round++) { /* round -1: warm-up, untimed */
@@ -103,7 +106,7 @@ static int report_peak(int thread_count)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a,
                         (int)n, b, (int)n, 0.0f, c, (int)n);
 #else
-            tsrnn_cpu_gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            tsrnn_cpu_gemm(&cpu, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
 #endif
             calls++;
             now = tsrnn_clock_now_s();
@@ -123,6 +126,10 @@ static int report_peak(int thread_count)
 
 int main(int argc, char **argv)
 {
+    if (tsrnn_cpu_init(&cpu, 1) != TSRNN_OK) {
+        fprintf(stderr, "bench-gemm: %s\n", tsrnn_last_error());
+        return 1;
+    }
     if (argc == 3 && strcmp(argv[1], "--peak") == 0 && atoi(argv[2]) > 0)
         return report_peak(atoi(argv[2]));
     if (argc != 1) {
@@ -138,7 +145,6 @@ int main(int argc, char **argv)
         { "packed   backward step d W_hh    64x256x1024", false, true, 64, 256, 1024, 64 },
     };
     double seconds[5];
-    tsrnn_cpu_set_thread_count(1);
     for (size_t i = 0; i < 5; i++) {
         const struct product *p = &products[i];
         seconds[i] = time_product(p);

@@ -23,6 +23,7 @@
 
 #include "testutil.h"
 #include "tsrnn/comm.h"
+#include "tsrnn/compute.h"
 #include "tsrnn/config.h"
 #include "tsrnn/data.h"
 #include "tsrnn/model.h"
@@ -216,11 +217,21 @@ static void read_checkpoint(struct tsrnn_checkpoint *ck, const char *model_name,
         fail_msg("%s", tsrnn_last_error());
 }
 
-/* A model holding a checkpoint's weights, with room for `batch` windows of `steps`. */
-static void load_model(struct tsrnn_model *m, const struct tsrnn_checkpoint *ck, size_t batch,
-                       size_t steps)
+/* The CPU compute context the checks below evaluate checkpoints on. */
+static struct tsrnn_compute *cpu_compute(void)
 {
-    assert_int_equal(tsrnn_model_init(m, &ck->dims, batch, steps), TSRNN_OK);
+    struct tsrnn_compute *compute;
+    struct tsrnn_compute_options options = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
+    assert_int_equal(tsrnn_compute_create(&compute, &options), TSRNN_OK);
+    return compute;
+}
+
+/* A model on `compute` holding a checkpoint's weights, with room for `batch` windows of
+ * `steps`. */
+static void load_model(struct tsrnn_model *m, struct tsrnn_compute *compute,
+                       const struct tsrnn_checkpoint *ck, size_t batch, size_t steps)
+{
+    assert_int_equal(tsrnn_model_init(m, compute, &ck->dims, batch, steps), TSRNN_OK);
     assert_int_equal(tsrnn_checkpoint_restore(ck, m, NULL), TSRNN_OK);
 }
 
@@ -270,16 +281,23 @@ static void test_two_workers_equal_one_with_twice_the_batch(void **state)
     read_checkpoint(b, "ddp1", "last");
     assert_int_equal(a->state.global_step, b->state.global_step);
     assert_int_equal(a->state.global_step, 6 * 7); /* 100 windows: 7 batches of 16 (8 x 2) */
+    struct tsrnn_compute *compute = cpu_compute();
     struct tsrnn_model ma = { 0 }, mb = { 0 };
-    load_model(&ma, a, 1, 1);
-    load_model(&mb, b, 1, 1);
+    load_model(&ma, compute, a, 1, 1);
+    load_model(&mb, compute, b, 1, 1);
+    size_t count = ma.table.total_count;
+    float *pa = malloc(count * sizeof(float)), *pb = malloc(count * sizeof(float));
+    assert_int_equal(tsrnn_model_download_params(&ma, pa), TSRNN_OK);
+    assert_int_equal(tsrnn_model_download_params(&mb, pb), TSRNN_OK);
     double worst = 0.0, moved = 0.0;
-    for (size_t i = 0; i < ma.table.total_count; i++) {
-        double d = fabs((double)ma.params[i] - (double)mb.params[i]);
-        double rel = d / fmax(fabs((double)mb.params[i]), 1e-3);
+    for (size_t i = 0; i < count; i++) {
+        double d = fabs((double)pa[i] - (double)pb[i]);
+        double rel = d / fmax(fabs((double)pb[i]), 1e-3);
         worst = fmax(worst, rel);
-        moved = fmax(moved, fabs((double)ma.params[i]));
+        moved = fmax(moved, fabs((double)pa[i]));
     }
+    free(pa);
+    free(pb);
     printf("# 2 workers x batch 8 vs 1 worker x batch 16, %zu weights after 42 steps: max "
            "relative difference %.3g\n",
            ma.table.total_count, worst);
@@ -287,6 +305,7 @@ static void test_two_workers_equal_one_with_twice_the_batch(void **state)
     assert_true(moved > 0.0);
     tsrnn_model_finish(&ma);
     tsrnn_model_finish(&mb);
+    tsrnn_compute_destroy(compute);
     tsrnn_checkpoint_finish(a);
     tsrnn_checkpoint_finish(b);
     free(a);
@@ -316,16 +335,18 @@ static void check_val_loss(int workers)
     assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
     size_t V = ds.val.count, T = ds.val.training_length, C = ds.val.component_count;
     assert_int_equal(V, 28);
+    struct tsrnn_compute *compute = cpu_compute();
     struct tsrnn_model m = { 0 };
-    load_model(&m, ck, V, T);
+    load_model(&m, compute, ck, V, T);
     float *x = malloc(V * T * C * sizeof(float)), *y = malloc(V * T * C * sizeof(float));
     size_t *idx = malloc(V * sizeof(size_t));
     double *se = malloc(V * sizeof(double)), sum = 0.0;
     for (size_t i = 0; i < V; i++)
         idx[i] = i;
     tsrnn_windows_gather(&ds.val, idx, V, x, y);
-    tsrnn_model_forward(&m, x, V, T, false, NULL, NULL, NULL);
-    tsrnn_model_window_squared_errors(&m, y, se);
+    assert_int_equal(tsrnn_model_load_batch(&m, x, y, V, T), TSRNN_OK);
+    assert_int_equal(tsrnn_model_forward(&m, false, NULL), TSRNN_OK);
+    assert_int_equal(tsrnn_model_window_squared_errors(&m, se), TSRNN_OK);
     for (size_t i = 0; i < V; i++)
         sum += se[i];
     double val_loss = sum / (double)(V * T * C);
@@ -337,6 +358,7 @@ static void check_val_loss(int workers)
     free(idx);
     free(se);
     tsrnn_model_finish(&m);
+    tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
     tsrnn_checkpoint_finish(ck);
     free(ck);

@@ -67,8 +67,8 @@ void tsrnn_compute_free(struct tsrnn_compute *compute, void *buf);
  * they return. zero sets nbytes of device memory to 0. */
 enum tsrnn_status tsrnn_compute_upload(struct tsrnn_compute *compute, void *dst, const void *src,
                                        size_t nbytes);
-enum tsrnn_status tsrnn_compute_download(struct tsrnn_compute *compute, void *dst,
-                                         const void *src, size_t nbytes);
+enum tsrnn_status tsrnn_compute_download(struct tsrnn_compute *compute, void *dst, const void *src,
+                                         size_t nbytes);
 enum tsrnn_status tsrnn_compute_zero(struct tsrnn_compute *compute, void *buf, size_t nbytes);
 
 /* Waits for everything queued on the context; reports a device error that happened since. */

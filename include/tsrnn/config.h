@@ -22,17 +22,12 @@
 #include <stdio.h>
 
 #include "tsrnn/core.h"
+#include "tsrnn/model.h" /* enum tsrnn_model_kind */
 
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
 #define TSRNN_CONFIG_MAX_KEYS 48  /* room in origins[] for the schema's keys */
-
-enum tsrnn_model_kind {
-    TSRNN_MODEL_RNN,
-    TSRNN_MODEL_LSTM,
-    TSRNN_MODEL_GRU,
-};
 
 enum tsrnn_scaler_kind {
     TSRNN_SCALER_MINMAX,
@@ -139,8 +134,5 @@ char *tsrnn_config_text(const struct tsrnn_config *cfg);
  * that does not exist. */
 const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *section,
                                 const char *key);
-
-/* "RNN", "LSTM", "GRU". */
-const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind);
 
 #endif

@@ -79,14 +79,26 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
                                         const struct tsrnn_dataset *ds)
 {
     const struct tsrnn_param_table *table = &model->table;
-    size_t n = table->entry_count;
+    size_t n = table->entry_count, count = table->total_count;
     struct tsrnn_tensor_desc *tensors = calloc(3 * n, sizeof(*tensors));
     char(*names)[TSRNN_PARAM_NAME_MAX + 24] = calloc(3 * n, sizeof(*names));
-    const float *const sources[3] = { model->params, adam->exp_avg, adam->exp_avg_sq };
+    /* Host copies of the device's parameters and moments, in one buffer. */
+    float *host = malloc(3 * count * sizeof(float) + 1);
+    const float *const sources[3] = { host, host + count, host + 2 * count };
     static const char *const prefixes[3] = { "", "optim.exp_avg.", "optim.exp_avg_sq." };
     uint32_t crc = 0;
 
-    for (size_t group = 0; tensors != NULL && names != NULL && group < 3; group++)
+    enum tsrnn_status status = TSRNN_OK;
+    if (host != NULL) {
+        status = tsrnn_compute_download(model->compute, host, model->params, count * sizeof(float));
+        if (status == TSRNN_OK)
+            status = tsrnn_compute_download(adam->compute, host + count, adam->exp_avg,
+                                            count * sizeof(float));
+        if (status == TSRNN_OK)
+            status = tsrnn_compute_download(adam->compute, host + 2 * count, adam->exp_avg_sq,
+                                            count * sizeof(float));
+    }
+    for (size_t group = 0; tensors != NULL && host != NULL && names != NULL && group < 3; group++)
         for (size_t e = 0; e < n; e++) {
             const struct tsrnn_param_entry *entry = &table->entries[e];
             struct tsrnn_tensor_desc *t = &tensors[group * n + e];
@@ -122,9 +134,9 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     char *series_text = series_json(ds);
     char *cfg_text = tsrnn_config_text(cfg);
 
-    enum tsrnn_status status = TSRNN_OK;
-    if (tensors == NULL || names == NULL || rng_text == NULL || model_text == NULL ||
-        scaler_text == NULL || series_text == NULL || cfg_text == NULL)
+    if (status == TSRNN_OK &&
+        (tensors == NULL || host == NULL || names == NULL || rng_text == NULL ||
+         model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL))
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
     if (status == TSRNN_OK) {
@@ -158,6 +170,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     free(cfg_text);
     free(names);
     free(tensors);
+    free(host);
     return status;
 }
 
@@ -465,15 +478,33 @@ enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
                            "value_cols)",
                            tsrnn_display_path(ck->path), have, want);
     }
-    TSRNN_TRY(tsrnn_model_read_tensors(model->params, &model->table, &ck->file, "", ck->path));
-    if (adam != NULL) {
-        TSRNN_TRY(tsrnn_model_read_tensors(adam->exp_avg, &model->table, &ck->file,
-                                           "optim.exp_avg.", ck->path));
-        TSRNN_TRY(tsrnn_model_read_tensors(adam->exp_avg_sq, &model->table, &ck->file,
-                                           "optim.exp_avg_sq.", ck->path));
+    /* Everything is read and checked into host memory before the device is touched: a bad
+     * checkpoint leaves the model as it was. */
+    size_t count = model->table.total_count;
+    float *host = malloc(3 * count * sizeof(float) + 1);
+    if (host == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading the checkpoint %s",
+                           tsrnn_display_path(ck->path));
+    enum tsrnn_status status =
+        tsrnn_model_read_tensors(host, &model->table, &ck->file, "", ck->path);
+    if (status == TSRNN_OK && adam != NULL)
+        status = tsrnn_model_read_tensors(host + count, &model->table, &ck->file, "optim.exp_avg.",
+                                          ck->path);
+    if (status == TSRNN_OK && adam != NULL)
+        status = tsrnn_model_read_tensors(host + 2 * count, &model->table, &ck->file,
+                                          "optim.exp_avg_sq.", ck->path);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_upload_params(model, host);
+    if (status == TSRNN_OK && adam != NULL)
+        status =
+            tsrnn_compute_upload(adam->compute, adam->exp_avg, host + count, count * sizeof(float));
+    if (status == TSRNN_OK && adam != NULL)
+        status = tsrnn_compute_upload(adam->compute, adam->exp_avg_sq, host + 2 * count,
+                                      count * sizeof(float));
+    if (status == TSRNN_OK && adam != NULL)
         adam->step = ck->adam_step;
-    }
-    return TSRNN_OK;
+    free(host);
+    return status;
 }
 
 /* --- the checkpoints of a run folder --------------------------------------------------- */

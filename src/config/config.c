@@ -901,8 +901,3 @@ char *tsrnn_config_text(const struct tsrnn_config *cfg)
     }
     return text;
 }
-
-const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind)
-{
-    return model_choices[kind];
-}

@@ -8,22 +8,30 @@
 #include "tsrnn/model.h"
 #include "tsrnn/torch_rng.h"
 
-size_t tsrnn_model_gate_count(enum tsrnn_model_kind kind)
-{
-    return tsrnn_cell_for(kind)->gate_count;
-}
-
-const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind)
+const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind)
 {
     switch (kind) {
     case TSRNN_MODEL_LSTM:
-        return &tsrnn_cell_lstm;
+        return "LSTM";
     case TSRNN_MODEL_GRU:
-        return &tsrnn_cell_gru;
+        return "GRU";
     case TSRNN_MODEL_RNN:
         break;
     }
-    return &tsrnn_cell_rnn;
+    return "RNN";
+}
+
+size_t tsrnn_model_gate_count(enum tsrnn_model_kind kind)
+{
+    switch (kind) {
+    case TSRNN_MODEL_LSTM:
+        return 4; /* i, f, g, o */
+    case TSRNN_MODEL_GRU:
+        return 3; /* r, z, n */
+    case TSRNN_MODEL_RNN:
+        break;
+    }
+    return 1;
 }
 
 static void add_entry(struct tsrnn_param_table *table, const char *name, size_t rows, size_t cols)

@@ -57,9 +57,13 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     }
     memcpy(context, series->values + (origin - icl) * C, icl * C * sizeof(float));
     tsrnn_scaler_transform(scaler, context, icl);
-    tsrnn_model_predict(model, f->values, context, icl, n);
-    tsrnn_scaler_inverse(scaler, f->values, n);
+    enum tsrnn_status status = tsrnn_model_predict(model, f->values, context, icl, n);
     free(context);
+    if (status != TSRNN_OK) {
+        tsrnn_forecast_finish(f);
+        return status;
+    }
+    tsrnn_scaler_inverse(scaler, f->values, n);
 
     tsrnn_time_continue(series->times, origin, series->time_unit, n, f->times);
     f->actual = series->values + origin * C;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsrnn/compute.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
@@ -197,6 +198,7 @@ static enum tsrnn_status predict(const struct options *o)
     char path[PATH_MAX];
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
     struct tsrnn_dataset ds = { 0 };
+    struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
     struct tsrnn_forecast f = { 0 };
     size_t origin = 0;
@@ -209,8 +211,12 @@ static enum tsrnn_status predict(const struct options *o)
     }
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
+    /* A forecast is one window at a time: the CPU serves it, whatever trained the model. */
+    struct tsrnn_compute_options cpu = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
     if (status == TSRNN_OK)
-        status = tsrnn_model_init(&model, &ck->dims, 1, (size_t)ck->input_chunk_length);
+        status = tsrnn_compute_create(&compute, &cpu);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_init(&model, compute, &ck->dims, 1, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_restore(ck, &model, NULL);
     if (status == TSRNN_OK)
@@ -234,6 +240,7 @@ static enum tsrnn_status predict(const struct options *o)
     }
     tsrnn_forecast_finish(&f);
     tsrnn_model_finish(&model);
+    tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
     if (ck != NULL)
         tsrnn_checkpoint_finish(ck);

@@ -22,6 +22,7 @@
 struct trainer {
     const struct tsrnn_config *cfg;
     const struct tsrnn_dataset *ds;
+    struct tsrnn_compute *compute; /* the device the model trains on */
     struct tsrnn_model model;
     struct tsrnn_adam adam;
     struct tsrnn_sampler sampler;
@@ -36,7 +37,6 @@ struct trainer {
     int rank, world_size;
     bool writes_files; /* rank 0: the only writer of the run folder */
     float *x, *y;      /* (B, T, C) one batch, batch-first */
-    float *reduced;    /* (params + 2) gradients, loss, stop flag: one allreduce */
     size_t *val_idx;   /* this rank's validation windows: rank, rank + W, ... */
     size_t val_local_count;
     double *val_se;               /* (val count) each window's squared error, all ranks */
@@ -52,15 +52,32 @@ struct trainer {
     char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];
 };
 
+/* The compute backend the config's accelerator asks for: gpu is CUDA; auto is CUDA where
+ * this build and machine can run it, else the CPU (Lightning's "auto"). */
+static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
+{
+    switch (cfg->accelerator) {
+    case TSRNN_ACCELERATOR_GPU:
+        return TSRNN_COMPUTE_CUDA;
+    case TSRNN_ACCELERATOR_AUTO:
+        return tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0) ? TSRNN_COMPUTE_CUDA
+                                                                    : TSRNN_COMPUTE_CPU;
+    case TSRNN_ACCELERATOR_CPU:
+        break;
+    }
+    return TSRNN_COMPUTE_CPU;
+}
+
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
 {
-    /* Lightning raises when asked for a GPU it cannot use; so does tsrnn until its CUDA
-     * backend lands. */
-    if (cfg->accelerator == TSRNN_ACCELERATOR_GPU)
+    /* Lightning raises when asked for a GPU it cannot use; so does tsrnn. */
+    char why[256];
+    enum tsrnn_compute_kind kind = compute_kind(cfg);
+    if (!tsrnn_compute_available(kind, why, sizeof(why)))
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [trainer] accelerator = gpu, but this tsrnn trains on CPUs only "
-                           "so far (the CUDA backend is planned); accepted here: cpu or auto",
-                           tsrnn_config_origin(cfg, "trainer", "accelerator"));
+                           "%s: [trainer] accelerator = %s, but %s; accepted here: cpu or auto",
+                           tsrnn_config_origin(cfg, "trainer", "accelerator"),
+                           cfg->accelerator == TSRNN_ACCELERATOR_GPU ? "gpu" : "auto", why);
     return TSRNN_OK;
 }
 
@@ -213,11 +230,32 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
                            "%08x, rank 0's %08x): every worker must read the same INI file, "
                            "--set values and data file",
                            tr->rank, (unsigned)mine, (unsigned)rank0);
+    /* The broadcasts below take device memory: the comm backend stages it where it must. */
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->model.params, nbytes, 0));
     if (tr->cfg->resume[0] == '\0')
         return TSRNN_OK;
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->adam.exp_avg, nbytes, 0));
     return tsrnn_comm_broadcast(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
+}
+
+/* The initial parameters, made on the host (init_weights or Darts' initialisation for
+ * random_state) and uploaded. */
+static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_model_dims *dims)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    float *host = malloc(tr->model.table.total_count * sizeof(float) + 1);
+    if (host == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu parameters",
+                           tr->model.table.total_count);
+    enum tsrnn_status status = TSRNN_OK;
+    if (cfg->init_weights[0] != '\0')
+        status = tsrnn_model_load_params(host, &tr->model.table, cfg->init_weights);
+    else
+        tsrnn_model_init_params(host, &tr->model.table, dims, (uint32_t)cfg->random_state);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_upload_params(&tr->model, host);
+    free(host);
+    return status;
 }
 
 static enum tsrnn_status setup(struct trainer *tr)
@@ -236,7 +274,11 @@ static enum tsrnn_status setup(struct trainer *tr)
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
-    tsrnn_cpu_set_thread_count(cfg->num_threads);
+    struct tsrnn_compute_options compute = {
+        .kind = compute_kind(cfg),
+        .thread_count = cfg->num_threads,
+    };
+    TSRNN_TRY(tsrnn_compute_create(&tr->compute, &compute));
     tr->state.random_state = (uint32_t)cfg->random_state;
     tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
     tr->state.best_value = NAN;
@@ -247,13 +289,9 @@ static enum tsrnn_status setup(struct trainer *tr)
     snprintf(tr->ckpt_dir, sizeof(tr->ckpt_dir), "%s/checkpoints", tr->run_dir);
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
-    TSRNN_TRY(tsrnn_model_init(&tr->model, &dims, B, T));
-    if (cfg->init_weights[0] != '\0')
-        TSRNN_TRY(tsrnn_model_load_params(tr->model.params, &tr->model.table, cfg->init_weights));
-    else
-        tsrnn_model_init_params(tr->model.params, &tr->model.table, &dims,
-                                (uint32_t)cfg->random_state);
-    TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->model.table.total_count, cfg->lr));
+    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
+    TSRNN_TRY(initial_params(tr, &dims));
+    TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     if (cfg->resume[0] != '\0')
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
@@ -273,12 +311,11 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     tr->x = malloc(B * T * C * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
-    tr->reduced = malloc((tr->model.table.total_count + 2) * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
     tr->batch_se = malloc(B * sizeof(double));
-    if (tr->x == NULL || tr->y == NULL || tr->reduced == NULL || tr->val_idx == NULL ||
-        tr->val_se == NULL || tr->batch_se == NULL)
+    if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
+        tr->batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
     /* Validation shards without padding: each window is evaluated exactly once. */
     for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
@@ -298,20 +335,12 @@ static void finish(struct trainer *tr)
     tsrnn_model_finish(&tr->model);
     tsrnn_adam_finish(&tr->adam);
     tsrnn_sampler_finish(&tr->sampler);
+    tsrnn_compute_destroy(tr->compute);
     free(tr->x);
     free(tr->y);
-    free(tr->reduced);
     free(tr->val_idx);
     free(tr->val_se);
     free(tr->batch_se);
-}
-
-static bool all_finite(const float *v, size_t count)
-{
-    float sum = 0.0f;
-    for (size_t i = 0; i < count; i++)
-        sum += v[i] * 0.0f; /* stays 0 unless some v[i] is NaN or inf */
-    return sum == 0.0f;
 }
 
 /* Lightning's max_steps: the run ends after that many optimizer steps, mid-epoch if need be
@@ -332,25 +361,28 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_windows_gather(&tr->ds->train, idx, B, tr->x, tr->y);
-    tsrnn_model_forward(model, tr->x, B, tr->ds->train.training_length, true, &dropout_rng, NULL,
-                        NULL);
-    *loss = tsrnn_model_loss(model, tr->y);
-    tsrnn_model_backward(model);
-    bool stop = tr->stop_requested != NULL && *tr->stop_requested;
+    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->train.training_length));
+    TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
+    TSRNN_TRY(tsrnn_model_loss(model, loss));
+    TSRNN_TRY(tsrnn_model_backward(model));
+    bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
     if (tr->world_size > 1) {
-        /* One allreduce: the gradients, the loss and the stop flag. Every rank then holds the
-         * same mean gradient, mean loss and decision, so all of them fail, stop or go on
-         * together. */
+        /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
+         * rank then holds the same mean gradient, mean loss and decision, so all of them
+         * fail, stop or go on together. */
         size_t n = model->table.total_count;
-        float scale = 1.0f / (float)tr->world_size;
-        memcpy(tr->reduced, model->grads, n * sizeof(float));
-        tr->reduced[n] = *loss;
-        tr->reduced[n + 1] = stop ? 1.0f : 0.0f;
-        TSRNN_TRY(allreduce(tr, tr->reduced, n + 2, TSRNN_COMM_F32));
-        for (size_t i = 0; i < n; i++)
-            model->grads[i] = tr->reduced[i] * scale;
-        *loss = tr->reduced[n] * scale;
-        stop = tr->reduced[n + 1] > 0.0f;
+        float flag = stop ? 1.0f : 0.0f, loss_and_flag[2];
+        TSRNN_TRY(tsrnn_compute_upload(tr->compute, model->grads + TSRNN_MODEL_STOP_SLOT(model),
+                                       &flag, sizeof(flag)));
+        TSRNN_TRY(allreduce(tr, model->grads, n + 2, TSRNN_COMM_F32));
+        TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f / (float)tr->world_size, &finite));
+        TSRNN_TRY(tsrnn_compute_download(tr->compute, loss_and_flag,
+                                         model->grads + TSRNN_MODEL_LOSS_SLOT(model),
+                                         sizeof(loss_and_flag)));
+        *loss = loss_and_flag[0];
+        stop = loss_and_flag[1] > 0.0f;
+    } else {
+        TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f, &finite));
     }
     tr->stop_agreed = stop;
     if (!isfinite(*loss))
@@ -359,13 +391,12 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                            "%zu of the epoch); try a smaller [training] lr (now %g)",
                            (double)*loss, (long long)epoch, (long long)tr->step, batch_idx,
                            tr->cfg->lr);
-    if (!all_finite(model->grads, model->table.total_count))
+    if (!finite)
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
                            (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
-    tsrnn_adam_step(&tr->adam, model->params, model->grads);
-    return TSRNN_OK;
+    return tsrnn_adam_step(&tr->adam, model->params, model->grads);
 }
 
 /* The validation loss: squared errors over every validation window / their count. Each rank
@@ -383,8 +414,9 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         const size_t *idx = tr->val_idx + first;
         size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
         tsrnn_windows_gather(val, idx, count, tr->x, tr->y);
-        tsrnn_model_forward(&tr->model, tr->x, count, T, false, NULL, NULL, NULL);
-        tsrnn_model_window_squared_errors(&tr->model, tr->y, se);
+        TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
+        TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
+        TSRNN_TRY(tsrnn_model_window_squared_errors(&tr->model, se));
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
@@ -598,7 +630,8 @@ static void print_banner(const struct trainer *tr, FILE *out, bool devices)
 {
     if (devices)
         tsrnn_report_devices(out, false, false);
-    tsrnn_report_model_summary(out, tr->model.cell->name, (int64_t)tr->model.table.rnn_count,
+    tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
+                               (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
 }
 

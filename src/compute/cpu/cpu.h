@@ -1,5 +1,5 @@
-/* CPU compute primitives the model is written in: one row-major GEMM and the bias helpers
- * around it.
+/* The CPU compute backend, private to src/compute/cpu/ (and the tests and benchmarks that
+ * check its kernels): its context, the thread pool, the GEMM it is written in, the cells.
  *
  * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
  * reference, obviously right, and fastest for the tiny matrices of small models) and
@@ -7,11 +7,15 @@
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits).
  */
-#ifndef TSRNN_COMPUTE_H
-#define TSRNN_COMPUTE_H
+#ifndef TSRNN_COMPUTE_CPU_H
+#define TSRNN_COMPUTE_CPU_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "src/compute/backend.h"
 
 /* Hot loops are compiled twice, for AVX2 and for the x86-64 baseline, and the CPU picks at
  * load time (GCC target_clones, an ifunc). The loops are written so that the vector width
@@ -25,27 +29,89 @@
 
 enum tsrnn_gemm_path {
     TSRNN_GEMM_AUTO,  /* loops below the size where BLAS wins, BLAS above */
-    TSRNN_GEMM_LOOPS, /* always the reference loops */
+    TSRNN_GEMM_LOOPS, /* always the reference loops (and no packed products) */
     TSRNN_GEMM_BLAS,  /* always BLAS (the loops when built without it) */
 };
+
+/* Helper threads, started when the context asks for more than one and kept until it is
+ * destroyed: a job is one call of tsrnn_cpu_parallel(), run by the caller (part 0) and helper
+ * i (part i + 1). A few jobs per training step (each layer's recurrence, forward and
+ * backward), so a condition variable's wake-up costs nothing that matters. */
+#define TSRNN_CPU_MAX_HELPERS 63
+
+struct tsrnn_cpu_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t start, done;
+    pthread_t threads[TSRNN_CPU_MAX_HELPERS];
+    size_t helper_count;
+    bool stopping;       /* destroy: helpers leave their loop */
+    uint64_t generation; /* one per job */
+    void (*fn)(void *arg, size_t part, size_t part_count);
+    void *arg;
+    size_t part_count;
+    size_t helped;  /* parts 1 .. helped run on helpers, the rest on the caller */
+    size_t pending; /* helpers still running the current job */
+};
+
+/* The CPU backend's context: what used to be process-wide (the threads, the GEMM path). */
+struct tsrnn_cpu {
+    struct tsrnn_compute base;
+    /* Which GEMM implementation the kernels use; tests compare them. LOOPS also turns off
+     * the packed products. Set it between operations, not during one. */
+    enum tsrnn_gemm_path gemm_path;
+    int thread_count; /* the parts tsrnn_cpu_parallel() splits work into */
+    struct tsrnn_cpu_pool pool;
+};
+
+/* Set while this thread runs a part of tsrnn_cpu_parallel(): products do not split again. */
+extern _Thread_local bool tsrnn_cpu_in_job;
+
+/* A CPU context outside the backend table, for the tests and benchmarks of the kernels
+ * (tsrnn_compute_create() makes the same through the table). */
+enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count);
+void tsrnn_cpu_finish(struct tsrnn_cpu *cpu);
+
+/* Changes the thread count (>= 1; helpers that cannot start leave their parts to the
+ * caller). Call it between operations, from the thread that drives the context. */
+void tsrnn_cpu_set_thread_count(struct tsrnn_cpu *cpu, int thread_count);
+
+/* Runs fn(arg, part, part_count) for part = 0 .. part_count-1 at once, part 0 on the calling
+ * thread and the others on the context's helper threads, and returns when all are done.
+ * part_count is at most cpu->thread_count (more are run on the calling thread's share). The
+ * parts must write disjoint memory. Inside a part, products do not split again. */
+void tsrnn_cpu_parallel(struct tsrnn_cpu *cpu,
+                        void (*fn)(void *arg, size_t part, size_t part_count), void *arg,
+                        size_t part_count);
+
+/* --- GEMM --------------------------------------------------------------------------------
+ *
+ * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
+ * reference, obviously right, and fastest for the tiny matrices of small models) and
+ * OpenBLAS cblas_sgemm (when built with it) for large ones, split by rows among the
+ * context's threads. Both compute, per element,
+ *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
+ * in float32; they differ only in the order of the k-sum (so in the last bits). */
 
 /* C (M, N) = alpha * op(A) op(B) + beta * C, row-major; op(A) is (M, K): A is (M, K) with
  * leading dimension lda, or (K, M) when trans_a; op(B) is (K, N): B is (K, N), or (N, K) when
  * trans_b. beta = 0 overwrites C (NaN in C does not propagate), beta = 1 accumulates. */
-void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
-                    const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-                    size_t ldc);
+void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m, size_t n,
+                    size_t k, float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                    float beta, float *c, size_t ldc);
 
 /* C (M, N) = bias (N) in every row + A (M, K) B (K, N), row-major, nothing transposed: the
  * same bits as tsrnn_cpu_fill_rows() then tsrnn_cpu_gemm() with alpha = beta = 1, without the
  * separate pass over C (the per-step products of small layers). */
-void tsrnn_cpu_gemm_bias(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
-                         size_t ldb, const float *bias, float *c, size_t ldc);
+void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb, const float *bias, float *c,
+                         size_t ldc);
 
-/* Chooses the GEMM implementation for this thread (tests compare the two). LOOPS also turns
- * off the packed products below. */
-void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path);
-enum tsrnn_gemm_path tsrnn_cpu_gemm_path(void);
+/* rows (M, N): every row = bias (N). */
+void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
+
+/* bias_grad (N) += column sums of rows (M, N), whose rows are ld floats apart; each column
+ * summed in row order. */
+void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld);
 
 /* --- products with a packed right-hand side ---------------------------------------------
  *
@@ -65,29 +131,88 @@ size_t tsrnn_cpu_packed_count(size_t k, size_t n);
 void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b);
 
 /* C (M, N) += A (M, K) B with B packed by tsrnn_cpu_pack(); row-major A and C. */
-void tsrnn_cpu_gemm_packed(size_t m, size_t n, size_t k, const float *a, size_t lda,
-                           const float *packed, float *c, size_t ldc);
+void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
+                           const float *a, size_t lda, const float *packed, float *c, size_t ldc);
 
-/* The threads of this process's compute: the parts tsrnn_cpu_parallel() splits work into,
- * the recurrence's and the large BLAS products' (by rows, each part single-threaded OpenBLAS,
- * whose own threads stay asleep). Call it before training, from the thread that trains. */
-void tsrnn_cpu_set_thread_count(int thread_count);
+/* --- the cells ----------------------------------------------------------------------------
+ *
+ * One time step of a cell over a batch: views into a layer's activations at step t. */
+struct tsrnn_cell_step {
+    float *gates;        /* (B, G*H) in: input projection + bias; out: activated gates */
+    const float *hg;     /* (B, G*H) W_hh h_prev + b_hh */
+    const float *h_prev; /* (B, H) */
+    float *h;            /* (B, H) out */
+    const float *c_prev; /* LSTM (B, H) */
+    float *c;            /* LSTM (B, H) out */
+    float *aux;          /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (B, H) out */
+};
 
-/* The thread count set above (1 by default). */
-int tsrnn_cpu_thread_count(void);
+/* The gradients of one step, (B, .). backward reads dh (and dc) and writes the rest. */
+struct tsrnn_cell_grads {
+    const float *dh; /* (B, H) dLoss/dh of this step's output (from above and from t+1) */
+    float *dc;       /* LSTM (B, H) in: dLoss/dc from t+1; out: dLoss/dc_prev */
+    float *d_xg;     /* (B, G*H) out: dLoss/d(input projection) */
+    float *d_hg;     /* (B, G*H) out: dLoss/d(W_hh h_prev + b_hh); may alias d_xg (RNN, LSTM) */
+    float *dh_prev;  /* (B, H) out: the part of dLoss/dh_prev that bypasses W_hh (GRU's z*dh;
+                        zero for RNN and LSTM) */
+};
 
-/* Runs fn(ctx, part, part_count) for part = 0 .. part_count-1 at once, part 0 on the calling
- * thread and the others on persistent helper threads, and returns when all are done.
- * part_count is at most tsrnn_cpu_thread_count() (more are run on the calling thread's
- * share). The parts must write disjoint memory. */
-void tsrnn_cpu_parallel(void (*fn)(void *ctx, size_t part, size_t part_count), void *ctx,
-                        size_t part_count);
+/* The math of one cell kind: PyTorch's gate order and equations, forward and backward. */
+struct tsrnn_cell {
+    const char *name; /* "RNN", "LSTM", "GRU": PyTorch's module name */
+    size_t gate_count;
+    bool has_cell_state;  /* LSTM */
+    bool separate_d_hg;   /* GRU: d_hg differs from d_xg */
+    bool has_direct_path; /* GRU: dh_prev gets z * dh */
+    void (*forward)(const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count);
+    void (*backward)(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                     size_t batch_count, size_t hidden_count);
+};
 
-/* rows (M, N): every row = bias (N). */
-void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
+extern const struct tsrnn_cell tsrnn_cell_rnn;
+extern const struct tsrnn_cell tsrnn_cell_lstm;
+extern const struct tsrnn_cell tsrnn_cell_gru;
 
-/* bias_grad (N) += column sums of rows (M, N), whose rows are ld floats apart; each column
- * summed in row order. */
-void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld);
+const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind);
+
+/* --- the backend's operations (backend.h), by file ---------------------------------------
+ * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the
+ * optimizer's elementwise ops. */
+enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, struct tsrnn_workspace **ws,
+                                             const struct tsrnn_model_dims *dims,
+                                             size_t batch_capacity, size_t step_capacity);
+void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
+enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                       const float *x, const float *y, size_t batch_count,
+                                       size_t step_count);
+enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                          size_t l, const struct tsrnn_layer_params *p,
+                                          enum tsrnn_initial_state initial_state,
+                                          const float *input_mask, bool weights_unchanged);
+enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                           size_t l, const struct tsrnn_layer_params *p,
+                                           struct tsrnn_layer_params *g);
+enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
+enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                         const float *v_w, const float *v_b);
+enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                          const float *v_w, float *g_v_w, float *g_v_b);
+enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                        float *loss);
+enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
+enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
+                                                  struct tsrnn_workspace *ws, double *se);
+enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                            size_t t, float *out);
+enum tsrnn_status tsrnn_cpu_scale_check(struct tsrnn_compute *ctx, float *buf, size_t count,
+                                        float scale, bool *finite);
+/* For the tests: whether the workspace's model is large enough for packed recurrent products,
+ * and whether the last forward used them. */
+bool tsrnn_cpu_workspace_packed(const struct tsrnn_workspace *ws);
+bool tsrnn_cpu_workspace_packed_products(const struct tsrnn_workspace *ws);
+
+enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
+                                        float *exp_avg_sq, const float *grads, size_t count,
+                                        const struct tsrnn_adam_scalars *s);
 
 #endif

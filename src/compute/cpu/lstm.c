@@ -4,7 +4,7 @@
  *     h' = o * tanh(c')
  * gates holds i, f, g, o after activation, per sample: (B, 4H) = [i | f | g | o]. */
 #include "activation.h"
-#include "tsrnn/model.h"
+#include "cpu.h"
 
 /* One sample: gates (4H) in place from pre-activations to activations, then c, tanh(c), h.
  * Pointers to distinct arrays (restrict), so the loops vectorise. */

@@ -1,12 +1,10 @@
-/* CPU compute backend: the reference GEMM loops, the OpenBLAS path, and bias helpers
- * (include/tsrnn/compute.h). The only file that knows whether BLAS is there. */
+/* The CPU backend's GEMM: the reference loops, the OpenBLAS path, the packed products and
+ * the bias helpers (cpu.h). The only file that knows whether BLAS is there. */
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "tsrnn/compute.h"
+#include "cpu.h"
 #include "tsrnn_build.h"
 
 #if TSRNN_HAVE_BLAS
@@ -25,125 +23,6 @@
  * that product is a pass over memory, which the loops make in one go. */
 #define BLAS_MIN_MACS (64 * 64 * 64)
 #define BLAS_MIN_K    16
-
-static _Thread_local enum tsrnn_gemm_path gemm_path = TSRNN_GEMM_AUTO;
-
-void tsrnn_cpu_set_gemm_path(enum tsrnn_gemm_path path)
-{
-    gemm_path = path;
-}
-
-enum tsrnn_gemm_path tsrnn_cpu_gemm_path(void)
-{
-    return gemm_path;
-}
-
-/* --- threads ---------------------------------------------------------------------------- */
-
-/* Helper threads, started once and kept: a job is one call of tsrnn_cpu_parallel(), run by
- * the caller (part 0) and helper i (part i + 1). A few jobs per training step (each layer's
- * recurrence, forward and backward), so a condition variable's wake-up costs nothing that
- * matters. */
-#define MAX_HELPERS 63
-
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t start, done;
-    size_t helper_count;
-    uint64_t generation; /* one per job */
-    void (*fn)(void *ctx, size_t part, size_t part_count);
-    void *ctx;
-    size_t part_count;
-    size_t helped;  /* parts 1 .. helped run on helpers, the rest on the caller */
-    size_t pending; /* helpers still running the current job */
-} pool = { .lock = PTHREAD_MUTEX_INITIALIZER,
-           .start = PTHREAD_COND_INITIALIZER,
-           .done = PTHREAD_COND_INITIALIZER };
-
-static int compute_threads = 1;
-static _Thread_local bool in_job; /* running a part: no nested splits */
-
-static void *helper_main(void *arg)
-{
-    size_t part = (size_t)(uintptr_t)arg;
-    uint64_t seen = 0;
-    in_job = true;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
-    pthread_mutex_lock(&pool.lock);
-    for (;;) {
-        while (pool.generation == seen)
-            pthread_cond_wait(&pool.start, &pool.lock);
-        seen = pool.generation;
-        if (part > pool.helped)
-            continue;
-        void (*fn)(void *, size_t, size_t) = pool.fn;
-        void *ctx = pool.ctx;
-        size_t count = pool.part_count;
-        pthread_mutex_unlock(&pool.lock);
-        fn(ctx, part, count);
-        pthread_mutex_lock(&pool.lock);
-        if (--pool.pending == 0)
-            pthread_cond_signal(&pool.done);
-    }
-    return NULL;
-}
-
-void tsrnn_cpu_set_thread_count(int thread_count)
-{
-#if TSRNN_HAVE_BLAS
-    /* OpenBLAS runs single-threaded inside tsrnn's parts (blas_gemm()): its own workers,
-     * woken, spin with sched_yield after every call, and beside our threads on 2 cores they
-     * took a third of the CPU time of a 2-thread LSTM-256 run. */
-    openblas_set_num_threads(1);
-#endif
-    compute_threads = thread_count < 1 ? 1 : thread_count;
-    /* Helpers that cannot start leave their parts to the caller (tsrnn_cpu_parallel). */
-    while (pool.helper_count + 1 < (size_t)compute_threads && pool.helper_count < MAX_HELPERS) {
-        pthread_t thread;
-        if (pthread_create(&thread, NULL, helper_main, (void *)(uintptr_t)(pool.helper_count + 1)))
-            break;
-        pthread_detach(thread);
-        pool.helper_count++;
-    }
-}
-
-int tsrnn_cpu_thread_count(void)
-{
-    return compute_threads;
-}
-
-void tsrnn_cpu_parallel(void (*fn)(void *ctx, size_t part, size_t part_count), void *ctx,
-                        size_t part_count)
-{
-    size_t helped = part_count > 1 ? part_count - 1 : 0;
-    if (helped > pool.helper_count)
-        helped = pool.helper_count;
-    if (helped > 0) {
-        pthread_mutex_lock(&pool.lock);
-        pool.fn = fn;
-        pool.ctx = ctx;
-        pool.part_count = part_count;
-        pool.helped = helped;
-        pool.pending = helped;
-        pool.generation++;
-        pthread_cond_broadcast(&pool.start);
-        pthread_mutex_unlock(&pool.lock);
-    }
-    bool nested = in_job;
-    in_job = true;
-    fn(ctx, 0, part_count);
-    for (size_t part = helped + 1; part < part_count; part++)
-        fn(ctx, part, part_count);
-    in_job = nested;
-    if (helped > 0) {
-        pthread_mutex_lock(&pool.lock);
-        while (pool.pending > 0)
-            pthread_cond_wait(&pool.done, &pool.lock);
-        pthread_mutex_unlock(&pool.lock);
-    }
-}
 
 /* C = beta * C, with beta = 0 meaning "overwrite" as in BLAS. */
 static void scale_rows(float *restrict c, size_t ldc, size_t m, size_t n, float beta)
@@ -473,12 +352,14 @@ TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m,
 
 #if TSRNN_HAVE_BLAS
 /* Whether a product of this size goes to BLAS on this thread's path. */
-static bool use_blas(size_t m, size_t n, size_t k, size_t lda, size_t ldb, size_t ldc)
+static bool use_blas(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
+                     size_t ldb, size_t ldc)
 {
     bool big = m * n * k >= BLAS_MIN_MACS && k >= BLAS_MIN_K;
     bool fits_int = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
                     ldb <= INT_MAX && ldc <= INT_MAX;
-    return fits_int && (gemm_path == TSRNN_GEMM_BLAS || (gemm_path == TSRNN_GEMM_AUTO && big));
+    return fits_int &&
+           (cpu->gemm_path == TSRNN_GEMM_BLAS || (cpu->gemm_path == TSRNN_GEMM_AUTO && big));
 }
 
 /* One BLAS product, split by rows of C among the compute threads when it is large. */
@@ -509,45 +390,46 @@ static void blas_part(void *arg, size_t part, size_t parts)
 /* From this many multiply-adds (~0.2 ms at one core's peak) a product is split. */
 #define SPLIT_MIN_GEMM_MACS (1u << 23)
 
-static void blas_gemm(const struct blas_product *p)
+static void blas_gemm(const struct tsrnn_cpu *cpu, const struct blas_product *p)
 {
-    size_t parts = in_job ? 1 : (size_t)compute_threads;
+    size_t parts = tsrnn_cpu_in_job ? 1 : (size_t)cpu->thread_count;
     if (parts > p->m / 16)
         parts = p->m / 16;
     if (parts > 1 && p->m * p->n * p->k >= SPLIT_MIN_GEMM_MACS)
-        tsrnn_cpu_parallel(blas_part, (void *)p, parts);
+        tsrnn_cpu_parallel((struct tsrnn_cpu *)cpu, blas_part, (void *)p, parts);
     else
         blas_part((void *)p, 0, 1);
 }
 #endif
 
-void tsrnn_cpu_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
-                    const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-                    size_t ldc)
+void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m, size_t n,
+                    size_t k, float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                    float beta, float *c, size_t ldc)
 {
     if (m == 0 || n == 0)
         return;
 #if TSRNN_HAVE_BLAS
-    if (k > 0 && use_blas(m, n, k, lda, ldb, ldc)) {
+    if (k > 0 && use_blas(cpu, m, n, k, lda, ldb, ldc)) {
         struct blas_product p = { trans_a, trans_b, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc };
-        blas_gemm(&p);
+        blas_gemm(cpu, &p);
         return;
     }
 #endif
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void tsrnn_cpu_gemm_bias(size_t m, size_t n, size_t k, const float *a, size_t lda, const float *b,
-                         size_t ldb, const float *bias, float *c, size_t ldc)
+void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb, const float *bias, float *c,
+                         size_t ldc)
 {
     if (m == 0 || n == 0)
         return;
 #if TSRNN_HAVE_BLAS
-    if (k > 0 && use_blas(m, n, k, lda, ldb, ldc)) {
+    if (k > 0 && use_blas(cpu, m, n, k, lda, ldb, ldc)) {
         for (size_t i = 0; i < m; i++)
             memcpy(c + i * ldc, bias, n * sizeof(*c));
         struct blas_product p = { false, false, m, n, k, 1.0f, 1.0f, a, b, c, lda, ldb, ldc };
-        blas_gemm(&p);
+        blas_gemm(cpu, &p);
         return;
     }
 #endif
@@ -702,10 +584,10 @@ bool tsrnn_cpu_packed_kernel_available(void)
 }
 #endif
 
-void tsrnn_cpu_gemm_packed(size_t m, size_t n, size_t k, const float *a, size_t lda,
-                           const float *packed, float *c, size_t ldc)
+void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
+                           const float *a, size_t lda, const float *packed, float *c, size_t ldc)
 {
-    bool kernel = gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_packed_kernel_available();
+    bool kernel = cpu->gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_packed_kernel_available();
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
     for (size_t p = 0; p < panel_count; p++) {
         const float *panel = packed + p * k * PANEL_COLS;

@@ -2,7 +2,7 @@
  *     h' = tanh(W_ih x + b_ih + W_hh h + b_hh)
  * gates holds h' itself. */
 #include "activation.h"
-#include "tsrnn/model.h"
+#include "cpu.h"
 
 TSRNN_VECTOR_CLONES static void rnn_forward(const struct tsrnn_cell_step *s, size_t batch_count,
                                             size_t hidden_count)

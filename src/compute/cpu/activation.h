@@ -7,15 +7,15 @@
  * for tsrnn (numpy, Chebyshev nodes): exp on |r| <= ln2/2 to 2.6e-9 relative, tanh on
  * |x| < 0.625 to 4.7e-9 relative.
  */
-#ifndef TSRNN_MODEL_ACTIVATION_H
-#define TSRNN_MODEL_ACTIVATION_H
+#ifndef TSRNN_COMPUTE_CPU_ACTIVATION_H
+#define TSRNN_COMPUTE_CPU_ACTIVATION_H
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "tsrnn/compute.h" /* TSRNN_VECTOR_CLONES */
+#include "cpu.h" /* TSRNN_VECTOR_CLONES */
 
 #define TSRNN_LOG2E 1.44269504f
 

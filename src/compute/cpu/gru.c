@@ -5,7 +5,7 @@
  *     h' = (h - n) * z + n                     (= (1 - z) * n + z * h, PyTorch's rounding)
  * gates holds r, z, n after activation, (B, 3H) = [r | z | n]; aux keeps W_hn h + b_hn. */
 #include "activation.h"
-#include "tsrnn/model.h"
+#include "cpu.h"
 
 /* One sample: gates (3H) in place from pre-activations to r, z, n; hn and h. Pointers to
  * distinct arrays (restrict), so the loop vectorises. */

@@ -1,0 +1,140 @@
+/* The CPU backend's table (backend.h): its context, memory (host memory, 64-byte aligned),
+ * and the optimizer's elementwise operations. The model's operations are in model.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#define ALIGN_NBYTES 64 /* a cache line, and enough for any vector load */
+
+static enum tsrnn_status cpu_create(struct tsrnn_compute **ctx,
+                                    const struct tsrnn_compute_options *options)
+{
+    struct tsrnn_cpu *cpu = malloc(sizeof(*cpu));
+    if (cpu == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the CPU backend");
+    enum tsrnn_status status = tsrnn_cpu_init(cpu, options->thread_count);
+    if (status != TSRNN_OK) {
+        free(cpu);
+        return status;
+    }
+    *ctx = &cpu->base;
+    return TSRNN_OK;
+}
+
+static void cpu_destroy(struct tsrnn_compute *ctx)
+{
+    tsrnn_cpu_finish((struct tsrnn_cpu *)ctx);
+    free(ctx);
+}
+
+static enum tsrnn_status cpu_alloc(struct tsrnn_compute *ctx, void **buf, size_t nbytes)
+{
+    (void)ctx;
+    size_t rounded = (nbytes + ALIGN_NBYTES - 1) / ALIGN_NBYTES * ALIGN_NBYTES;
+    *buf = nbytes > 0 && rounded >= nbytes ? aligned_alloc(ALIGN_NBYTES, rounded) : NULL;
+    if (*buf == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory: %zu bytes for the CPU backend", nbytes);
+    return TSRNN_OK;
+}
+
+static void cpu_free(struct tsrnn_compute *ctx, void *buf)
+{
+    (void)ctx;
+    free(buf);
+}
+
+static enum tsrnn_status cpu_copy(struct tsrnn_compute *ctx, void *dst, const void *src,
+                                  size_t nbytes)
+{
+    (void)ctx;
+    memmove(dst, src, nbytes);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status cpu_zero(struct tsrnn_compute *ctx, void *buf, size_t nbytes)
+{
+    (void)ctx;
+    memset(buf, 0, nbytes);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status cpu_synchronize(struct tsrnn_compute *ctx)
+{
+    (void)ctx; /* every operation completes before it returns */
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_scale_check(struct tsrnn_compute *ctx, float *buf, size_t count,
+                                        float scale, bool *finite)
+{
+    (void)ctx;
+    if (scale != 1.0f)
+        for (size_t i = 0; i < count; i++)
+            buf[i] *= scale;
+    float sum = 0.0f;
+    for (size_t i = 0; i < count; i++)
+        sum += buf[i] * 0.0f; /* stays 0 unless some element is NaN or inf */
+    *finite = sum == 0.0f;
+    return TSRNN_OK;
+}
+
+/* The elementwise update of torch.optim.Adam (src/optim/adam.c has the step), over arrays
+ * that do not overlap (so it vectorises; every lane computes what the scalar code would). */
+TSRNN_VECTOR_CLONES static void adam_update(float *restrict params, float *restrict exp_avg,
+                                            float *restrict exp_avg_sq, const float *restrict grads,
+                                            size_t count, float beta1, float one_minus_beta1,
+                                            float beta2, float one_minus_beta2, float bc2_sqrt,
+                                            float eps, float neg_step_size)
+{
+    for (size_t i = 0; i < count; i++) {
+        float g = grads[i];
+        float m = exp_avg[i] * beta1 + one_minus_beta1 * g;
+        float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
+        exp_avg[i] = m;
+        exp_avg_sq[i] = v;
+        float denom = sqrtf(v) / bc2_sqrt + eps;
+        params[i] = params[i] + neg_step_size * m / denom;
+    }
+}
+
+enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
+                                        float *exp_avg_sq, const float *grads, size_t count,
+                                        const struct tsrnn_adam_scalars *s)
+{
+    (void)ctx;
+    adam_update(params, exp_avg, exp_avg_sq, grads, count, s->beta1, s->one_minus_beta1, s->beta2,
+                s->one_minus_beta2, s->bias_correction2_sqrt, s->eps, s->neg_step_size);
+    return TSRNN_OK;
+}
+
+const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
+    .kind = TSRNN_COMPUTE_CPU,
+    .name = "cpu",
+    .probe = NULL, /* always there */
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .host_memory = true,
+    .stream = NULL,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .zero = cpu_zero,
+    .synchronize = cpu_synchronize,
+    .workspace_create = tsrnn_cpu_workspace_create,
+    .workspace_destroy = tsrnn_cpu_workspace_destroy,
+    .batch_load = tsrnn_cpu_batch_load,
+    .layer_forward = tsrnn_cpu_layer_forward,
+    .layer_backward = tsrnn_cpu_layer_backward,
+    .state_save = tsrnn_cpu_state_save,
+    .head_forward = tsrnn_cpu_head_forward,
+    .head_backward = tsrnn_cpu_head_backward,
+    .mse_forward = tsrnn_cpu_mse_forward,
+    .mse_backward = tsrnn_cpu_mse_backward,
+    .window_squared_errors = tsrnn_cpu_window_squared_errors,
+    .output_download = tsrnn_cpu_output_download,
+    .scale_check = tsrnn_cpu_scale_check,
+    .adam_update = tsrnn_cpu_adam_update,
+};

@@ -1,0 +1,609 @@
+/* The CPU backend's workspace, recurrent layers, head and loss (backend.h): activations
+ * time-major, (T, B, .), so that one GEMM covers the input projection of all steps and one
+ * covers each weight gradient; only the recurrence walks the steps, split by batch rows among
+ * the context's threads for large layers. The cell math lives in rnn.c / lstm.c / gru.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "tsrnn/arena.h"
+
+/* Activations above this are refused up front (and size_t products below cannot overflow). */
+#define MAX_CACHE_NBYTES (1ull << 40)
+
+/* Layers with this few inputs (a univariate series has 1) do their input projection and its
+ * gradients step by step, while the step's rows are in cache; wider inputs get one GEMM over
+ * all steps, which does more with the memory it reads. Same products either way. */
+#define STEPWISE_MAX_INPUTS 8
+
+/* From this many recurrent weights (H x G*H) on, the per-step products run on packed weights;
+ * below it they stay in the reference loops (the Darts guide's model among them). */
+#define PACKED_MIN_WEIGHTS (128 * 128)
+
+/* What a layer's forward keeps for its backward, for one window of T steps. */
+struct layer_cache {
+    const float *input; /* (T, B, I) the layer's input (after dropout of the layer below) */
+    bool input_masked;  /* input = the layer below's outputs times mask */
+    float *mask;        /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
+    float *dropped;     /* likewise: the masked outputs of the layer below */
+    float *gates;       /* (T, B, G*H) activated gates; RNN: the new h */
+    float *h;           /* (T+1, B, H) h[0] = initial state */
+    float *c;           /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
+    float *aux;         /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
+    float *w_ih_t;      /* (I, G*H) W_ih transposed at the start of each forward, so that */
+    float *w_hh_t;      /* (H, G*H) the GEMM loops run along contiguous gate rows */
+    float *w_hh_packed; /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
+                           uses packed products */
+};
+
+struct tsrnn_workspace {
+    struct tsrnn_cpu *cpu;
+    struct tsrnn_model_dims dims;
+    const struct tsrnn_cell *cell;
+    bool packed_recurrence; /* large H on an AVX2 + FMA CPU: the per-step products use packed
+                               weights (tsrnn_cpu_gemm_packed) instead of BLAS or the loops */
+    struct tsrnn_arena arena;
+
+    size_t batch_count, step_count; /* B, T of the batch loaded */
+    bool zero_initial_state;        /* the last forward started from h = 0 */
+    bool packed_products;           /* the last forward used the packed recurrent products */
+    struct layer_cache layers[TSRNN_MODEL_MAX_LAYERS];
+    float *x;               /* (T, B, C) input, time-major */
+    float *y;               /* (T, B, O) target, time-major */
+    float *out;             /* (T, B, O) head output */
+    float *d_out;           /* (T, B, O) */
+    float *d_h;             /* (T, B, H) dLoss/d(outputs of the layer being walked back) */
+    float *d_xg;            /* (T, B, G*H) */
+    float *d_hg;            /* (T, B, G*H) GRU; aliases d_xg otherwise */
+    float *d_w_ih_t;        /* (I, G*H) dW_ih^T gathered step by step for layers with few inputs */
+    float *hg;              /* (B, G*H) scratch: W_hh h_prev + b_hh */
+    float *dh_step;         /* (B, H) scratch: dLoss/dh at the current step */
+    float *dh_carry;        /* (B, H) dLoss/dh_prev flowing from step t to t-1 */
+    float *dh_direct;       /* (B, H) scratch: GRU's bypass part of dLoss/dh_prev */
+    float *dc;              /* (B, H) LSTM dLoss/dc running backwards */
+    float *w_hh_packed_bwd; /* W_hh packed for the backward's d_hg W_hh; NULL likewise */
+    float *state_h;         /* (L, B, H) carried state between predict steps */
+    float *state_c;         /* (L, B, H) LSTM, likewise; NULL otherwise */
+};
+
+const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind)
+{
+    switch (kind) {
+    case TSRNN_MODEL_LSTM:
+        return &tsrnn_cell_lstm;
+    case TSRNN_MODEL_GRU:
+        return &tsrnn_cell_gru;
+    case TSRNN_MODEL_RNN:
+        break;
+    }
+    return &tsrnn_cell_rnn;
+}
+
+static void layout(struct tsrnn_workspace *ws, struct tsrnn_arena *arena, size_t B, size_t T)
+{
+    const struct tsrnn_model_dims *dims = &ws->dims;
+    const struct tsrnn_cell *cell = ws->cell;
+    size_t GH = cell->gate_count * dims->hidden_count, H = dims->hidden_count;
+    size_t L = dims->layer_count;
+    bool packed = ws->packed_recurrence, dropout = L > 1 && dims->dropout > 0.0f;
+
+    ws->x = tsrnn_arena_floats(arena, T * B * dims->input_count);
+    ws->y = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    ws->out = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    ws->d_out = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    for (size_t l = 0; l < L; l++) {
+        struct layer_cache *lc = &ws->layers[l];
+        *lc = (struct layer_cache){ 0 };
+        lc->gates = tsrnn_arena_floats(arena, T * B * GH);
+        lc->h = tsrnn_arena_floats(arena, (T + 1) * B * H);
+        if (cell->has_cell_state)
+            lc->c = tsrnn_arena_floats(arena, (T + 1) * B * H);
+        if (cell->has_cell_state || cell->separate_d_hg)
+            lc->aux = tsrnn_arena_floats(arena, T * B * H);
+        lc->w_ih_t = tsrnn_arena_floats(arena, (l == 0 ? dims->input_count : H) * GH);
+        lc->w_hh_t = tsrnn_arena_floats(arena, H * GH);
+        if (packed)
+            lc->w_hh_packed = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(H, GH));
+    }
+    if (packed)
+        ws->w_hh_packed_bwd = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(GH, H));
+    for (size_t l = 1; dropout && l < L; l++) {
+        ws->layers[l].mask = tsrnn_arena_floats(arena, T * B * H);
+        ws->layers[l].dropped = tsrnn_arena_floats(arena, T * B * H);
+    }
+    ws->d_h = tsrnn_arena_floats(arena, T * B * H);
+    ws->d_xg = tsrnn_arena_floats(arena, T * B * GH);
+    ws->d_hg = cell->separate_d_hg ? tsrnn_arena_floats(arena, T * B * GH) : ws->d_xg;
+    ws->d_w_ih_t = tsrnn_arena_floats(arena, STEPWISE_MAX_INPUTS * GH);
+    ws->hg = tsrnn_arena_floats(arena, B * GH);
+    ws->dh_step = tsrnn_arena_floats(arena, B * H);
+    ws->dh_carry = tsrnn_arena_floats(arena, B * H);
+    ws->dh_direct = tsrnn_arena_floats(arena, B * H);
+    ws->dc = tsrnn_arena_floats(arena, B * H);
+    ws->state_h = tsrnn_arena_floats(arena, L * B * H);
+    if (cell->has_cell_state)
+        ws->state_c = tsrnn_arena_floats(arena, L * B * H);
+}
+
+enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx,
+                                             struct tsrnn_workspace **out,
+                                             const struct tsrnn_model_dims *dims,
+                                             size_t batch_capacity, size_t step_capacity)
+{
+    const struct tsrnn_cell *cell = tsrnn_cell_for(dims->kind);
+    *out = NULL;
+
+    /* A bound on the cache's floats, in double so that absurd configs cannot overflow. */
+    double per_sample_step = (double)cell->gate_count * (double)dims->hidden_count *
+                                 (2.0 * (double)dims->layer_count + 2.0) +
+                             (double)dims->hidden_count * (4.0 * (double)dims->layer_count + 8.0) +
+                             4.0 * ((double)dims->input_count + (double)dims->output_count);
+    double bound_nbytes =
+        4.0 * per_sample_step * (double)batch_capacity * ((double)step_capacity + 1.0);
+    if (bound_nbytes > (double)MAX_CACHE_NBYTES)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the model's activations would need %.3g GB (batch_size %zu x "
+                           "training_length %zu x hidden_dim %zu x n_rnn_layers %zu); reduce "
+                           "one of them",
+                           bound_nbytes * 1e-9, batch_capacity, step_capacity, dims->hidden_count,
+                           dims->layer_count);
+
+    struct tsrnn_workspace *ws = calloc(1, sizeof(*ws));
+    if (ws == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the model's workspace");
+    ws->cpu = (struct tsrnn_cpu *)ctx;
+    ws->dims = *dims;
+    ws->cell = cell;
+    ws->packed_recurrence =
+        tsrnn_cpu_packed_kernel_available() &&
+        dims->hidden_count * cell->gate_count * dims->hidden_count >= PACKED_MIN_WEIGHTS;
+
+    struct tsrnn_arena measure;
+    tsrnn_arena_measure(&measure);
+    layout(ws, &measure, batch_capacity, step_capacity);
+    enum tsrnn_status status =
+        tsrnn_arena_init(&ws->arena, measure.used_nbytes, "the model's activations");
+    if (status != TSRNN_OK) {
+        free(ws);
+        return status;
+    }
+    layout(ws, &ws->arena, batch_capacity, step_capacity);
+    *out = ws;
+    return TSRNN_OK;
+}
+
+void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+{
+    (void)ctx;
+    if (ws == NULL)
+        return;
+    tsrnn_arena_finish(&ws->arena);
+    free(ws);
+}
+
+bool tsrnn_cpu_workspace_packed(const struct tsrnn_workspace *ws)
+{
+    return ws->packed_recurrence;
+}
+
+bool tsrnn_cpu_workspace_packed_products(const struct tsrnn_workspace *ws)
+{
+    return ws->packed_products;
+}
+
+/* (B, T, n) batch-first -> (T, B, n) time-major. */
+static void to_time_major(float *dst, const float *src, size_t B, size_t T, size_t n)
+{
+    if (n == 1) { /* a univariate series: a plain transpose, not B * T calls to memcpy */
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = 0; t < T; t++)
+                dst[t * B + b] = src[b * T + t];
+        return;
+    }
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++)
+            memcpy(dst + (t * B + b) * n, src + (b * T + t) * n, n * sizeof(*dst));
+}
+
+enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                       const float *x, const float *y, size_t batch_count,
+                                       size_t step_count)
+{
+    (void)ctx;
+    ws->batch_count = batch_count;
+    ws->step_count = step_count;
+    to_time_major(ws->x, x, batch_count, step_count, ws->dims.input_count);
+    if (y != NULL)
+        to_time_major(ws->y, y, batch_count, step_count, ws->dims.output_count);
+    return TSRNN_OK;
+}
+
+/* dst (n, m) = src (m, n) transposed, in 32 x 32 tiles so that both sides stay in cache. */
+static void transpose(float *dst, const float *src, size_t m, size_t n)
+{
+    const size_t tile = 32;
+    for (size_t i0 = 0; i0 < m; i0 += tile)
+        for (size_t j0 = 0; j0 < n; j0 += tile)
+            for (size_t i = i0; i < m && i < i0 + tile; i++)
+                for (size_t j = j0; j < n && j < j0 + tile; j++)
+                    dst[j * m + i] = src[i * n + j];
+}
+
+/* The views of step t of layer cache lc, from batch row r0 on. */
+static struct tsrnn_cell_step step_view(const struct layer_cache *lc, size_t t, size_t B, size_t H,
+                                        size_t GH, size_t r0)
+{
+    return (struct tsrnn_cell_step){
+        .gates = lc->gates + (t * B + r0) * GH,
+        .h_prev = lc->h + (t * B + r0) * H,
+        .h = lc->h + ((t + 1) * B + r0) * H,
+        .c_prev = lc->c ? lc->c + (t * B + r0) * H : NULL,
+        .c = lc->c ? lc->c + ((t + 1) * B + r0) * H : NULL,
+        .aux = lc->aux ? lc->aux + (t * B + r0) * H : NULL,
+    };
+}
+
+/* One layer's recurrence, which tsrnn_cpu_parallel() may split by batch rows: a window's
+ * steps read and write only its own rows, so the parts need no synchronisation, and each
+ * row's arithmetic is the same however the batch is split. */
+struct recurrence {
+    struct tsrnn_workspace *ws;
+    size_t l;
+    const struct tsrnn_layer_params *p;
+    struct tsrnn_layer_params *g;
+    size_t input_count;
+    bool stepwise_sums; /* backward: the per-step weight and bias sums inside the loop */
+};
+
+/* A layer's recurrence is split among the compute threads from this many multiply-adds per
+ * pass over the batch (~1.5 ms of work) on, in parts of at least 8 rows. Waking a helper
+ * costs ~0.1 ms on the 2-core VM: LSTM-64 at batch 16 (5 M) was slower split. */
+#define SPLIT_MIN_PASS_MACS (1u << 25)
+#define SPLIT_MIN_PART_ROWS 8
+
+static size_t recurrence_parts(const struct tsrnn_workspace *ws)
+{
+    size_t B = ws->batch_count, T = ws->step_count;
+    size_t H = ws->dims.hidden_count, GH = ws->cell->gate_count * H;
+    size_t parts = (size_t)ws->cpu->thread_count;
+    if (parts < 2 || B * T * H * GH < SPLIT_MIN_PASS_MACS)
+        return 1;
+    return parts < B / SPLIT_MIN_PART_ROWS ? parts : B / SPLIT_MIN_PART_ROWS;
+}
+
+/* Part `part` of `parts` of [0, count): [*lo, *hi), starting on multiples of `align` (the GEMM
+ * tiles' height for batch rows, a 16-column panel for gate columns). */
+static void part_range(size_t count, size_t part, size_t parts, size_t align, size_t *lo,
+                       size_t *hi)
+{
+    *lo = count * part / parts / align * align;
+    *hi = part + 1 == parts ? count : count * (part + 1) / parts / align * align;
+}
+
+/* The time loop of tsrnn_cpu_layer_forward() for one part of the batch. */
+static void forward_rows(void *arg, size_t part, size_t parts)
+{
+    const struct recurrence *rc = arg;
+    const struct tsrnn_workspace *ws = rc->ws;
+    const struct tsrnn_cpu *cpu = ws->cpu;
+    const struct tsrnn_cell *cell = ws->cell;
+    const struct layer_cache *lc = &ws->layers[rc->l];
+    const struct tsrnn_layer_params *p = rc->p;
+    size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
+    size_t GH = cell->gate_count * H, I = rc->input_count, r0, r1;
+
+    part_range(B, part, parts, 4, &r0, &r1);
+    size_t n = r1 - r0;
+    float *hg = ws->hg + r0 * GH;
+    for (size_t t = 0; t < T && n > 0; t++) {
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
+        if (I <= STEPWISE_MAX_INPUTS)
+            tsrnn_cpu_gemm_bias(cpu, n, GH, I, lc->input + (t * B + r0) * I, I, lc->w_ih_t, GH,
+                                p->b_ih, s.gates, GH);
+        bool zero_state = t == 0 && ws->zero_initial_state; /* then W_hh h adds exact zeros */
+        if (zero_state || ws->packed_products)
+            tsrnn_cpu_fill_rows(hg, p->b_hh, n, GH);
+        if (!zero_state && ws->packed_products)
+            tsrnn_cpu_gemm_packed(cpu, n, GH, H, s.h_prev, H, lc->w_hh_packed, hg, GH);
+        else if (!zero_state)
+            tsrnn_cpu_gemm_bias(cpu, n, GH, H, s.h_prev, H, lc->w_hh_t, GH, p->b_hh, hg, GH);
+        s.hg = hg;
+        cell->forward(&s, n, H);
+    }
+}
+
+enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                          size_t l, const struct tsrnn_layer_params *p,
+                                          enum tsrnn_initial_state initial_state,
+                                          const float *input_mask, bool weights_unchanged)
+{
+    struct tsrnn_cpu *cpu = (struct tsrnn_cpu *)ctx;
+    const struct tsrnn_cell *cell = ws->cell;
+    struct layer_cache *lc = &ws->layers[l];
+    size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
+    size_t GH = cell->gate_count * H, input_count = l == 0 ? ws->dims.input_count : H;
+
+    if (l == 0) {
+        ws->zero_initial_state = initial_state == TSRNN_STATE_ZERO;
+        if (!weights_unchanged) /* a forecast's later steps keep the first step's choice */
+            ws->packed_products = ws->packed_recurrence && cpu->gemm_path != TSRNN_GEMM_LOOPS;
+    }
+    lc->input = l == 0 ? ws->x : ws->layers[l - 1].h + B * H; /* h[1..T] of the layer below */
+    lc->input_masked = input_mask != NULL && lc->mask != NULL;
+    if (lc->input_masked) { /* inverted dropout between layers */
+        size_t n = T * B * H;
+        memcpy(lc->mask, input_mask, n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            lc->dropped[i] = lc->input[i] * lc->mask[i];
+        lc->input = lc->dropped;
+    }
+
+    bool packed = ws->packed_products;
+    if (!weights_unchanged) {
+        transpose(lc->w_ih_t, p->w_ih, GH, input_count);
+        if (packed)
+            tsrnn_cpu_pack(lc->w_hh_packed, p->w_hh, H, H, GH, true);
+        else
+            transpose(lc->w_hh_t, p->w_hh, GH, H);
+    }
+    /* The input projection, gates = input W_ih^T + b_ih: for all T steps in one GEMM, or
+     * step by step for few inputs (in the loop of forward_rows). */
+    if (input_count > STEPWISE_MAX_INPUTS)
+        tsrnn_cpu_gemm_bias(cpu, T * B, GH, input_count, lc->input, input_count, lc->w_ih_t, GH,
+                            p->b_ih, lc->gates, GH);
+
+    if (initial_state == TSRNN_STATE_SAVED)
+        memcpy(lc->h, ws->state_h + l * B * H, B * H * sizeof(float));
+    else
+        memset(lc->h, 0, B * H * sizeof(float));
+    if (lc->c && initial_state == TSRNN_STATE_SAVED)
+        memcpy(lc->c, ws->state_c + l * B * H, B * H * sizeof(float));
+    else if (lc->c)
+        memset(lc->c, 0, B * H * sizeof(float));
+
+    struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count };
+    tsrnn_cpu_parallel(cpu, forward_rows, &rc, recurrence_parts(ws));
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+{
+    size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
+    (void)ctx;
+    for (size_t l = 0; l < ws->dims.layer_count; l++) {
+        const struct layer_cache *lc = &ws->layers[l];
+        memcpy(ws->state_h + l * B * H, lc->h + T * B * H, B * H * sizeof(float));
+        if (lc->c)
+            memcpy(ws->state_c + l * B * H, lc->c + T * B * H, B * H * sizeof(float));
+    }
+    return TSRNN_OK;
+}
+
+/* The input weights' and the biases' share of step t of the layer's backward, for few inputs:
+ * sums over the batch rows, for gate columns [j0, j1). */
+static void add_stepwise_sums(const struct recurrence *rc, size_t t, size_t j0, size_t j1)
+{
+    struct tsrnn_workspace *ws = rc->ws;
+    const struct layer_cache *lc = &ws->layers[rc->l];
+    struct tsrnn_layer_params *g = rc->g;
+    size_t B = ws->batch_count, GH = ws->cell->gate_count * ws->dims.hidden_count;
+    size_t I = rc->input_count;
+    const float *d_xg = ws->d_xg + t * B * GH + j0, *d_hg = ws->d_hg + t * B * GH + j0;
+
+    tsrnn_cpu_gemm(ws->cpu, true, false, I, j1 - j0, B, 1.0f, lc->input + t * B * I, I, d_xg, GH,
+                   1.0f, ws->d_w_ih_t + j0, GH);
+    tsrnn_cpu_add_column_sums(g->b_ih + j0, d_xg, B, j1 - j0, GH);
+    if (d_hg != d_xg)
+        tsrnn_cpu_add_column_sums(g->b_hh + j0, d_hg, B, j1 - j0, GH);
+}
+
+/* After a split backward loop: the per-step sums of all steps, in the loop's order, each part
+ * of the threads taking a block of gate columns (every column's sums run as on one thread). */
+static void stepwise_sums_columns(void *arg, size_t part, size_t parts)
+{
+    const struct recurrence *rc = arg;
+    const struct tsrnn_workspace *ws = rc->ws;
+    size_t GH = ws->cell->gate_count * ws->dims.hidden_count;
+    size_t j0, j1;
+    part_range(GH, part, parts, 16, &j0, &j1);
+    for (size_t t = ws->step_count; j1 > j0 && t-- > 0;)
+        add_stepwise_sums(rc, t, j0, j1);
+}
+
+/* The time loop of tsrnn_cpu_layer_backward() for one part of the batch. */
+static void backward_rows(void *arg, size_t part, size_t parts)
+{
+    const struct recurrence *rc = arg;
+    struct tsrnn_workspace *ws = rc->ws;
+    const struct tsrnn_cpu *cpu = ws->cpu;
+    const struct tsrnn_cell *cell = ws->cell;
+    const struct layer_cache *lc = &ws->layers[rc->l];
+    const struct tsrnn_layer_params *p = rc->p;
+    size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
+    size_t GH = cell->gate_count * H, r0, r1;
+
+    part_range(B, part, parts, 4, &r0, &r1);
+    size_t n = r1 - r0;
+    if (n == 0)
+        return;
+    float *dh_step = ws->dh_step + r0 * H, *dh_carry = ws->dh_carry + r0 * H;
+    float *dh_direct = ws->dh_direct + r0 * H, *dc = ws->dc ? ws->dc + r0 * H : NULL;
+    memset(dh_carry, 0, n * H * sizeof(float));
+    if (cell->has_cell_state)
+        memset(dc, 0, n * H * sizeof(float));
+    for (size_t t = T; t-- > 0;) {
+        const float *d_h_t = ws->d_h + (t * B + r0) * H;
+        for (size_t i = 0; i < n * H; i++)
+            dh_step[i] = d_h_t[i] + dh_carry[i];
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
+        struct tsrnn_cell_grads cg = {
+            .dh = dh_step,
+            .dc = dc,
+            .d_xg = ws->d_xg + (t * B + r0) * GH,
+            .d_hg = ws->d_hg + (t * B + r0) * GH,
+            .dh_prev = dh_direct,
+        };
+        cell->backward(&cg, &s, n, H);
+        if (rc->stepwise_sums)
+            add_stepwise_sums(rc, t, 0, GH);
+        if (t == 0)
+            break; /* nobody asks for dLoss/dh[0] */
+        /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
+        if (ws->packed_products) {
+            memset(dh_carry, 0, n * H * sizeof(float));
+            tsrnn_cpu_gemm_packed(cpu, n, H, GH, cg.d_hg, GH, ws->w_hh_packed_bwd, dh_carry, H);
+        } else {
+            tsrnn_cpu_gemm(cpu, false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f,
+                           dh_carry, H);
+        }
+        if (cell->has_direct_path)
+            for (size_t i = 0; i < n * H; i++)
+                dh_carry[i] += dh_direct[i];
+    }
+}
+
+enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                           size_t l, const struct tsrnn_layer_params *p,
+                                           struct tsrnn_layer_params *g)
+{
+    struct tsrnn_cpu *cpu = (struct tsrnn_cpu *)ctx;
+    const struct layer_cache *lc = &ws->layers[l];
+    size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
+    size_t GH = ws->cell->gate_count * H, input_count = l == 0 ? ws->dims.input_count : H;
+
+    bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
+    if (stepwise) /* dW_ih^T, (I, G*H): its rows are what a step's product fills */
+        memset(ws->d_w_ih_t, 0, input_count * GH * sizeof(float));
+    if (ws->packed_products)
+        tsrnn_cpu_pack(ws->w_hh_packed_bwd, p->w_hh, H, GH, H, false);
+    size_t parts = recurrence_parts(ws);
+    struct recurrence rc = {
+        .ws = ws,
+        .l = l,
+        .p = p,
+        .g = g,
+        .input_count = input_count,
+        .stepwise_sums = stepwise && parts == 1,
+    };
+    tsrnn_cpu_parallel(cpu, backward_rows, &rc, parts);
+    /* Split, the per-step sums over the batch follow, split by columns. */
+    if (stepwise && parts > 1)
+        tsrnn_cpu_parallel(cpu, stepwise_sums_columns, &rc, parts);
+
+    /* Weight gradients of all steps at once (the input side already done for few inputs). */
+    if (stepwise) {
+        for (size_t i = 0; i < GH; i++)
+            for (size_t j = 0; j < input_count; j++)
+                g->w_ih[i * input_count + j] += ws->d_w_ih_t[j * GH + i];
+    } else {
+        tsrnn_cpu_gemm(cpu, true, false, GH, input_count, T * B, 1.0f, ws->d_xg, GH, lc->input,
+                       input_count, 1.0f, g->w_ih, input_count);
+        tsrnn_cpu_add_column_sums(g->b_ih, ws->d_xg, T * B, GH, GH);
+        if (ws->d_hg != ws->d_xg)
+            tsrnn_cpu_add_column_sums(g->b_hh, ws->d_hg, T * B, GH, GH);
+    }
+    /* From a zero initial state, step 0 adds nothing to dW_hh: sum over steps 1..T-1 only. */
+    size_t first = ws->zero_initial_state ? 1 : 0;
+    tsrnn_cpu_gemm(cpu, true, false, GH, H, (T - first) * B, 1.0f, ws->d_hg + first * B * GH, GH,
+                   lc->h + first * B * H, H, 1.0f, g->w_hh, H);
+    if (ws->d_hg == ws->d_xg) /* RNN, LSTM: both biases get the same gradient */
+        memcpy(g->b_hh, g->b_ih, GH * sizeof(float));
+    if (l == 0)
+        return TSRNN_OK; /* below layer 0 nobody needs the gradient */
+    /* dLoss/d(input) is the next d_h: the d_h buffer is free again once the cell backward of
+     * this layer has run, so the GEMM may overwrite it. */
+    tsrnn_cpu_gemm(cpu, false, false, T * B, input_count, GH, 1.0f, ws->d_xg, GH, p->w_ih,
+                   input_count, 0.0f, ws->d_h, input_count);
+    if (lc->input_masked)
+        for (size_t i = 0; i < T * B * H; i++)
+            ws->d_h[i] *= lc->mask[i];
+    return TSRNN_OK;
+}
+
+/* --- the head and the loss: over the workspace's top layer ---------------------------------
+ *
+ * The head V = torch.nn.Linear(H, O), applied to the hidden state of every step:
+ *     out = h V_w^T + V_b        over all T*B rows at once;
+ * the loss nn.MSELoss() (reduction "mean"), the loss of Darts' RNNModel: over batch x steps
+ * x targets, every step of the window counts. */
+
+static const float *top_outputs(const struct tsrnn_workspace *ws)
+{
+    return ws->layers[ws->dims.layer_count - 1].h + ws->batch_count * ws->dims.hidden_count;
+}
+
+enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                         const float *v_w, const float *v_b)
+{
+    size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
+    size_t O = ws->dims.output_count;
+    (void)ctx;
+    tsrnn_cpu_fill_rows(ws->out, v_b, rows, O);
+    tsrnn_cpu_gemm(ws->cpu, false, true, rows, O, H, 1.0f, top_outputs(ws), H, v_w, H, 1.0f,
+                   ws->out, O);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                          const float *v_w, float *g_v_w, float *g_v_b)
+{
+    size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
+    size_t O = ws->dims.output_count;
+    (void)ctx;
+    tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H, 1.0f,
+                   g_v_w, H);
+    tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
+    tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                        float *loss)
+{
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    double sum = 0.0;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++) {
+        float e = ws->out[i] - ws->y[i];
+        sum += (double)(e * e);
+    }
+    *loss = (float)(sum / (double)n);
+    return TSRNN_OK;
+}
+
+/* PyTorch's mse_loss_backward with grad_output 1. */
+enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+{
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    float norm = (float)(2.0 / (double)n);
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        ws->d_out[i] = (ws->out[i] - ws->y[i]) * norm;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
+                                                  struct tsrnn_workspace *ws, double *se)
+{
+    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    (void)ctx;
+    for (size_t b = 0; b < B; b++) {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++) {
+                float e = ws->out[(t * B + b) * O + o] - ws->y[(t * B + b) * O + o];
+                sum += (double)(e * e);
+            }
+        se[b] = sum;
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                            size_t t, float *out)
+{
+    size_t rows = ws->batch_count * ws->dims.output_count;
+    (void)ctx;
+    memcpy(out, ws->out + t * rows, rows * sizeof(float));
+    return TSRNN_OK;
+}
