@@ -22,13 +22,13 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tsrnn/checkpoint.h"
 #include "tsrnn/comm.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/config.h"
 #include "tsrnn/data.h"
 #include "tsrnn/model.h"
 #include "tsrnn/run_folder.h"
-#include "tsrnn/train_state.h"
 
 #define MAX_RANKS 8
 #define TIMEOUT_S 4 /* [trainer] timeout_s of these runs: failures must show within it */

@@ -22,9 +22,9 @@
 
 #include "testutil.h"
 #include "tfevents.h"
+#include "tsrnn/checkpoint.h"
 #include "tsrnn/plot.h"
 #include "tsrnn/run_folder.h"
-#include "tsrnn/train_state.h"
 
 static struct tu_result result;
 

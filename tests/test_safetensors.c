@@ -16,8 +16,8 @@
 
 #include "testutil.h"
 #include "tsrnn/atomic_file.h"
-#include "tsrnn/checkpoint.h"
 #include "tsrnn/rng.h"
+#include "tsrnn/safetensors.h"
 
 /* --- helpers --------------------------------------------------------------------------- */
 

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "tsrnn/checkpoint.h"
+#include "tsrnn/safetensors.h"
 
 static struct tu_result result;
 

@@ -1,153 +1,133 @@
-/* tsrnn checkpoints: reading and writing safetensors files.
+/* Training checkpoints: everything a run needs to continue exactly where it stopped, in one
+ * safetensors file (include/tsrnn/safetensors.h) that PyTorch users can also load as it is.
  *
- * Format (huggingface/safetensors README "Format", shared reference/ecosystem-formats.md
- * §2.1): an 8-byte little-endian u64 N, then an N-byte JSON object (the header), then the
- * data buffer. The header maps each tensor name to {"dtype", "shape", "data_offsets":
- * [begin, end]} with offsets relative to the data buffer, and may hold a "__metadata__"
- * object of string -> string. Tensor data is row-major and little-endian. Files written here
- * load in Python with `safetensors.torch.load_file(path)`.
+ * Tensors, F32, in this order:
+ *     rnn.weight_ih_l0 ... V.weight, V.bias          the weights, PyTorch's state_dict names
+ *     optim.exp_avg.<name>, optim.exp_avg_sq.<name>   Adam's moments of each weight
+ * so `model.load_state_dict(load_file(path), strict=False)` (or a filter on "optim.") gives
+ * a Darts _RNNModule its weights.
  *
- * The reader checks every rule the reference reader enforces (header size limit, JSON
- * without duplicate keys, known dtypes, sizes that match shapes, tensors that cover the data
- * buffer exactly with no holes, overlaps or trailing bytes) and reports the first violation
- * as TSRNN_ERR_DATA with the file, the tensor and the value found. Nothing in a file can
- * make it read outside the file's bytes.
+ * __metadata__ (strings only, as safetensors requires):
+ *     format                  "pt"
+ *     tsrnn.format_version    "1"; a reader refuses other versions
+ *     tsrnn.version           the tsrnn that wrote it
+ *     tsrnn.epoch             the epoch this checkpoint ends (0-based, as Lightning counts)
+ *     tsrnn.batches_done      batches of that epoch done (all of them unless max_steps cut it)
+ *     tsrnn.global_step       optimizer steps done
+ *     tsrnn.adam_step         Adam's step count (bias correction)
+ *     tsrnn.rng_state         JSON: random_state, next_epoch, next_step. tsrnn's random
+ *                             numbers are counter-based: the shuffle of epoch e is Darts' for
+ *                             (random_state, e) and the dropout masks of step s come from
+ *                             (random_state, s), so these three numbers are the whole state
+ *     tsrnn.monitor           "val_loss" (or "train_loss" for a run without validation)
+ *     tsrnn.monitor_value     its value at this epoch; tsrnn.best_value / tsrnn.best_epoch
+ *                             the best so far (lowest)
+ *     tsrnn.model             JSON: model, input_size, hidden_dim, n_rnn_layers, output_size,
+ *                             dropout, input_chunk_length, training_length
+ *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
+ *     tsrnn.series            JSON: time_col, time_unit, components, train_length, train_end
+ *     tsrnn.config            the resolved config (INI text, as config.ini)
+ *     tsrnn.data_crc32c       CRC-32C of the data buffer (8 hex digits)
+ * Doubles are written with 17 significant digits and floats with 9: both read back exactly.
  */
 #ifndef TSRNN_CHECKPOINT_H
 #define TSRNN_CHECKPOINT_H
 
-#include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "tsrnn/config.h"
 #include "tsrnn/core.h"
+#include "tsrnn/data.h"
+#include "tsrnn/model.h"
+#include "tsrnn/optim.h"
+#include "tsrnn/safetensors.h"
 
-/* --- dtypes ---------------------------------------------------------------------------- */
+#define TSRNN_CHECKPOINT_FORMAT_VERSION 1
 
-/* The safetensors dtypes whose elements are whole bytes. Sub-byte types (F4, F6_*) are not
- * recognised: a file using them is rejected. */
-enum tsrnn_dtype {
-    TSRNN_DTYPE_F32,
-    TSRNN_DTYPE_F64,
-    TSRNN_DTYPE_I64,
-    TSRNN_DTYPE_I32,
-    TSRNN_DTYPE_F16,
-    TSRNN_DTYPE_BF16,
-    TSRNN_DTYPE_I16,
-    TSRNN_DTYPE_I8,
-    TSRNN_DTYPE_U8,
-    TSRNN_DTYPE_U16,
-    TSRNN_DTYPE_U32,
-    TSRNN_DTYPE_U64,
-    TSRNN_DTYPE_BOOL,
-    TSRNN_DTYPE_C64,
-    TSRNN_DTYPE_F8_E5M2,
-    TSRNN_DTYPE_F8_E4M3,
-    TSRNN_DTYPE_F8_E8M0,
-    TSRNN_DTYPE_F8_E4M3FNUZ,
-    TSRNN_DTYPE_F8_E5M2FNUZ,
-    TSRNN_DTYPE_COUNT, /* not a dtype: the number of the above */
+/* Where training stands; what a checkpoint restores besides weights and moments. */
+struct tsrnn_train_state {
+    int64_t epoch;        /* the last epoch trained (0-based); -1 before the first */
+    int64_t batches_done; /* batches of `epoch` done */
+    bool epoch_complete;  /* every batch of `epoch` ran and it was validated */
+    int64_t global_step;  /* optimizer steps done */
+    uint32_t random_state;
+    const char *monitor;  /* "val_loss" or "train_loss" */
+    double monitor_value; /* at `epoch` */
+    double best_value;    /* lowest monitor_value so far; NaN before the first epoch */
+    int64_t best_epoch;   /* its epoch; -1 likewise */
 };
 
-/* The dtype's name in a safetensors header ("F32"), or "?" for a value out of range. */
-const char *tsrnn_dtype_name(enum tsrnn_dtype dtype);
-
-/* Bytes per element (F32: 4, C64: 8), or 0 for a value out of range. */
-size_t tsrnn_dtype_nbytes(enum tsrnn_dtype dtype);
-
-/* --- reading --------------------------------------------------------------------------- */
-
-#define TSRNN_TENSOR_MAX_RANK 8
-
-/* One tensor of a file that was read; everything points into the struct tsrnn_safetensors
- * it came from and lives as long as that. */
-struct tsrnn_tensor_info {
-    const char *name;
-    enum tsrnn_dtype dtype;
-    size_t rank; /* 0 for a scalar */
-    int64_t shape[TSRNN_TENSOR_MAX_RANK];
-    size_t element_count; /* the product of shape[0..rank) (1 for a scalar) */
-    size_t nbytes;        /* element_count * tsrnn_dtype_nbytes(dtype) */
-    const void *data;     /* nbytes little-endian bytes in the file buffer; may be unaligned */
+/* What a run's data looked like to the model: saved so that a checkpoint alone can forecast
+ * (tsrnn-predict) in the original scale with the right time stamps and column names. */
+struct tsrnn_series_info {
+    char time_name[TSRNN_NAME_MAX];
+    enum tsrnn_time_unit time_unit;
+    size_t component_count;
+    char component_names[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
+    size_t train_length;
+    int64_t train_end; /* time of the last training point */
 };
 
-/* A key/value pair of "__metadata__" (reading), or one to write. */
-struct tsrnn_metadata_entry {
-    const char *key;
-    const char *value;
+/* Writes the checkpoint atomically (tsrnn_safetensors_write()): the weights and moments of
+ * `model` and `adam`, `state`, the dataset's scaler and series description, and `cfg`.
+ * Errors: TSRNN_ERR_IO naming the path and strerror (the previous file at `path`, if any,
+ * is untouched), TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_model *model,
+                                        const struct tsrnn_adam *adam,
+                                        const struct tsrnn_train_state *state,
+                                        const struct tsrnn_config *cfg,
+                                        const struct tsrnn_dataset *ds);
+
+/* A checkpoint read back: the file, its state and what its metadata describes. */
+struct tsrnn_checkpoint {
+    char path[PATH_MAX];
+    struct tsrnn_safetensors file;
+    struct tsrnn_train_state state;
+    char monitor[16]; /* state.monitor points here */
+    uint64_t adam_step;
+    struct tsrnn_model_dims dims;
+    int input_chunk_length, training_length;
+    struct tsrnn_scaler scaler;
+    struct tsrnn_series_info series;
+    struct tsrnn_config config; /* parsed from tsrnn.config */
 };
 
-/* A file read into memory. The caller owns the struct; the reader fills it and
- * tsrnn_safetensors_finish() frees what it holds. */
-struct tsrnn_safetensors {
-    unsigned char *bytes; /* (nbytes) the whole file, owned */
-    size_t nbytes;
-    size_t header_nbytes;              /* N: the JSON header's length, padding included */
-    struct tsrnn_tensor_info *tensors; /* (tensor_count) in the order of the header */
-    size_t tensor_count;
-    struct tsrnn_metadata_entry *metadata; /* (metadata_count) in the order of the header */
-    size_t metadata_count;
-    char *strings; /* owned: the names, keys and values the above point to */
-};
+/* Reads and checks a checkpoint: a valid safetensors file (every rule of the reader), a tsrnn
+ * checkpoint of this format version, a data buffer matching its CRC, metadata that parses,
+ * and the weights and moments of the model it describes. Errors: TSRNN_ERR_DATA naming the
+ * file and what is wrong; TSRNN_ERR_USAGE when it cannot be opened or read (a checkpoint is
+ * named by the user, like a config file); TSRNN_ERR_NOMEM. On error `ck`
+ * holds nothing to free. */
+enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char *path);
 
-/* Reads and validates the safetensors file at `path` into `st`. Errors: TSRNN_ERR_IO when
- * the file cannot be opened or read (message with strerror), TSRNN_ERR_DATA when it is not a
- * valid safetensors file (message naming the file, the tensor and the offending value),
- * TSRNN_ERR_NOMEM. On any error `st` is left zeroed. */
-enum tsrnn_status tsrnn_safetensors_read(struct tsrnn_safetensors *st, const char *path);
+/* Frees what tsrnn_checkpoint_read() holds; accepts a zeroed struct. */
+void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck);
 
-/* As tsrnn_safetensors_read(), from `nbytes` bytes in memory, which are copied (`bytes` may
- * be NULL when `nbytes` is 0). `label` stands for the file in messages ("weights.safetensors:
- * ..."). Errors: TSRNN_ERR_DATA, TSRNN_ERR_NOMEM; on any error `st` is left zeroed. */
-enum tsrnn_status tsrnn_safetensors_parse(struct tsrnn_safetensors *st, const void *bytes,
-                                          size_t nbytes, const char *label);
+/* Copies the weights (and, when `adam` is not NULL, the moments and step count) into a model
+ * built for the same dimensions. TSRNN_ERR_DATA when the checkpoint's model differs from
+ * `model`'s (kind, sizes): the message names the file, both models and the [model] keys to
+ * check. */
+enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
+                                           struct tsrnn_model *model, struct tsrnn_adam *adam);
 
-/* The tensor called `name`, or NULL if the file has none. */
-const struct tsrnn_tensor_info *tsrnn_safetensors_find(const struct tsrnn_safetensors *st,
-                                                       const char *name);
+/* --- the checkpoints of a run folder --------------------------------------------------- */
 
-/* The "__metadata__" value of `key`, or NULL if the file has none. */
-const char *tsrnn_safetensors_metadata(const struct tsrnn_safetensors *st, const char *key);
+/* File names, as Darts' ModelCheckpoint names them (with .safetensors): "last-epoch=N" and
+ * "best-epoch=N-<monitor>=X.XXXX". */
+void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch);
+void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const char *monitor,
+                                double value);
 
-/* Frees what the reader allocated and zeroes `st`; accepts NULL and a zeroed struct. */
-void tsrnn_safetensors_finish(struct tsrnn_safetensors *st);
+/* The checkpoint `which` names: for "last" (or "best") the newest file of that kind in
+ * `checkpoint_dir` (the highest epoch), else `which` itself, a path. TSRNN_ERR_USAGE when the
+ * folder holds none of that kind (the message says what was looked for and where). */
+enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
+                                          const char *which);
 
-/* Copies the t->element_count values of an F32 tensor into `dst`, which has room for them;
- * t->data need not be aligned. Check the shape against what you expect first. Returns
- * TSRNN_ERR_DATA (naming the tensor and its dtype) and copies nothing when t->dtype is not
- * TSRNN_DTYPE_F32. */
-enum tsrnn_status tsrnn_tensor_copy_f32(float *dst, const struct tsrnn_tensor_info *t);
-
-/* --- writing --------------------------------------------------------------------------- */
-
-/* One tensor to write: `data` holds prod(shape) elements of `dtype`, row-major, in the host's
- * (little-endian) byte order; it may be NULL when that product is 0. */
-struct tsrnn_tensor_desc {
-    const char *name;
-    enum tsrnn_dtype dtype;
-    size_t rank; /* 0 for a scalar */
-    int64_t shape[TSRNN_TENSOR_MAX_RANK];
-    const void *data;
-};
-
-/* Writes a safetensors file at `path`: the header lists "__metadata__" first (when
- * metadata_count > 0) and then the tensors in the given order, as compact JSON padded with
- * spaces so that the data buffer starts at a multiple of 8 bytes; the data is packed in the
- * same order. Put the 8-byte dtypes (F64, I64) first, then 4-byte ones (F32, I32), and so
- * on, and every tensor is naturally aligned in the file (as the reference writer does).
- *
- * The file is replaced atomically: the bytes go to `<path>.tmp.<pid>` in the same folder,
- * which is flushed, fsync'ed and renamed over `path`, then the folder is fsync'ed. On any
- * failure the temporary file is removed and `path` is as it was before (a previous file
- * stays intact).
- *
- * Errors: TSRNN_ERR_DATA (nothing written) for tensors that no reader would accept: a name
- * missing, repeated, not UTF-8 or "__metadata__", a dtype out of range, a rank over
- * TSRNN_TENSOR_MAX_RANK, a negative dimension, NULL data for a non-empty tensor, a
- * repeated or non-UTF-8 metadata key or value; TSRNN_ERR_IO (with strerror, naming `path`)
- * when the file cannot be created, written, synced or renamed; TSRNN_ERR_NOMEM. */
-enum tsrnn_status tsrnn_safetensors_write(const char *path, const struct tsrnn_tensor_desc *tensors,
-                                          size_t tensor_count,
-                                          const struct tsrnn_metadata_entry *metadata,
-                                          size_t metadata_count);
+/* Removes the checkpoints of kind `which` ("last" / "best") in `checkpoint_dir` other than
+ * `keep` (a file name), and the temporary files an interrupted write left ("" for `which`
+ * removes those only). Failures are warnings: an extra old file is harmless. */
+void tsrnn_checkpoint_prune(const char *checkpoint_dir, const char *which, const char *keep);
 
 #endif

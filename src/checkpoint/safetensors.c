@@ -12,8 +12,8 @@
  * 8-byte length, then every header entry on its own (dtype, shape, offsets, size), then the
  * layout of all tensors together, so each message can name the tensor at fault.
  */
+#include "tsrnn/safetensors.h"
 #include "tsrnn/atomic_file.h"
-#include "tsrnn/checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>

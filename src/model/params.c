@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tsrnn/checkpoint.h"
 #include "tsrnn/model.h"
+#include "tsrnn/safetensors.h"
 #include "tsrnn/torch_rng.h"
 
 const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind)

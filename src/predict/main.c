@@ -17,13 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsrnn/checkpoint.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/model.h"
 #include "tsrnn/plot.h"
-#include "tsrnn/train_state.h"
 
 #define PROGRAM "tsrnn-predict"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/checkpoint.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/crc32c.h"
 #include "tsrnn/forecast.h"
@@ -17,7 +18,6 @@
 #include "tsrnn/run_folder.h"
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/train.h"
-#include "tsrnn/train_state.h"
 
 struct trainer {
     const struct tsrnn_config *cfg;

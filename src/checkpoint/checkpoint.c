@@ -1,6 +1,6 @@
-/* Training checkpoints (include/tsrnn/train_state.h): the model's weights, Adam's moments and
+/* Training checkpoints (include/tsrnn/checkpoint.h): the model's weights, Adam's moments and
  * the run's state in one safetensors file, and the checkpoints of a run folder. */
-#include "tsrnn/train_state.h"
+#include "tsrnn/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
