@@ -37,7 +37,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "tsrnn/checkpoint.h"
+#include "tsrnn/safetensors.h"
 #include "tsrnn/crc32c.h"
 
 struct crc_entry {
