@@ -51,10 +51,10 @@ static enum tsrnn_status rendezvous_failed(struct tsrnn_store *store, int world_
         char key[KEY_NBYTES];
         joined_key(key, sizeof(key), r);
         bool found;
-        if (tsrnn_store_has(store, key, &found) != TSRNN_OK)
-            return tsrnn_error(TSRNN_ERR_COMM,
-                               "could not connect to the other ranks through %s: %s", store->dir,
-                               err);
+        if (tsrnn_store_has(store, key, &found) != TSRNN_OK) {
+            missing = 0; /* who came is unknown: give Gloo's reason */
+            break;
+        }
         if (found)
             continue;
         if (used < sizeof(list)) {
