@@ -6,6 +6,7 @@
  * prints why and exits non-zero (cmocka's asserts belong to the parent only). The parent
  * reaps them with a deadline and kills what is left, so no case can hang.
  */
+#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -367,6 +368,55 @@ static void test_bad_options(void **state)
     expect_usage(o, "host is empty");
 }
 
+/* The rendezvous goes through the store (src/comm/store.h): what it leaves in the folder is
+ * the store's files, one per key, and a second open in the same folder is refused. */
+static int join_and_leave_rank(const struct world *w, int rank)
+{
+    struct tsrnn_comm *comm;
+    if (open_rank(&comm, w, rank) != TSRNN_OK || tsrnn_comm_barrier(comm) != TSRNN_OK)
+        return FAIL("open or barrier: %s", tsrnn_last_error());
+    tsrnn_comm_close(comm);
+    return 0;
+}
+
+static void test_rendezvous_through_the_store(void **state)
+{
+    (void)state;
+    skip_without_gloo();
+    char *dir = tu_mkdtemp();
+    struct world w = { 2, dir, 5 };
+    static const int both[] = { 0, 1 };
+    assert_true(run_ranks(&w, both, 2, join_and_leave_rank, 30));
+
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int joined = 0, gloo_keys = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (strcmp(e->d_name, "joined.0") == 0 || strcmp(e->d_name, "joined.1") == 0)
+            joined++;
+        else if (strncmp(e->d_name, "gloo.", 5) == 0)
+            gloo_keys++;
+        else
+            fail_msg("%s in the rendezvous folder is no key of the store", e->d_name);
+    }
+    closedir(d);
+    assert_int_equal(joined, 2);
+    assert_true(gloo_keys >= 2); /* each rank's pair addresses */
+
+    struct tsrnn_comm *comm;
+    assert_int_equal(open_rank(&comm, &w, 0), TSRNN_ERR_COMM);
+    assert_null(comm);
+    char want[PATH_MAX + 128];
+    snprintf(want, sizeof(want),
+             "rank 0: rank 0 already joined the rendezvous in %s: a folder serves one run only",
+             dir);
+    tu_expect_in(tsrnn_last_error(), want);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* 4. failures, with a 2 s timeout */
 
 /* Rank 1 joins, then dies before the allreduce; rank 0 must hear of it at once, refuse
@@ -597,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_3_ranks),
         cmocka_unit_test(test_allreduce_4_ranks),
         cmocka_unit_test(test_broadcast_and_barrier),
+        cmocka_unit_test(test_rendezvous_through_the_store),
         cmocka_unit_test(test_peer_exits),
         cmocka_unit_test(test_peer_stalls),
         cmocka_unit_test(test_missing_rank_1),

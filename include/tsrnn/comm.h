@@ -2,8 +2,14 @@
  * (DESIGN.md §2 "Communication").
  *
  *     local   world size 1: every collective is a no-op (broadcast, barrier) or the identity
- *     gloo    CPU workers: Gloo over TCP (127.0.0.1 by default), rendezvous through a
- *             FileStore-compatible store in the launcher's private directory
+ *     gloo    CPU workers: Gloo over TCP (127.0.0.1 by default), rendezvous through the
+ *             rendezvous store (src/comm/store.h: one file per key) in the launcher's private
+ *             folder
+ *
+ * Each backend lives in its own file of src/comm/ behind the table of src/comm/backend.h;
+ * comm.c checks the options and the arguments and dispatches to it, and words every failure
+ * the same way ("rank 1: allreduce of 483 floats failed (timeout 60 s): <the backend's
+ * reason>").
  *
  * Every call has a finite deadline (timeout_s): a peer that died is reported at once (its
  * TCP connection closes), a peer that is alive but silent after timeout_s. Either way the

@@ -1,35 +1,21 @@
-/* tsrnn comm: the dispatcher of comm.h, option checks, and the backend table.
+/* tsrnn comm: the dispatcher of comm.h and the one table of backends.
  *
- * A backend is a table of functions (open .. close) and a state pointer; the dispatcher
- * checks what every backend would check (ranks, sizes, roots), skips empty collectives, and
- * refuses collectives on a communicator that failed or was aborted, so a backend only ever
- * sees valid, non-empty calls on a live connection. local is here; gloo's C++ lives in
- * gloo.cc behind gloo_shim.h, with its thin C side (messages, rendezvous parsing) here.
+ * A backend (backend.h) is a table of functions (open .. close) and a state pointer, in its
+ * own file: local.c, gloo.c (with gloo.cc, the C++ shim). This file checks what every backend
+ * would check (options, ranks, sizes, roots), skips empty collectives, refuses collectives on
+ * a communicator that failed or was aborted, and words every failure the same way ("rank 1:
+ * allreduce of 483 floats failed (timeout 60 s): " + the backend's own text), so a backend
+ * only ever sees valid, non-empty calls on a live connection and only says what went wrong.
  */
 #include "tsrnn/comm.h"
 
-#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "backend.h"
 #include "tsrnn_build.h"
-
-#if TSRNN_HAVE_GLOO
-#include "gloo_shim.h"
-#endif
-
-struct tsrnn_comm_backend {
-    const char *name;
-    enum tsrnn_status (*open)(struct tsrnn_comm *comm, const struct tsrnn_comm_options *opt);
-    enum tsrnn_status (*allreduce_sum)(struct tsrnn_comm *comm, void *buf, size_t count,
-                                       enum tsrnn_comm_dtype dtype);
-    enum tsrnn_status (*broadcast)(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root);
-    enum tsrnn_status (*barrier)(struct tsrnn_comm *comm);
-    void (*abort)(struct tsrnn_comm *comm);
-    void (*close)(struct tsrnn_comm *comm);
-};
 
 struct tsrnn_comm {
     const struct tsrnn_comm_backend *backend;
@@ -49,159 +35,16 @@ static const char *dtype_name(enum tsrnn_comm_dtype dtype)
     return dtype == TSRNN_COMM_F64 ? "doubles" : "floats";
 }
 
-/* local: a world of one rank. */
-
-static enum tsrnn_status local_open(struct tsrnn_comm *comm, const struct tsrnn_comm_options *opt)
-{
-    (void)comm;
-    if (opt->world_size != 1)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "comm backend \"local\" runs a world of 1 rank, not %d: use gloo "
-                           "(or leave the backend unset) for more",
-                           opt->world_size);
-    return TSRNN_OK;
-}
-
-static enum tsrnn_status local_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
-                                             enum tsrnn_comm_dtype dtype)
-{
-    (void)comm, (void)buf, (void)count, (void)dtype;
-    return TSRNN_OK; /* the sum over one rank is its own values */
-}
-
-static enum tsrnn_status local_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes,
-                                         int root)
-{
-    (void)comm, (void)buf, (void)nbytes, (void)root;
-    return TSRNN_OK;
-}
-
-static enum tsrnn_status local_barrier(struct tsrnn_comm *comm)
-{
-    (void)comm;
-    return TSRNN_OK;
-}
-
-static void local_abort(struct tsrnn_comm *comm)
-{
-    (void)comm;
-}
-
-static void local_close(struct tsrnn_comm *comm)
-{
-    (void)comm;
-}
-
-static const struct tsrnn_comm_backend local_backend = {
-    .name = "local",
-    .open = local_open,
-    .allreduce_sum = local_allreduce_sum,
-    .broadcast = local_broadcast,
-    .barrier = local_barrier,
-    .abort = local_abort,
-    .close = local_close,
-};
-
-#if TSRNN_HAVE_GLOO
-/* gloo: the C side of gloo.cc. Gloo's own text goes after the colon. */
-
-enum {
-    GLOO_ERR_NBYTES = 1024
-};
-
-static enum tsrnn_status gloo_open(struct tsrnn_comm *comm, const struct tsrnn_comm_options *opt)
-{
-    const char *rdv = opt->rendezvous;
-    if (!rdv || strncmp(rdv, "file:", 5) != 0 || rdv[5] == '\0')
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "rank %d: comm backend gloo needs a rendezvous \"file:<dir>\" (which "
-                           "tsrnn-launch sets in TSRNN_RENDEZVOUS), got %s%s%s",
-                           opt->rank, rdv ? "\"" : "", rdv ? rdv : "none", rdv ? "\"" : "");
-    const char *dir = rdv + 5;
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "rank %d: rendezvous folder %s does not exist (the launcher creates "
-                           "it before starting the ranks)",
-                           opt->rank, dir);
-    const char *host = opt->host ? opt->host : "127.0.0.1";
-    if (host[0] == '\0')
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "rank %d: the comm host is empty: give an address to listen on, "
-                           "or none for 127.0.0.1",
-                           opt->rank);
-    /* Rounded up: 0 ms would mean "no timeout" to Gloo. */
-    long long timeout_ms = (long long)ceil(opt->timeout_s * 1000.0);
-    char err[GLOO_ERR_NBYTES];
-    struct tsrnn_gloo *gloo;
-    if (tsrnn_gloo_open(&gloo, opt->rank, opt->world_size, dir, host, timeout_ms, err,
-                        sizeof(err)) != 0)
-        return tsrnn_error(TSRNN_ERR_COMM, "rank %d: %s", opt->rank, err);
-    comm->state = gloo;
-    return TSRNN_OK;
-}
-
-static enum tsrnn_status gloo_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
-                                            enum tsrnn_comm_dtype dtype)
-{
-    char err[GLOO_ERR_NBYTES];
-    if (tsrnn_gloo_allreduce_sum(comm->state, buf, count, dtype == TSRNN_COMM_F64, err,
-                                 sizeof(err)) != 0)
-        return tsrnn_error(TSRNN_ERR_COMM, "rank %d: allreduce of %zu %s failed (timeout %g s): %s",
-                           comm->rank, count, dtype_name(dtype), comm->timeout_s, err);
-    return TSRNN_OK;
-}
-
-static enum tsrnn_status gloo_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root)
-{
-    char err[GLOO_ERR_NBYTES];
-    if (tsrnn_gloo_broadcast(comm->state, buf, nbytes, root, err, sizeof(err)) != 0)
-        return tsrnn_error(TSRNN_ERR_COMM,
-                           "rank %d: broadcast of %zu bytes from rank %d failed (timeout %g s): "
-                           "%s",
-                           comm->rank, nbytes, root, comm->timeout_s, err);
-    return TSRNN_OK;
-}
-
-static enum tsrnn_status gloo_barrier(struct tsrnn_comm *comm)
-{
-    char err[GLOO_ERR_NBYTES];
-    if (tsrnn_gloo_barrier(comm->state, err, sizeof(err)) != 0)
-        return tsrnn_error(TSRNN_ERR_COMM, "rank %d: barrier failed (timeout %g s): %s", comm->rank,
-                           comm->timeout_s, err);
-    return TSRNN_OK;
-}
-
-static void gloo_abort(struct tsrnn_comm *comm)
-{
-    tsrnn_gloo_abort(comm->state);
-}
-
-static void gloo_close(struct tsrnn_comm *comm)
-{
-    tsrnn_gloo_close(comm->state);
-}
-
-static const struct tsrnn_comm_backend gloo_backend = {
-    .name = "gloo",
-    .open = gloo_open,
-    .allreduce_sum = gloo_allreduce_sum,
-    .broadcast = gloo_broadcast,
-    .barrier = gloo_barrier,
-    .abort = gloo_abort,
-    .close = gloo_close,
-};
-#endif
-
-/* Every backend tsrnn knows, with the table of this build (NULL when it was built without). */
+/* Every backend tsrnn knows, with its table when this build has it (NULL when it was built
+ * without): the one place that knows which backends were compiled. */
 static const struct {
     const char *name;
     const struct tsrnn_comm_backend *backend;
     const char *needs; /* what a build needs for it */
 } backends[] = {
-    { "local", &local_backend, NULL },
+    { "local", &tsrnn_comm_local_backend, NULL },
 #if TSRNN_HAVE_GLOO
-    { "gloo", &gloo_backend, "libgloo-dev" },
+    { "gloo", &tsrnn_comm_gloo_backend, "libgloo-dev" },
 #else
     { "gloo", NULL, "libgloo-dev" },
 #endif
@@ -266,12 +109,46 @@ static enum tsrnn_status pick_backend(const struct tsrnn_comm_backend **backend,
     return TSRNN_OK;
 }
 
+/* Whether `rendezvous` names a folder ("file:<dir>"), the one kind there is (store.h). */
+static bool is_file_rendezvous(const char *rendezvous)
+{
+    return rendezvous && strncmp(rendezvous, "file:", 5) == 0 && rendezvous[5] != '\0';
+}
+
+static enum tsrnn_status check_rendezvous(const struct tsrnn_comm_backend *backend,
+                                          const struct tsrnn_comm_options *opt)
+{
+    const char *rdv = opt->rendezvous;
+    if (!backend->needs_rendezvous || is_file_rendezvous(rdv))
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "rank %d: comm backend %s needs a rendezvous \"file:<dir>\" (which "
+                       "tsrnn-launch sets in TSRNN_RENDEZVOUS), got %s%s%s",
+                       opt->rank, backend->name, rdv ? "\"" : "", rdv ? rdv : "none",
+                       rdv ? "\"" : "");
+}
+
+/* A backend's failure, worded the same for every backend: `fmt` (the rank and the call) in
+ * front of the backend's own message. */
+__attribute__((format(printf, 2, 3))) static enum tsrnn_status
+backend_failed(enum tsrnn_status status, const char *fmt, ...)
+{
+    char cause[1536], what[256];
+    snprintf(cause, sizeof(cause), "%s", tsrnn_last_error());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return tsrnn_error(status, "%s: %s", what, cause);
+}
+
 enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_comm_options *opt)
 {
     *comm = NULL;
     const struct tsrnn_comm_backend *backend = NULL;
     TSRNN_TRY(check_options(opt));
     TSRNN_TRY(pick_backend(&backend, opt));
+    TSRNN_TRY(check_rendezvous(backend, opt));
     struct tsrnn_comm *c = malloc(sizeof(*c));
     if (!c)
         return tsrnn_error(TSRNN_ERR_NOMEM, "comm: out of memory");
@@ -281,10 +158,10 @@ enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_c
         .world_size = opt->world_size,
         .timeout_s = opt->timeout_s,
     };
-    enum tsrnn_status status = backend->open(c, opt);
+    enum tsrnn_status status = backend->open(&c->state, opt);
     if (status != TSRNN_OK) {
         free(c);
-        return status;
+        return backend_failed(status, "rank %d", opt->rank);
     }
     *comm = c;
     return TSRNN_OK;
@@ -303,13 +180,6 @@ static enum tsrnn_status check_live(const struct tsrnn_comm *comm, const char *w
     return TSRNN_OK;
 }
 
-static enum tsrnn_status note_failure(struct tsrnn_comm *comm, enum tsrnn_status status)
-{
-    if (status != TSRNN_OK)
-        comm->failed = true;
-    return status;
-}
-
 enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
                                            enum tsrnn_comm_dtype dtype)
 {
@@ -322,7 +192,12 @@ enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, s
     TSRNN_TRY(check_live(comm, "allreduce"));
     if (count == 0)
         return TSRNN_OK;
-    return note_failure(comm, comm->backend->allreduce_sum(comm, buf, count, dtype));
+    enum tsrnn_status status = comm->backend->allreduce_sum(comm->state, buf, count, dtype);
+    if (status == TSRNN_OK)
+        return TSRNN_OK;
+    comm->failed = true;
+    return backend_failed(status, "rank %d: allreduce of %zu %s failed (timeout %g s)", comm->rank,
+                          count, dtype_name(dtype), comm->timeout_s);
 }
 
 enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root)
@@ -337,13 +212,24 @@ enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_
     TSRNN_TRY(check_live(comm, "broadcast"));
     if (nbytes == 0)
         return TSRNN_OK;
-    return note_failure(comm, comm->backend->broadcast(comm, buf, nbytes, root));
+    enum tsrnn_status status = comm->backend->broadcast(comm->state, buf, nbytes, root);
+    if (status == TSRNN_OK)
+        return TSRNN_OK;
+    comm->failed = true;
+    return backend_failed(status,
+                          "rank %d: broadcast of %zu bytes from rank %d failed (timeout %g s)",
+                          comm->rank, nbytes, root, comm->timeout_s);
 }
 
 enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm)
 {
     TSRNN_TRY(check_live(comm, "barrier"));
-    return note_failure(comm, comm->backend->barrier(comm));
+    enum tsrnn_status status = comm->backend->barrier(comm->state);
+    if (status == TSRNN_OK)
+        return TSRNN_OK;
+    comm->failed = true;
+    return backend_failed(status, "rank %d: barrier failed (timeout %g s)", comm->rank,
+                          comm->timeout_s);
 }
 
 void tsrnn_comm_abort(struct tsrnn_comm *comm)
@@ -351,7 +237,7 @@ void tsrnn_comm_abort(struct tsrnn_comm *comm)
     if (!comm || comm->aborted)
         return;
     comm->aborted = true;
-    comm->backend->abort(comm);
+    comm->backend->abort(comm->state);
 }
 
 void tsrnn_comm_close(struct tsrnn_comm *comm)
@@ -359,9 +245,9 @@ void tsrnn_comm_close(struct tsrnn_comm *comm)
     if (!comm)
         return;
     if (!comm->failed && !comm->aborted && comm->world_size > 1 &&
-        comm->backend->barrier(comm) != TSRNN_OK)
+        comm->backend->barrier(comm->state) != TSRNN_OK)
         tsrnn_error_clear(); /* a peer already gone: nothing left to deliver to it */
-    comm->backend->close(comm);
+    comm->backend->close(comm->state);
     free(comm);
 }
 

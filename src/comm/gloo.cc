@@ -6,10 +6,11 @@
  *   derives from std::exception only: every entry point catches everything (guarded()).
  * - The context timeout must be set before connectFullMesh, which copies it into the
  *   transport; collectives get it again through their options.
- * - FileStore::get() waits through the one-argument wait(keys), which stock FileStore bounds
- *   by Store::kDefaultTimeout (30 s) whatever the context timeout is: a missing rank 0 held
- *   every other rank for 31 s. DeadlineStore replaces both waits, so the whole rendezvous
- *   ends at our deadline (and to the millisecond: stock FileStore compares whole seconds).
+ * - Gloo's rendezvous needs only a gloo::rendezvous::Store (set, get, wait). Ours is CStore,
+ *   tsrnn's C store (store.h) seen through that interface, not Gloo's FileStore: one format
+ *   and one deadline for every backend, and none of FileStore's flaws (get() waited
+ *   Store::kDefaultTimeout, 30 s, whatever the context timeout: a missing rank 0 held every
+ *   other rank for 31 s; its waits count whole seconds).
  * - tcp::Pair::close() is a hard close (SO_LINGER 0): the peers' pending operations fail at
  *   once with "Connection reset by peer", which is what abort wants.
  * - Gloo writes with writev(), which raises SIGPIPE on a connection the peer has reset: a
@@ -27,21 +28,23 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/broadcast.h>
-#include <gloo/common/string.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+
+extern "C" {
+#include "tsrnn/core.h" /* a C header without extern "C" of its own */
+}
+#include "store.h"
 
 /* An allreduce of one size and type, kept for the next call of that size (every step reduces
  * the same gradient buffer): Gloo's classic AllreduceHalvingDoubling, which binds its buffer
@@ -74,50 +77,77 @@ namespace
 {
 
 using Millis = std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
-/* Keys outside Gloo's namespace (its keys go through a PrefixStore) that say "this rank has
- * reached the rendezvous": what a timed-out rank reads to name the ones that never came. */
-std::string joined_key(int rank)
-{
-    return "tsrnn-joined-" + std::to_string(rank);
-}
-
-/* A FileStore whose waits all end at one deadline, timeout after it was created. */
-class DeadlineStore : public gloo::rendezvous::FileStore
+/* Gloo's rendezvous through tsrnn's store. Gloo's keys ("rank_1", "1") become "gloo.<key>",
+ * apart from the C side's "joined.<rank>" (gloo.c). Every wait ends at the store's one
+ * deadline, which gloo.c started with this timeout just before the context's: the timeout
+ * Gloo passes (the context's, counted later) cannot come first, so it is not needed. A
+ * failure of the store throws its message. */
+class CStore : public gloo::rendezvous::Store
 {
   public:
-    DeadlineStore(const std::string &dir, Millis timeout)
-        : FileStore(dir), deadline_(Clock::now() + timeout)
+    explicit CStore(tsrnn_store *store) : store_(store)
     {
+    }
+
+    void set(const std::string &key, const std::vector<char> &data) override
+    {
+        check(tsrnn_store_set(store_, name(key).c_str(), data.data(), data.size()));
+    }
+
+    std::vector<char> get(const std::string &key) override
+    {
+        /* Gloo's values are a rank's addresses, 136 bytes per peer. A longer value than the
+         * first guess is read again with the room the store says it needs; the guess is small
+         * enough that 3 ranks or more take that path, so test_comm's worlds of 3 and 4 cover
+         * it. */
+        const std::string k = name(key);
+        std::vector<char> value(256);
+        for (int attempt = 0;; attempt++) {
+            size_t nbytes = 0;
+            enum tsrnn_status status =
+                tsrnn_store_get(store_, k.c_str(), value.data(), value.size(), &nbytes);
+            if (status == TSRNN_OK) {
+                value.resize(nbytes);
+                return value;
+            }
+            if (nbytes <= value.size() || attempt == 2)
+                check(status);
+            tsrnn_error_clear();
+            value.resize(nbytes);
+        }
     }
 
     void wait(const std::vector<std::string> &keys) override
     {
-        wait_until(keys, deadline_);
+        std::vector<std::string> names;
+        std::vector<const char *> c_names;
+        names.reserve(keys.size());
+        for (const std::string &key : keys)
+            names.push_back(name(key));
+        for (const std::string &n : names)
+            c_names.push_back(n.c_str());
+        check(tsrnn_store_wait(store_, c_names.data(), c_names.size()));
     }
 
     void wait(const std::vector<std::string> &keys, const Millis &timeout) override
     {
-        wait_until(keys, std::min(deadline_, Clock::now() + timeout));
-    }
-
-    bool has(const std::string &key)
-    {
-        return check({ key });
+        (void)timeout;
+        wait(keys);
     }
 
   private:
-    Clock::time_point deadline_;
+    tsrnn_store *store_;
 
-    void wait_until(const std::vector<std::string> &keys, Clock::time_point deadline)
+    static std::string name(const std::string &key)
     {
-        /* Polling, as FileStore does: inotify does not work on shared filesystems. */
-        while (!check(keys)) {
-            if (Clock::now() >= deadline)
-                throw std::runtime_error("timed out waiting for key(s) " + gloo::MakeString(keys));
-            std::this_thread::sleep_for(Millis(10));
-        }
+        return "gloo." + key;
+    }
+
+    static void check(enum tsrnn_status status)
+    {
+        if (status != TSRNN_OK)
+            throw std::runtime_error(tsrnn_last_error());
     }
 };
 
@@ -176,19 +206,6 @@ template <typename Body> int guarded(char *err, size_t err_nbytes, Body body) no
         set_error(err, err_nbytes, "unknown C++ exception");
     }
     return -1;
-}
-
-/* "rank 1", "ranks 1, 3": the ranks whose joined key is missing; empty when all came. */
-std::string missing_ranks(DeadlineStore &store, int world_size)
-{
-    std::string list;
-    int count = 0;
-    for (int r = 0; r < world_size; r++) {
-        if (store.has(joined_key(r)))
-            continue;
-        list += (count++ ? ", " : "") + std::to_string(r);
-    }
-    return count == 0 ? list : (count == 1 ? "rank " : "ranks ") + list;
 }
 
 const std::shared_ptr<gloo::Context> &live_context(const tsrnn_gloo *g)
@@ -251,7 +268,7 @@ void release(tsrnn_gloo *g) noexcept
 } // namespace
 
 extern "C" int tsrnn_gloo_open(struct tsrnn_gloo **gloo, int rank, int world_size,
-                               const char *store_dir, const char *host, long long timeout_ms,
+                               struct tsrnn_store *store, const char *host, long long timeout_ms,
                                char *err, size_t err_nbytes)
 {
     *gloo = nullptr;
@@ -266,24 +283,8 @@ extern "C" int tsrnn_gloo_open(struct tsrnn_gloo **gloo, int rank, int world_siz
 
         auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
         context->setTimeout(g->timeout);
-        DeadlineStore files(store_dir, g->timeout);
-        gloo::rendezvous::PrefixStore store("gloo", files);
-        if (files.has(joined_key(rank)))
-            throw std::runtime_error("rank " + std::to_string(rank) +
-                                     " already joined the rendezvous in " + store_dir +
-                                     ": a folder serves one run only, use a fresh one");
-        files.set(joined_key(rank), { '1' });
-        try {
-            context->connectFullMesh(store, g->device);
-        } catch (const std::exception &e) {
-            std::string missing = missing_ranks(files, world_size);
-            if (missing.empty())
-                throw std::runtime_error("could not connect to the other ranks through " +
-                                         std::string(store_dir) + ": " + e.what());
-            throw std::runtime_error(missing + " did not join the rendezvous in " +
-                                     std::string(store_dir) + " within " +
-                                     gloo::MakeString(timeout_ms / 1000.0) + " s");
-        }
+        CStore rendezvous(store);
+        context->connectFullMesh(rendezvous, g->device);
         g->context = std::move(context);
         *gloo = g.release();
     });

@@ -1,11 +1,10 @@
 /* The C face of src/comm/gloo.cc: Gloo (C++, Debian's libgloo-dev) behind plain C types, for
- * the gloo entry of comm.c's backend table.
+ * gloo.c, the C side of the gloo backend.
  *
  * Every function returns 0 on success and -1 on failure; on failure it writes one line to
  * `err` (at most `err_nbytes` bytes, always terminated) and never lets a C++ exception out.
  * The messages are Gloo's own ("[./gloo/transport/tcp/pair.cc:598] Connection closed by
- * peer"), except that tsrnn_gloo_open() names the ranks that never joined the rendezvous;
- * comm.c prefixes them with the rank and the collective.
+ * peer"), or the store's during the rendezvous; gloo.c and comm.c add who and what.
  */
 #ifndef TSRNN_GLOO_SHIM_H
 #define TSRNN_GLOO_SHIM_H
@@ -17,11 +16,12 @@ extern "C" {
 #endif
 
 struct tsrnn_gloo;
+struct tsrnn_store;
 
-/* Creates the TCP device on `host`, publishes this rank in a FileStore in `store_dir` (an
- * existing folder) and connects to every other rank. `timeout_ms` (> 0) bounds the whole
- * rendezvous and later each collective. */
-int tsrnn_gloo_open(struct tsrnn_gloo **gloo, int rank, int world_size, const char *store_dir,
+/* Creates the TCP device on `host` and connects to every other rank, exchanging addresses
+ * through `store` (store.h, under keys "gloo.*"), whose deadline bounds the rendezvous.
+ * `timeout_ms` (> 0) bounds each later collective. */
+int tsrnn_gloo_open(struct tsrnn_gloo **gloo, int rank, int world_size, struct tsrnn_store *store,
                     const char *host, long long timeout_ms, char *err, size_t err_nbytes);
 
 /* In-place sum of `count` (> 0) floats (`is_f64` 0) or doubles (`is_f64` 1). */

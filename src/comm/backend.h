@@ -1,0 +1,46 @@
+/* The comm backend table (private to src/comm/; DESIGN.md §9): what a backend implements
+ * for comm.c, which registers every backend in one table and dispatches the calls of
+ * include/tsrnn/comm.h to it.
+ *
+ * What the dispatcher guarantees, so that a backend checks none of it:
+ * - open() gets checked options (rank in the world, a timeout > 0 and <= 1e6 s) and, when
+ *   needs_rendezvous is set, a rendezvous of the form "file:<dir>".
+ * - A collective is called with valid arguments (a root in the world, a known dtype), never
+ *   with 0 elements, and never after a failed collective or an abort.
+ * - abort() is called at most once; close() once, last, also after abort().
+ *
+ * What a backend does in return:
+ * - Every wait ends within the timeout of the options (a peer that died or never came is an
+ *   error, not a hang).
+ * - A failure returns TSRNN_ERR_* with a message that says what went wrong and no more: the
+ *   dispatcher puts the rank and the call in front ("rank 1: allreduce of 483 floats failed
+ *   (timeout 60 s): " + the backend's message), the same for every backend.
+ */
+#ifndef TSRNN_COMM_BACKEND_H
+#define TSRNN_COMM_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tsrnn/comm.h"
+
+struct tsrnn_comm_backend {
+    const char *name;      /* as in tsrnn_comm_options.backend */
+    bool needs_rendezvous; /* open() reads opt->rendezvous */
+    /* Joins the world; on success *state is the backend's (any value, NULL included). */
+    enum tsrnn_status (*open)(void **state, const struct tsrnn_comm_options *opt);
+    enum tsrnn_status (*allreduce_sum)(void *state, void *buf, size_t count,
+                                       enum tsrnn_comm_dtype dtype);
+    enum tsrnn_status (*broadcast)(void *state, void *buf, size_t nbytes, int root);
+    enum tsrnn_status (*barrier)(void *state);
+    /* Tears the connections down without waiting; close() still follows. */
+    void (*abort)(void *state);
+    /* Frees `state`. Never waits for a peer (the dispatcher's closing barrier did). */
+    void (*close)(void *state);
+};
+
+/* The backends, each in its own file; comm.c's table says which ones this build has. */
+extern const struct tsrnn_comm_backend tsrnn_comm_local_backend; /* local.c */
+extern const struct tsrnn_comm_backend tsrnn_comm_gloo_backend;  /* gloo.c, with gloo.cc */
+
+#endif
