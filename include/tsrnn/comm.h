@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "tsrnn/compute.h"
 #include "tsrnn/core.h"
 
 /* Element types of a reduction (named apart from checkpoint.h's enum tsrnn_dtype). */
@@ -40,6 +41,10 @@ struct tsrnn_comm_options {
     const char *host;    /* the address this rank listens on; NULL = "127.0.0.1" */
     double timeout_s;    /* > 0: the longest wait for the rendezvous and for each collective */
     const char *backend; /* "local", "gloo", or NULL: local for world 1, else gloo */
+    /* The compute context whose device memory the *_device collectives take, and whose
+     * stream (tsrnn_compute_stream) a device backend orders its work on. NULL: no device;
+     * the *_device calls then take host memory. Not owned; it outlives the communicator. */
+    struct tsrnn_compute *compute;
 };
 
 struct tsrnn_comm;
@@ -60,6 +65,16 @@ enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, s
 
 /* Copies `nbytes` of `buf` from rank `root` to every other rank. nbytes 0 is a no-op. */
 enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root);
+
+/* The same two collectives on device memory of options.compute: the model's gradients and
+ * parameters, where the compute backend keeps them. A comm backend that takes device buffers
+ * (NCCL, planned) gets them as they are, on the compute stream; the others (local, gloo) get
+ * them staged through host memory, except where the device's memory is host memory (the CPU
+ * backend), which they take as it is: no copy. */
+enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void *buf, size_t count,
+                                                  enum tsrnn_comm_dtype dtype);
+enum tsrnn_status tsrnn_comm_broadcast_device(struct tsrnn_comm *comm, void *buf, size_t nbytes,
+                                              int root);
 
 /* Returns once every rank has called it (or fails within the timeout). */
 enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm);

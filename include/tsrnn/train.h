@@ -1,6 +1,7 @@
 /* The training loop of one rank: Darts' RNNModel.fit(train, val_series=val) followed by the
  * forecast of the validation horizon, on the CPU, as PyTorch Lightning would run it with
- * max_epochs = n_epochs (DESIGN.md §3).
+ * max_epochs = n_epochs (DESIGN.md §3), on the compute backend the config's accelerator asks
+ * for.
  *
  * Per epoch: the sampler's batches; per batch forward, MSE, backward, Adam; then the
  * validation loss over every validation window (sum of squared errors / count: Lightning's
@@ -16,6 +17,7 @@
 #include <stdio.h>
 
 #include "tsrnn/comm.h"
+#include "tsrnn/compute.h"
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
@@ -33,6 +35,10 @@ struct tsrnn_train_options {
     /* The data-parallel world: NULL trains alone. Its rank 0 writes the run folder; other
      * ranks write nothing. */
     struct tsrnn_comm *comm;
+    /* The device to train on, made by tsrnn_train_compute_create() and opened into the comm
+     * (its device memory is what the gradients' allreduce takes). NULL: tsrnn_train makes one
+     * from the config for itself. Not owned. */
+    struct tsrnn_compute *compute;
     const struct tsrnn_world *world; /* where rank 0 reports to (NULL: nowhere) */
     /* Set (by a signal handler) to stop at a step boundary; NULL: never. In a world of
      * several ranks any rank's request stops all of them after the same step. */
@@ -63,6 +69,12 @@ struct tsrnn_train_result {
 /* What tsrnn_train() would refuse in a valid config before touching the data (an
  * accelerator this build cannot serve): TSRNN_ERR_USAGE naming the config entry. */
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg);
+
+/* The compute context the config asks for: [trainer] accelerator (gpu: CUDA; auto: CUDA
+ * where this build and machine have it, else the CPU; cpu) and num_threads. The caller
+ * destroys it. TSRNN_ERR_USAGE as tsrnn_train_check(). */
+enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
+                                             const struct tsrnn_config *cfg);
 
 /* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
  * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch

@@ -27,6 +27,9 @@
 struct tsrnn_comm_backend {
     const char *name;      /* as in tsrnn_comm_options.backend */
     bool needs_rendezvous; /* open() reads opt->rendezvous */
+    /* Collectives take device memory of opt->compute (NCCL); otherwise host memory. The
+     * dispatcher stages a buffer that is in the other place. */
+    bool device_buffers;
     /* Joins the world; on success *state is the backend's (any value, NULL included). */
     enum tsrnn_status (*open)(void **state, const struct tsrnn_comm_options *opt);
     enum tsrnn_status (*allreduce_sum)(void *state, void *buf, size_t count,

@@ -23,8 +23,11 @@ struct tsrnn_comm {
     int rank;
     int world_size;
     double timeout_s;
-    bool failed;  /* a collective failed: the peers are in an unknown state */
-    bool aborted; /* tsrnn_comm_abort() was called */
+    bool failed;                   /* a collective failed: the peers are in an unknown state */
+    bool aborted;                  /* tsrnn_comm_abort() was called */
+    struct tsrnn_compute *compute; /* whose device memory the *_device calls take; NULL */
+    void *staging;                 /* a buffer on the backend's side for staged calls */
+    size_t staging_nbytes;
 };
 
 /* Beyond this a timeout is a typo, and its milliseconds would not fit Gloo's types. */
@@ -157,6 +160,7 @@ enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_c
         .rank = opt->rank,
         .world_size = opt->world_size,
         .timeout_s = opt->timeout_s,
+        .compute = opt->compute,
     };
     enum tsrnn_status status = backend->open(&c->state, opt);
     if (status != TSRNN_OK) {
@@ -180,8 +184,52 @@ static enum tsrnn_status check_live(const struct tsrnn_comm *comm, const char *w
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
-                                           enum tsrnn_comm_dtype dtype)
+/* Whether a buffer in device memory (device) or host memory must be copied to the other
+ * side for this backend: only when there is a device whose memory is not host memory. */
+static bool needs_staging(const struct tsrnn_comm *comm, bool device)
+{
+    if (comm->compute == NULL || tsrnn_compute_host_memory(comm->compute))
+        return false;
+    return device != comm->backend->device_buffers;
+}
+
+/* comm->staging with room for nbytes, on the backend's side. */
+static enum tsrnn_status staging_buffer(struct tsrnn_comm *comm, size_t nbytes)
+{
+    if (comm->staging_nbytes >= nbytes)
+        return TSRNN_OK;
+    if (comm->backend->device_buffers)
+        tsrnn_compute_free(comm->compute, comm->staging);
+    else
+        free(comm->staging);
+    comm->staging = NULL;
+    comm->staging_nbytes = 0;
+    if (comm->backend->device_buffers)
+        TSRNN_TRY(tsrnn_compute_alloc(comm->compute, &comm->staging, nbytes));
+    else if ((comm->staging = malloc(nbytes)) == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "rank %d: out of memory staging %zu bytes", comm->rank,
+                           nbytes);
+    comm->staging_nbytes = nbytes;
+    return TSRNN_OK;
+}
+
+/* Copies nbytes of buf (device memory when `device`) to the staging buffer, or back. */
+static enum tsrnn_status stage(struct tsrnn_comm *comm, bool device, void *buf, size_t nbytes,
+                               bool back)
+{
+    void *dst = back ? buf : comm->staging, *src = back ? comm->staging : buf;
+    /* device -> host staging is a download; host -> device staging an upload. */
+    return device != back ? tsrnn_compute_download(comm->compute, dst, src, nbytes)
+                          : tsrnn_compute_upload(comm->compute, dst, src, nbytes);
+}
+
+static size_t dtype_nbytes(enum tsrnn_comm_dtype dtype)
+{
+    return dtype == TSRNN_COMM_F64 ? sizeof(double) : sizeof(float);
+}
+
+static enum tsrnn_status allreduce_sum(struct tsrnn_comm *comm, bool device, void *buf,
+                                       size_t count, enum tsrnn_comm_dtype dtype)
 {
     if (dtype != TSRNN_COMM_F32 && dtype != TSRNN_COMM_F64)
         return tsrnn_error(TSRNN_ERR_USAGE, "rank %d: allreduce of unknown dtype %d", comm->rank,
@@ -192,15 +240,35 @@ enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, s
     TSRNN_TRY(check_live(comm, "allreduce"));
     if (count == 0)
         return TSRNN_OK;
-    enum tsrnn_status status = comm->backend->allreduce_sum(comm->state, buf, count, dtype);
+    bool staged = needs_staging(comm, device);
+    size_t nbytes = count * dtype_nbytes(dtype);
+    if (staged) {
+        TSRNN_TRY(staging_buffer(comm, nbytes));
+        TSRNN_TRY(stage(comm, device, buf, nbytes, false));
+    }
+    enum tsrnn_status status =
+        comm->backend->allreduce_sum(comm->state, staged ? comm->staging : buf, count, dtype);
     if (status == TSRNN_OK)
-        return TSRNN_OK;
+        return staged ? stage(comm, device, buf, nbytes, true) : TSRNN_OK;
     comm->failed = true;
     return backend_failed(status, "rank %d: allreduce of %zu %s failed (timeout %g s)", comm->rank,
                           count, dtype_name(dtype), comm->timeout_s);
 }
 
-enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root)
+enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
+                                           enum tsrnn_comm_dtype dtype)
+{
+    return allreduce_sum(comm, false, buf, count, dtype);
+}
+
+enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void *buf, size_t count,
+                                                  enum tsrnn_comm_dtype dtype)
+{
+    return allreduce_sum(comm, comm->compute != NULL, buf, count, dtype);
+}
+
+static enum tsrnn_status broadcast(struct tsrnn_comm *comm, bool device, void *buf, size_t nbytes,
+                                   int root)
 {
     if (root < 0 || root >= comm->world_size)
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -212,13 +280,31 @@ enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_
     TSRNN_TRY(check_live(comm, "broadcast"));
     if (nbytes == 0)
         return TSRNN_OK;
-    enum tsrnn_status status = comm->backend->broadcast(comm->state, buf, nbytes, root);
+    bool staged = needs_staging(comm, device);
+    if (staged) {
+        TSRNN_TRY(staging_buffer(comm, nbytes));
+        if (comm->rank == root)
+            TSRNN_TRY(stage(comm, device, buf, nbytes, false));
+    }
+    enum tsrnn_status status =
+        comm->backend->broadcast(comm->state, staged ? comm->staging : buf, nbytes, root);
     if (status == TSRNN_OK)
-        return TSRNN_OK;
+        return staged && comm->rank != root ? stage(comm, device, buf, nbytes, true) : TSRNN_OK;
     comm->failed = true;
     return backend_failed(status,
                           "rank %d: broadcast of %zu bytes from rank %d failed (timeout %g s)",
                           comm->rank, nbytes, root, comm->timeout_s);
+}
+
+enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root)
+{
+    return broadcast(comm, false, buf, nbytes, root);
+}
+
+enum tsrnn_status tsrnn_comm_broadcast_device(struct tsrnn_comm *comm, void *buf, size_t nbytes,
+                                              int root)
+{
+    return broadcast(comm, comm->compute != NULL, buf, nbytes, root);
 }
 
 enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm)
@@ -248,6 +334,10 @@ void tsrnn_comm_close(struct tsrnn_comm *comm)
         comm->backend->barrier(comm->state) != TSRNN_OK)
         tsrnn_error_clear(); /* a peer already gone: nothing left to deliver to it */
     comm->backend->close(comm->state);
+    if (comm->backend->device_buffers)
+        tsrnn_compute_free(comm->compute, comm->staging);
+    else
+        free(comm->staging);
     free(comm);
 }
 

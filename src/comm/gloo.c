@@ -135,6 +135,7 @@ static void gloo_close(void *state)
 const struct tsrnn_comm_backend tsrnn_comm_gloo_backend = {
     .name = "gloo",
     .needs_rendezvous = true,
+    .device_buffers = false, /* host memory: the dispatcher stages device buffers */
     .open = gloo_open,
     .allreduce_sum = gloo_allreduce_sum,
     .broadcast = gloo_broadcast,

@@ -45,6 +45,7 @@ static void local_close(void *state)
 const struct tsrnn_comm_backend tsrnn_comm_local_backend = {
     .name = "local",
     .needs_rendezvous = false,
+    .device_buffers = false,
     .open = local_open,
     .allreduce_sum = local_allreduce_sum,
     .broadcast = local_broadcast,

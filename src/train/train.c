@@ -23,6 +23,7 @@ struct trainer {
     const struct tsrnn_config *cfg;
     const struct tsrnn_dataset *ds;
     struct tsrnn_compute *compute; /* the device the model trains on */
+    bool owns_compute;             /* made here, not by the caller */
     struct tsrnn_model model;
     struct tsrnn_adam adam;
     struct tsrnn_sampler sampler;
@@ -79,6 +80,18 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
                            tsrnn_config_origin(cfg, "trainer", "accelerator"),
                            cfg->accelerator == TSRNN_ACCELERATOR_GPU ? "gpu" : "auto", why);
     return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
+                                             const struct tsrnn_config *cfg)
+{
+    *compute = NULL;
+    TSRNN_TRY(tsrnn_train_check(cfg));
+    struct tsrnn_compute_options options = {
+        .kind = compute_kind(cfg),
+        .thread_count = cfg->num_threads,
+    };
+    return tsrnn_compute_create(compute, &options);
 }
 
 /* config.ini, the resolved configuration, written atomically. */
@@ -191,12 +204,13 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     return TSRNN_OK;
 }
 
-/* A collective, timed. */
-static enum tsrnn_status allreduce(struct trainer *tr, void *buf, size_t count,
+/* A collective, timed; `device`: buf is device memory of tr->compute. */
+static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, size_t count,
                                    enum tsrnn_comm_dtype dtype)
 {
     double t0 = tsrnn_clock_now_s();
-    enum tsrnn_status status = tsrnn_comm_allreduce_sum(tr->comm, buf, count, dtype);
+    enum tsrnn_status status = device ? tsrnn_comm_allreduce_sum_device(tr->comm, buf, count, dtype)
+                                      : tsrnn_comm_allreduce_sum(tr->comm, buf, count, dtype);
     tr->comm_s += tsrnn_clock_now_s() - t0;
     return status;
 }
@@ -230,12 +244,12 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
                            "%08x, rank 0's %08x): every worker must read the same INI file, "
                            "--set values and data file",
                            tr->rank, (unsigned)mine, (unsigned)rank0);
-    /* The broadcasts below take device memory: the comm backend stages it where it must. */
-    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->model.params, nbytes, 0));
+    /* Parameters and moments are device memory (the comm stages them where it must). */
+    TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->model.params, nbytes, 0));
     if (tr->cfg->resume[0] == '\0')
         return TSRNN_OK;
-    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, tr->adam.exp_avg, nbytes, 0));
-    return tsrnn_comm_broadcast(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
+    TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg, nbytes, 0));
+    return tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
 }
 
 /* The initial parameters, made on the host (init_weights or Darts' initialisation for
@@ -274,11 +288,10 @@ static enum tsrnn_status setup(struct trainer *tr)
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
-    struct tsrnn_compute_options compute = {
-        .kind = compute_kind(cfg),
-        .thread_count = cfg->num_threads,
-    };
-    TSRNN_TRY(tsrnn_compute_create(&tr->compute, &compute));
+    if (tr->compute == NULL) {
+        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg));
+        tr->owns_compute = true;
+    }
     tr->state.random_state = (uint32_t)cfg->random_state;
     tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
     tr->state.best_value = NAN;
@@ -335,7 +348,8 @@ static void finish(struct trainer *tr)
     tsrnn_model_finish(&tr->model);
     tsrnn_adam_finish(&tr->adam);
     tsrnn_sampler_finish(&tr->sampler);
-    tsrnn_compute_destroy(tr->compute);
+    if (tr->owns_compute)
+        tsrnn_compute_destroy(tr->compute);
     free(tr->x);
     free(tr->y);
     free(tr->val_idx);
@@ -374,7 +388,7 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
         float flag = stop ? 1.0f : 0.0f, loss_and_flag[2];
         TSRNN_TRY(tsrnn_compute_upload(tr->compute, model->grads + TSRNN_MODEL_STOP_SLOT(model),
                                        &flag, sizeof(flag)));
-        TSRNN_TRY(allreduce(tr, model->grads, n + 2, TSRNN_COMM_F32));
+        TSRNN_TRY(allreduce(tr, true, model->grads, n + 2, TSRNN_COMM_F32));
         TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f / (float)tr->world_size, &finite));
         TSRNN_TRY(tsrnn_compute_download(tr->compute, loss_and_flag,
                                          model->grads + TSRNN_MODEL_LOSS_SLOT(model),
@@ -421,7 +435,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
             tr->val_se[idx[i]] = se[i];
     }
     if (tr->world_size > 1)
-        TSRNN_TRY(allreduce(tr, tr->val_se, val->count, TSRNN_COMM_F64));
+        TSRNN_TRY(allreduce(tr, false, tr->val_se, val->count, TSRNN_COMM_F64));
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
         sum += tr->val_se[i];
@@ -675,6 +689,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .stop_requested = options->stop_requested,
         .out = options->quiet ? NULL : options->out,
         .comm = options->comm,
+        .compute = options->compute,
         .world = options->world,
         .rank = options->comm ? tsrnn_comm_rank(options->comm) : 0,
         .world_size = options->comm ? tsrnn_comm_world_size(options->comm) : 1,

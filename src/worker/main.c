@@ -92,13 +92,14 @@ static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
 }
 
 static enum tsrnn_status join_world(struct tsrnn_comm **comm, const struct tsrnn_world *world,
-                                    const struct tsrnn_config *cfg)
+                                    const struct tsrnn_config *cfg, struct tsrnn_compute *compute)
 {
     struct tsrnn_comm_options opt = {
         .rank = world->rank,
         .world_size = world->world_size,
         .rendezvous = world->rendezvous,
         .timeout_s = cfg->timeout_s,
+        .compute = compute,
     };
     return tsrnn_comm_open(comm, &opt);
 }
@@ -199,6 +200,7 @@ int main(int argc, char **argv)
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_sampler sampler = { 0 };
     struct tsrnn_world world;
+    struct tsrnn_compute *compute = NULL;
     struct tsrnn_comm *comm = NULL;
     enum tsrnn_status status = cfg ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
@@ -211,12 +213,13 @@ int main(int argc, char **argv)
         status = tsrnn_config_write(cfg, stdout);
         goto done;
     }
+    /* The device first: the comm orders its device collectives on it. */
     if (status == TSRNN_OK)
-        status = tsrnn_train_check(cfg);
+        status = tsrnn_train_compute_create(&compute, cfg);
     /* Join the world before reading the data: a missing peer shows in timeout_s. */
     install_stop_handlers();
     if (status == TSRNN_OK && world.world_size > 1)
-        status = join_world(&comm, &world, cfg);
+        status = join_world(&comm, &world, cfg, compute);
     if (status == TSRNN_OK)
         status = tsrnn_dataset_load(&ds, cfg);
     /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
@@ -239,6 +242,7 @@ int main(int argc, char **argv)
     if (status == TSRNN_OK) {
         struct tsrnn_train_result result;
         train_options.comm = comm;
+        train_options.compute = compute;
         train_options.world = &world;
         train_options.print_devices = world.report_fd < 0 && world.world_size == 1;
         status = tsrnn_train(&result, cfg, &ds, &train_options);
@@ -252,6 +256,7 @@ done:
     if (status != TSRNN_OK && comm != NULL)
         tsrnn_comm_abort(comm);
     tsrnn_comm_close(comm);
+    tsrnn_compute_destroy(compute);
     tsrnn_sampler_finish(&sampler);
     tsrnn_dataset_finish(&ds);
     free(cfg);
