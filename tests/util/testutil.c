@@ -227,6 +227,12 @@ const char *tu_env(const char *name)
     return v;
 }
 
+bool tu_short(void)
+{
+    const char *v = getenv("TSRNN_TEST_SHORT");
+    return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
 const char *tu_source(const char *relative)
 {
     static char path[PATH_MAX];

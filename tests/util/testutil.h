@@ -3,6 +3,7 @@
 #ifndef TSRNN_TESTUTIL_H
 #define TSRNN_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A fresh private folder under $TMPDIR (or /tmp); the caller removes it with tu_rmtree(). */
@@ -71,5 +72,10 @@ size_t tu_read_metrics(const char *path, struct tu_metrics_row *rows, size_t cap
 
 /* An environment variable that must be set by meson; fails the test program if missing. */
 const char *tu_env(const char *name);
+
+/* Whether TSRNN_TEST_SHORT is set (and not "0"): scripts/test.sh sets it for the ASan + UBSan
+ * build, where a sanitized training run is ten times slower, and slow tests then run shorter
+ * versions of themselves that still check numbers, and say so in their output. */
+bool tu_short(void);
 
 #endif
