@@ -106,6 +106,16 @@ void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t
                          size_t lda, const float *b, size_t ldb, const float *bias, float *c,
                          size_t ldc);
 
+/* The BLAS path (blas.c with OpenBLAS, noblas.c without): whether the context's path sends a
+ * product of this size to BLAS, and the product itself (as tsrnn_cpu_gemm()). blas_init
+ * keeps BLAS's own threads asleep (tsrnn splits products itself). */
+void tsrnn_cpu_blas_init(void);
+bool tsrnn_cpu_blas_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
+                          size_t ldb, size_t ldc);
+void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
+                         size_t n, size_t k, float alpha, const float *a, size_t lda,
+                         const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
 /* rows (M, N): every row = bias (N). */
 void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
 

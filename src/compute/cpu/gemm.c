@@ -1,28 +1,17 @@
-/* The CPU backend's GEMM: the reference loops, the OpenBLAS path, the packed products and
- * the bias helpers (cpu.h). The only file that knows whether BLAS is there. */
+/* The CPU backend's GEMM: the reference loops, the packed products and the bias helpers
+ * (cpu.h); large products go to BLAS where blas.c takes them. */
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "cpu.h"
-#include "tsrnn_build.h"
 
-#if TSRNN_HAVE_BLAS
-#include <cblas.h>
-#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define PACKED_KERNEL_X86 1
 #else
 #define PACKED_KERNEL_X86 0
 #endif
-
-/* Below this many multiply-adds a call into BLAS costs more than the loops: the recurrent
- * step of a hidden-20 RNN (16 x 20 x 20) stays in the loops, an LSTM-256 step goes to BLAS.
- * So does a short inner dimension (the input projection of a univariate series, K = 1):
- * that product is a pass over memory, which the loops make in one go. */
-#define BLAS_MIN_MACS (64 * 64 * 64)
-#define BLAS_MIN_K    16
 
 /* C = beta * C, with beta = 0 meaning "overwrite" as in BLAS. */
 static void scale_rows(float *restrict c, size_t ldc, size_t m, size_t n, float beta)
@@ -350,71 +339,16 @@ TSRNN_VECTOR_CLONES static void gemm_loops(bool trans_a, bool trans_b, size_t m,
     }
 }
 
-#if TSRNN_HAVE_BLAS
-/* Whether a product of this size goes to BLAS on this thread's path. */
-static bool use_blas(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
-                     size_t ldb, size_t ldc)
-{
-    bool big = m * n * k >= BLAS_MIN_MACS && k >= BLAS_MIN_K;
-    bool fits_int = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
-                    ldb <= INT_MAX && ldc <= INT_MAX;
-    return fits_int &&
-           (cpu->gemm_path == TSRNN_GEMM_BLAS || (cpu->gemm_path == TSRNN_GEMM_AUTO && big));
-}
-
-/* One BLAS product, split by rows of C among the compute threads when it is large. */
-struct blas_product {
-    bool trans_a, trans_b;
-    size_t m, n, k;
-    float alpha, beta;
-    const float *a, *b;
-    float *c;
-    size_t lda, ldb, ldc;
-};
-
-/* Rows [m * part / parts, ...) of C, on 16-row boundaries (OpenBLAS's Zen kernel height). */
-static void blas_part(void *arg, size_t part, size_t parts)
-{
-    const struct blas_product *p = arg;
-    size_t i0 = p->m * part / parts / 16 * 16;
-    size_t i1 = part + 1 == parts ? p->m : p->m * (part + 1) / parts / 16 * 16;
-    if (i1 <= i0)
-        return;
-    const float *a = p->trans_a ? p->a + i0 : p->a + i0 * p->lda;
-    cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans,
-                p->trans_b ? CblasTrans : CblasNoTrans, (int)(i1 - i0), (int)p->n, (int)p->k,
-                p->alpha, a, (int)p->lda, p->b, (int)p->ldb, p->beta, p->c + i0 * p->ldc,
-                (int)p->ldc);
-}
-
-/* From this many multiply-adds (~0.2 ms at one core's peak) a product is split. */
-#define SPLIT_MIN_GEMM_MACS (1u << 23)
-
-static void blas_gemm(const struct tsrnn_cpu *cpu, const struct blas_product *p)
-{
-    size_t parts = tsrnn_cpu_in_job ? 1 : (size_t)cpu->thread_count;
-    if (parts > p->m / 16)
-        parts = p->m / 16;
-    if (parts > 1 && p->m * p->n * p->k >= SPLIT_MIN_GEMM_MACS)
-        tsrnn_cpu_parallel((struct tsrnn_cpu *)cpu, blas_part, (void *)p, parts);
-    else
-        blas_part((void *)p, 0, 1);
-}
-#endif
-
 void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m, size_t n,
                     size_t k, float alpha, const float *a, size_t lda, const float *b, size_t ldb,
                     float beta, float *c, size_t ldc)
 {
     if (m == 0 || n == 0)
         return;
-#if TSRNN_HAVE_BLAS
-    if (k > 0 && use_blas(cpu, m, n, k, lda, ldb, ldc)) {
-        struct blas_product p = { trans_a, trans_b, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc };
-        blas_gemm(cpu, &p);
+    if (k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc)) {
+        tsrnn_cpu_blas_gemm(cpu, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
-#endif
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -424,15 +358,12 @@ void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t
 {
     if (m == 0 || n == 0)
         return;
-#if TSRNN_HAVE_BLAS
-    if (k > 0 && use_blas(cpu, m, n, k, lda, ldb, ldc)) {
+    if (k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc)) {
         for (size_t i = 0; i < m; i++)
             memcpy(c + i * ldc, bias, n * sizeof(*c));
-        struct blas_product p = { false, false, m, n, k, 1.0f, 1.0f, a, b, c, lda, ldb, ldc };
-        blas_gemm(cpu, &p);
+        tsrnn_cpu_blas_gemm(cpu, false, false, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
         return;
     }
-#endif
     /* The tiles start from the bias instead of C: the bits of fill_rows + gemm, one pass less. */
     gemm_loops_nt(false, m, n, k, 1.0f, a, lda, b, ldb, bias, 0, c, ldc);
 }

@@ -5,11 +5,6 @@
 #include <stdlib.h>
 
 #include "cpu.h"
-#include "tsrnn_build.h"
-
-#if TSRNN_HAVE_BLAS
-#include <cblas.h>
-#endif
 
 _Thread_local bool tsrnn_cpu_in_job;
 
@@ -57,12 +52,7 @@ enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count)
         pthread_cond_init(&cpu->pool.start, NULL) != 0 ||
         pthread_cond_init(&cpu->pool.done, NULL) != 0)
         return tsrnn_error(TSRNN_ERR_NOMEM, "cannot create the CPU backend's thread pool");
-#if TSRNN_HAVE_BLAS
-    /* OpenBLAS runs single-threaded inside tsrnn's parts (gemm.c's blas_gemm()): its own
-     * workers, woken, spin with sched_yield after every call, and beside our threads on 2
-     * cores they took a third of the CPU time of a 2-thread LSTM-256 run. */
-    openblas_set_num_threads(1);
-#endif
+    tsrnn_cpu_blas_init();
     tsrnn_cpu_set_thread_count(cpu, thread_count);
     return TSRNN_OK;
 }
