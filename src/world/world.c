@@ -1,4 +1,5 @@
-/* Which rank of which world this process is (include/tsrnn/world.h). */
+/* Which rank of which world this process is (include/tsrnn/world.h): the launcher <-> worker
+ * contract, read from the environment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
