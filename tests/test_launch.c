@@ -25,8 +25,8 @@
 #include "tsrnn/comm.h"
 #include "tsrnn/config.h"
 #include "tsrnn/data.h"
+#include "tsrnn/fs.h"
 #include "tsrnn/model.h"
-#include "tsrnn/run_folder.h"
 #include "tsrnn/train_state.h"
 
 #define MAX_RANKS 8

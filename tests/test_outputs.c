@@ -22,8 +22,8 @@
 
 #include "testutil.h"
 #include "tfevents.h"
+#include "tsrnn/fs.h"
 #include "tsrnn/plot.h"
-#include "tsrnn/run_folder.h"
 #include "tsrnn/train_state.h"
 
 static struct tu_result result;

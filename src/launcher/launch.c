@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "job.h"
-#include "tsrnn/run_folder.h"
+#include "tsrnn/fs.h"
 
 static enum tsrnn_status load_config(struct launch *l)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "job.h"
-#include "tsrnn/run_folder.h"
+#include "tsrnn/fs.h"
 
 static void tail_add(struct worker *w, const char *line, size_t len)
 {
