@@ -1,6 +1,7 @@
 /* Which devices the workers get (DESIGN.md §2 "tsrnn-launch"): Lightning's [trainer]
  * accelerator and devices, GPUs counted without initialising CUDA, cores from this process's
- * affinity; and from that, the comm backend every worker is told to use. */
+ * affinity; and from that, the comm backend every worker is told to use (the only place
+ * that chooses it). */
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
@@ -186,11 +187,21 @@ enum tsrnn_status resolve_devices(struct launch *l)
         }
     }
 
-    if (!l->gpu && count > 1 && !tsrnn_comm_backend_available("gloo"))
+    /* The one place the comm backend is chosen (DESIGN.md §9): every worker is told it
+     * (TSRNN_COMM_BACKEND, world.h) and derives nothing itself. One this build lacks stops
+     * the job here, before any worker starts. */
+    l->comm_backend = count == 1 ? "local" : l->gpu ? "nccl" : "gloo";
+    if (!l->gpu && !tsrnn_comm_backend_available(l->comm_backend))
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] devices = '%s' asks for %lld CPU workers, but this "
                            "tsrnn was built without Gloo (libgloo-dev), which they need to "
                            "talk; install it and rebuild, or use one device",
+                           origin, devices, (long long)count);
+    if (l->gpu && !tsrnn_comm_backend_available(l->comm_backend))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = '%s' asks for %lld GPU workers, but they "
+                           "would talk through NCCL, and tsrnn has no nccl comm backend yet; "
+                           "accepted: --accelerator cpu (CPU workers talk through Gloo)",
                            origin, devices, (long long)count);
     l->count = (int)count;
     l->workers = calloc((size_t)count, sizeof(*l->workers));
@@ -209,9 +220,4 @@ enum tsrnn_status resolve_devices(struct launch *l)
     }
     l->report_stream.fd = -1;
     return TSRNN_OK;
-}
-
-const char *backend_name(const struct launch *l)
-{
-    return l->gpu ? "nccl" : l->count == 1 ? "local" : "gloo";
 }

@@ -34,7 +34,7 @@
 #define REPORT_FD       3          /* rank 0 finds the report pipe here (TSRNN_REPORT_FD) */
 #define MAX_GPUS        64
 #define GPU_ID_MAX      96 /* an index, or a GPU-/MIG- UUID from CUDA_VISIBLE_DEVICES */
-#define ENV_OWN_MAX     10 /* variables the launcher sets for a worker */
+#define ENV_OWN_MAX     12 /* room for the variables the launcher sets for a worker */
 
 extern char **environ;
 
@@ -91,6 +91,7 @@ struct launch {
     char worker_path[PATH_MAX];
     char rendezvous[PATH_MAX]; /* the private folder; "" until it exists */
     bool gpu;                  /* GPU workers, else CPU workers */
+    const char *comm_backend;  /* "local", "gloo" or "nccl": chosen with the devices */
     int count;                 /* workers = world size */
     struct worker *workers;
     struct pollfd *pollfds; /* [0] the signalfd, then one per open stream */
@@ -120,7 +121,6 @@ struct launch {
 
 /* devices.c */
 enum tsrnn_status resolve_devices(struct launch *l);
-const char *backend_name(const struct launch *l);
 
 /* spawn.c */
 enum tsrnn_status find_worker(struct launch *l);

@@ -256,7 +256,7 @@ void print_summary(const struct launch *l)
 {
     const struct report *rep = &l->report;
     printf(PROGRAM ": %d worker%s (%s, %s) finished in %.2f s", l->count, l->count == 1 ? "" : "s",
-           l->gpu ? "gpu" : "cpu", backend_name(l), tsrnn_clock_now_s() - l->start_s);
+           l->gpu ? "gpu" : "cpu", l->comm_backend, tsrnn_clock_now_s() - l->start_s);
     if (rep->done && rep->epochs[0] && rep->steps[0])
         printf(": %s epochs, %s steps", rep->epochs, rep->steps);
     if (l->attempt > 0)

@@ -97,6 +97,7 @@ static void build_env(struct launch *l, const struct worker *w)
     snprintf(l->env_own[own++], cap, "TSRNN_RENDEZVOUS=file:%s/attempt-%d", l->rendezvous,
              l->attempt);
     snprintf(l->env_own[own++], cap, "TSRNN_RESTART_COUNT=%d", l->attempt);
+    snprintf(l->env_own[own++], cap, "TSRNN_COMM_BACKEND=%s", l->comm_backend);
     if (w->rank == 0)
         snprintf(l->env_own[own++], cap, "TSRNN_REPORT_FD=%d", REPORT_FD);
     if (l->gpu) {
@@ -317,7 +318,7 @@ enum tsrnn_status start_attempt(struct launch *l)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
     printf("Launching %d worker process%s (%s, %s) for %s\n", l->count, l->count == 1 ? "" : "es",
-           l->gpu ? "gpu" : "cpu", backend_name(l), l->opt->ini_path);
+           l->gpu ? "gpu" : "cpu", l->comm_backend, l->opt->ini_path);
     fflush(stdout);
     for (int r = 0; r < l->count; r++) {
         struct worker *w = &l->workers[r];
