@@ -37,8 +37,8 @@
 #include <cmocka.h>
 
 #include "testutil.h"
-#include "tsrnn/safetensors.h"
 #include "tsrnn/crc32c.h"
+#include "tsrnn/safetensors.h"
 
 struct crc_entry {
     const char *name;

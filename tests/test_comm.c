@@ -447,6 +447,23 @@ static void test_local_world_of_one(void **state)
     tsrnn_comm_close(comm);
 }
 
+/* The names tsrnn knows, in this build or not: what TSRNN_COMM_BACKEND may say (world.h). */
+static void test_backend_names(void **state)
+{
+    (void)state;
+    char list[64], cut[8];
+    assert_true(tsrnn_comm_backend_known("local"));
+    assert_true(tsrnn_comm_backend_known("gloo")); /* known even to a build without it */
+    assert_false(tsrnn_comm_backend_known("bogus"));
+    assert_false(tsrnn_comm_backend_known("Gloo"));
+    assert_false(tsrnn_comm_backend_known(""));
+    assert_false(tsrnn_comm_backend_known(NULL));
+    tsrnn_comm_backend_list(list, sizeof(list));
+    assert_string_equal(list, "local, gloo");
+    tsrnn_comm_backend_list(cut, sizeof(cut)); /* cut to fit, terminated */
+    assert_string_equal(cut, "local, ");
+}
+
 /* Opens with `opt`, expects TSRNN_ERR_USAGE and a message holding `needle`. */
 static void expect_usage(struct tsrnn_comm_options opt, const char *needle)
 {
@@ -767,6 +784,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_world_of_one),
+        cmocka_unit_test(test_backend_names),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_allreduce_2_ranks),
         cmocka_unit_test(test_allreduce_3_ranks),

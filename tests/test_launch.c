@@ -27,8 +27,8 @@
 #include "tsrnn/compute.h"
 #include "tsrnn/config.h"
 #include "tsrnn/data.h"
+#include "tsrnn/fs.h"
 #include "tsrnn/model.h"
-#include "tsrnn/run_folder.h"
 
 #define MAX_RANKS 8
 #define TIMEOUT_S 4 /* [trainer] timeout_s of these runs: failures must show within it */
@@ -412,6 +412,37 @@ static void test_readme_command_falls_back_to_cpu(void **state)
     }
 }
 
+/* --- the comm backend ------------------------------------------------------------------ */
+
+/* The launcher chooses the comm backend once, with the devices (gloo for CPU workers, local
+ * for one), prints it, and tells every worker in TSRNN_COMM_BACKEND; the workers open what
+ * they are told. A wrapper shows one rank's variable on its stderr. */
+static void test_workers_are_told_the_comm_backend(void **state)
+{
+    (void)state;
+    const char *two[] = { wrapper("backend-rank1.sh", 1,
+                                  "echo \"told TSRNN_COMM_BACKEND=$TSRNN_COMM_BACKEND\" >&2"),
+                          "training.n_epochs=1", "--devices=2", NULL };
+    struct job j;
+    job_start(&j, "backend2", two);
+    assert_int_equal(job_wait(&j, 60), 0);
+    expect_file_has(j.out, "Launching 2 worker processes (cpu, gloo)");
+    expect_file_has(j.err, "[rank 1] told TSRNN_COMM_BACKEND=gloo\n");
+    expect_file_has(j.out, "GLOBAL_RANK: 0, MEMBER: 1/2 (local rank 0, gloo)");
+    expect_file_has(run_path("backend2", "logs/rank-1.log"),
+                    "GLOBAL_RANK: 1, MEMBER: 2/2 (local rank 1, gloo)");
+    expect_file_has(j.out, "tsrnn-launch: 2 workers (cpu, gloo) finished");
+
+    const char *one[] = { wrapper("backend-rank0.sh", 0,
+                                  "echo \"told TSRNN_COMM_BACKEND=$TSRNN_COMM_BACKEND\" >&2"),
+                          "training.n_epochs=1", "--devices=1", NULL };
+    job_start(&j, "backend1", one);
+    assert_int_equal(job_wait(&j, 60), 0);
+    expect_file_has(j.out, "Launching 1 worker process (cpu, local)");
+    expect_file_has(j.err, "told TSRNN_COMM_BACKEND=local\n");
+    expect_file_has(j.out, "tsrnn-launch: 1 worker (cpu, local) finished");
+}
+
 /* --- failures -------------------------------------------------------------------------- */
 
 static const char *const long_run[] = { "training.n_epochs=100000", "model.model=LSTM",
@@ -576,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_two_workers_equal_one_with_twice_the_batch),
         cmocka_unit_test(test_val_loss_equals_one_process_evaluation),
         cmocka_unit_test(test_readme_command_falls_back_to_cpu),
+        cmocka_unit_test(test_workers_are_told_the_comm_backend),
         cmocka_unit_test(test_killed_worker_stops_the_job),
         cmocka_unit_test(test_failing_worker_stops_the_job),
         cmocka_unit_test(test_worker_with_other_settings_is_refused),

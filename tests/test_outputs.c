@@ -23,8 +23,8 @@
 #include "testutil.h"
 #include "tfevents.h"
 #include "tsrnn/checkpoint.h"
+#include "tsrnn/fs.h"
 #include "tsrnn/plot.h"
-#include "tsrnn/run_folder.h"
 
 static struct tu_result result;
 

@@ -141,6 +141,75 @@ static void test_cli(void **state)
           "--set model.dropout=1.5: [model] dropout = '1.5': out of range");
 }
 
+/* Runs the worker on the example through env(1): `env` (NULL-terminated) are env's
+ * arguments before the worker, "NAME=value" to set a variable, "-u", "NAME" to unset one. */
+static void run_with_env(const char *const *env)
+{
+    const char *argv[24];
+    size_t n = 0;
+    argv[n++] = "/usr/bin/env";
+    for (; *env != NULL; env++) {
+        assert_true(n < 20);
+        argv[n++] = *env;
+    }
+    argv[n++] = worker();
+    argv[n++] = example();
+    argv[n] = NULL;
+    run(argv);
+}
+
+/* The worker's side of the launcher's contract (include/tsrnn/world.h): it uses the comm
+ * backend the launcher chose (TSRNN_COMM_BACKEND) and refuses one that is unknown, missing or
+ * does not fit the world size, with exit code 2, before reading the config. */
+static void test_comm_backend_from_the_launcher(void **state)
+{
+    (void)state;
+    char rendezvous[PATH_MAX + 8];
+    snprintf(rendezvous, sizeof(rendezvous), "TSRNN_RENDEZVOUS=file:%s", tu_run_dir());
+    const struct {
+        const char *env[8];
+        const char *expect[3];
+    } refused[] = {
+        { { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=2", rendezvous, "TSRNN_COMM_BACKEND=bogus" },
+          { "environment variable TSRNN_COMM_BACKEND=bogus: unknown comm backend",
+            "accepted: local, gloo" } },
+        { { "TSRNN_RANK=1", "TSRNN_WORLD_SIZE=2", rendezvous, "TSRNN_COMM_BACKEND=" },
+          { "TSRNN_COMM_BACKEND=: unknown comm backend", "accepted: local, gloo" } },
+        { { "-u", "TSRNN_COMM_BACKEND", "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=2", rendezvous },
+          { "TSRNN_WORLD_SIZE=2 needs TSRNN_COMM_BACKEND (accepted: local, gloo)" } },
+        { { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=3", rendezvous, "TSRNN_COMM_BACKEND=local" },
+          { "TSRNN_COMM_BACKEND=local runs a world of 1 rank, but TSRNN_WORLD_SIZE=3",
+            "accepted: a backend other than local (tsrnn knows local, gloo)" } },
+        { { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=1", "TSRNN_COMM_BACKEND=gloo" },
+          { "TSRNN_COMM_BACKEND=gloo with TSRNN_WORLD_SIZE=1", "accepted: local" } },
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        run_with_env(refused[i].env);
+        if (result.exit_code != 2)
+            fail_msg("case %zu: exit %d, expected 2; stderr: %s", i, result.exit_code, result.err);
+        tu_expect_in(result.err, "tsrnn-worker: error: ");
+        for (size_t k = 0; k < 3 && refused[i].expect[k] != NULL; k++)
+            tu_expect_in(result.err, refused[i].expect[k]);
+        assert_string_equal(result.out, "");
+    }
+
+    /* A world of one under a launcher: local, said or left out. */
+    const char *local[] = { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=1", "TSRNN_COMM_BACKEND=local",
+                            NULL };
+    run_with_env(local);
+    assert_int_equal(result.exit_code, 0);
+    tu_expect_in(result.out, "101 training samples, 3 validation samples");
+    const char *unset[] = { "-u", "TSRNN_COMM_BACKEND", "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=1",
+                            NULL };
+    run_with_env(unset);
+    assert_int_equal(result.exit_code, 0);
+    /* Without TSRNN_RANK no launcher variable is read: a process of its own. */
+    const char *alone[] = { "-u", "TSRNN_RANK", "TSRNN_COMM_BACKEND=bogus", NULL };
+    run_with_env(alone);
+    assert_int_equal(result.exit_code, 0);
+    assert_string_equal(result.err, "");
+}
+
 /* Each bad config: the text, then what the message must contain (file:line, key, ...). */
 struct bad_case {
     const char *ini;
@@ -271,9 +340,13 @@ static void test_csv_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_air_passengers_summary),  cmocka_unit_test(test_set_precedence),
-        cmocka_unit_test(test_print_config_round_trip), cmocka_unit_test(test_cli),
-        cmocka_unit_test(test_config_errors),           cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_air_passengers_summary),
+        cmocka_unit_test(test_set_precedence),
+        cmocka_unit_test(test_print_config_round_trip),
+        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_comm_backend_from_the_launcher),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

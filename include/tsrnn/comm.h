@@ -38,9 +38,12 @@ struct tsrnn_comm_options {
     /* "file:<dir>": an existing private folder shared by this attempt's ranks and used by
      * nobody else (the launcher makes a fresh one per attempt). Not needed for world 1. */
     const char *rendezvous;
-    const char *host;    /* the address this rank listens on; NULL = "127.0.0.1" */
-    double timeout_s;    /* > 0: the longest wait for the rendezvous and for each collective */
-    const char *backend; /* "local", "gloo", or NULL: local for world 1, else gloo */
+    const char *host; /* the address this rank listens on; NULL = "127.0.0.1" */
+    double timeout_s; /* > 0: the longest wait for the rendezvous and for each collective */
+    /* "local", "gloo", or NULL: local for world 1, else gloo. The NULL default is for
+     * library users; tsrnn-worker passes what the launcher chose (TSRNN_COMM_BACKEND,
+     * include/tsrnn/world.h), and nothing else in tsrnn picks a backend. */
+    const char *backend;
     /* The compute context whose device memory the *_device collectives take, and whose
      * stream (tsrnn_compute_stream) a device backend orders its work on. NULL: no device;
      * the *_device calls then take host memory. Not owned; it outlives the communicator. */
@@ -98,5 +101,13 @@ const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm);
 
 /* Whether this build has the backend `name` ("local" always; "gloo" with libgloo-dev). */
 bool tsrnn_comm_backend_available(const char *name);
+
+/* Whether `name` is a backend tsrnn knows ("local", "gloo"), in this build or not: a known
+ * one this build lacks is refused by tsrnn_comm_open() with what the build needs. NULL: no. */
+bool tsrnn_comm_backend_known(const char *name);
+
+/* Writes the names of the backends tsrnn knows, "local, gloo", for messages (cut to fit
+ * `capacity`, NUL-terminated). */
+void tsrnn_comm_backend_list(char *out, size_t capacity);
 
 #endif

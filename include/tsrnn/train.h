@@ -5,8 +5,14 @@
  *
  * Per epoch: the sampler's batches; per batch forward, MSE, backward, Adam; then the
  * validation loss over every validation window (sum of squared errors / count: Lightning's
- * batch-size-weighted mean of batch MSEs). Rank 0's files go to {work_dir}/{model_name}/:
- * metrics.csv (every step and epoch) and config.ini (the resolved config).
+ * batch-size-weighted mean of batch MSEs). Rank 0's files go to the run folder
+ * {work_dir}/{model_name}/ (DESIGN.md §5):
+ *
+ *     config.ini        the resolved config
+ *     metrics.csv       every step's train_loss, every epoch's val_loss
+ *     checkpoints/      last-epoch=N.safetensors, best-epoch=N-val_loss=X.XXXX.safetensors
+ *     logs/             events.out.tfevents.* (TensorBoard)
+ *     forecast.csv, forecast.png
  */
 #ifndef TSRNN_TRAIN_H
 #define TSRNN_TRAIN_H

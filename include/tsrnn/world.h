@@ -7,10 +7,21 @@
  *     TSRNN_RENDEZVOUS=file:<dir>               a fresh private folder for this attempt
  *     TSRNN_RESTART_COUNT                       0, then 1, 2, ... after --max-restarts
  *     TSRNN_REPORT_FD                           rank 0 only: a pipe to the launcher
- * Without TSRNN_RANK the process is a world of its own (size 1, rank 0). tsrnn-launch runs
- * one machine: local rank = rank, local world size = world size. It passes the config's
- * model_name to every worker, so that all of them (and a restart) agree on the run folder
- * even when it is the default, timestamped one.
+ *     TSRNN_COMM_BACKEND                        the comm backend every rank opens (comm.h)
+ * Without TSRNN_RANK the process is a world of its own (size 1, rank 0, backend local) and
+ * none of these is read. tsrnn-launch runs one machine: local rank = rank, local world
+ * size = world size.
+ *
+ * The launcher alone chooses the comm backend (DESIGN.md §9), once for all ranks: local
+ * for 1 worker, gloo for CPU workers, nccl for GPU workers (not in tsrnn yet: the launcher
+ * refuses more than one GPU worker until it is). A worker uses what it is told and derives
+ * nothing from its world size or device. TSRNN_COMM_BACKEND must name a backend tsrnn knows
+ * (tsrnn_comm_backend_known(): local, gloo); it is required when TSRNN_WORLD_SIZE > 1, may
+ * be left out for a world of 1 (= local), and must be local exactly when the world size is
+ * 1. A known backend this build lacks is refused later, when the worker joins.
+ *
+ * tsrnn-launch passes the config's model_name to every worker, so that all of them (and a
+ * restart) agree on the run folder even when it is the default, timestamped one.
  *
  * Rank 0 reports to the launcher through TSRNN_REPORT_FD, as ddp_spawn's rank 0 puts its
  * result on a queue: one "key=value\n" line per fact, each written whole,
@@ -39,10 +50,12 @@ struct tsrnn_world {
     char rendezvous[PATH_MAX + 8]; /* "file:<dir>"; "" for a world of one */
     int report_fd;                 /* -1: nobody to report to */
     const char *launcher;          /* "tsrnn-launch" or "none" */
+    char comm_backend[16];         /* TSRNN_COMM_BACKEND; "local" for a world of one */
 };
 
 /* Reads the variables above. A set but malformed or inconsistent variable (rank >= world
- * size, a world > 1 without TSRNN_RENDEZVOUS, ...) is TSRNN_ERR_USAGE naming it. */
+ * size, a world > 1 without TSRNN_RENDEZVOUS or TSRNN_COMM_BACKEND, an unknown backend, ...)
+ * is TSRNN_ERR_USAGE naming it and what is accepted. */
 enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *world);
 
 /* Writes "key=value\n" to the report pipe in one write(); does nothing without one. A

@@ -71,6 +71,23 @@ bool tsrnn_comm_backend_available(const char *name)
     return i >= 0 && backends[i].backend != NULL;
 }
 
+bool tsrnn_comm_backend_known(const char *name)
+{
+    return name != NULL && find_backend(name) >= 0;
+}
+
+void tsrnn_comm_backend_list(char *out, size_t capacity)
+{
+    size_t used = 0;
+    if (capacity == 0)
+        return;
+    out[0] = '\0';
+    for (int k = 0; k < BACKEND_COUNT && used < capacity; k++) {
+        int n = snprintf(out + used, capacity - used, "%s%s", k ? ", " : "", backends[k].name);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
 static enum tsrnn_status check_options(const struct tsrnn_comm_options *opt)
 {
     if (opt->world_size < 1)
@@ -91,14 +108,13 @@ static enum tsrnn_status check_options(const struct tsrnn_comm_options *opt)
 static enum tsrnn_status pick_backend(const struct tsrnn_comm_backend **backend,
                                       const struct tsrnn_comm_options *opt)
 {
+    /* NULL is a default for library users (tests, benchmarks); tsrnn-worker always names the
+     * backend the launcher chose (TSRNN_COMM_BACKEND, world.h). */
     const char *name = opt->backend ? opt->backend : opt->world_size == 1 ? "local" : "gloo";
     int i = find_backend(name);
     if (i < 0) {
         char accepted[128];
-        size_t used = 0;
-        for (int k = 0; k < BACKEND_COUNT; k++)
-            used += (size_t)snprintf(accepted + used, sizeof(accepted) - used, "%s%s",
-                                     k ? ", " : "", backends[k].name);
+        tsrnn_comm_backend_list(accepted, sizeof(accepted));
         return tsrnn_error(TSRNN_ERR_USAGE, "comm: unknown backend \"%s\": accepted are %s", name,
                            accepted);
     }

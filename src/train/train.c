@@ -11,11 +11,11 @@
 #include "tsrnn/compute.h"
 #include "tsrnn/crc32c.h"
 #include "tsrnn/forecast.h"
+#include "tsrnn/fs.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
 #include "tsrnn/rng.h"
-#include "tsrnn/run_folder.h"
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/train.h"
 
@@ -180,16 +180,23 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     char logs[PATH_MAX + 8];
     snprintf(logs, sizeof(logs), "%s/logs", tr->run_dir);
 
-    if (cfg->resume[0] == '\0' && cfg->force_reset)
-        TSRNN_TRY(tsrnn_remove_tree(tr->run_dir));
-    else if (cfg->resume[0] == '\0' && (tsrnn_folder_holds(tr->ckpt_dir, ".safetensors") ||
-                                        tsrnn_folder_holds(logs, "tfevents")))
+    if (cfg->resume[0] == '\0' && cfg->force_reset) {
+        enum tsrnn_status status = tsrnn_remove_tree(tr->run_dir);
+        if (status != TSRNN_OK) {
+            /* The message says what could not be removed; this says why it was. */
+            char why[1024];
+            snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+            return tsrnn_error(status, "force_reset: %s", why);
+        }
+    } else if (cfg->resume[0] == '\0' && (tsrnn_folder_holds(tr->ckpt_dir, ".safetensors") ||
+                                          tsrnn_folder_holds(logs, "tfevents"))) {
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s already holds the checkpoints or TensorBoard logs of an earlier "
                            "run; continue it with --resume last ([training] resume = last), "
                            "start over with [output] force_reset = true (deletes the folder), "
                            "or choose another [output] model_name",
                            tsrnn_display_path(tr->run_dir));
+    }
     TSRNN_TRY(tsrnn_make_dirs(tr->run_dir));
     if (cfg->save_checkpoints)
         TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));

@@ -45,7 +45,8 @@ static void usage(FILE *out)
             "  -V, --version                show the version and exit\n"
             "\n"
             "Started by tsrnn-launch, it reads its rank from TSRNN_RANK, TSRNN_WORLD_SIZE,\n"
-            "TSRNN_LOCAL_RANK and TSRNN_RENDEZVOUS; without them it trains alone.\n"
+            "TSRNN_LOCAL_RANK, TSRNN_RENDEZVOUS and TSRNN_COMM_BACKEND; without them it\n"
+            "trains alone.\n"
             "\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error, 3 a peer\n"
             "failed or timed out, 130 interrupted (SIGINT/SIGTERM stop it between two\n"
@@ -99,6 +100,7 @@ static enum tsrnn_status join_world(struct tsrnn_comm **comm, const struct tsrnn
         .world_size = world->world_size,
         .rendezvous = world->rendezvous,
         .timeout_s = cfg->timeout_s,
+        .backend = world->comm_backend, /* the launcher's choice, never derived here */
         .compute = compute,
     };
     return tsrnn_comm_open(comm, &opt);

@@ -1,13 +1,10 @@
-/* The run folder {work_dir}/{model_name}/ that rank 0 writes (DESIGN.md §5):
- *
- *     config.ini        the resolved config
- *     metrics.csv       every step's train_loss, every epoch's val_loss
- *     checkpoints/      last-epoch=N.safetensors, best-epoch=N-val_loss=X.XXXX.safetensors
- *     logs/             events.out.tfevents.* (TensorBoard)
- *     forecast.csv, forecast.png
+/* File system helpers: mkdir -p, rm -r, and "does this folder hold such a file". The training
+ * run makes and resets its run folder with them (src/train/), tsrnn-launch the ranks' logs
+ * and its rendezvous folder (src/launcher/). Messages name the path as tsrnn_display_path()
+ * shows it.
  */
-#ifndef TSRNN_RUN_FOLDER_H
-#define TSRNN_RUN_FOLDER_H
+#ifndef TSRNN_FS_H
+#define TSRNN_FS_H
 
 #include <stdbool.h>
 

@@ -1,4 +1,5 @@
-/* Which rank of which world this process is (include/tsrnn/world.h). */
+/* Which rank of which world this process is (include/tsrnn/world.h): the launcher <-> worker
+ * contract, read from the environment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tsrnn/comm.h"
 #include "tsrnn/world.h"
 
 /* Reads the integer variable `name` into *value; absent leaves *value as it is. */
@@ -25,6 +27,43 @@ static enum tsrnn_status env_int(const char *name, int *value, int64_t lo, int64
     return TSRNN_OK;
 }
 
+/* TSRNN_COMM_BACKEND, checked against the world size (world.h): the launcher's choice is
+ * taken as it is, never re-derived, so a missing or inconsistent one is an error. */
+static enum tsrnn_status comm_backend_from_env(struct tsrnn_world *w)
+{
+    const char *name = getenv("TSRNN_COMM_BACKEND");
+    char accepted[64];
+
+    tsrnn_comm_backend_list(accepted, sizeof(accepted));
+    if (name == NULL && w->world_size == 1)
+        return TSRNN_OK; /* "local" */
+    if (name == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "TSRNN_WORLD_SIZE=%d needs TSRNN_COMM_BACKEND (accepted: %s); start "
+                           "workers with tsrnn-launch, which chooses it",
+                           w->world_size, accepted);
+    if (!tsrnn_comm_backend_known(name) || strlen(name) >= sizeof(w->comm_backend))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "environment variable TSRNN_COMM_BACKEND=%s: unknown comm backend; "
+                           "accepted: %s (tsrnn-launch sets it for every worker)",
+                           name, accepted);
+    bool local = strcmp(name, "local") == 0;
+    if (local && w->world_size > 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "environment variable TSRNN_COMM_BACKEND=local runs a world of 1 "
+                           "rank, but TSRNN_WORLD_SIZE=%d; accepted: a backend other than "
+                           "local (tsrnn knows %s)",
+                           w->world_size, accepted);
+    if (!local && w->world_size == 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "environment variable TSRNN_COMM_BACKEND=%s with TSRNN_WORLD_SIZE=1: "
+                           "a world of 1 rank talks to nobody; accepted: local (or leave it "
+                           "unset)",
+                           name);
+    memcpy(w->comm_backend, name, strlen(name) + 1);
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
 {
     *w = (struct tsrnn_world){
@@ -32,6 +71,7 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
         .local_world_size = 1,
         .report_fd = -1,
         .launcher = "none",
+        .comm_backend = "local",
     };
     if (getenv("TSRNN_RANK") == NULL)
         return TSRNN_OK;
@@ -59,7 +99,7 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
                            "TSRNN_WORLD_SIZE=%d needs TSRNN_RENDEZVOUS=file:<folder> (got %s); "
                            "start workers with tsrnn-launch",
                            w->world_size, rdzv ? rdzv : "nothing");
-    return TSRNN_OK;
+    return comm_backend_from_env(w);
 }
 
 void tsrnn_world_report(const struct tsrnn_world *w, const char *key, const char *fmt, ...)

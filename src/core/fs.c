@@ -1,5 +1,5 @@
-/* Run-folder file system helpers (include/tsrnn/run_folder.h). */
-#include "tsrnn/run_folder.h"
+/* File system helpers (include/tsrnn/fs.h). */
+#include "tsrnn/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,10 +59,9 @@ enum tsrnn_status tsrnn_remove_tree(const char *path)
     if (rc == 0)
         return TSRNN_OK;
     if (failed_errno != 0)
-        return tsrnn_error_errno(TSRNN_ERR_IO, failed_errno, "force_reset: cannot remove %s",
+        return tsrnn_error_errno(TSRNN_ERR_IO, failed_errno, "cannot remove %s",
                                  tsrnn_display_path(failed_path));
-    return tsrnn_error_errno(TSRNN_ERR_IO, errno, "force_reset: cannot walk %s",
-                             tsrnn_display_path(path));
+    return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot walk %s", tsrnn_display_path(path));
 }
 
 bool tsrnn_folder_holds(const char *path, const char *needle)

@@ -1,0 +1,223 @@
+/* Which devices the workers get (DESIGN.md §2 "tsrnn-launch"): Lightning's [trainer]
+ * accelerator and devices, GPUs counted without initialising CUDA, cores from this process's
+ * affinity; and from that, the comm backend every worker is told to use (the only place
+ * that chooses it). */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "job.h"
+#include "tsrnn/comm.h"
+
+/* The NVIDIA driver lists one folder per GPU here; reading it does not initialise CUDA,
+ * which would not survive the fork that follows (reference/distributed.md A2). */
+static int count_gpus(void)
+{
+    DIR *dir = opendir("/proc/driver/nvidia/gpus");
+    int count = 0;
+    struct dirent *e;
+    if (dir == NULL)
+        return 0;
+    while ((e = readdir(dir)) != NULL)
+        if (e->d_name[0] != '.')
+            count++;
+    closedir(dir);
+    return count;
+}
+
+/* The GPUs CUDA would show this process, as CUDA reads CUDA_VISIBLE_DEVICES: unset = all;
+ * a comma list of indices or GPU-/MIG- UUIDs, read up to the first invalid entry; empty =
+ * none. ids[k] is what worker k gets as its CUDA_VISIBLE_DEVICES. */
+static size_t visible_gpus(char ids[][GPU_ID_MAX], size_t capacity, int gpu_count)
+{
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    size_t count = 0;
+
+    if (env == NULL) {
+        for (int i = 0; i < gpu_count && count < capacity; i++)
+            snprintf(ids[count++], GPU_ID_MAX, "%d", i);
+        return count;
+    }
+    for (const char *p = env; gpu_count > 0 && *p != '\0' && count < capacity;) {
+        size_t len = strcspn(p, ",");
+        char item[GPU_ID_MAX];
+        int64_t index;
+        if (len >= sizeof(item))
+            break;
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (tsrnn_parse_int64(item, &index)
+                ? index < 0 || index >= gpu_count
+                : strncmp(item, "GPU-", 4) != 0 && strncmp(item, "MIG-", 4) != 0)
+            break;
+        bool repeated = false;
+        for (size_t i = 0; i < count; i++)
+            repeated = repeated || strcmp(ids[i], item) == 0;
+        if (repeated)
+            break;
+        memcpy(ids[count++], item, len + 1);
+        p += len + (p[len] == ',');
+    }
+    return count;
+}
+
+/* "0-3,6" for a message. */
+static void format_cores(char *out, size_t capacity, const cpu_set_t *set)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && used < capacity; c++) {
+        if (!CPU_ISSET(c, set) || (c > 0 && CPU_ISSET(c - 1, set)))
+            continue;
+        int last = c;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+            last++;
+        int n = last == c
+                    ? snprintf(out + used, capacity - used, "%s%d", used ? "," : "", c)
+                    : snprintf(out + used, capacity - used, "%s%d-%d", used ? "," : "", c, last);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* Parses the list form of [trainer] devices ("0,2"), already checked by the config. */
+static size_t parse_device_list(const char *text, int64_t *indices, size_t capacity)
+{
+    size_t count = 0;
+    for (const char *p = text; count < capacity;) {
+        size_t len = strcspn(p, ","), start = 0;
+        char item[32] = "";
+        while (start < len && (p[start] == ' ' || p[start] == '\t'))
+            start++;
+        while (len > start && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len - start < sizeof(item))
+            memcpy(item, p + start, len - start);
+        if (tsrnn_parse_int64(item, &indices[count]))
+            count++;
+        p += strcspn(p, ",");
+        if (*p++ == '\0')
+            break;
+    }
+    return count;
+}
+
+/* Decides how many workers run where, from [trainer] accelerator and devices (Lightning's
+ * meaning: -1 = every device, N = the first N, "i,j" = those). Prints Lightning's
+ * "GPU available" line. */
+enum tsrnn_status resolve_devices(struct launch *l)
+{
+    const struct tsrnn_config *cfg = l->cfg;
+    const char *devices = cfg->devices;
+    const char *origin = tsrnn_config_origin(cfg, "trainer", "devices");
+    const char *accel_origin = tsrnn_config_origin(cfg, "trainer", "accelerator");
+    char ids[MAX_GPUS][GPU_ID_MAX];
+    size_t gpus = visible_gpus(ids, MAX_GPUS, count_gpus());
+    int64_t list[64];
+    size_t list_count = 0;
+    cpu_set_t allowed;
+    int64_t count;
+
+    l->gpu = cfg->accelerator == TSRNN_ACCELERATOR_GPU;
+    printf("GPU available: %s, used: %s\n", gpus > 0 ? "True" : "False",
+           l->gpu && gpus > 0 ? "True" : "False");
+    fflush(stdout);
+    if (l->gpu && gpus == 0) {
+        if (strcmp(accel_origin, "--accelerator") == 0)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "--accelerator gpu, but no GPU is visible "
+                               "(/proc/driver/nvidia/gpus is empty or CUDA_VISIBLE_DEVICES "
+                               "hides them); accepted: --accelerator cpu or auto");
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] accelerator = gpu, but no GPU is visible "
+                           "(/proc/driver/nvidia/gpus is empty or CUDA_VISIBLE_DEVICES hides "
+                           "them); accepted: cpu or auto (or --accelerator cpu)",
+                           accel_origin);
+    }
+    if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && gpus > 0)
+        fprintf(stderr,
+                PROGRAM ": warning: %zu GPU%s visible, but this build trains on CPUs only (no "
+                        "GPU training backend yet): starting CPU workers; --accelerator cpu "
+                        "silences this\n",
+                gpus, gpus == 1 ? " is" : "s are");
+    if (!l->gpu && sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno,
+                                 "cannot read the cores this process may "
+                                 "use (sched_getaffinity)");
+    size_t available = l->gpu ? gpus : (size_t)CPU_COUNT(&allowed);
+
+    if (strcasecmp(devices, "auto") == 0)
+        count = l->gpu ? (int64_t)gpus : 1;
+    else if (strcmp(devices, "-1") == 0)
+        count = (int64_t)available;
+    else if (strchr(devices, ',') == NULL && tsrnn_parse_int64(devices, &count)) {
+        /* More CPU workers than cores is allowed (slow, but a valid test of N ranks). */
+        if (l->gpu && (size_t)count > gpus)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [trainer] devices = '%s' asks for %lld GPUs, but %zu %s "
+                               "visible; accepted: 1 to %zu, -1 (all) or a list of indices "
+                               "below %zu",
+                               origin, devices, (long long)count, gpus, gpus == 1 ? "is" : "are",
+                               gpus, gpus);
+    } else {
+        list_count = parse_device_list(devices, list, 64);
+        count = (int64_t)list_count;
+    }
+    if (count < 1)
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s: [trainer] devices = '%s' leaves no device to use",
+                           origin, devices);
+    for (size_t k = 0; k < list_count; k++) {
+        if (l->gpu && list[k] >= (int64_t)gpus)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [trainer] devices = '%s': GPU %lld is not visible (%zu "
+                               "GPU%s); accepted: indices 0 to %zu",
+                               origin, devices, (long long)list[k], gpus, gpus == 1 ? "" : "s",
+                               gpus - 1);
+        if (!l->gpu && (list[k] >= CPU_SETSIZE || !CPU_ISSET((int)list[k], &allowed))) {
+            char cores[256];
+            format_cores(cores, sizeof(cores), &allowed);
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [trainer] devices = '%s': core %lld is not available to "
+                               "this process (its cores: %s); accepted: a list of those "
+                               "cores, a count N, or -1",
+                               origin, devices, (long long)list[k], cores);
+        }
+    }
+
+    /* The one place the comm backend is chosen (DESIGN.md §9): every worker is told it
+     * (TSRNN_COMM_BACKEND, world.h) and derives nothing itself. One this build lacks stops
+     * the job here, before any worker starts. */
+    l->comm_backend = count == 1 ? "local" : l->gpu ? "nccl" : "gloo";
+    if (!l->gpu && !tsrnn_comm_backend_available(l->comm_backend))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = '%s' asks for %lld CPU workers, but this "
+                           "tsrnn was built without Gloo (libgloo-dev), which they need to "
+                           "talk; install it and rebuild, or use one device",
+                           origin, devices, (long long)count);
+    if (l->gpu && !tsrnn_comm_backend_available(l->comm_backend))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = '%s' asks for %lld GPU workers, but they "
+                           "would talk through NCCL, and tsrnn has no nccl comm backend yet; "
+                           "accepted: --accelerator cpu (CPU workers talk through Gloo)",
+                           origin, devices, (long long)count);
+    l->count = (int)count;
+    l->workers = calloc((size_t)count, sizeof(*l->workers));
+    l->pollfds = calloc(2 + 2 * (size_t)count, sizeof(*l->pollfds));
+    l->poll_streams = calloc(2 + 2 * (size_t)count, sizeof(*l->poll_streams));
+    l->poll_workers = calloc(2 + 2 * (size_t)count, sizeof(*l->poll_workers));
+    if (!l->workers || !l->pollfds || !l->poll_streams || !l->poll_workers)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %lld workers", (long long)count);
+    for (int r = 0; r < l->count; r++) {
+        struct worker *w = &l->workers[r];
+        w->rank = r;
+        w->core = !l->gpu && list_count > 0 ? (int)list[r] : -1;
+        if (l->gpu)
+            memcpy(w->gpu, ids[list_count > 0 ? list[r] : r], GPU_ID_MAX);
+        w->out.fd = w->err.fd = w->log_fd = -1;
+    }
+    l->report_stream.fd = -1;
+    return TSRNN_OK;
+}

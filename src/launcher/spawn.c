@@ -1,0 +1,344 @@
+/* Starting workers: the worker program, the private rendezvous folder, and per attempt one
+ * fork + exec per worker with world.h's environment, its device and its command line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "job.h"
+
+static bool search_path(char *out, size_t capacity, const char *name)
+{
+    const char *path = getenv("PATH");
+    if (path == NULL || *path == '\0')
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p++) {
+        size_t len = strcspn(p, ":");
+        /* An empty PATH entry means the current folder. */
+        int n = snprintf(out, capacity, "%.*s/%s", (int)(len ? len : 1), len ? p : ".", name);
+        if (n > 0 && (size_t)n < capacity && access(out, X_OK) == 0)
+            return true;
+        p += len;
+        if (*p == '\0')
+            return false;
+    }
+}
+
+/* --worker, else tsrnn-worker beside this executable (an uninstalled build folder works),
+ * else from PATH. Resolved here so that the child can execve() without a PATH search. */
+enum tsrnn_status find_worker(struct launch *l)
+{
+    const char *name = l->opt->worker ? l->opt->worker : "tsrnn-worker";
+    char self[PATH_MAX];
+
+    if (strchr(name, '/') != NULL) {
+        if (strlen(name) >= sizeof(l->worker_path))
+            return tsrnn_error(TSRNN_ERR_USAGE, "--worker %s: the path is too long", name);
+        snprintf(l->worker_path, sizeof(l->worker_path), "%s", name);
+        return TSRNN_OK;
+    }
+    ssize_t n = l->opt->worker ? -1 : readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        *(slash ? slash : self) = '\0';
+        int len = snprintf(l->worker_path, sizeof(l->worker_path), "%s/%s", self, name);
+        if (len > 0 && (size_t)len < sizeof(l->worker_path) && access(l->worker_path, X_OK) == 0)
+            return TSRNN_OK;
+    }
+    if (search_path(l->worker_path, sizeof(l->worker_path), name))
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_IO,
+                       "cannot run %s: not found %sin PATH; give its path with "
+                       "--worker PATH",
+                       name, l->opt->worker ? "" : "beside " PROGRAM " nor ");
+}
+
+/* A private folder (mode 0700) for the workers' file rendezvous: nobody else may place
+ * addresses in it. */
+enum tsrnn_status make_rendezvous(struct launch *l)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    /* Room for "/attempt-N" and the store's own file names below it. */
+    int n = snprintf(l->rendezvous, sizeof(l->rendezvous) - 64, "%s/tsrnn-rendezvous-XXXXXX", tmp);
+    int err = n < 0 || (size_t)n >= sizeof(l->rendezvous) - 64 ? ENAMETOOLONG
+              : mkdtemp(l->rendezvous) == NULL                 ? errno
+                                                               : 0;
+    if (err != 0) {
+        l->rendezvous[0] = '\0';
+        return tsrnn_error_errno(TSRNN_ERR_IO, err,
+                                 "cannot make the rendezvous folder %s/tsrnn-rendezvous-XXXXXX "
+                                 "(TMPDIR chooses the parent)",
+                                 tmp);
+    }
+    return TSRNN_OK;
+}
+
+/* A worker's environment: the launcher's, with world.h's variables (and the device's)
+ * replacing any the launcher itself was given. */
+static void build_env(struct launch *l, const struct worker *w)
+{
+    size_t own = 0, n = 0;
+    const size_t cap = sizeof(l->env_own[0]);
+
+    snprintf(l->env_own[own++], cap, "TSRNN_RANK=%d", w->rank);
+    snprintf(l->env_own[own++], cap, "TSRNN_WORLD_SIZE=%d", l->count);
+    snprintf(l->env_own[own++], cap, "TSRNN_LOCAL_RANK=%d", w->rank);
+    snprintf(l->env_own[own++], cap, "TSRNN_LOCAL_WORLD_SIZE=%d", l->count);
+    snprintf(l->env_own[own++], cap, "TSRNN_RENDEZVOUS=file:%s/attempt-%d", l->rendezvous,
+             l->attempt);
+    snprintf(l->env_own[own++], cap, "TSRNN_RESTART_COUNT=%d", l->attempt);
+    snprintf(l->env_own[own++], cap, "TSRNN_COMM_BACKEND=%s", l->comm_backend);
+    if (w->rank == 0)
+        snprintf(l->env_own[own++], cap, "TSRNN_REPORT_FD=%d", REPORT_FD);
+    if (l->gpu) {
+        snprintf(l->env_own[own++], cap, "CUDA_VISIBLE_DEVICES=%s", w->gpu);
+    } else {
+        /* One thread per CPU worker: W workers already use W cores. */
+        snprintf(l->env_own[own++], cap, "OPENBLAS_NUM_THREADS=1");
+        snprintf(l->env_own[own++], cap, "OMP_NUM_THREADS=1");
+    }
+    for (size_t i = 0; i < own; i++)
+        l->envp[n++] = l->env_own[i];
+    for (char **e = environ; *e != NULL; e++) {
+        /* Only rank 0 reports: the others must not inherit a TSRNN_REPORT_FD either. */
+        bool replaced = strncmp(*e, "TSRNN_REPORT_FD=", 16) == 0;
+        for (size_t i = 0; i < own && !replaced; i++) {
+            size_t name_len = (size_t)(strchr(l->env_own[i], '=') - l->env_own[i]) + 1;
+            replaced = strncmp(*e, l->env_own[i], name_len) == 0;
+        }
+        if (!replaced)
+            l->envp[n++] = *e;
+    }
+    l->envp[n] = NULL;
+}
+
+enum child_stage {
+    CHILD_SETUP,
+    CHILD_AFFINITY,
+    CHILD_EXEC,
+};
+
+struct child_error {
+    int stage; /* enum child_stage */
+    int errnum;
+};
+
+static _Noreturn void child_fail(int status_fd, enum child_stage stage)
+{
+    struct child_error e = { stage, errno };
+    ssize_t rc = write(status_fd, &e, sizeof(e));
+    (void)rc;
+    _exit(127);
+}
+
+/* The child between fork and exec: async-signal-safe calls only. fds[i] becomes descriptor
+ * i (stdin, stdout, stderr, and the report pipe for rank 0). */
+static _Noreturn void exec_worker(const struct launch *l, const struct worker *w,
+                                  char *const argv[], const int fds[], int fd_count, int status_fd)
+{
+    int moved[4];
+    sigset_t none;
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+    /* Die with the launcher; and do not start at all if it died before this line. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != l->self)
+        _exit(127);
+    /* Its own process group: a terminal's Ctrl-C reaches only the launcher, which forwards
+     * it once. */
+    setpgid(0, 0);
+    /* Ignored signals and the signal mask survive exec: the worker starts with defaults. */
+    sigemptyset(&dfl.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Move every source above the targets first, so that no dup2() clobbers a source (or
+     * the status pipe) that is still to be used. The copies are close-on-exec. */
+    status_fd = fcntl(status_fd, F_DUPFD_CLOEXEC, fd_count);
+    if (status_fd < 0)
+        _exit(127);
+    for (int i = 0; i < fd_count; i++)
+        if ((moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, fd_count)) < 0)
+            child_fail(status_fd, CHILD_SETUP);
+    for (int i = 0; i < fd_count; i++)
+        if (dup2(moved[i], i) < 0)
+            child_fail(status_fd, CHILD_SETUP);
+    if (w->core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(w->core, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0)
+            child_fail(status_fd, CHILD_AFFINITY);
+    }
+    execve(l->worker_path, argv, l->envp);
+    child_fail(status_fd, CHILD_EXEC);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Forks and execs worker `w`. Every launcher descriptor is close-on-exec, so the worker gets
+ * only the ones dup2()ed for it. Returns once exec succeeded (the status pipe closed) or
+ * with the reason it failed (the child reaped). */
+static enum tsrnn_status spawn_worker(struct launch *l, struct worker *w, char *const argv[])
+{
+    int out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, status[2] = { -1, -1 };
+    enum tsrnn_status st = TSRNN_OK;
+    struct child_error ce;
+    ssize_t n;
+
+    if (pipe2(err, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 ||
+        pipe2(w->rank == 0 ? report : out, O_CLOEXEC) != 0) {
+        st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: pipe", w->rank);
+        goto done;
+    }
+    const int fds[4] = { l->devnull, w->rank == 0 ? STDOUT_FILENO : out[1], err[1], report[1] };
+    pid_t pid = fork();
+    if (pid < 0) {
+        st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: fork", w->rank);
+        goto done;
+    }
+    if (pid == 0)
+        exec_worker(l, w, argv, fds, w->rank == 0 ? 4 : 3, status[1]);
+    /* Also here, so that a signal sent before the child ran setpgid() reaches its group. */
+    setpgid(pid, pid);
+    w->pid = pid;
+    w->alive = true;
+    close_fd(&status[1]);
+    do
+        n = read(status[0], &ce, sizeof(ce));
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(ce)) {
+        while (waitpid(pid, &w->wait_status, 0) < 0 && errno == EINTR)
+            ;
+        w->alive = false;
+        if (ce.stage == CHILD_EXEC)
+            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot run %s", l->worker_path);
+        else if (ce.stage == CHILD_AFFINITY)
+            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot pin rank %d to core %d",
+                                   w->rank, w->core);
+        else
+            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
+                                   "cannot set up rank %d's standard streams", w->rank);
+        goto done;
+    }
+    w->err.fd = err[0];
+    w->out.fd = out[0];
+    l->report_stream.fd = w->rank == 0 ? report[0] : l->report_stream.fd;
+    err[0] = out[0] = report[0] = -1;
+
+done:
+    for (int i = 0; i < 2; i++) {
+        close_fd(&out[i]);
+        close_fd(&err[i]);
+        close_fd(&report[i]);
+        close_fd(&status[i]);
+    }
+    return st;
+}
+
+/* The workers' command line: the user's --set list unchanged and in order, then what the
+ * launcher decides (later --set wins in the worker). argv[*progress_idx] is per rank. */
+static char **worker_argv(const struct launch *l, size_t *progress_idx)
+{
+    const struct tsrnn_launch_options *o = l->opt;
+    char **argv = calloc(2 * o->override_count + l->restart_argc + 10, sizeof(*argv));
+    size_t n = 0;
+    if (argv == NULL)
+        return NULL;
+    argv[n++] = (char *)l->worker_path;
+    for (size_t i = 0; i < o->override_count; i++) {
+        argv[n++] = "--set";
+        argv[n++] = (char *)o->overrides[i];
+    }
+    /* The default model_name holds the time and a pid, different in every worker and every
+     * attempt: all of them get the launcher's. */
+    if (strcmp(tsrnn_config_origin(l->cfg, "output", "model_name"), "default") == 0) {
+        argv[n++] = "--set";
+        argv[n++] = (char *)l->model_name_arg;
+    }
+    argv[n++] = "--set";
+    argv[n++] = l->gpu ? "trainer.accelerator=gpu" : "trainer.accelerator=cpu";
+    if (!l->gpu) {
+        argv[n++] = "--set";
+        argv[n++] = "trainer.num_threads=1";
+    }
+    *progress_idx = n++;
+    for (size_t i = 0; i < l->restart_argc; i++)
+        argv[n++] = (char *)l->restart_args[i];
+    argv[n++] = (char *)o->ini_path;
+    argv[n] = NULL;
+    return argv;
+}
+
+/* Starts attempt l->attempt: a fresh rendezvous subfolder, then every worker. */
+enum tsrnn_status start_attempt(struct launch *l)
+{
+    char dir[PATH_MAX + 32];
+    size_t progress_idx;
+
+    l->report_stream = (struct stream){ .fd = -1, .kind = STREAM_REPORT };
+    memset(&l->report, 0, sizeof(l->report));
+    l->logs = LOGS_WAITING;
+    l->failures = 0;
+    l->terminating = false;
+    l->kill_at = l->drain_until = 0;
+    for (int r = 0; r < l->count; r++) {
+        struct worker *w = &l->workers[r];
+        w->pid = 0;
+        w->alive = false;
+        w->wait_status = 0;
+        w->sent = 0;
+        w->failure_order = 0;
+        w->out = (struct stream){ .fd = -1, .kind = STREAM_OUT };
+        w->err = (struct stream){ .fd = -1, .kind = STREAM_ERR };
+        w->log_fd = -1;
+        w->tail_count = 0;
+    }
+
+    snprintf(dir, sizeof(dir), "%s/attempt-%d", l->rendezvous, l->attempt);
+    if (mkdir(dir, 0700) != 0)
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the rendezvous folder %s", dir);
+    char **argv = worker_argv(l, &progress_idx);
+    if (argv == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+
+    printf("Launching %d worker process%s (%s, %s) for %s\n", l->count, l->count == 1 ? "" : "es",
+           l->gpu ? "gpu" : "cpu", l->comm_backend, l->opt->ini_path);
+    fflush(stdout);
+    for (int r = 0; r < l->count; r++) {
+        struct worker *w = &l->workers[r];
+        /* Rank 0 may draw a live bar on a terminal; the others write to a log. */
+        argv[progress_idx] = r == 0 ? "--progress=auto" : "--progress=plain";
+        build_env(l, w);
+        enum tsrnn_status st = spawn_worker(l, w, argv);
+        if (st != TSRNN_OK) {
+            free(argv);
+            end_attempt(l);
+            return st;
+        }
+        if (l->gpu)
+            printf("  rank %d (local %d): pid %ld, gpu %s\n", r, r, (long)w->pid, w->gpu);
+        else if (w->core >= 0)
+            printf("  rank %d (local %d): pid %ld, core %d\n", r, r, (long)w->pid, w->core);
+        else
+            printf("  rank %d (local %d): pid %ld, any core\n", r, r, (long)w->pid);
+        fflush(stdout);
+    }
+    free(argv);
+    return TSRNN_OK;
+}
