@@ -392,9 +392,11 @@ static void add_stepwise_sums(const struct recurrence *rc, size_t t, size_t j0, 
 
     tsrnn_cpu_gemm(ws->cpu, true, false, I, j1 - j0, B, 1.0f, lc->input + t * B * I, I, d_xg, GH,
                    1.0f, ws->d_w_ih_t + j0, GH);
+    /* b_hh gets its own sums even where d_hg aliases d_xg (RNN, LSTM): the gradients it
+     * accumulates into need not equal b_ih's (backend.h: backward ops accumulate), and from
+     * equal ones (the model's zeros) the same additions give the same bits. */
     tsrnn_cpu_add_column_sums(g->b_ih + j0, d_xg, B, j1 - j0, GH);
-    if (d_hg != d_xg)
-        tsrnn_cpu_add_column_sums(g->b_hh + j0, d_hg, B, j1 - j0, GH);
+    tsrnn_cpu_add_column_sums(g->b_hh + j0, d_hg, B, j1 - j0, GH);
 }
 
 /* After a split backward loop: the per-step sums of all steps, in the loop's order, each part
@@ -499,15 +501,12 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         tsrnn_cpu_gemm(cpu, true, false, GH, input_count, T * B, 1.0f, ws->d_xg, GH, lc->input,
                        input_count, 1.0f, g->w_ih, input_count);
         tsrnn_cpu_add_column_sums(g->b_ih, ws->d_xg, T * B, GH, GH);
-        if (ws->d_hg != ws->d_xg)
-            tsrnn_cpu_add_column_sums(g->b_hh, ws->d_hg, T * B, GH, GH);
+        tsrnn_cpu_add_column_sums(g->b_hh, ws->d_hg, T * B, GH, GH); /* as add_stepwise_sums */
     }
     /* From a zero initial state, step 0 adds nothing to dW_hh: sum over steps 1..T-1 only. */
     size_t first = ws->zero_initial_state ? 1 : 0;
     tsrnn_cpu_gemm(cpu, true, false, GH, H, (T - first) * B, 1.0f, ws->d_hg + first * B * GH, GH,
                    lc->h + first * B * H, H, 1.0f, g->w_hh, H);
-    if (ws->d_hg == ws->d_xg) /* RNN, LSTM: both biases get the same gradient */
-        memcpy(g->b_hh, g->b_ih, GH * sizeof(float));
     if (l == 0)
         return TSRNN_OK; /* below layer 0 nobody needs the gradient */
     /* dLoss/d(input) is the next d_h: the d_h buffer is free again once the cell backward of
