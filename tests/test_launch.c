@@ -550,6 +550,26 @@ static void test_interrupt_saves_a_checkpoint(void **state)
            (long long)ck->state.global_step, (long long)ck->state.epoch,
            (long long)ck->state.batches_done);
     assert_int_equal(ck->state.global_step, train_rows); /* the checkpoint has every step */
+
+    /* The launcher's --resume continues it: 10 more steps (max_steps counts all of them). */
+    int64_t done = ck->state.global_step;
+    char max_steps[64];
+    snprintf(max_steps, sizeof(max_steps), "training.max_steps=%lld", (long long)done + 10);
+    const char *resume[] = { "training.n_epochs=100000",
+                             "model.model=LSTM",
+                             "model.hidden_dim=32",
+                             "--devices=2",
+                             "--resume=last",
+                             "output.force_reset=false",
+                             max_steps,
+                             NULL };
+    struct job again;
+    job_start(&again, "interrupted", resume);
+    assert_int_equal(job_wait(&again, 120), 0);
+    expect_file_has(again.out, "Restored all states from the checkpoint");
+    tsrnn_checkpoint_finish(ck);
+    read_checkpoint(ck, "interrupted", "last");
+    assert_int_equal(ck->state.global_step, done + 10);
     tsrnn_checkpoint_finish(ck);
     free(ck);
 }

@@ -8,6 +8,7 @@
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ static void usage(FILE *out)
             "                           indices like 0,2 (= [trainer] devices)\n"
             "      --max-restarts N     restart all workers from the last checkpoint up to N\n"
             "                           times after a failure (= [trainer] max_restarts)\n"
+            "  -r, --resume WHICH       continue a run from its checkpoint: last, best or a\n"
+            "                           file (= --set training.resume=WHICH)\n"
             "  -s, --set section.key=value  override one config value (repeatable; passed to\n"
             "                           every worker)\n"
             "      --worker PATH        the worker program (default: tsrnn-worker beside this\n"
@@ -80,11 +83,14 @@ int main(int argc, char **argv)
         OPT_MAX_RESTARTS,
         OPT_WORKER
     };
+    /* --resume W is --set training.resume=W, as for tsrnn-worker. */
+    static char resume_override[PATH_MAX + 32];
     static const struct option options[] = {
         { "accelerator", required_argument, NULL, OPT_ACCELERATOR },
         { "devices", required_argument, NULL, OPT_DEVICES },
         { "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
         { "set", required_argument, NULL, 's' },
+        { "resume", required_argument, NULL, 'r' },
         { "worker", required_argument, NULL, OPT_WORKER },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -98,7 +104,7 @@ int main(int argc, char **argv)
         fprintf(stderr, PROGRAM ": error: out of memory\n");
         return TSRNN_EXIT_RUNTIME;
     }
-    while ((opt = getopt_long(argc, argv, "s:hV", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:r:hV", options, NULL)) != -1) {
         switch (opt) {
         case OPT_ACCELERATOR:
             lo.accelerator = optarg;
@@ -111,6 +117,15 @@ int main(int argc, char **argv)
             break;
         case 's':
             overrides[lo.override_count++] = optarg;
+            break;
+        case 'r':
+            if ((size_t)snprintf(resume_override, sizeof(resume_override), "training.resume=%s",
+                                 optarg) >= sizeof(resume_override)) {
+                fprintf(stderr, PROGRAM ": error: --resume %s: path too long\n", optarg);
+                exit_code = TSRNN_EXIT_USAGE;
+                goto done;
+            }
+            overrides[lo.override_count++] = resume_override;
             break;
         case OPT_WORKER:
             lo.worker = optarg;
