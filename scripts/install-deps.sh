@@ -2,13 +2,13 @@
 # Installs the Debian 12 packages tsrnn needs; does nothing (and needs no network) when they
 # are all present. Usage: scripts/install-deps.sh [--test]
 #   default  what building and running tsrnn needs
-#   --test   also what the test suite needs (cmocka, clang-format)
+#   --test   also what the test suite needs (cmocka, clang-format, python3)
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc g++ libc6-dev libinih-dev libjansson-dev libopenblas-dev
     libcairo2-dev fonts-dejavu-core libgloo-dev)
 if [ "${1:-}" = "--test" ]; then
-    packages+=(libcmocka-dev clang-format)
+    packages+=(libcmocka-dev clang-format python3)
 fi
 
 missing=()
