@@ -103,6 +103,10 @@ static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
 #define MIN_OPEN 1
 #define MAX_OPEN 2
 
+/* Adding a config key: add its line here (with .doc, .darts and .example), then regenerate
+ * docs/configuration.md (ninja -C build config-doc); the config_doc test fails until the page
+ * and this table agree. A rule across keys goes into tsrnn_config_validate() and into the
+ * .doc of the keys it involves. */
 static const struct key schema[] = {
     TEXT("data", "path", KEY_PATH, data_path, "",
          "the path of a CSV file (relative to the INI file's folder)",

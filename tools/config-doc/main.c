@@ -4,7 +4,8 @@
  *     tsrnn-config-doc            the page on standard output
  *     tsrnn-config-doc FILE.md    the page into FILE.md, whole or not at all
  *
- * `ninja -C build config-doc` runs it on the source tree's docs/configuration.md.
+ * `ninja -C build config-doc` runs it on the source tree's docs/configuration.md, and the
+ * config_doc test fails when the committed page differs from what it writes.
  *
  * Why tools/: it is a program for whoever edits tsrnn, built but never installed, so it stays
  * out of src/ (whose folders are the system a user runs) and out of scripts/ (scripts only);
