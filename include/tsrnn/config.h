@@ -1,8 +1,9 @@
 /* tsrnn configuration: the INI schema, defaults, --set overrides and validation.
  *
  * A run is described by one INI file (libinih) with the sections [data] [model] [training]
- * [trainer] [output] [forecast]; option names are Darts' (DESIGN.md §6, README "Options").
- * Values are resolved in this order, later wins:
+ * [trainer] [output] [forecast]; option names are Darts' (DESIGN.md §6), and
+ * docs/configuration.md, written from the schema by tsrnn_config_write_reference(), documents
+ * every key. Values are resolved in this order, later wins:
  *
  *     built-in defaults  <  the INI file  <  --set section.key=value (in command-line order)
  *
@@ -129,6 +130,14 @@ enum tsrnn_status tsrnn_config_write(const struct tsrnn_config *cfg, FILE *out);
 
 /* tsrnn_config_write()'s text in a malloc'd string; NULL when out of memory. */
 char *tsrnn_config_text(const struct tsrnn_config *cfg);
+
+/* Writes docs/configuration.md: the file's syntax, where values come from, then every key of
+ * the schema with its type, default, accepted values (the text of the parser's messages), the
+ * Darts / Lightning name it mirrors and an example; its sample error messages come from the
+ * parser itself (and leave this thread's message cleared). The same schema always gives the
+ * same bytes. TSRNN_ERR_USAGE when a schema line lacks its documentation or its example does not
+ * parse (nothing is written then), TSRNN_ERR_IO when `out` fails, TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_config_write_reference(FILE *out);
 
 /* Where `section.key` got its value ("default", "file.ini:12", "--set ..."); NULL for a key
  * that does not exist. */

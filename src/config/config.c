@@ -2,8 +2,9 @@
  *
  * One table, `schema`, is the single source of truth for every key: its section, name, type,
  * where it lives in struct tsrnn_config, its default (as text, parsed like any other value),
- * its range and the sentence that tells a user what is accepted. Defaults, the INI parser,
- * --set, --print-config and the error messages all read that table.
+ * its range and the sentence that tells a user what is accepted, and its documentation.
+ * Defaults, the INI parser, --set, --print-config, the error messages and the reference page
+ * docs/configuration.md (tsrnn_config_write_reference(), at the end) all read that table.
  *
  * The INI syntax is libinih's (Debian's libinih-dev), with Debian's runtime knobs set to
  * Python configparser's behaviour: no multi-line values, no inline comments (`#` and `;`
@@ -17,6 +18,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,13 @@ struct key {
     int open;                   /* numbers: MIN_OPEN | MAX_OPEN, else closed */
     const char *const *choices; /* KEY_ENUM: names in enum order, NULL-terminated */
     const char *accepted;       /* text keys: what a user may write */
+    /* docs/configuration.md, written from this table by tsrnn_config_write_reference(); the
+     * texts are Markdown. */
+    const char *doc;         /* what the key does: a sentence or two */
+    const char *darts;       /* the Darts / Lightning / PyTorch name it mirrors */
+    const char *example;     /* a value the parser accepts (the page's writer checks) */
+    const char *default_doc; /* what the default means where its text does not say it;
+                                required when default_text is NULL */
 };
 
 static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
@@ -58,86 +67,198 @@ static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
 #define FIELD(f) offsetof(struct tsrnn_config, f)
 #define SIZE(f)  sizeof(((struct tsrnn_config *)0)->f)
 
-/* One line per key; ranges are closed unless a MIN_OPEN/MAX_OPEN flag says otherwise. */
-#define INT(sec, key, f, def, lo, hi)                                                              \
+/* One line per key: where it lives, its default, its range (closed unless a MIN_OPEN/MAX_OPEN
+ * flag says otherwise) or the sentence of what a text key accepts, then its documentation as
+ * designated initializers (.doc, .darts, .example and, where needed, .default_doc). */
+#define INT(sec, key, f, def, lo, hi, ...)                                                         \
     {                                                                                              \
         .section = sec, .name = key, .type = KEY_INT, .offset = FIELD(f), .default_text = def,     \
-        .min = lo, .max = hi                                                                       \
+        .min = lo, .max = hi, __VA_ARGS__                                                          \
     }
-#define U64(sec, key, f, def, lo, hi)                                                              \
+#define U64(sec, key, f, def, lo, hi, ...)                                                         \
     {                                                                                              \
         .section = sec, .name = key, .type = KEY_U64, .offset = FIELD(f), .default_text = def,     \
-        .min = lo, .max = hi                                                                       \
+        .min = lo, .max = hi, __VA_ARGS__                                                          \
     }
-#define DOUBLE(sec, key, f, def, lo, hi, bounds)                                                   \
+#define DOUBLE(sec, key, f, def, lo, hi, bounds, ...)                                              \
     {                                                                                              \
         .section = sec, .name = key, .type = KEY_DOUBLE, .offset = FIELD(f), .default_text = def,  \
-        .min = lo, .max = hi, .open = bounds                                                       \
+        .min = lo, .max = hi, .open = bounds, __VA_ARGS__                                          \
     }
-#define BOOL(sec, key, f, def)                                                                     \
+#define BOOL(sec, key, f, def, ...)                                                                \
     {                                                                                              \
-        .section = sec, .name = key, .type = KEY_BOOL, .offset = FIELD(f), .default_text = def     \
+        .section = sec, .name = key, .type = KEY_BOOL, .offset = FIELD(f), .default_text = def,    \
+        __VA_ARGS__                                                                                \
     }
-#define ENUM(sec, key, f, def, names)                                                              \
+#define ENUM(sec, key, f, def, names, ...)                                                         \
     {                                                                                              \
         .section = sec, .name = key, .type = KEY_ENUM, .offset = FIELD(f), .default_text = def,    \
-        .choices = names                                                                           \
+        .choices = names, __VA_ARGS__                                                              \
     }
-#define TEXT(sec, key, type_, f, def, what)                                                        \
+#define TEXT(sec, key, type_, f, def, what, ...)                                                   \
     {                                                                                              \
         .section = sec, .name = key, .type = type_, .offset = FIELD(f), .capacity = SIZE(f),       \
-        .default_text = def, .accepted = what                                                      \
+        .default_text = def, .accepted = what, __VA_ARGS__                                         \
     }
 #define MIN_OPEN 1
 #define MAX_OPEN 2
 
+/* Adding a config key: add its line here (with .doc, .darts and .example), then regenerate
+ * docs/configuration.md (ninja -C build config-doc); the config_doc test fails until the page
+ * and this table agree. A rule across keys goes into tsrnn_config_validate() and into the
+ * .doc of the keys it involves. */
 static const struct key schema[] = {
     TEXT("data", "path", KEY_PATH, data_path, "",
-         "the path of a CSV file (relative to the INI file's folder)"),
+         "the path of a CSV file (relative to the INI file's folder)",
+         .doc = "The CSV file of the series: a header row, then one row per time step.",
+         .darts = "`TimeSeries.from_csv(path)`", .example = "data/air_passengers.csv",
+         .default_doc = "required"),
     TEXT("data", "time_col", KEY_STRING, time_col, "",
-         "a column name, or nothing for an integer index"),
+         "a column name, or nothing for an integer index",
+         .doc = "The column of time stamps (or of an integer index, when every value is an "
+                "integer, as in pandas); stamps must strictly increase.",
+         .darts = "`TimeSeries.from_csv(..., time_col=...)`", .example = "Month",
+         .default_doc = "the rows are numbered 0, 1, 2, …"),
     TEXT("data", "value_cols", KEY_COLUMNS, value_cols, "",
-         "a comma-separated list of column names, or nothing for every column but time_col"),
+         "a comma-separated list of column names, or nothing for every column but time_col",
+         .doc = "The columns to model, each a component of the series (at most 64, each once).",
+         .darts = "`TimeSeries.from_csv(..., value_cols=...)`", .example = "#Passengers",
+         .default_doc = "every column but `time_col`"),
     TEXT("data", "split_after", KEY_STRING, split_after, "",
-         "a time stamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index"),
-    DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN),
-    ENUM("data", "scaler", scaler, "minmax", scaler_choices),
+         "a time stamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index",
+         .doc = "The last point of the training part, inclusive; the points after it validate. "
+                "A stamp between two points keeps every point up to it. Not together with "
+                "`val_fraction`.",
+         .darts = "`series.split_after(ts)`", .example = "1959-01",
+         .default_doc = "the whole series trains, unless `val_fraction` is set"),
+    DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN,
+           .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points. "
+                  "Not together with `split_after`.",
+           .darts = "`series.split_after(1 - f)`", .example = "0.2",
+           .default_doc = "no validation part, unless `split_after` is set"),
+    ENUM("data", "scaler", scaler, "minmax", scaler_choices,
+         .doc = "`minmax` scales each component to [0, 1] over the training part (validation "
+                "values may fall outside, as in Darts); `none` trains on the raw values.",
+         .darts = "`Scaler()` (sklearn's `MinMaxScaler`) fitted on the training part",
+         .example = "none"),
 
-    ENUM("model", "model", model, "RNN", model_choices),
-    INT("model", "hidden_dim", hidden_dim, "25", 1, 65536),
-    INT("model", "n_rnn_layers", n_rnn_layers, "1", 1, 64),
-    DOUBLE("model", "dropout", dropout, "0", 0, 1, MAX_OPEN),
-    INT("model", "training_length", training_length, "24", 1, 1000000),
-    INT("model", "input_chunk_length", input_chunk_length, "12", 1, 1000000),
+    ENUM("model", "model", model, "RNN", model_choices,
+         .doc = "The recurrent layer: PyTorch's `nn.RNN` (tanh), `nn.LSTM` or `nn.GRU`.",
+         .darts = "`RNNModel(model=...)`", .example = "LSTM"),
+    INT("model", "hidden_dim", hidden_dim, "25", 1, 65536,
+        .doc = "The size of each recurrent layer's hidden state.",
+        .darts = "`RNNModel(hidden_dim=...)`", .example = "32"),
+    INT("model", "n_rnn_layers", n_rnn_layers, "1", 1, 64,
+        .doc = "How many recurrent layers are stacked.", .darts = "`RNNModel(n_rnn_layers=...)`",
+        .example = "2"),
+    DOUBLE("model", "dropout", dropout, "0", 0, 1, MAX_OPEN,
+           .doc = "The dropout probability between stacked layers, in training only; PyTorch "
+                  "applies it between layers only, so with `n_rnn_layers = 1` it has no "
+                  "effect (a warning says so).",
+           .darts = "`RNNModel(dropout=...)` (between layers only)", .example = "0.1"),
+    INT("model", "training_length", training_length, "24", 1, 1000000,
+        .doc = "The length of each training window (input and target are shifted by one step); "
+               "at least `input_chunk_length`. Each of the training and validation parts needs "
+               "at least `training_length + 1` points.",
+        .darts = "`RNNModel(training_length=...)`", .example = "20"),
+    INT("model", "input_chunk_length", input_chunk_length, "12", 1, 1000000,
+        .doc = "How many past points a forecast reads before its first prediction; used only "
+               "to forecast. Darts requires it; the default is half the default "
+               "`training_length`.",
+        .darts = "`RNNModel(input_chunk_length=...)`", .example = "14"),
     TEXT("model", "init_weights", KEY_PATH, init_weights, "",
-         "the path of a .safetensors file, or nothing for PyTorch's default initialisation"),
+         "the path of a .safetensors file, or nothing for PyTorch's default initialisation",
+         .doc = "Initial weights instead of a random initialisation: a `.safetensors` file with "
+                "PyTorch's names (`rnn.weight_ih_l0`, …, `V.weight`, `V.bias`), F32, every "
+                "tensor present with its shape.",
+         .darts = "`model.load_weights(...)` / `model.load_state_dict(...)`",
+         .example = "weights.safetensors",
+         .default_doc = "PyTorch's default initialisation, seeded by `random_state`"),
 
-    INT("training", "batch_size", batch_size, "32", 1, 1048576),
-    INT("training", "n_epochs", n_epochs, "100", 1, 100000000),
-    INT("training", "max_steps", max_steps, "-1", -1, 2147483647),
-    DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN),
-    U64("training", "random_state", random_state, "0", 0, 4294967295.0),
-    BOOL("training", "shuffle", shuffle, "true"),
+    INT("training", "batch_size", batch_size, "32", 1, 1048576,
+        .doc = "Training windows per batch, per worker (as Lightning); the last batch of an "
+               "epoch may be smaller.",
+        .darts = "`RNNModel(batch_size=...)` (per worker, as Lightning)", .example = "16"),
+    INT("training", "n_epochs", n_epochs, "100", 1, 100000000,
+        .doc = "How many epochs to train, in all: a resumed run trains on up to this number.",
+        .darts = "`RNNModel(n_epochs=...)`", .example = "300"),
+    INT("training", "max_steps", max_steps, "-1", -1, 2147483647,
+        .doc = "Stop after this many optimizer steps, even inside an epoch (which then still "
+               "validates); `-1` = no limit.",
+        .darts = "`pl_trainer_kwargs={\"max_steps\": ...}`", .example = "1000",
+        .default_doc = "no limit"),
+    DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN, .doc = "Adam's learning rate.",
+           .darts = "`optimizer_kwargs={\"lr\": ...}`", .example = "1e-3"),
+    U64("training", "random_state", random_state, "0", 0, 4294967295.0,
+        .doc = "The seed of the initial weights, the shuffles and the dropout masks: the same "
+               "weights and shuffles as Darts with this `random_state`.",
+        .darts = "`RNNModel(random_state=...)`", .example = "42"),
+    BOOL("training", "shuffle", shuffle, "true",
+         .doc = "Shuffle the training windows every epoch (Darts' order for `random_state`); "
+                "`false` keeps their order.",
+         .darts = "the training `DataLoader`'s `shuffle=True`", .example = "false"),
     TEXT("training", "resume", KEY_RESUME, resume, "",
-         "last, best, the path of a checkpoint (.safetensors), or nothing to start afresh"),
+         "last, best, the path of a checkpoint (.safetensors), or nothing to start afresh",
+         .doc = "Continue from a checkpoint of this run folder (`last`, `best`: not with "
+                "`force_reset = true`, which would delete it) or from a checkpoint file: "
+                "weights, Adam's state, epoch, step and random state. The worker's `--resume` "
+                "sets it too.",
+         .darts = "`fit(..., ckpt_path=...)` / `RNNModel.load_from_checkpoint(...)`",
+         .example = "last", .default_doc = "a new run"),
 
-    ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices),
+    ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices,
+         .doc = "The kind of device to train on. `gpu` is refused (exit code 2) until tsrnn "
+                "has a GPU backend; `auto` trains on the CPU.",
+         .darts = "`pl_trainer_kwargs={\"accelerator\": ...}`", .example = "cpu"),
     TEXT("trainer", "devices", KEY_DEVICES, devices, "auto",
-         "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2"),
-    INT("trainer", "num_threads", num_threads, "1", 1, 1024),
-    DOUBLE("trainer", "timeout_s", timeout_s, "60", 0, 86400, MIN_OPEN),
-    INT("trainer", "max_restarts", max_restarts, "0", 0, 1000),
+         "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2",
+         .doc = "Which devices, as Lightning: `tsrnn-launch` starts one worker per device (CPU "
+                "workers: `auto` = 1, `-1` = one per core it may use, `N` = N, `0,2` = one "
+                "pinned to each listed core).",
+         .darts = "`pl_trainer_kwargs={\"devices\": ...}`", .example = "2"),
+    INT("trainer", "num_threads", num_threads, "1", 1, 1024,
+        .doc = "Compute threads of one worker: each large layer's recurrence and each large "
+               "BLAS product is split into this many parts (OpenBLAS itself runs "
+               "single-threaded in each). `tsrnn-launch` sets 1 for CPU workers.",
+        .darts = "none (PyTorch sizes its own thread pool)", .example = "4"),
+    DOUBLE("trainer", "timeout_s", timeout_s, "60", 0, 86400, MIN_OPEN,
+           .doc = "The longest wait for a peer, in seconds: the rendezvous and each collective.",
+           .darts = "`torch.distributed.init_process_group(timeout=...)`", .example = "120"),
+    INT("trainer", "max_restarts", max_restarts, "0", 0, 1000,
+        .doc = "`tsrnn-launch`: how many times to relaunch the whole job after a failure (from "
+               "the `last` checkpoint when there is one); none after an interrupt or exit code "
+               "2.",
+        .darts = "torchrun's `--max_restarts`", .example = "3"),
 
     TEXT("output", "work_dir", KEY_PATH, work_dir, NULL,
-         "a folder path (relative to the INI file's folder)"),
+         "a folder path (relative to the INI file's folder)",
+         .doc = "The folder that holds run folders: a run writes `{work_dir}/{model_name}/`.",
+         .darts = "`RNNModel(work_dir=...)`", .example = "runs",
+         .default_doc = "`darts_logs` in the current folder"),
     TEXT("output", "model_name", KEY_FOLDER, model_name, NULL,
-         "a non-empty folder name without '/'"),
-    BOOL("output", "force_reset", force_reset, "false"),
-    BOOL("output", "save_checkpoints", save_checkpoints, "false"),
-    BOOL("output", "log_tensorboard", log_tensorboard, "false"),
+         "a non-empty folder name without '/'",
+         .doc = "The name of the run folder inside `work_dir`.",
+         .darts = "`RNNModel(model_name=...)`", .example = "Air_RNN",
+         .default_doc = "Darts' `%Y-%m-%d_%H_%M_%S_torch_model_run_<pid>`"),
+    BOOL("output", "force_reset", force_reset, "false",
+         .doc = "Delete the run folder before training (never following symbolic links).",
+         .darts = "`RNNModel(force_reset=...)`", .example = "true"),
+    BOOL("output", "save_checkpoints", save_checkpoints, "false",
+         .doc = "Write `checkpoints/last-epoch=N.safetensors` every epoch and "
+                "`best-epoch=N-val_loss=X.safetensors` when the monitored loss improves.",
+         .darts = "`RNNModel(save_checkpoints=...)`", .example = "true"),
+    BOOL("output", "log_tensorboard", log_tensorboard, "false",
+         .doc = "Write the losses as TensorBoard events: `logs/events.out.tfevents.*`.",
+         .darts = "`RNNModel(log_tensorboard=...)`", .example = "true"),
 
-    INT("forecast", "n", forecast_n, "0", 0, 100000000),
-    BOOL("forecast", "plot", forecast_plot, "true"),
+    INT("forecast", "n", forecast_n, "0", 0, 100000000,
+        .doc = "Steps to forecast after the training part when training ends, into "
+               "`forecast.csv` in the run folder.",
+        .darts = "`model.predict(n)`", .example = "24", .default_doc = "no forecast"),
+    BOOL("forecast", "plot", forecast_plot, "true",
+         .doc = "Also draw the forecast into `forecast.png` (a build without cairo skips it, "
+                "with a warning when the file asked for it).",
+         .darts = "`pred.plot()`", .example = "false"),
 };
 
 #define KEY_COUNT (sizeof(schema) / sizeof(schema[0]))
@@ -769,6 +890,7 @@ static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const ch
     return TSRNN_OK;
 }
 
+/* Each rule here is also stated in the .doc of the keys it involves (docs/configuration.md). */
 enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
 {
     if (cfg->data_path[0] == '\0')
@@ -900,4 +1022,315 @@ char *tsrnn_config_text(const struct tsrnn_config *cfg)
         return NULL;
     }
     return text;
+}
+
+/* --- The reference page: docs/configuration.md ------------------------------------------- */
+
+/* What each section is for, in the schema's order (Markdown). */
+static const struct {
+    const char *name, *doc;
+} section_docs[] = {
+    { "data", "The series: which CSV file and columns, how it is split into a training and a "
+              "validation part, and how it is scaled." },
+    { "model", "The network, as Darts' `RNNModel` arguments describe it." },
+    { "training", "The optimisation: batches, epochs, learning rate, seed, resuming." },
+    { "trainer", "Where the training runs and how its workers wait for each other: Lightning's "
+                 "`Trainer` (`pl_trainer_kwargs`) and the launcher." },
+    { "output", "The run folder `{work_dir}/{model_name}/` and what goes into it." },
+    { "forecast", "A forecast when training ends, as `model.predict(n)` after `fit()`." },
+};
+
+/* The page's example of a file; the page's writer parses it, so it cannot go stale. */
+static const char reference_example[] = "[data]\n"
+                                        "path = air_passengers.csv\n"
+                                        "time_col = Month\n"
+                                        "value_cols = #Passengers\n"
+                                        "split_after = 1959-01\n"
+                                        "\n"
+                                        "[model]\n"
+                                        "model = LSTM\n"
+                                        "input_chunk_length = 14\n"
+                                        "training_length = 20\n";
+
+/* The page's prose is wrapped to the width of the other docs. */
+#define REFERENCE_COLUMNS 95
+
+/* Whether a line of the page may start with `word`: not where Markdown could read it as a
+ * list, heading or quote marker, so only a letter, '`', '(' or '['. */
+static bool may_start_line(const char *word)
+{
+    return isalpha((unsigned char)word[0]) || strchr("`([", word[0]) != NULL;
+}
+
+/* Writes a paragraph or list item: `first` then the text, wrapped at REFERENCE_COLUMNS with
+ * `rest` in front of each further line. A line breaks only between words, never inside a
+ * `code span` and never before a word may_start_line() refuses. */
+static void write_wrapped(FILE *out, const char *first, const char *rest, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void write_wrapped(FILE *out, const char *first, const char *rest, const char *fmt, ...)
+{
+    char text[4096];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof(text), fmt, args);
+    va_end(args);
+
+    size_t column = strlen(first);
+    bool line_empty = true;
+    fputs(first, out);
+    /* One unit at a time: a word and the words that may not start a line after it. */
+    const char *p = text;
+    while (*p != '\0') {
+        const char *unit = p, *end = p;
+        bool in_code = false;
+        for (;;) {
+            const char *word_end = strchr(end, ' ');
+            if (word_end == NULL)
+                word_end = end + strlen(end);
+            for (const char *c = end; c < word_end; c++)
+                in_code ^= *c == '`';
+            end = word_end;
+            if (*end == '\0' || (!in_code && may_start_line(end + 1)))
+                break;
+            end++;
+        }
+        size_t len = (size_t)(end - unit);
+        if (!line_empty && column + 1 + len > REFERENCE_COLUMNS) {
+            fprintf(out, "\n%s", rest);
+            column = strlen(rest);
+            line_empty = true;
+        }
+        fprintf(out, "%s%.*s", line_empty ? "" : " ", (int)len, unit);
+        column += len + !line_empty;
+        line_empty = false;
+        p = *end == ' ' ? end + 1 : end;
+    }
+    fputs("\n", out);
+}
+
+static const char *section_doc(const char *section)
+{
+    for (size_t i = 0; i < sizeof(section_docs) / sizeof(section_docs[0]); i++)
+        if (strcmp(section_docs[i].name, section) == 0)
+            return section_docs[i].doc;
+    return NULL;
+}
+
+static bool starts_section(size_t i)
+{
+    return i == 0 || strcmp(schema[i].section, schema[i - 1].section) != 0;
+}
+
+static const char *type_name(const struct key *k)
+{
+    switch (k->type) {
+    case KEY_INT:
+    case KEY_U64:
+        return "integer";
+    case KEY_DOUBLE:
+        return "number";
+    case KEY_BOOL:
+        return "boolean";
+    case KEY_ENUM:
+        return "choice";
+    case KEY_STRING:
+        return "text";
+    case KEY_FOLDER:
+        return "folder name";
+    case KEY_PATH:
+        return "path";
+    case KEY_COLUMNS:
+        return "column list";
+    case KEY_DEVICES:
+        return "devices";
+    case KEY_RESUME:
+        return "checkpoint";
+    }
+    return "";
+}
+
+/* Every key documented, with an example the parser takes and nothing that would break a
+ * Markdown table: a schema line without them is a mistake of whoever added it, so the page
+ * is not written (and the config_doc test says which key). */
+static enum tsrnn_status check_key_doc(const struct key *k, struct tsrnn_config *scratch)
+{
+    const char *texts[] = { k->doc, k->darts, k->default_text, k->default_doc, k->accepted };
+    if (k->doc == NULL || k->darts == NULL || k->example == NULL ||
+        (k->default_text == NULL && k->default_doc == NULL) || section_doc(k->section) == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "src/config/config.c: [%s] %s lacks its .doc, .darts, .example, "
+                           ".default_doc (when the default is computed) or its section's line "
+                           "in section_docs[]",
+                           k->section, k->name);
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i] != NULL && strchr(texts[i], '|') != NULL)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "src/config/config.c: [%s] %s: '%s' holds a '|', which would "
+                               "split its Markdown table cell",
+                               k->section, k->name, texts[i]);
+    return set_key(scratch, k, k->example, "src/config/config.c (the schema's .example)", NULL);
+}
+
+/* The default as the page shows it: the value, then what it means where the value does not
+ * say it. */
+static void format_default(const struct key *k, char *out, size_t capacity)
+{
+    const char *open = k->default_doc ? " (" : "", *close = k->default_doc ? ")" : "";
+    const char *meaning = k->default_doc ? k->default_doc : "";
+    if (k->default_text == NULL)
+        snprintf(out, capacity, "%s", k->default_doc);
+    else if (k->default_text[0] == '\0')
+        snprintf(out, capacity, "not set%s%s%s", open, meaning, close);
+    else
+        snprintf(out, capacity, "`%s`%s%s%s", k->default_text, open, meaning, close);
+}
+
+/* An error message as a user sees it, made by the parser itself. */
+static void write_error_example(FILE *out, struct tsrnn_config *scratch, const char *section,
+                                const char *key, const char *value, const char *origin)
+{
+    tsrnn_config_set(scratch, section, key, value, origin, NULL);
+    fprintf(out, "tsrnn-worker: error: %s\n", tsrnn_last_error());
+    tsrnn_error_clear();
+}
+
+static enum tsrnn_status write_intro(FILE *out, struct tsrnn_config *scratch)
+{
+    TSRNN_TRY(tsrnn_config_parse_text(scratch, reference_example, "the page's example"));
+
+    char sections[256] = "";
+    size_t used = 0, section_count = 0, last_start = 0;
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (starts_section(i)) {
+            section_count++;
+            last_start = i;
+        }
+    for (size_t i = 0, n = 0; i < KEY_COUNT && used < sizeof(sections); i++)
+        if (starts_section(i))
+            used += (size_t)snprintf(sections + used, sizeof(sections) - used, "%s`[%s]`",
+                                     n++ == 0 ? "" : (i == last_start ? " and " : ", "),
+                                     schema[i].section);
+
+    fputs("# Configuration\n"
+          "\n"
+          "<!-- Generated from the config schema in src/config/config.c by tools/config-doc;\n"
+          "     edit the schema, then run `ninja -C build config-doc`. -->\n"
+          "\n",
+          out);
+    write_wrapped(out, "", "",
+                  "A run is described by one INI file with the %zu sections %s. Keys are named as "
+                  "the arguments of Darts' `RNNModel` and `TimeSeries.from_csv`; every key but "
+                  "`[data] path` has a default, so a file names only what differs:",
+                  section_count, sections);
+    fprintf(out, "\n```ini\n%s```\n\n", reference_example);
+    write_wrapped(out, "", "",
+                  "`examples/air_passengers.ini` is a complete file: Darts' AirPassengers "
+                  "`RNNModel`.");
+
+    fputs("\n## Where values come from\n\nEach key takes the last value given:\n\n", out);
+    write_wrapped(out, "1. ", "   ", "its default (below);");
+    write_wrapped(out, "2. ", "   ", "the INI file;");
+    write_wrapped(out, "3. ", "   ",
+                  "`--set section.key=value`, in command-line order (`tsrnn-worker` and "
+                  "`tsrnn-launch`, which passes them to every worker); the worker's `--resume "
+                  "WHICH` is `--set training.resume=WHICH`;");
+    write_wrapped(out, "4. ", "   ",
+                  "`tsrnn-launch --accelerator`, `--devices` and `--max-restarts`.");
+    fputs("\n", out);
+    write_wrapped(out, "", "",
+                  "`tsrnn-worker --print-config FILE.ini` prints the resolved configuration "
+                  "(every key, defaults included, paths made absolute) and exits; its output is "
+                  "itself a config file that gives the same run from any folder.");
+
+    char booleans[256];
+    const struct key boolean = { .type = KEY_BOOL };
+    describe_accepted(&boolean, booleans, sizeof(booleans));
+    fputs("\n## Syntax\n\nlibinih, set up to read files as Python's `configparser` does:\n\n", out);
+    write_wrapped(out, "- ", "  ",
+                  "`key = value` (or `key: value`), one per line; blanks around keys and values "
+                  "do not count.");
+    write_wrapped(out, "- ", "  ",
+                  "`#` and `;` start a comment only at the beginning of a line, so "
+                  "`value_cols = #Passengers` names a column; there are no inline comments and "
+                  "no multi-line values.");
+    write_wrapped(out, "- ", "  ",
+                  "Keys, section names and choice values are case-insensitive (`model = lstm`).");
+    write_wrapped(out, "- ", "  ", "Booleans: %s, in any case.", booleans);
+    write_wrapped(out, "- ", "  ", "An empty value (`split_after =`) leaves a text key not set.");
+    write_wrapped(out, "- ", "  ",
+                  "Relative paths in the file resolve against the file's folder; relative paths "
+                  "in `--set` resolve against the current folder.");
+    write_wrapped(out, "- ", "  ", "Each key belongs under its section, at most once per file.");
+    fputs("\n", out);
+    write_wrapped(out, "", "",
+                  "The first unknown section or key, duplicate key or bad value stops the program "
+                  "with exit code 2 and a message that names where the value came from "
+                  "(`file:line` or the `--set` argument), the key, the value and what is "
+                  "accepted:");
+    fputs("\n```\n", out);
+    write_error_example(out, scratch, "model", "hidden_dim", "0", "run.ini:7");
+    write_error_example(out, scratch, "model", "hiden_dim", "32", "run.ini:8");
+    write_error_example(out, scratch, "data", "scaler", "std", "--set data.scaler=std");
+    fputs("```\n", out);
+    return TSRNN_OK;
+}
+
+static void write_overview(FILE *out)
+{
+    fputs("\n## All keys\n\n| key | type | default | Darts / Lightning |\n|---|---|---|---|\n",
+          out);
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const struct key *k = &schema[i];
+        char default_text[256];
+        format_default(k, default_text, sizeof(default_text));
+        /* #section-key is GitHub's anchor of the heading "`[section] key`". */
+        fprintf(out, "| [`[%s] %s`](#%s-%s) | %s | %s | %s |\n", k->section, k->name, k->section,
+                k->name, type_name(k), default_text, k->darts);
+    }
+}
+
+static void write_key(FILE *out, const struct key *k)
+{
+    char accepted[256], default_text[256];
+    describe_accepted(k, accepted, sizeof(accepted));
+    format_default(k, default_text, sizeof(default_text));
+    fprintf(out, "\n### `[%s] %s`\n\n", k->section, k->name);
+    write_wrapped(out, "", "", "%s", k->doc);
+    fputs("\n", out);
+    write_wrapped(out, "- ", "  ", "type: %s", type_name(k));
+    write_wrapped(out, "- ", "  ", "accepted: %s", accepted);
+    write_wrapped(out, "- ", "  ", "default: %s", default_text);
+    write_wrapped(out, "- ", "  ", "Darts / Lightning: %s", k->darts);
+    write_wrapped(out, "- ", "  ", "example: `%s = %s` (`--set %s.%s=%s`)", k->name, k->example,
+                  k->section, k->name, k->example);
+}
+
+enum tsrnn_status tsrnn_config_write_reference(FILE *out)
+{
+    enum tsrnn_status status = TSRNN_OK;
+    struct tsrnn_config *scratch = calloc(1, sizeof(*scratch));
+    if (scratch == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+
+    for (size_t i = 0; i < KEY_COUNT && status == TSRNN_OK; i++)
+        status = check_key_doc(&schema[i], scratch);
+    if (status != TSRNN_OK)
+        goto out;
+    status = write_intro(out, scratch);
+    if (status != TSRNN_OK)
+        goto out;
+    write_overview(out);
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        if (starts_section(i)) {
+            fprintf(out, "\n## `[%s]`\n\n", schema[i].section);
+            write_wrapped(out, "", "", "%s", section_doc(schema[i].section));
+        }
+        write_key(out, &schema[i]);
+    }
+    if (fflush(out) != 0 || ferror(out))
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write the configuration reference");
+out:
+    free(scratch);
+    return status;
 }
