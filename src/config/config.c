@@ -201,8 +201,8 @@ static const struct key schema[] = {
          "last, best, the path of a checkpoint (.safetensors), or nothing to start afresh",
          .doc = "Continue from a checkpoint of this run folder (`last`, `best`: not with "
                 "`force_reset = true`, which would delete it) or from a checkpoint file: "
-                "weights, Adam's state, epoch, step and random state. The worker's `--resume` "
-                "sets it too.",
+                "weights, Adam's state, epoch, step and random state. `--resume` on the "
+                "command line of `tsrnn-worker` and `tsrnn-launch` sets it too.",
          .darts = "`fit(..., ckpt_path=...)` / `RNNModel.load_from_checkpoint(...)`",
          .example = "last", .default_doc = "a new run"),
 
@@ -1233,8 +1233,8 @@ static enum tsrnn_status write_intro(FILE *out, struct tsrnn_config *scratch)
     write_wrapped(out, "2. ", "   ", "the INI file;");
     write_wrapped(out, "3. ", "   ",
                   "`--set section.key=value`, in command-line order (`tsrnn-worker` and "
-                  "`tsrnn-launch`, which passes them to every worker); the worker's `--resume "
-                  "WHICH` is `--set training.resume=WHICH`;");
+                  "`tsrnn-launch`, which passes them to every worker); `--resume WHICH` (of both) "
+                  "is `--set training.resume=WHICH`;");
     write_wrapped(out, "4. ", "   ",
                   "`tsrnn-launch --accelerator`, `--devices` and `--max-restarts`.");
     fputs("\n", out);
