@@ -526,6 +526,30 @@ static void test_hanging_worker_is_named(void **state)
     expect_file_has(j.err, "rank 1 did not join");
 }
 
+/* Rank 0 stops answering (SIGSTOP) mid-training: rank 1 times out waiting for it and exits 3
+ * ("a peer failed"). The launcher must name rank 0, the one that stopped answering (it
+ * ignores SIGTERM too, and has to be killed), not the healthy rank 1 that reported it. */
+static void test_stopped_worker_is_named(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[MAX_RANKS];
+    start_training(&j, "stopped", long_run, pids);
+    assert_int_equal(kill(pids[0], SIGSTOP), 0);
+    assert_int_equal(job_wait(&j, TIMEOUT_S + 30), 3);
+    expect_gone(pids, 2);
+    expect_clean();
+    char named[96], blamed[96];
+    snprintf(named, sizeof(named), "rank 0 (pid %ld) stopped answering", (long)pids[0]);
+    snprintf(blamed, sizeof(blamed), "rank 1 (pid %ld) failed:", (long)pids[1]);
+    expect_file_has(j.err, named);
+    expect_file_has(j.err, "in state T (stopped");
+    char *err = tu_read(j.err);
+    if (strstr(err, blamed) != NULL)
+        fail_msg("the launcher blames the healthy rank 1:\n%s", err);
+    free(err);
+}
+
 /* Ctrl-C to the launcher: every worker stops after the same step, rank 0 saves a checkpoint
  * of every step done, all exit 130 and so does the launcher. */
 static void test_interrupt_saves_a_checkpoint(void **state)
@@ -632,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_failing_worker_stops_the_job),
         cmocka_unit_test(test_worker_with_other_settings_is_refused),
         cmocka_unit_test(test_hanging_worker_is_named),
+        cmocka_unit_test(test_stopped_worker_is_named),
         cmocka_unit_test(test_interrupt_saves_a_checkpoint),
         cmocka_unit_test(test_restart_recovers_the_same_result),
         cmocka_unit_test(test_workers_die_with_the_launcher),

@@ -61,6 +61,8 @@ struct worker {
     int wait_status;        /* waitpid()'s status once reaped */
     unsigned sent;          /* bit s set: the launcher sent it signal s */
     int failure_order;      /* 1, 2, ... in the order failures were reaped; 0 = no failure */
+    char state_at_failure;  /* its /proc state ('R', 'S', 'T', ...) when the first failure was a
+                               peer's timeout; 0 = not looked at */
     struct stream out, err; /* rank 0 has no out: its stdout is the launcher's */
     int log_fd;             /* {run_dir}/logs/rank-N.log; -1 = not open */
     char *pending;          /* log lines kept until rank 0 reports the run folder */

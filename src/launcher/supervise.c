@@ -134,6 +134,30 @@ void end_attempt(struct launch *l)
     close_logs(l);
 }
 
+/* The state letter of /proc/<pid>/stat ('R' running, 'S' sleeping, 'T' stopped, ...), or 0. */
+static char process_state(pid_t pid)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t len = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    const char *paren = strrchr(text, ')'); /* the command name may hold spaces or ')' */
+    return paren != NULL && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* A peer's timeout (exit code 3 while the others still run) points at a rank that stopped
+ * answering: keep what each live worker was doing, for finish_attempt(). */
+static void note_states(struct launch *l)
+{
+    for (int r = 0; r < l->count; r++)
+        if (l->workers[r].alive)
+            l->workers[r].state_at_failure = process_state(l->workers[r].pid);
+}
+
 static void on_worker_exit(struct launch *l, struct worker *w, int status)
 {
     double now = tsrnn_clock_now_s();
@@ -162,6 +186,8 @@ static void on_worker_exit(struct launch *l, struct worker *w, int status)
     w->failure_order = ++l->failures;
     if (l->failures > 1 || !any_alive(l))
         return;
+    if (exited_with(status, TSRNN_EXIT_PEER))
+        note_states(l);
     describe_exit(how, sizeof(how), status);
     fprintf(stderr, PROGRAM ": rank %d (pid %ld): %s", w->rank, (long)w->pid, how);
     if (l->terminating)
@@ -312,10 +338,36 @@ int finish_attempt(struct launch *l, bool *restartable)
             first = first ? first : w;
             cause = cause ? cause : primary_failure(w) ? w : NULL;
         }
+    /* Only peers' timeouts: the rank they waited for is the one that neither answered them
+     * nor stopped on SIGTERM (the launcher had to SIGKILL it). */
+    const struct worker *silent = NULL;
+    for (int r = 0; cause == NULL && silent == NULL && r < l->count; r++) {
+        const struct worker *w = &l->workers[r];
+        if (w->failure_order == 0 && WIFSIGNALED(w->wait_status) &&
+            WTERMSIG(w->wait_status) == SIGKILL && sent_by_launcher(w, SIGKILL))
+            silent = w;
+    }
     cause = cause ? cause : first;
-    describe_exit(how, sizeof(how), cause->wait_status);
-    fprintf(stderr, PROGRAM ": rank %d (pid %ld) failed: %s\n", cause->rank, (long)cause->pid, how);
-    print_tail(cause);
+    if (silent != NULL) {
+        char state[64] = "";
+        if (silent->state_at_failure == 'T' || silent->state_at_failure == 't')
+            snprintf(state, sizeof(state), "; it was in state %c (stopped%s)",
+                     silent->state_at_failure,
+                     silent->state_at_failure == 't' ? " by a debugger" : ", e.g. SIGSTOP");
+        else if (silent->state_at_failure != 0)
+            snprintf(state, sizeof(state), "; it was in state %c", silent->state_at_failure);
+        fprintf(stderr,
+                PROGRAM ": rank %d (pid %ld) stopped answering: rank %d timed out waiting for it "
+                        "(timeout_s %g), and it did not stop on SIGTERM%s\n",
+                silent->rank, (long)silent->pid, first->rank, l->cfg->timeout_s, state);
+        print_tail(silent);
+        cause = NULL; /* every failure below is a consequence */
+    } else {
+        describe_exit(how, sizeof(how), cause->wait_status);
+        fprintf(stderr, PROGRAM ": rank %d (pid %ld) failed: %s\n", cause->rank, (long)cause->pid,
+                how);
+        print_tail(cause);
+    }
     for (int order = 1; order <= l->failures; order++)
         for (int r = 0; r < l->count; r++) {
             const struct worker *w = &l->workers[r];
@@ -325,7 +377,7 @@ int finish_attempt(struct launch *l, bool *restartable)
             fprintf(stderr, PROGRAM ": rank %d (pid %ld) also failed: %s\n", w->rank, (long)w->pid,
                     how);
         }
-    int code = failure_exit_code(cause->wait_status);
+    int code = silent != NULL ? TSRNN_EXIT_PEER : failure_exit_code(cause->wait_status);
     /* A usage or config error would only fail again. */
     *restartable = code != TSRNN_EXIT_USAGE && l->interrupts == 0;
     return code;
