@@ -543,6 +543,18 @@ static void test_resume_is_bit_identical(void **state)
     tfev_free(events);
     free(names);
 
+    /* Resumed once more with the same n_epochs: nothing left; it says so, trains no step,
+     * and prints no losses it did not compute (it printed "train_loss 0" and "0 steps/s"). */
+    char *before = tu_read(run_path("part", "metrics.csv"));
+    assert_int_equal(tu_train(&result, "part", sets_resume, 120), 0);
+    tu_expect_in(result.out, "Nothing left to train: the checkpoint ends at epoch 11 (step 84)");
+    assert_null(strstr(result.out, "steps/s"));
+    assert_null(strstr(result.out, "train_loss"));
+    char *after = tu_read(run_path("part", "metrics.csv"));
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+
     /* Resuming with other training settings goes on, with a warning per changed key. */
     const char *changed[] = { "model.model=LSTM",
                               "model.n_rnn_layers=2",

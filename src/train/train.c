@@ -660,21 +660,30 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
 {
     double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
     int64_t steps = r->step_count - r->first_step;
-    if (r->first_step > 0)
-        fprintf(out, "Resumed at step %lld: ", (long long)r->first_step);
-    fprintf(out,
-            "Trained %lld epochs (%lld steps) in %.3f s: %.0f steps/s, %.0f samples/s "
-            "(optimizer steps %.3f s, validation %.3f s)\n",
-            (long long)r->epoch_count, (long long)r->step_count, r->total_s,
-            (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
-    if (tr->world_size > 1)
+    if (steps == 0) { /* resumed past the end: Lightning also just stops */
         fprintf(out,
-                "%d ranks (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per step)\n",
-                tr->world_size, tsrnn_comm_backend_name(tr->comm),
-                (double)r->sample_count * tr->world_size / train_s, r->comm_s,
-                steps > 0 ? 1e3 * r->comm_s / (double)steps : 0.0);
-    fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n", r->last_step_loss,
-            r->epoch_mean_loss);
+                "Nothing left to train: the checkpoint ends at epoch %lld (step %lld) and "
+                "n_epochs = %d, max_steps = %lld; raise them to train on\n",
+                (long long)r->epoch_count - 1, (long long)r->step_count, tr->cfg->n_epochs,
+                (long long)tr->cfg->max_steps);
+    } else {
+        if (r->first_step > 0)
+            fprintf(out, "Resumed at step %lld: ", (long long)r->first_step);
+        fprintf(out,
+                "Trained %lld epochs (%lld steps) in %.3f s: %.0f steps/s, %.0f samples/s "
+                "(optimizer steps %.3f s, validation %.3f s)\n",
+                (long long)r->epoch_count, (long long)r->step_count, r->total_s,
+                (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
+        if (tr->world_size > 1)
+            fprintf(out,
+                    "%d ranks (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per "
+                    "step)\n",
+                    tr->world_size, tsrnn_comm_backend_name(tr->comm),
+                    (double)r->sample_count * tr->world_size / train_s, r->comm_s,
+                    1e3 * r->comm_s / (double)steps);
+        fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n",
+                r->last_step_loss, r->epoch_mean_loss);
+    }
     if (!isnan(r->val_loss))
         fprintf(out, "val_loss %.6g (last epoch), best %.6g at epoch %lld\n", r->val_loss,
                 r->best_val_loss, (long long)r->best_epoch);
@@ -704,6 +713,8 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .tb = { .fd = -1 },
     };
     struct tsrnn_train_result r = {
+        .last_step_loss = NAN,
+        .epoch_mean_loss = NAN,
         .val_loss = NAN,
         .best_val_loss = NAN,
         .best_epoch = -1,

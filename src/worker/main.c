@@ -9,6 +9,7 @@
  */
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,9 +113,14 @@ static void report_result(const struct tsrnn_world *world, const struct tsrnn_tr
 {
     tsrnn_world_report(world, "epochs", "%lld", (long long)r->epoch_count);
     tsrnn_world_report(world, "steps", "%lld", (long long)r->step_count);
-    tsrnn_world_report(world, "train_loss", "%.9g", r->last_step_loss);
-    tsrnn_world_report(world, "val_loss", "%.9g", r->val_loss);
-    tsrnn_world_report(world, "best_val_loss", "%.9g", r->best_val_loss);
+    /* A loss this process did not compute (no validation; a resumed run with nothing left to
+     * train) is NaN: not reported, so the launcher prints no line for it. */
+    if (isfinite(r->last_step_loss))
+        tsrnn_world_report(world, "train_loss", "%.9g", r->last_step_loss);
+    if (isfinite(r->val_loss))
+        tsrnn_world_report(world, "val_loss", "%.9g", r->val_loss);
+    if (isfinite(r->best_val_loss))
+        tsrnn_world_report(world, "best_val_loss", "%.9g", r->best_val_loss);
     tsrnn_world_report(world, "best_checkpoint", "%s", r->best_checkpoint);
     tsrnn_world_report(world, "last_checkpoint", "%s", r->last_checkpoint);
     tsrnn_world_report(world, "wall_s", "%.3f", r->total_s);
