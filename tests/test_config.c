@@ -216,6 +216,51 @@ static void test_values_and_syntax(void **state)
         assert_int_equal(load(f, "[data]\npath = s.csv\n", &good[i], 1), TSRNN_OK);
 }
 
+/* What a careless or hostile file holds: it is refused with the place and the reason, never
+ * read differently from what it says, and nothing blocks or reads without end. */
+static void test_files_that_lie(void **state)
+{
+    struct fixture *f = *state;
+    /* A NUL byte would end libinih's line early: "hidden_dim = 2<NUL>0" read as 2. */
+    static const char nul_text[] = "[data]\npath = s.csv\n[model]\nhidden_dim = 2\0"
+                                   "0\n";
+    const char *path = tu_path(f->dir, "nul.ini");
+    FILE *out = fopen(path, "wb");
+    fwrite(nul_text, 1, sizeof(nul_text) - 1, out);
+    fclose(out);
+    assert_int_equal(tsrnn_config_load(f->cfg, path, NULL, 0), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "nul.ini:4:15: a NUL byte");
+    /* Old-Mac line ends made the whole file one line ("[data] path is not set"). */
+    assert_int_equal(load(f, "[data]\rpath = s.csv\r", NULL, 0), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "c.ini:1:7: a carriage return that ends no line");
+    assert_int_equal(load(f, "[data]\r\npath = s.csv\r\n", NULL, 0), TSRNN_OK); /* CRLF */
+    /* A FIFO without a writer would block forever; /dev/zero would never end. */
+    const char *fifo = tu_path(f->dir, "fifo.ini");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(tsrnn_config_load(f->cfg, fifo, NULL, 0), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "is not a regular file (a FIFO)");
+    assert_int_equal(tsrnn_config_load(f->cfg, "/dev/zero", NULL, 0), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "config file /dev/zero is not a regular file (a character");
+    assert_int_equal(load(f, "[data]\npath = fifo.ini\n", NULL, 0), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(), "c.ini:2: [data] path: data file ");
+    tu_expect_in(tsrnn_last_error(), "fifo.ini is not a regular file; accepted: a file");
+    /* Numbers are decimal; control bytes (a newline from --set, an escape sequence) are
+     * refused and shown escaped. */
+    const char *bad_sets[][2] = {
+        { "training.lr=0x1p-3", "[training] lr = '0x1p-3': not a finite number" },
+        { "model.hidden_dim=0x10", "[model] hidden_dim = '0x10': not an integer" },
+        { "output.model_name=a\nb", "[output] model_name = 'a\\nb': holds a control character" },
+        { "output.model_name=\x1b[31mred",
+          "[output] model_name = '\\x1b[31mred': holds a control character" },
+        { "data.time_col=t\tu", "[data] time_col = 't\\tu': holds a control character" },
+    };
+    for (size_t i = 0; i < sizeof(bad_sets) / sizeof(bad_sets[0]); i++) {
+        const char *sets[] = { bad_sets[i][0] };
+        assert_int_equal(load(f, "[data]\npath = s.csv\n", sets, 1), TSRNN_ERR_USAGE);
+        tu_expect_in(tsrnn_last_error(), bad_sets[i][1]);
+    }
+}
+
 static void test_print_config_round_trips(void **state)
 {
     struct fixture *f = *state;
@@ -301,6 +346,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resume_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_wins_over_file_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_and_syntax, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_files_that_lie, setup, teardown),
         cmocka_unit_test_setup_teardown(test_print_config_round_trips, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

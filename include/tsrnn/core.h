@@ -81,6 +81,19 @@ bool tsrnn_parse_int64(const char *text, int64_t *out);
  * for a write that wrote nothing). */
 size_t tsrnn_write_all(int fd, const void *data, size_t nbytes, int *err);
 
+/* Reads the whole of the regular file `path` into a heap buffer, NUL-terminated (*nbytes
+ * without it); the caller frees *text. Anything but a regular file is refused before a byte
+ * is read (a FIFO would block or read as empty, /dev/zero never ends), and so is a file over
+ * max_nbytes: `status` (TSRNN_ERR_USAGE, TSRNN_ERR_DATA) with a message naming `what` and
+ * the path. */
+enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const char *what,
+                                  enum tsrnn_status status, char **text, size_t *nbytes);
+
+/* `text` made safe to print in a message: control bytes (newline, tab, escape, DEL, ...)
+ * written as \n, \t, \x1b, ...; everything else as it is. Returns out (capacity bytes,
+ * cut with "..." when it does not fit). */
+const char *tsrnn_printable(const char *text, char *out, size_t capacity);
+
 /* Seconds on the monotonic clock (CLOCK_MONOTONIC): for durations only. */
 double tsrnn_clock_now_s(void);
 

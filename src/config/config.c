@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -399,16 +401,17 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
 static enum tsrnn_status bad_value(const struct key *k, const char *value, const char *origin,
                                    const char *why)
 {
-    char accepted[256];
+    char accepted[256], shown[512];
     describe_accepted(k, accepted, sizeof(accepted));
     return tsrnn_error(TSRNN_ERR_USAGE, "%s: [%s] %s = '%s': %s; accepted: %s", origin, k->section,
-                       k->name, value, why, accepted);
+                       k->name, tsrnn_printable(value, shown, sizeof(shown)), why, accepted);
 }
 
 static bool parse_double(const char *text, double *out)
 {
     char *end;
-    if (*text == '\0')
+    /* Decimal only: strtod would also take hexadecimal ("0x1p3") and "infinity". */
+    if (*text == '\0' || strpbrk(text, "xXpP") != NULL)
         return false;
     errno = 0;
     double v = strtod(text, &end);
@@ -543,6 +546,11 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
     double d;
     bool b;
 
+    /* A control byte (a newline from --set, an escape sequence) would make config.ini
+     * unreadable or the terminal misbehave wherever the value is printed. */
+    for (const char *p = value; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return bad_value(k, value, origin, "holds a control character");
     switch (k->type) {
     case KEY_INT:
     case KEY_U64:
@@ -804,27 +812,55 @@ static enum tsrnn_status parse_stream(struct tsrnn_config *cfg, FILE *file, cons
     return TSRNN_OK;
 }
 
+/* A config file is text a person wrote: far below this. */
+#define MAX_CONFIG_NBYTES (16u << 20)
+
+/* What libinih would read differently from what the file says: a NUL byte ends its line
+ * early ("hidden_dim = 2<NUL>0" would read as 2), and old-Mac CR-only line ends make the
+ * whole file one line. */
+static enum tsrnn_status check_config_text(const char *text, size_t nbytes, const char *path)
+{
+    int line = 1, column = 1;
+    for (size_t i = 0; i < nbytes; i++, column++) {
+        if (text[i] == '\0')
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s:%d:%d: a NUL byte; accepted: text (save the file as UTF-8 "
+                               "or ASCII)",
+                               path, line, column);
+        if (text[i] == '\r' && (i + 1 == nbytes || text[i + 1] != '\n'))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s:%d:%d: a carriage return that ends no line (old-Mac line "
+                               "ends); accepted: LF or CRLF line ends",
+                               path, line, column);
+        if (text[i] == '\n')
+            line++, column = 0;
+    }
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *ini_path)
 {
     char base_dir[PATH_MAX];
-    FILE *file = fopen(ini_path, "r");
+    char *text;
+    size_t nbytes;
 
-    if (file == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "cannot open config file %s", ini_path);
-    /* fopen() succeeds on a folder; the first read does not. */
-    int c = fgetc(file);
-    if (c == EOF && ferror(file)) {
-        int err = errno;
-        fclose(file);
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "cannot read config file %s", ini_path);
+    TSRNN_TRY(tsrnn_read_file(ini_path, MAX_CONFIG_NBYTES, "config file", TSRNN_ERR_USAGE, &text,
+                              &nbytes));
+    enum tsrnn_status status = check_config_text(text, nbytes, ini_path);
+    if (status == TSRNN_OK)
+        status = folder_of(ini_path, base_dir, sizeof(base_dir));
+    FILE *file = NULL;
+    if (status == TSRNN_OK) {
+        file = fmemopen(nbytes ? text : (char *)"\n", nbytes ? nbytes : 1, "r");
+        if (file == NULL)
+            status =
+                tsrnn_error_errno(TSRNN_ERR_NOMEM, errno, "cannot read config file %s", ini_path);
     }
-    if (c != EOF)
-        ungetc(c, file);
-
-    enum tsrnn_status status = folder_of(ini_path, base_dir, sizeof(base_dir));
     if (status == TSRNN_OK)
         status = parse_stream(cfg, file, ini_path, base_dir);
-    fclose(file);
+    if (file != NULL)
+        fclose(file);
+    free(text);
     return status;
 }
 
@@ -870,21 +906,31 @@ const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *sect
     return k ? cfg->origins[key_index(k)] : NULL;
 }
 
+/* The file a key names exists, is a regular file (a FIFO would block the reader or read as
+ * empty; a device such as /dev/zero never ends) and can be read: refused here, before
+ * anything is written, with the key that named it. */
 static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const char *section,
                                         const char *key, const char *path, const char *what)
 {
     const char *origin = tsrnn_config_origin(cfg, section, key);
-    FILE *f = fopen(path, "r");
-    int open_err = errno;
-    path = tsrnn_display_path(path);
-    if (f == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, open_err, "%s: [%s] %s: cannot open %s %s",
-                                 origin, section, key, what, path);
-    int c = fgetc(f);
+    struct stat st;
+    char byte;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     int err = errno;
-    bool bad = c == EOF && ferror(f);
-    fclose(f);
-    if (bad)
+    path = tsrnn_display_path(path);
+    if (fd < 0)
+        return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "%s: [%s] %s: cannot open %s %s", origin,
+                                 section, key, what, path);
+    bool regular = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+    bool readable = regular && read(fd, &byte, 1) >= 0; /* a folder fails here: EISDIR */
+    err = errno;
+    close(fd);
+    if (!regular)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [%s] %s: %s %s is not a regular file; accepted: "
+                           "a file",
+                           origin, section, key, what, path);
+    if (!readable)
         return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "%s: [%s] %s: cannot read %s %s", origin,
                                  section, key, what, path);
     return TSRNN_OK;
