@@ -3,6 +3,7 @@
  * compared with metrics.csv, resume bit for bit, checkpoints that survive SIGKILL and a full
  * disk, bad checkpoints refused without touching the folder, forecasts and plots. */
 #include <dirent.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -770,6 +771,113 @@ static void test_bad_checkpoints_are_refused(void **state)
     free(bytes);
 }
 
+/* Writes `good` again at `path` with metadata `key` set to `value` (or, when `needle` is
+ * not NULL, with `needle` in that value replaced by `value`; a needle ending in '[' takes the
+ * rest of that JSON array with it), the metadata checksum made to
+ * match (a crafted file) or left as it was (a damaged one). */
+static void tamper(const char *good, const char *path, const char *key, const char *needle,
+                   const char *value, bool fix_crc)
+{
+    struct tsrnn_safetensors st;
+    assert_int_equal(tsrnn_safetensors_read(&st, good), TSRNN_OK);
+    struct tsrnn_tensor_desc *t = calloc(st.tensor_count, sizeof(*t));
+    struct tsrnn_metadata_entry *m = calloc(st.metadata_count, sizeof(*m));
+    char replaced[16384], crc[16];
+    for (size_t i = 0; i < st.tensor_count; i++) {
+        t[i].name = st.tensors[i].name;
+        t[i].dtype = st.tensors[i].dtype;
+        t[i].rank = st.tensors[i].rank;
+        memcpy(t[i].shape, st.tensors[i].shape, sizeof(t[i].shape));
+        t[i].data = st.tensors[i].data;
+    }
+    size_t crc_entry = st.metadata_count;
+    for (size_t i = 0; i < st.metadata_count; i++) {
+        m[i] = st.metadata[i];
+        if (strcmp(m[i].key, "tsrnn.metadata_crc32c") == 0)
+            crc_entry = i;
+        if (strcmp(m[i].key, key) != 0)
+            continue;
+        if (needle == NULL) {
+            m[i].value = value;
+            continue;
+        }
+        const char *at = strstr(m[i].value, needle), *rest;
+        assert_non_null(at);
+        rest = at + strlen(needle);
+        if (rest[-1] == '[') /* a needle ending in '[' stands for the whole JSON array */
+            rest = strchr(rest, ']') + 1;
+        snprintf(replaced, sizeof(replaced), "%.*s%s%s", (int)(at - m[i].value), m[i].value, value,
+                 rest);
+        m[i].value = replaced;
+    }
+    assert_true(crc_entry < st.metadata_count);
+    if (fix_crc) {
+        snprintf(crc, sizeof(crc), "%08" PRIx32,
+                 tsrnn_safetensors_metadata_crc(m, st.metadata_count));
+        m[crc_entry].value = crc;
+    }
+    assert_int_equal(tsrnn_safetensors_write(path, t, st.tensor_count, m, st.metadata_count),
+                     TSRNN_OK);
+    free(t);
+    free(m);
+    tsrnn_safetensors_finish(&st);
+}
+
+/* Checkpoint metadata is not trusted: a flipped bit is damage (the metadata has its own
+ * CRC), and a crafted file with a matching CRC is held to what a run can write. Resume,
+ * tsrnn-predict and init_weights refuse the same files, with exit 2 and the same reason.
+ * (Before: epoch = INT64_MAX overflowed and trained forever, a flipped scaler changed every
+ * forecast, a scale of 1e-45 gave -inf forecasts with exit 0, init_weights took a file
+ * whose data CRC was wrong.) */
+static void test_tampered_metadata_is_refused(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=2", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "tamper", first, 60), 0);
+    char good[PATH_MAX];
+    snprintf(good, sizeof(good), "%s", only_file(run_path("tamper", "checkpoints"), "last-"));
+    struct {
+        const char *name, *key, *needle, *value;
+        bool fix_crc;
+        const char *message;
+    } cases[] = {
+        { "flip.safetensors", "tsrnn.scaler", "\"scale\":[0.00", "\"scale\":[0.01", false,
+          "the metadata's CRC-32C is" },
+        { "epoch.safetensors", "tsrnn.epoch", NULL, "9223372036854775807", true,
+          "\"tsrnn.epoch\" = \"9223372036854775807\"; expected an integer from 0 to 100000000" },
+        { "step.safetensors", "tsrnn.global_step", NULL, "9223372036854775807", true,
+          "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 1" },
+        { "scale.safetensors", "tsrnn.scaler", "\"scale\":[", "\"scale\":[1e-45]", true,
+          "\"tsrnn.scaler\": a bound, scale or offset is not what a fitted scaler holds" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[PATH_MAX], resume[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/%s", tu_run_dir(), cases[i].name);
+        tamper(good, path, cases[i].key, cases[i].needle, cases[i].value, cases[i].fix_crc);
+        snprintf(resume, sizeof(resume), "training.resume=%s", path);
+        const char *sets[] = { "training.n_epochs=4", resume, "output.force_reset=false", "--quiet",
+                               NULL };
+        assert_int_equal(tu_train(&result, "tamper", sets, 60), 2);
+        tu_expect_in(result.err, cases[i].message);
+        const char *predict_args[] = { "--checkpoint", path, "--n", "3", NULL };
+        assert_int_equal(predict(predict_args), 2);
+        tu_expect_in(result.err, cases[i].message);
+        printf("# %s: %s", cases[i].name, result.err);
+    }
+    /* init_weights: the same rule for a damaged tsrnn checkpoint (its data CRC wrong). */
+    size_t nbytes;
+    unsigned char *bytes = read_bytes(good, &nbytes);
+    bytes[nbytes - 3] ^= 0x40;
+    char damaged[PATH_MAX], weights[PATH_MAX + 32];
+    snprintf(damaged, sizeof(damaged), "%s/damaged.safetensors", tu_run_dir());
+    write_bytes(damaged, bytes, nbytes);
+    free(bytes);
+    snprintf(weights, sizeof(weights), "model.init_weights=%s", damaged);
+    const char *init[] = { "training.n_epochs=1", weights, "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "tamper_init", init, 60), 2);
+    tu_expect_in(result.err, "damaged.safetensors: checksum mismatch: the data's CRC-32C is");
+}
+
 /* An earlier run's checkpoints block a new run unless it resumes or resets (Darts'
  * force_reset); force_reset = true deletes the folder first. */
 static void test_existing_run_needs_resume_or_reset(void **state)
@@ -808,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_sigkill_never_leaves_a_broken_checkpoint),
         cmocka_unit_test(test_full_disk_keeps_the_previous_checkpoint),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
+        cmocka_unit_test(test_tampered_metadata_is_refused),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_teardown_run_dir);

@@ -9,7 +9,8 @@
  *
  * __metadata__ (strings only, as safetensors requires):
  *     format                  "pt"
- *     tsrnn.format_version    "1"; a reader refuses other versions
+ *     tsrnn.format_version    "2"; a reader refuses other versions than 1 and 2 (version 1
+ *                             files lack tsrnn.metadata_crc32c)
  *     tsrnn.version           the tsrnn that wrote it
  *     tsrnn.epoch             the epoch this checkpoint ends (0-based, as Lightning counts)
  *     tsrnn.batches_done      batches of that epoch done (all of them unless max_steps cut it)
@@ -28,6 +29,8 @@
  *     tsrnn.series            JSON: time_col, time_unit, components, train_length, train_end
  *     tsrnn.config            the resolved config (INI text, as config.ini)
  *     tsrnn.data_crc32c       CRC-32C of the data buffer (8 hex digits)
+ *     tsrnn.metadata_crc32c   CRC-32C of every other metadata entry (key NUL value NUL, keys
+ *                             in byte order): a flipped bit anywhere is "damaged"
  * Doubles are written with 17 significant digits and floats with 9: both read back exactly.
  */
 #ifndef TSRNN_CHECKPOINT_H
@@ -43,7 +46,7 @@
 #include "tsrnn/optim.h"
 #include "tsrnn/safetensors.h"
 
-#define TSRNN_CHECKPOINT_FORMAT_VERSION 1
+#define TSRNN_CHECKPOINT_FORMAT_VERSION 2
 
 /* Where training stands; what a checkpoint restores besides weights and moments. */
 struct tsrnn_train_state {

@@ -108,6 +108,17 @@ const struct tsrnn_tensor_info *tsrnn_safetensors_find(const struct tsrnn_safete
 /* The "__metadata__" value of `key`, or NULL if the file has none. */
 const char *tsrnn_safetensors_metadata(const struct tsrnn_safetensors *st, const char *key);
 
+/* The checksums a tsrnn checkpoint carries in its metadata (include/tsrnn/checkpoint.h):
+ * "tsrnn.data_crc32c", the CRC-32C of the data buffer, and "tsrnn.metadata_crc32c", that of
+ * every other metadata entry (key, NUL, value, NUL, in byte order of the keys). Checks each
+ * that the file has: TSRNN_ERR_DATA "the file is damaged" naming `label`, the stored and the
+ * computed value. Files without them (plain weights) pass. */
+enum tsrnn_status tsrnn_safetensors_check_crcs(const struct tsrnn_safetensors *st,
+                                               const char *label);
+
+/* The "tsrnn.metadata_crc32c" of `count` entries, skipping one named so. */
+uint32_t tsrnn_safetensors_metadata_crc(const struct tsrnn_metadata_entry *metadata, size_t count);
+
 /* Frees what the reader allocated and zeroes `st`; accepts NULL and a zeroed struct. */
 void tsrnn_safetensors_finish(struct tsrnn_safetensors *st);
 

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -111,7 +112,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             crc = tsrnn_crc32c(crc, t->data, entry->count * sizeof(float));
         }
 
-    char epoch[32], batches[32], step[32], adam_step[32], version[16], crc_text[16];
+    char epoch[32], batches[32], step[32], adam_step[32], version[16], crc_text[16], meta_crc[16];
     char value[32], best[32], best_epoch[32];
     snprintf(epoch, sizeof(epoch), "%" PRId64, state->epoch);
     snprintf(batches, sizeof(batches), "%" PRId64, state->batches_done);
@@ -140,7 +141,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
     if (status == TSRNN_OK) {
-        const struct tsrnn_metadata_entry metadata[] = {
+        struct tsrnn_metadata_entry metadata[] = {
             { "format", "pt" },
             { "tsrnn.format_version", version },
             { "tsrnn.version", tsrnn_version() },
@@ -159,9 +160,12 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             { "tsrnn.series", series_text },
             { "tsrnn.config", cfg_text },
             { "tsrnn.data_crc32c", crc_text },
+            { "tsrnn.metadata_crc32c", meta_crc }, /* over all the others: last */
         };
-        status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata,
-                                         sizeof(metadata) / sizeof(metadata[0]));
+        size_t entry_count = sizeof(metadata) / sizeof(metadata[0]);
+        snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
+                 tsrnn_safetensors_metadata_crc(metadata, entry_count));
+        status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count);
     }
     free(rng_text);
     free(model_text);
@@ -187,16 +191,27 @@ static enum tsrnn_status need(const struct tsrnn_checkpoint *ck, const char *key
     return TSRNN_OK;
 }
 
-static enum tsrnn_status need_int(const struct tsrnn_checkpoint *ck, const char *key, int64_t min,
-                                  int64_t *out)
+/* The largest count of epochs, steps or batches a checkpoint may claim: far beyond any run
+ * ([training] n_epochs <= 1e8, max_steps < 2^31), far below where counting would overflow. */
+#define MAX_COUNT ((int64_t)1 << 53)
+
+static enum tsrnn_status need_int_in(const struct tsrnn_checkpoint *ck, const char *key,
+                                     int64_t min, int64_t max, int64_t *out)
 {
     const char *text;
     TSRNN_TRY(need(ck, key, &text));
-    if (!tsrnn_parse_int64(text, out) || *out < min)
+    if (!tsrnn_parse_int64(text, out) || *out < min || *out > max)
         return tsrnn_error(TSRNN_ERR_DATA,
-                           "%s: __metadata__ \"%s\" = \"%s\"; expected an integer >= %lld",
-                           tsrnn_display_path(ck->path), key, text, (long long)min);
+                           "%s: __metadata__ \"%s\" = \"%s\"; expected an integer from %lld to "
+                           "%lld",
+                           tsrnn_display_path(ck->path), key, text, (long long)min, (long long)max);
     return TSRNN_OK;
+}
+
+static enum tsrnn_status need_int(const struct tsrnn_checkpoint *ck, const char *key, int64_t min,
+                                  int64_t *out)
+{
+    return need_int_in(ck, key, min, MAX_COUNT, out);
 }
 
 static enum tsrnn_status need_double(const struct tsrnn_checkpoint *ck, const char *key,
@@ -298,9 +313,15 @@ static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
         status = read_floats(ck, o, "scale", ck->scaler.scale, C);
     if (status == TSRNN_OK)
         status = read_floats(ck, o, "offset", ck->scaler.offset, C);
+    /* What a fitted MinMaxScaler (or the identity) can hold: finite bounds in order, a scale
+     * whose inverse is finite (1e-45 would turn every forecast into -inf). */
+    const struct tsrnn_scaler *sc = &ck->scaler;
     for (size_t c = 0; status == TSRNN_OK && c < C; c++)
-        if (ck->scaler.scale[c] == 0.0f)
-            status = bad_json(ck, "tsrnn.scaler", "a scale is 0");
+        if (!isfinite(sc->data_min[c]) || !isfinite(sc->data_max[c]) ||
+            !(sc->data_min[c] <= sc->data_max[c]) || !isfinite(sc->offset[c]) ||
+            !(sc->scale[c] >= FLT_MIN) || !isfinite(sc->scale[c]) || !isfinite(1.0f / sc->scale[c]))
+            status = bad_json(ck, "tsrnn.scaler",
+                              "a bound, scale or offset is not what a fitted scaler holds");
     json_decref(o);
     return status;
 }
@@ -317,7 +338,8 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
                     "components", &names, "train_length", &train_length, "train_end", &train_end);
     enum tsrnn_status status = TSRNN_OK;
     if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || train_length < 1 ||
-        !json_is_array(names) || json_array_size(names) != ck->dims.output_count)
+        train_length > MAX_COUNT || !json_is_array(names) ||
+        json_array_size(names) != ck->dims.output_count)
         status = bad_json(ck, "tsrnn.series", "a field is missing or does not fit the model");
     if (status == TSRNN_OK) {
         snprintf(s->time_name, sizeof(s->time_name), "%s", time_col);
@@ -351,7 +373,7 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     const char *text;
     int64_t v;
 
-    TSRNN_TRY(need_int(ck, "tsrnn.epoch", 0, &st->epoch));
+    TSRNN_TRY(need_int_in(ck, "tsrnn.epoch", 0, 100000000, &st->epoch)); /* n_epochs <= 1e8 */
     TSRNN_TRY(need_int(ck, "tsrnn.batches_done", 1, &st->batches_done));
     TSRNN_TRY(need(ck, "tsrnn.epoch_complete", &text));
     if (strcmp(text, "true") != 0 && strcmp(text, "false") != 0)
@@ -367,7 +389,9 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     st->monitor = ck->monitor;
     TSRNN_TRY(need_double(ck, "tsrnn.monitor_value", &st->monitor_value));
     TSRNN_TRY(need_double(ck, "tsrnn.best_value", &st->best_value));
-    TSRNN_TRY(need_int(ck, "tsrnn.best_epoch", 0, &st->best_epoch));
+    TSRNN_TRY(need_int_in(ck, "tsrnn.best_epoch", 0, st->epoch, &st->best_epoch));
+    if (ck->adam_step > (uint64_t)st->global_step)
+        return bad_json(ck, "tsrnn.adam_step", "more Adam steps than optimizer steps");
 
     json_t *rng;
     json_int_t random_state = -1;
@@ -402,23 +426,18 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
                              tsrnn_display_path(path));
     if (status == TSRNN_OK)
         status = need_int(ck, "tsrnn.format_version", 0, &version);
-    if (status == TSRNN_OK && version != TSRNN_CHECKPOINT_FORMAT_VERSION)
+    /* Version 1 files (before the metadata had its own checksum) are still read; their
+     * metadata gets the range checks below only. */
+    if (status == TSRNN_OK && version != TSRNN_CHECKPOINT_FORMAT_VERSION && version != 1)
         status = tsrnn_error(
-            TSRNN_ERR_DATA, "%s: checkpoint format version %lld; this tsrnn reads version %d",
+            TSRNN_ERR_DATA, "%s: checkpoint format version %lld; this tsrnn reads versions 1 to %d",
             tsrnn_display_path(path), (long long)version, TSRNN_CHECKPOINT_FORMAT_VERSION);
     if (status == TSRNN_OK)
         status = need(ck, "tsrnn.data_crc32c", &text);
-    if (status == TSRNN_OK) {
-        size_t start = 8 + ck->file.header_nbytes;
-        uint32_t crc = tsrnn_crc32c(0, ck->file.bytes + start, ck->file.nbytes - start);
-        char have[16];
-        snprintf(have, sizeof(have), "%08" PRIx32, crc);
-        if (strcmp(have, text) != 0)
-            status = tsrnn_error(TSRNN_ERR_DATA,
-                                 "%s: checksum mismatch: the data's CRC-32C is %s, the header "
-                                 "says %s; the file is damaged",
-                                 tsrnn_display_path(path), have, text);
-    }
+    if (status == TSRNN_OK && version >= 2)
+        status = need(ck, "tsrnn.metadata_crc32c", &text);
+    if (status == TSRNN_OK)
+        status = tsrnn_safetensors_check_crcs(&ck->file, path);
     if (status == TSRNN_OK)
         status = read_model(ck);
     if (status == TSRNN_OK)

@@ -14,6 +14,7 @@
  */
 #include "tsrnn/safetensors.h"
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/crc32c.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -608,6 +609,58 @@ const char *tsrnn_safetensors_metadata(const struct tsrnn_safetensors *st, const
         if (strcmp(st->metadata[i].key, key) == 0)
             return st->metadata[i].value;
     return NULL;
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+    const struct tsrnn_metadata_entry *const *x = a, *const *y = b;
+    return strcmp((*x)->key, (*y)->key);
+}
+
+uint32_t tsrnn_safetensors_metadata_crc(const struct tsrnn_metadata_entry *metadata, size_t count)
+{
+    /* In key order, so that it does not depend on how a writer orders its JSON object. */
+    const struct tsrnn_metadata_entry **sorted = malloc((count ? count : 1) * sizeof(*sorted));
+    uint32_t crc = 0;
+    if (sorted == NULL)
+        return 0; /* cannot happen for a checkpoint's two dozen entries; checked as damage */
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(metadata[i].key, "tsrnn.metadata_crc32c") != 0)
+            sorted[n++] = &metadata[i];
+    qsort(sorted, n, sizeof(*sorted), compare_keys);
+    for (size_t i = 0; i < n; i++) {
+        crc = tsrnn_crc32c(crc, sorted[i]->key, strlen(sorted[i]->key) + 1);
+        crc = tsrnn_crc32c(crc, sorted[i]->value, strlen(sorted[i]->value) + 1);
+    }
+    free(sorted);
+    return crc;
+}
+
+/* The stored 8-hex-digit CRC `key` against `computed`. */
+static enum tsrnn_status check_crc(const struct tsrnn_safetensors *st, const char *label,
+                                   const char *key, uint32_t computed, const char *what)
+{
+    const char *stored = tsrnn_safetensors_metadata(st, key);
+    char have[16];
+    snprintf(have, sizeof(have), "%08" PRIx32, computed);
+    if (stored != NULL && strcmp(have, stored) != 0)
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: checksum mismatch: the %s's CRC-32C is %s, %s says %s; the "
+                           "file is damaged",
+                           tsrnn_display_path(label), what, have, key, stored);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_safetensors_check_crcs(const struct tsrnn_safetensors *st,
+                                               const char *label)
+{
+    size_t start = 8 + st->header_nbytes;
+    TSRNN_TRY(check_crc(st, label, "tsrnn.metadata_crc32c",
+                        tsrnn_safetensors_metadata_crc(st->metadata, st->metadata_count),
+                        "metadata"));
+    return check_crc(st, label, "tsrnn.data_crc32c",
+                     tsrnn_crc32c(0, st->bytes + start, st->nbytes - start), "data");
 }
 
 void tsrnn_safetensors_finish(struct tsrnn_safetensors *st)

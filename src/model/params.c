@@ -176,6 +176,9 @@ enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_
 {
     struct tsrnn_safetensors st = { 0 };
     enum tsrnn_status status = tsrnn_safetensors_read(&st, path);
+    /* A tsrnn checkpoint given as weights is checked as resume and predict check it. */
+    if (status == TSRNN_OK)
+        status = tsrnn_safetensors_check_crcs(&st, path);
 
     for (size_t i = 0; status == TSRNN_OK && i < st.tensor_count; i++) {
         const char *name = st.tensors[i].name;
