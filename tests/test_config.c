@@ -253,6 +253,8 @@ static void test_files_that_lie(void **state)
         { "output.model_name=\x1b[31mred",
           "[output] model_name = '\\x1b[31mred': holds a control character" },
         { "data.time_col=t\tu", "[data] time_col = 't\\tu': holds a control character" },
+        { "output.model_name=caf\xe9", "[output] model_name = 'caf\\xe9': not UTF-8 text" },
+        { "data.value_cols=caf\xe9", "[data] value_cols = 'caf\\xe9': not UTF-8 text" },
     };
     for (size_t i = 0; i < sizeof(bad_sets) / sizeof(bad_sets[0]); i++) {
         const char *sets[] = { bad_sets[i][0] };

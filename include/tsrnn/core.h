@@ -89,9 +89,12 @@ size_t tsrnn_write_all(int fd, const void *data, size_t nbytes, int *err);
 enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const char *what,
                                   enum tsrnn_status status, char **text, size_t *nbytes);
 
-/* `text` made safe to print in a message: control bytes (newline, tab, escape, DEL, ...)
- * written as \n, \t, \x1b, ...; everything else as it is. Returns out (capacity bytes,
- * cut with "..." when it does not fit). */
+/* Whether `text` is strict UTF-8 (as JSON and Python accept it). */
+bool tsrnn_utf8_valid(const char *text);
+
+/* `text` made safe to print in a message: control bytes (newline, tab, escape, DEL, ...) and
+ * bytes that are not UTF-8 written as \n, \t, \x1b, \xe9, ...; the rest as it is.
+ * Returns out (capacity bytes, cut with "..." when it does not fit). */
 const char *tsrnn_printable(const char *text, char *out, size_t capacity);
 
 /* Seconds on the monotonic clock (CLOCK_MONOTONIC): for durations only. */

@@ -686,38 +686,6 @@ enum tsrnn_status tsrnn_tensor_copy_f32(float *dst, const struct tsrnn_tensor_in
 
 /* --- writing --------------------------------------------------------------------------- */
 
-/* Strict UTF-8, as jansson and Python's json accept it: no overlong forms, no surrogates,
- * nothing above U+10FFFF. */
-static bool utf8_valid(const char *text)
-{
-    const unsigned char *p = (const unsigned char *)text;
-    while (*p != 0) {
-        uint32_t cp, min;
-        size_t extra;
-        if (*p < 0x80) {
-            p++;
-            continue;
-        } else if ((*p & 0xE0) == 0xC0) {
-            cp = *p & 0x1Fu, min = 0x80, extra = 1;
-        } else if ((*p & 0xF0) == 0xE0) {
-            cp = *p & 0x0Fu, min = 0x800, extra = 2;
-        } else if ((*p & 0xF8) == 0xF0) {
-            cp = *p & 0x07u, min = 0x10000, extra = 3;
-        } else {
-            return false;
-        }
-        for (size_t i = 1; i <= extra; i++) {
-            if ((p[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
-                return false;
-            cp = (cp << 6) | (p[i] & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        p += extra + 1;
-    }
-    return true;
-}
-
 /* {"dtype": ..., "shape": [...], "data_offsets": [begin, end]}, or NULL when out of memory. */
 static json_t *tensor_entry(const struct tsrnn_tensor_desc *t, uint64_t begin, uint64_t end)
 {
@@ -747,9 +715,9 @@ static enum tsrnn_status add_metadata(json_t *root, const char *shown,
         if (m->key == NULL || m->value == NULL)
             return tsrnn_error(TSRNN_ERR_DATA, "%s: metadata entry %zu has no %s", shown, i,
                                m->key == NULL ? "key" : "value");
-        if (!utf8_valid(m->key) || !utf8_valid(m->value))
+        if (!tsrnn_utf8_valid(m->key) || !tsrnn_utf8_valid(m->value))
             return tsrnn_error(TSRNN_ERR_DATA, "%s: metadata \"%s\": the %s is not valid UTF-8",
-                               shown, m->key, utf8_valid(m->key) ? "value" : "key");
+                               shown, m->key, tsrnn_utf8_valid(m->key) ? "value" : "key");
         if (json_object_get(object, m->key) != NULL)
             return tsrnn_error(TSRNN_ERR_DATA, "%s: metadata key \"%s\" is given twice", shown,
                                m->key);
@@ -765,7 +733,7 @@ static enum tsrnn_status check_desc(const char *shown, const struct tsrnn_tensor
 {
     if (t->name == NULL)
         return tsrnn_error(TSRNN_ERR_DATA, "%s: tensor %zu has no name", shown, idx);
-    if (!utf8_valid(t->name))
+    if (!tsrnn_utf8_valid(t->name))
         return tsrnn_error(TSRNN_ERR_DATA, "%s: tensor %zu: the name is not valid UTF-8", shown,
                            idx);
     if (strcmp(t->name, METADATA_KEY) == 0)

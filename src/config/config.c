@@ -551,6 +551,10 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
     for (const char *p = value; *p != '\0'; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             return bad_value(k, value, origin, "holds a control character");
+    /* Names and paths go into JSON (checkpoints) and must read back: UTF-8 only, refused
+     * here before anything is written (a Latin-1 name trained an epoch, then failed). */
+    if (!tsrnn_utf8_valid(value))
+        return bad_value(k, value, origin, "not UTF-8 text");
     switch (k->type) {
     case KEY_INT:
     case KEY_U64:

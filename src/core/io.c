@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,23 +93,57 @@ enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const cha
     return TSRNN_OK;
 }
 
+/* The length of the strict UTF-8 sequence at p (1 to 4), or 0 when it is not one: as jansson
+ * and Python's json accept UTF-8, no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    uint32_t cp, min;
+    size_t extra;
+    if (*p < 0x80)
+        return 1;
+    if ((*p & 0xE0) == 0xC0)
+        cp = *p & 0x1Fu, min = 0x80, extra = 1;
+    else if ((*p & 0xF0) == 0xE0)
+        cp = *p & 0x0Fu, min = 0x800, extra = 2;
+    else if ((*p & 0xF8) == 0xF0)
+        cp = *p & 0x07u, min = 0x10000, extra = 3;
+    else
+        return 0;
+    for (size_t i = 1; i <= extra; i++) {
+        if ((p[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return extra + 1;
+}
+
+bool tsrnn_utf8_valid(const char *text)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t len; *p != 0; p += len)
+        if ((len = utf8_sequence(p)) == 0)
+            return false;
+    return true;
+}
+
 const char *tsrnn_printable(const char *text, char *out, size_t capacity)
 {
+    static const char short_names[] = { ['\n'] = 'n', ['\t'] = 't', ['\r'] = 'r' };
     size_t used = 0;
     if (capacity == 0)
         return out;
-    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
         char piece[8];
-        size_t len;
-        if (*p == '\n' || *p == '\t' || *p == '\r')
-            len = (size_t)snprintf(piece, sizeof(piece), "\\%c",
-                                   *p == '\n'   ? 'n'
-                                   : *p == '\t' ? 't'
-                                                : 'r');
-        else if (*p < 0x20 || *p == 0x7f)
+        size_t len, seq = utf8_sequence(p);
+        if (*p < sizeof(short_names) && short_names[*p] != 0)
+            len = (size_t)snprintf(piece, sizeof(piece), "\\%c", short_names[*p]);
+        else if (*p < 0x20 || *p == 0x7f || seq == 0) /* a control byte, or not UTF-8 */
             len = (size_t)snprintf(piece, sizeof(piece), "\\x%02x", *p);
         else
-            piece[0] = (char)*p, len = 1;
+            memcpy(piece, p, seq), len = seq;
+        p += seq ? seq : 1;
         if (used + len + 4 > capacity) { /* room for "..." and the NUL */
             snprintf(out + used, capacity - used, "...");
             return out;
