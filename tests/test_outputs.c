@@ -426,6 +426,44 @@ static void test_predict_reproduces_training_forecast(void **state)
     tu_expect_in(result.err, "best-epoch=");
 }
 
+/* --out and --plot to what is not a regular file: /dev/stdout (a pipe here) and /dev/null are
+ * written in place and stay what they were; a link is written through and stays a link. */
+static void test_predict_writes_devices_in_place(void **state)
+{
+    (void)state;
+    char run[PATH_MAX], link[PATH_MAX + 16], real[PATH_MAX + 16];
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    snprintf(real, sizeof(real), "%s/real.csv", tu_run_dir());
+    snprintf(link, sizeof(link), "%s/link.csv", tu_run_dir());
+    const char *to_stdout[] = { "--run", run, "--n", "2", "--out", "/dev/stdout", NULL };
+    assert_int_equal(predict(to_stdout), 0);
+    assert_true(strncmp(result.out, "Month,#Passengers\n1959-02,", 26) == 0);
+    const char *to_null[] = { "--run",
+                              run,
+                              "--n",
+                              "2",
+                              "--out",
+                              "/dev/null",
+                              tsrnn_plot_available() ? "--plot" : NULL,
+                              "/dev/null",
+                              NULL };
+    assert_int_equal(predict(to_null), 0);
+    struct stat st;
+    assert_int_equal(lstat("/dev/stdout", &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    tu_write(tu_run_dir(), "real.csv", "old\n");
+    assert_int_equal(symlink("real.csv", link), 0);
+    const char *to_link[] = { "--run", run, "--n", "2", "--out", link, NULL };
+    assert_int_equal(predict(to_link), 0);
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    char *text = tu_read(real);
+    assert_true(strncmp(text, "Month,#Passengers\n1959-02,", 26) == 0);
+    free(text);
+}
+
 /* --series: the forecast starts after the series' own end, no actual values. */
 static void test_predict_after_another_series(void **state)
 {
@@ -789,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_run_folder_and_checkpoints),
         cmocka_unit_test(test_tensorboard_scalars_match_metrics),
         cmocka_unit_test(test_predict_reproduces_training_forecast),
+        cmocka_unit_test(test_predict_writes_devices_in_place),
         cmocka_unit_test(test_predict_after_another_series),
         cmocka_unit_test(test_predict_refuses_bad_arguments),
         cmocka_unit_test(test_resume_is_bit_identical),
