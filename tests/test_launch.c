@@ -667,7 +667,26 @@ static void test_workers_die_with_the_launcher(void **state)
     while ((kill(pids[0], 0) == 0 || kill(pids[1], 0) == 0) && now_s() < deadline)
         usleep(10000);
     expect_gone(pids, 2);
-    /* Nobody was left to remove the rendezvous folder: this test's teardown does. */
+    assert_true(tsrnn_folder_holds(tu_run_dir(), "tsrnn-rendezvous-"));
+
+    /* Nobody was left to remove the rendezvous folder: the next launch does. It keeps the
+     * folder of a launcher that is still there (its lock held, here by this process). */
+    char live[PATH_MAX + 32], lock[PATH_MAX + 64];
+    snprintf(live, sizeof(live), "%s/tsrnn-rendezvous-live00", tu_run_dir());
+    snprintf(lock, sizeof(lock), "%s/launcher.lock", live);
+    assert_int_equal(mkdir(live, 0700), 0);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    struct flock held = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    assert_int_equal(fcntl(fd, F_SETLK, &held), 0);
+    const char *args[] = { "training.n_epochs=1", "--devices=2", NULL };
+    job_start(&j, "after_orphans", args);
+    assert_int_equal(job_wait(&j, 60), 0);
+    expect_file_has(j.err, "left by a launcher that is gone");
+    assert_int_equal(access(lock, F_OK), 0);
+    close(fd);
+    tu_rmtree(live);
+    expect_clean();
 }
 
 /* --max-restarts 1 and rank 1 killed once: the job restarts from the last checkpoint,
