@@ -230,6 +230,9 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     if (cfg->save_checkpoints)
         TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
+    /* A run killed between the last and the best name of one checkpoint lost the latter. */
+    if (cfg->resume[0] != '\0' && cfg->save_checkpoints)
+        TSRNN_TRY(tsrnn_checkpoint_repair_best(tr->ckpt_dir));
     /* metrics.csv first: a resumed run's file is checked before anything else is written. */
     TSRNN_TRY(tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step));
     TSRNN_TRY(write_config(tr));
