@@ -503,7 +503,9 @@ static enum tsrnn_status save_checkpoints(struct trainer *tr)
     snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
     /* The same state as last-epoch=N, so the same bytes: a hard link instead of a second
      * write and fsync (AirPassengers' 300 epochs: 0.40 -> 0.36 s for the whole run). Written
-     * out where the file system has no hard links. */
+     * out where the file system has no hard links. A crash before this line leaves
+     * last-epoch=N the best by its metadata: tsrnn_checkpoint_locate() takes it for "best",
+     * and the next resume names it (tsrnn_checkpoint_repair_best()). */
     if (tsrnn_atomic_file_link(tr->last_checkpoint, path) != TSRNN_OK) {
         tsrnn_error_clear();
         TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
