@@ -3,6 +3,7 @@
  * (a killed worker, a worker that errs, one that hangs, Ctrl-C, a restart) ends in bounded
  * time with the documented exit code and no process left behind. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -598,6 +599,85 @@ static void test_interrupt_saves_a_checkpoint(void **state)
     free(ck);
 }
 
+/* Two runs of one model_name at once: while a 2-worker job trains, a tsrnn-worker with
+ * force_reset (as the example has it), a resuming one, a second tsrnn-launch and
+ * tsrnn-predict are each refused with exit 2 naming rank 0's pid, before they delete or write
+ * anything; the job trains on, and once it has stopped the folder is free again. A reader's
+ * shared lock (tsrnn-predict's) keeps a trainer out too, but not another reader. */
+static void test_second_run_of_a_model_name_is_refused(void **state)
+{
+    (void)state;
+    struct job j, second;
+    pid_t pids[MAX_RANKS];
+    struct tu_result *r = calloc(1, sizeof(*r));
+    char holder[64], run[PATH_MAX];
+    start_training(&j, "shared", long_run, pids);
+    snprintf(holder, sizeof(holder), "process %d", (int)pids[0]);
+    snprintf(run, sizeof(run), "%s/shared", tu_run_dir());
+
+    const char *reset[] = { "training.n_epochs=1", "--quiet", NULL };
+    assert_int_equal(tu_train(r, "shared", reset, 60), 2);
+    tu_expect_in(r->err, holder);
+    tu_expect_in(r->err, "choose another [output] model_name");
+    printf("# %s", r->err);
+    assert_int_equal(access(run_path("shared", "config.ini"), F_OK), 0);
+    const char *resume[] = { "training.n_epochs=1", "--quiet", "--resume=last",
+                             "output.force_reset=false", NULL };
+    assert_int_equal(tu_train(r, "shared", resume, 60), 2);
+    tu_expect_in(r->err, holder);
+    const char *predict[] = { tu_env("TSRNN_PREDICT"), "--run", run, "--n", "3", NULL };
+    assert_int_equal(tu_run(predict, 60, r), 0);
+    assert_int_equal(r->exit_code, 2);
+    tu_expect_in(r->err, holder);
+    printf("# %s", r->err);
+    const char *launch[] = { "training.n_epochs=1", "--devices=2", NULL };
+    job_start(&second, "shared", launch);
+    assert_int_equal(job_wait(&second, 60), 2);
+    expect_file_has(second.err, holder);
+
+    /* None of them stopped the job or took its files away: it trains on. */
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    read_checkpoint(ck, "shared", "last");
+    int64_t seen = ck->state.global_step;
+    tsrnn_checkpoint_finish(ck);
+    for (double until = now_s() + 30; ck->state.global_step == seen && now_s() < until;) {
+        usleep(20000);
+        read_checkpoint(ck, "shared", "last");
+        tsrnn_checkpoint_finish(ck);
+    }
+    assert_true(ck->state.global_step > seen);
+    assert_int_equal(access(run_path("shared", "config.ini"), F_OK), 0);
+    kill(j.pid, SIGINT);
+    assert_int_equal(job_wait(&j, TIMEOUT_S + 20), 130);
+
+    /* A reader's lock (taken here as tsrnn-predict takes it) refuses a trainer, naming this
+     * process, and lets another reader in. */
+    char lock_path[PATH_MAX + 16];
+    snprintf(lock_path, sizeof(lock_path), "%s/.shared.lock", tu_run_dir());
+    int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct flock shared = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+    assert_int_equal(fcntl(fd, F_SETLK, &shared), 0);
+    const char *more[] = { "training.n_epochs=100000",
+                           "model.model=LSTM",
+                           "model.hidden_dim=32",
+                           "training.max_steps=1",
+                           "--resume=last",
+                           "output.force_reset=false",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(r, "shared", more, 60), 2);
+    snprintf(holder, sizeof(holder), "process %d", (int)getpid());
+    tu_expect_in(r->err, holder);
+    assert_int_equal(tu_run(predict, 60, r), 0);
+    assert_int_equal(r->exit_code, 0);
+    close(fd);
+    /* Free: the resume runs. */
+    assert_int_equal(tu_train(r, "shared", more, 60), 0);
+    free(ck);
+    free(r);
+}
+
 /* SIGKILL to the launcher itself: its workers die with it (PR_SET_PDEATHSIG). */
 static void test_workers_die_with_the_launcher(void **state)
 {
@@ -611,7 +691,26 @@ static void test_workers_die_with_the_launcher(void **state)
     while ((kill(pids[0], 0) == 0 || kill(pids[1], 0) == 0) && now_s() < deadline)
         usleep(10000);
     expect_gone(pids, 2);
-    /* Nobody was left to remove the rendezvous folder: this test's teardown does. */
+    assert_true(tsrnn_folder_holds(tu_run_dir(), "tsrnn-rendezvous-"));
+
+    /* Nobody was left to remove the rendezvous folder: the next launch does. It keeps the
+     * folder of a launcher that is still there (its lock held, here by this process). */
+    char live[PATH_MAX + 32], lock[PATH_MAX + 64];
+    snprintf(live, sizeof(live), "%s/tsrnn-rendezvous-live00", tu_run_dir());
+    snprintf(lock, sizeof(lock), "%s/launcher.lock", live);
+    assert_int_equal(mkdir(live, 0700), 0);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    struct flock held = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    assert_int_equal(fcntl(fd, F_SETLK, &held), 0);
+    const char *args[] = { "training.n_epochs=1", "--devices=2", NULL };
+    job_start(&j, "after_orphans", args);
+    assert_int_equal(job_wait(&j, 60), 0);
+    expect_file_has(j.err, "left by a launcher that is gone");
+    assert_int_equal(access(lock, F_OK), 0);
+    close(fd);
+    tu_rmtree(live);
+    expect_clean();
 }
 
 /* --max-restarts 1 and rank 1 killed once: the job restarts from the last checkpoint,
@@ -658,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_hanging_worker_is_named),
         cmocka_unit_test(test_stopped_worker_is_named),
         cmocka_unit_test(test_interrupt_saves_a_checkpoint),
+        cmocka_unit_test(test_second_run_of_a_model_name_is_refused),
         cmocka_unit_test(test_restart_recovers_the_same_result),
         cmocka_unit_test(test_workers_die_with_the_launcher),
     };

@@ -427,6 +427,44 @@ static void test_predict_reproduces_training_forecast(void **state)
     tu_expect_in(result.err, "best-epoch=");
 }
 
+/* --out and --plot to what is not a regular file: /dev/stdout (a pipe here) and /dev/null are
+ * written in place and stay what they were; a link is written through and stays a link. */
+static void test_predict_writes_devices_in_place(void **state)
+{
+    (void)state;
+    char run[PATH_MAX], link[PATH_MAX + 16], real[PATH_MAX + 16];
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    snprintf(real, sizeof(real), "%s/real.csv", tu_run_dir());
+    snprintf(link, sizeof(link), "%s/link.csv", tu_run_dir());
+    const char *to_stdout[] = { "--run", run, "--n", "2", "--out", "/dev/stdout", NULL };
+    assert_int_equal(predict(to_stdout), 0);
+    assert_true(strncmp(result.out, "Month,#Passengers\n1959-02,", 26) == 0);
+    const char *to_null[] = { "--run",
+                              run,
+                              "--n",
+                              "2",
+                              "--out",
+                              "/dev/null",
+                              tsrnn_plot_available() ? "--plot" : NULL,
+                              "/dev/null",
+                              NULL };
+    assert_int_equal(predict(to_null), 0);
+    struct stat st;
+    assert_int_equal(lstat("/dev/stdout", &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    tu_write(tu_run_dir(), "real.csv", "old\n");
+    assert_int_equal(symlink("real.csv", link), 0);
+    const char *to_link[] = { "--run", run, "--n", "2", "--out", link, NULL };
+    assert_int_equal(predict(to_link), 0);
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    char *text = tu_read(real);
+    assert_true(strncmp(text, "Month,#Passengers\n1959-02,", 26) == 0);
+    free(text);
+}
+
 /* --series: the forecast starts after the series' own end, no actual values. */
 static void test_predict_after_another_series(void **state)
 {
@@ -878,6 +916,53 @@ static void test_tampered_metadata_is_refused(void **state)
     tu_expect_in(result.err, "damaged.safetensors: checksum mismatch: the data's CRC-32C is");
 }
 
+/* A run killed between renaming last-epoch=N into place and linking best-epoch=N to it
+ * (epoch N the best so far) leaves last-epoch=N, whose metadata says it is the best, beside
+ * the older best-epoch=M. That state, made here by hand: tsrnn-predict's default takes the
+ * true best (last-epoch=N), and --resume last gives it its best-epoch=N name back (the same
+ * file) and drops the older one. */
+static void test_best_checkpoint_survives_a_crash_between_its_names(void **state)
+{
+    (void)state;
+    const char *two[] = { "training.n_epochs=2", "--quiet", NULL };
+    const char *three[] = { "training.n_epochs=3", "--quiet", "--resume=last",
+                            "output.force_reset=false", NULL };
+    char dir[PATH_MAX], older[2 * PATH_MAX], run[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", run_path("crash", "checkpoints"));
+    snprintf(run, sizeof(run), "%s", run_path("crash", ""));
+    assert_int_equal(tu_train(&result, "crash", two, 60), 0);
+    snprintf(older, sizeof(older), "%s", only_file(dir, "best-"));
+    size_t nbytes;
+    unsigned char *older_bytes = read_bytes(older, &nbytes);
+    assert_int_equal(tu_train(&result, "crash", three, 60), 0);
+    char *listing = list_dir(dir);
+    printf("# after 3 epochs: %s", listing);
+    assert_non_null(strstr(listing, "best-epoch=2-")); /* the premise: epoch 2 is the best */
+    free(listing);
+
+    /* The crash: best-epoch=2 never linked, best-epoch=1 not yet pruned. */
+    assert_int_equal(unlink(only_file(dir, "best-")), 0);
+    write_bytes(older, older_bytes, nbytes);
+    const char *args[] = { "--run", run, "--n", "3", NULL };
+    assert_int_equal(predict(args), 0);
+    tu_expect_in(result.err, "last-epoch=2.safetensors (RNN, epoch 2");
+
+    const char *again[] = { "training.n_epochs=3", "--resume=last", "output.force_reset=false",
+                            NULL };
+    assert_int_equal(tu_train(&result, "crash", again, 60), 0);
+    tu_expect_in(result.err, "best-epoch=2-val_loss=");
+    listing = list_dir(dir);
+    printf("# resumed: %s", listing);
+    struct stat best, last;
+    assert_int_equal(stat(only_file(dir, "best-"), &best), 0);
+    assert_non_null(strstr(only_file(dir, "best-"), "best-epoch=2-val_loss=0."));
+    assert_int_equal(stat(only_file(dir, "last-"), &last), 0);
+    assert_true(best.st_ino == last.st_ino);
+    assert_int_equal(access(older, F_OK), -1);
+    free(listing);
+    free(older_bytes);
+}
+
 /* An earlier run's checkpoints block a new run unless it resumes or resets (Darts'
  * force_reset); force_reset = true deletes the folder first. */
 static void test_existing_run_needs_resume_or_reset(void **state)
@@ -909,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_run_folder_and_checkpoints),
         cmocka_unit_test(test_tensorboard_scalars_match_metrics),
         cmocka_unit_test(test_predict_reproduces_training_forecast),
+        cmocka_unit_test(test_predict_writes_devices_in_place),
         cmocka_unit_test(test_predict_after_another_series),
         cmocka_unit_test(test_predict_refuses_bad_arguments),
         cmocka_unit_test(test_resume_is_bit_identical),
@@ -917,6 +1003,8 @@ int main(void)
         cmocka_unit_test(test_full_disk_keeps_the_previous_checkpoint),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
         cmocka_unit_test(test_tampered_metadata_is_refused),
+
+        cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_teardown_run_dir);

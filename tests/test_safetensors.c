@@ -654,13 +654,13 @@ static void test_write_atomic(void **state)
     assert_memory_equal(st.tensors[0].data, v2, sizeof(v2));
     tsrnn_safetensors_finish(&st);
 
-    /* The rename fails (the target is a folder): the temporary file goes away. */
+    /* The target is a folder: refused before any temporary file is made. */
     char folder_target[4096];
     snprintf(folder_target, sizeof(folder_target), "%s/sub", dir);
     assert_int_equal(mkdir(folder_target, 0700), 0);
     assert_int_equal(tsrnn_safetensors_write(folder_target, &t, 1, NULL, 0), TSRNN_ERR_IO);
     expect_message("cannot write ");
-    expect_message("sub: rename of the temporary file ");
+    expect_message("sub: it is a folder");
     list_folder(dir, listing, sizeof(listing));
     assert_string_equal(listing, "last.safetensors sub");
 

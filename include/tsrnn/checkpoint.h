@@ -122,11 +122,21 @@ void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch);
 void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const char *monitor,
                                 double value);
 
-/* The checkpoint `which` names: for "last" (or "best") the newest file of that kind in
- * `checkpoint_dir` (the highest epoch), else `which` itself, a path. TSRNN_ERR_USAGE when the
- * folder holds none of that kind (the message says what was looked for and where). */
+/* The checkpoint `which` names: for "last" the newest last-epoch=N file in `checkpoint_dir`
+ * (the highest epoch); for "best" the newest best-epoch=N file, unless the newest last
+ * checkpoint is newer and itself the best by its metadata (tsrnn.best_epoch = tsrnn.epoch:
+ * what a run killed between writing last-epoch=N and linking best-epoch=N to it leaves);
+ * else `which` itself, a path. TSRNN_ERR_USAGE when the folder holds none of that kind (the
+ * message says what was looked for and where). */
 enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
                                           const char *which);
+
+/* Makes the best checkpoint of `checkpoint_dir` (as tsrnn_checkpoint_locate() finds it)
+ * the one best-epoch=N file again after a crash between a checkpoint's two names: a last
+ * checkpoint that is the best gets its best-... name (a hard link, or a copy), with a
+ * warning; older best-... files are removed. Nothing to do is TSRNN_OK; TSRNN_ERR_IO when
+ * the name cannot be made. Call it with the run folder's lock held. */
+enum tsrnn_status tsrnn_checkpoint_repair_best(const char *checkpoint_dir);
 
 /* Removes the checkpoints of kind `which` ("last" / "best") in `checkpoint_dir` other than
  * `keep` (a file name), and the temporary files an interrupted write left ("" for `which`

@@ -146,10 +146,11 @@ struct tsrnn_tensor_desc {
  * same order. Put the 8-byte dtypes (F64, I64) first, then 4-byte ones (F32, I32), and so
  * on, and every tensor is naturally aligned in the file (as the reference writer does).
  *
- * The file is replaced atomically: the bytes go to `<path>.tmp.<pid>` in the same folder,
- * which is flushed, fsync'ed and renamed over `path`, then the folder is fsync'ed. On any
- * failure the temporary file is removed and `path` is as it was before (a previous file
- * stays intact).
+ * The file is replaced atomically (include/tsrnn/atomic_file.h): the bytes go to
+ * `<path>.tmp.<random>` in the same folder, which is flushed, fsync'ed and renamed over
+ * `path`, then the folder is fsync'ed. On any failure the temporary file is removed and
+ * `path` is as it was before (a previous file stays intact). A symbolic link at `path` is
+ * written through; a device or pipe is written in place.
  *
  * Errors: TSRNN_ERR_DATA (nothing written) for tensors that no reader would accept: a name
  * missing, repeated, not UTF-8 or "__metadata__", a dtype out of range, a rank over

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/crc32c.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENSURE_ASCII)
@@ -556,6 +557,89 @@ static int64_t checkpoint_epoch(const char *name, const char *which)
     return next == '.' || next == '-' ? epoch : -1;
 }
 
+/* The newest checkpoint file of kind `which` in `checkpoint_dir`: its name in `name` (room
+ * for 256 bytes) and its epoch, or -1 when there is none. */
+static int64_t newest(const char *checkpoint_dir, const char *which, char *name)
+{
+    DIR *dir = opendir(checkpoint_dir);
+    int64_t newest_epoch = -1;
+    name[0] = '\0';
+    if (dir == NULL)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        int64_t epoch = checkpoint_epoch(e->d_name, which);
+        if (epoch > newest_epoch && strlen(e->d_name) < 256) {
+            newest_epoch = epoch;
+            strcpy(name, e->d_name);
+        }
+    }
+    closedir(dir);
+    return newest_epoch;
+}
+
+/* Whether the checkpoint at `path` is, by its own metadata, the best of its run so far
+ * (the epoch it ends is its best_epoch, and was ranked: save_checkpoints' rule for a best
+ * checkpoint), and then the name it has as one. Only the header is read: it is what
+ * tsrnn_checkpoint_read() checks first anyway, and a damaged file is refused there. */
+static bool is_own_best(const char *path, char *best_name, size_t capacity)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char len_bytes[8];
+    uint64_t header_nbytes = 0;
+    bool best = false;
+    if (f == NULL)
+        return false;
+    if (fread(len_bytes, 1, 8, f) == 8)
+        for (int i = 7; i >= 0; i--)
+            header_nbytes = header_nbytes << 8 | len_bytes[i];
+    char *header =
+        header_nbytes > 0 && header_nbytes <= 100000000u ? malloc((size_t)header_nbytes) : NULL;
+    json_t *root = header != NULL && fread(header, 1, (size_t)header_nbytes, f) == header_nbytes
+                       ? json_loadb(header, (size_t)header_nbytes, 0, NULL)
+                       : NULL;
+    fclose(f);
+    free(header);
+    json_t *meta = json_object_get(root, "__metadata__");
+    const char *epoch_text = json_string_value(json_object_get(meta, "tsrnn.epoch")),
+               *best_epoch_text = json_string_value(json_object_get(meta, "tsrnn.best_epoch")),
+               *monitor = json_string_value(json_object_get(meta, "tsrnn.monitor")),
+               *value_text = json_string_value(json_object_get(meta, "tsrnn.monitor_value")),
+               *best_text = json_string_value(json_object_get(meta, "tsrnn.best_value"));
+    int64_t epoch, best_epoch;
+    if (epoch_text != NULL && best_epoch_text != NULL && monitor != NULL && value_text != NULL &&
+        best_text != NULL && tsrnn_parse_int64(epoch_text, &epoch) &&
+        tsrnn_parse_int64(best_epoch_text, &best_epoch) && epoch >= 0 && epoch == best_epoch &&
+        (strcmp(monitor, "val_loss") == 0 || strcmp(monitor, "train_loss") == 0)) {
+        double value = strtod(value_text, NULL), best_value = strtod(best_text, NULL);
+        best = !isnan(value) && !isnan(best_value);
+        if (best)
+            tsrnn_checkpoint_name_best(best_name, capacity, epoch, monitor, best_value);
+    }
+    json_decref(root);
+    return best;
+}
+
+/* The best checkpoint: the newest best-epoch=N file, unless the newest last-epoch=M (M > N,
+ * or no best file at all) is itself the best by its metadata. That is what a run killed
+ * between renaming last-epoch=M into place and linking best-epoch=M to it leaves behind:
+ * the older best-epoch=N is then not the best any more. Its best-... name goes in
+ * `best_name`. Returns the file's name (in `name`), or false when there is none. */
+static bool find_best(const char *checkpoint_dir, char *name, char *best_name)
+{
+    char last[256], path[PATH_MAX];
+    int64_t best_epoch = newest(checkpoint_dir, "best", name);
+    int64_t last_epoch = newest(checkpoint_dir, "last", last);
+    snprintf(best_name, 256, "%s", name);
+    if (last_epoch > best_epoch &&
+        (size_t)snprintf(path, sizeof(path), "%s/%s", checkpoint_dir, last) < sizeof(path) &&
+        is_own_best(path, best_name, 256)) {
+        strcpy(name, last);
+        return true;
+    }
+    return best_epoch >= 0;
+}
+
 enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
                                           const char *which)
 {
@@ -564,28 +648,60 @@ enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char
             return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long: %s", which);
         return TSRNN_OK;
     }
-    DIR *dir = opendir(checkpoint_dir);
-    int64_t best_epoch = -1;
-    char best_name[256] = "";
-
-    if (dir != NULL) {
-        struct dirent *e;
-        while ((e = readdir(dir)) != NULL) {
-            int64_t epoch = checkpoint_epoch(e->d_name, which);
-            if (epoch > best_epoch && strlen(e->d_name) < sizeof(best_name)) {
-                best_epoch = epoch;
-                strcpy(best_name, e->d_name);
-            }
-        }
-        closedir(dir);
-    }
-    if (best_epoch < 0)
+    char name[256], best_name[256];
+    bool found = strcmp(which, "best") == 0 ? find_best(checkpoint_dir, name, best_name)
+                                            : newest(checkpoint_dir, "last", name) >= 0;
+    if (!found)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "no %s checkpoint (%s-epoch=N*.safetensors) in %s; runs with [output] "
                            "save_checkpoints = true write them",
                            which, which, tsrnn_display_path(checkpoint_dir));
-    if ((size_t)snprintf(out, capacity, "%s/%s", checkpoint_dir, best_name) >= capacity)
+    if ((size_t)snprintf(out, capacity, "%s/%s", checkpoint_dir, name) >= capacity)
         return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long in %s", checkpoint_dir);
+    return TSRNN_OK;
+}
+
+/* Copies `from` to `to` as an atomic file: a best checkpoint's bytes where the file system
+ * has no hard links. */
+static enum tsrnn_status copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb");
+    if (in == NULL)
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read %s", tsrnn_display_path(from));
+    struct tsrnn_atomic_file af;
+    enum tsrnn_status status = tsrnn_atomic_file_open(&af, to);
+    char buf[65536];
+    size_t n;
+    while (status == TSRNN_OK && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, af.file);
+    if (status == TSRNN_OK && ferror(in)) {
+        tsrnn_atomic_file_abort(&af);
+        status = tsrnn_error(TSRNN_ERR_IO, "cannot read %s", tsrnn_display_path(from));
+    } else if (status == TSRNN_OK) {
+        status = tsrnn_atomic_file_commit(&af);
+    }
+    fclose(in);
+    return status;
+}
+
+enum tsrnn_status tsrnn_checkpoint_repair_best(const char *checkpoint_dir)
+{
+    char name[256], best_name[256], from[PATH_MAX], to[PATH_MAX];
+    if (!find_best(checkpoint_dir, name, best_name))
+        return TSRNN_OK;
+    if (strcmp(name, best_name) != 0) {
+        snprintf(from, sizeof(from), "%s/%s", checkpoint_dir, name);
+        if ((size_t)snprintf(to, sizeof(to), "%s/%s", checkpoint_dir, best_name) >= sizeof(to))
+            return tsrnn_error(TSRNN_ERR_IO, "checkpoint path too long in %s", checkpoint_dir);
+        if (tsrnn_atomic_file_link(from, to) != TSRNN_OK) {
+            tsrnn_error_clear();
+            TSRNN_TRY(copy_file(from, to));
+        }
+        tsrnn_warn("%s is the best checkpoint so far but had no %s name (a run stopped between "
+                   "writing the two): restored it",
+                   tsrnn_display_path(from), best_name);
+    }
+    tsrnn_checkpoint_prune(checkpoint_dir, "best", best_name);
     return TSRNN_OK;
 }
 

@@ -3,9 +3,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,4 +78,90 @@ bool tsrnn_folder_holds(const char *path, const char *needle)
                 strstr(e->d_name, needle) != NULL;
     closedir(dir);
     return found;
+}
+
+/* "{dir}/.{name}.lock" for the run folder {dir}/{name} (trailing slashes ignored; ".", ".."
+ * and "/" resolved first, as they have no name of their own). */
+static enum tsrnn_status lock_path(char *out, size_t capacity, const char *run_dir)
+{
+    char path[PATH_MAX];
+    size_t len = strlen(run_dir);
+    if (len >= sizeof(path))
+        return tsrnn_error(TSRNN_ERR_USAGE, "path too long: %s", run_dir);
+    memcpy(path, run_dir, len + 1);
+    while (len > 1 && path[len - 1] == '/')
+        path[--len] = '\0';
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(path, "/") == 0 ||
+        name[0] == '\0') {
+        if (realpath(run_dir, path) == NULL)
+            return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot find the folder %s",
+                                     tsrnn_display_path(run_dir));
+        slash = strrchr(path, '/');
+        name = slash + 1;
+    }
+    int dir_len = slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path);
+    int n = snprintf(out, capacity, "%.*s/.%s.lock", dir_len, slash == NULL ? "." : path, name);
+    if (n < 0 || (size_t)n >= capacity)
+        return tsrnn_error(TSRNN_ERR_USAGE, "path too long: %s", run_dir);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_run_lock_acquire(struct tsrnn_run_lock *lock, const char *run_dir,
+                                         enum tsrnn_run_lock_mode mode)
+{
+    char path[PATH_MAX + 16];
+    bool exclusive = mode == TSRNN_RUN_LOCK_EXCLUSIVE;
+
+    lock->fd = -1;
+    TSRNN_TRY(lock_path(path, sizeof(path), run_dir));
+    struct stat st;
+    if (!exclusive && stat(run_dir, &st) != 0)
+        return TSRNN_OK; /* no run folder: nothing to read, no lock file to make */
+    /* O_NOFOLLOW: a link planted there is not followed; O_NONBLOCK: a FIFO planted there
+     * does not hang the open. A reader needs only read access to the file. */
+    int flags = O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (exclusive ? O_RDWR : O_RDONLY);
+    int fd = open(path, flags, 0666);
+    if (fd < 0 && (errno == ENOENT || (!exclusive && (errno == EACCES || errno == EROFS))))
+        return TSRNN_OK; /* no folder to hold it yet; or a place where nobody can write */
+    if (fd < 0)
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open the lock file %s of %s",
+                                 tsrnn_display_path(path), tsrnn_display_path(run_dir));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return tsrnn_error(TSRNN_ERR_IO,
+                           "the lock file %s of %s is not a regular file; remove it and start "
+                           "again",
+                           tsrnn_display_path(path), tsrnn_display_path(run_dir));
+    }
+    struct flock fl = { .l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET };
+    if (fcntl(fd, F_SETLK, &fl) == 0) {
+        lock->fd = fd;
+        return TSRNN_OK;
+    }
+    int err = errno;
+    if (err != EAGAIN && err != EACCES) {
+        close(fd);
+        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot lock %s (the lock file %s)",
+                                 tsrnn_display_path(run_dir), tsrnn_display_path(path));
+    }
+    fl = (struct flock){ .l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET };
+    bool known = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    char holder[64] = "another process";
+    if (known && fl.l_pid > 0)
+        snprintf(holder, sizeof(holder), "process %ld", (long)fl.l_pid);
+    else if (known) /* in another pid namespace: the kernel cannot name it here */
+        snprintf(holder, sizeof(holder), "a process of another container");
+    return tsrnn_error(TSRNN_ERR_USAGE, "%s is in use: %s holds its lock %s (%s)",
+                       tsrnn_display_path(run_dir), holder, tsrnn_display_path(path),
+                       known && fl.l_type == F_RDLCK ? "a reader: tsrnn-predict"
+                                                     : "a training run");
+}
+
+void tsrnn_run_lock_release(struct tsrnn_run_lock *lock)
+{
+    if (lock->fd >= 0)
+        close(lock->fd);
+    lock->fd = -1;
 }

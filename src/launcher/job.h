@@ -35,6 +35,12 @@
 #define MAX_GPUS        64
 #define GPU_ID_MAX      96 /* an index, or a GPU-/MIG- UUID from CUDA_VISIBLE_DEVICES */
 #define ENV_OWN_MAX     12 /* room for the variables the launcher sets for a worker */
+/* The file in a rendezvous folder that its launcher holds a record lock on while it lives
+ * (fcntl: not inherited by the workers, gone with the launcher, SIGKILL included). */
+#define RENDEZVOUS_LOCK "launcher.lock"
+/* A rendezvous folder without that file and older than this is an older tsrnn's, or one whose
+ * launcher died in the microseconds between making it and locking it. */
+#define RENDEZVOUS_UNLOCKED_STALE_S (60 * 60)
 
 extern char **environ;
 
@@ -92,6 +98,7 @@ struct launch {
     int devnull; /* the workers' stdin */
     char worker_path[PATH_MAX];
     char rendezvous[PATH_MAX]; /* the private folder; "" until it exists */
+    int rendezvous_lock;       /* its RENDEZVOUS_LOCK, locked while this launcher lives; -1 */
     bool gpu;                  /* GPU workers, else CPU workers */
     const char *comm_backend;  /* "local", "gloo" or "nccl": chosen with the devices */
     int count;                 /* workers = world size */
@@ -127,6 +134,7 @@ enum tsrnn_status resolve_devices(struct launch *l);
 /* spawn.c */
 enum tsrnn_status find_worker(struct launch *l);
 enum tsrnn_status make_rendezvous(struct launch *l);
+void remove_rendezvous(struct launch *l);
 enum tsrnn_status start_attempt(struct launch *l);
 
 /* output.c */

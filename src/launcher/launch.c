@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "job.h"
-#include "tsrnn/fs.h"
 
 static enum tsrnn_status load_config(struct launch *l)
 {
@@ -60,6 +59,7 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
      * reaped here, and never a zombie under an init that does not reap. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     l->devnull = -1;
+    l->rendezvous_lock = -1;
     l->cfg = malloc(sizeof(*l->cfg));
     while (environ[env_count] != NULL)
         env_count++;
@@ -87,9 +87,7 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
     char message[2048];
     snprintf(message, sizeof(message), "%s", tsrnn_last_error());
     end_attempt(l);
-    if (l->rendezvous[0] != '\0' && tsrnn_remove_tree(l->rendezvous) != TSRNN_OK)
-        fprintf(stderr, PROGRAM ": warning: cannot remove the rendezvous folder %s: %s\n",
-                l->rendezvous, tsrnn_last_error());
+    remove_rendezvous(l);
     if (status != TSRNN_OK)
         tsrnn_error(status, "%s", message);
     if (l->devnull >= 0)

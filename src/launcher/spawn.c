@@ -1,5 +1,6 @@
 /* Starting workers: the worker program, the private rendezvous folder, and per attempt one
  * fork + exec per worker with world.h's environment, its device and its command line. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -10,9 +11,11 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "job.h"
+#include "tsrnn/fs.h"
 
 static bool search_path(char *out, size_t capacity, const char *name)
 {
@@ -61,13 +64,56 @@ enum tsrnn_status find_worker(struct launch *l)
                        name, l->opt->worker ? "" : "beside " PROGRAM " nor ");
 }
 
+/* Whether `fd` (an open RENDEZVOUS_LOCK) is free: its launcher is gone. The lock taken to
+ * find out is kept until `fd` is closed, so that no two launchers clean up the same folder. */
+static bool lock_is_free(int fd)
+{
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    return fcntl(fd, F_SETLK, &fl) == 0;
+}
+
+/* Removes the rendezvous folders in `tmp` whose launcher is gone (a SIGKILLed launcher could
+ * not remove its own). Only this user's folders, never through a link; one whose launcher
+ * still holds its lock stays. Failures are warnings: a stale folder costs only space. */
+static void remove_stale_rendezvous(const char *tmp)
+{
+    static const char prefix[] = "tsrnn-rendezvous-";
+    DIR *dir = opendir(tmp);
+    struct dirent *e;
+    if (dir == NULL)
+        return;
+    while ((e = readdir(dir)) != NULL) {
+        char path[PATH_MAX], lock[PATH_MAX + 32];
+        struct stat st;
+        if (strncmp(e->d_name, prefix, sizeof(prefix) - 1) != 0 ||
+            (size_t)snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name) >= sizeof(path) ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        snprintf(lock, sizeof(lock), "%s/%s", path, RENDEZVOUS_LOCK);
+        int fd = open(lock, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        bool stale =
+            fd >= 0 ? lock_is_free(fd)
+                    : errno == ENOENT && time(NULL) - st.st_mtime > RENDEZVOUS_UNLOCKED_STALE_S;
+        if (stale && tsrnn_remove_tree(path) == TSRNN_OK)
+            fprintf(stderr, PROGRAM ": removed %s, left by a launcher that is gone\n", path);
+        else if (stale)
+            fprintf(stderr, PROGRAM ": warning: a stale rendezvous folder: %s\n",
+                    tsrnn_last_error());
+        if (fd >= 0)
+            close(fd);
+    }
+    closedir(dir);
+}
+
 /* A private folder (mode 0700) for the workers' file rendezvous: nobody else may place
- * addresses in it. */
+ * addresses in it. The launcher holds a lock on a file in it while it lives, so that a later
+ * launcher can tell a folder that a SIGKILLed one left behind, and removes those first. */
 enum tsrnn_status make_rendezvous(struct launch *l)
 {
     const char *tmp = getenv("TMPDIR");
     if (tmp == NULL || *tmp == '\0')
         tmp = "/tmp";
+    remove_stale_rendezvous(tmp);
     /* Room for "/attempt-N" and the store's own file names below it. */
     int n = snprintf(l->rendezvous, sizeof(l->rendezvous) - 64, "%s/tsrnn-rendezvous-XXXXXX", tmp);
     int err = n < 0 || (size_t)n >= sizeof(l->rendezvous) - 64 ? ENAMETOOLONG
@@ -80,7 +126,24 @@ enum tsrnn_status make_rendezvous(struct launch *l)
                                  "(TMPDIR chooses the parent)",
                                  tmp);
     }
+    char lock[PATH_MAX + 32];
+    snprintf(lock, sizeof(lock), "%s/%s", l->rendezvous, RENDEZVOUS_LOCK);
+    l->rendezvous_lock = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (l->rendezvous_lock < 0 || !lock_is_free(l->rendezvous_lock))
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot lock the rendezvous folder %s",
+                                 l->rendezvous);
     return TSRNN_OK;
+}
+
+/* Removes this launcher's rendezvous folder, then lets go of its lock. */
+void remove_rendezvous(struct launch *l)
+{
+    if (l->rendezvous[0] != '\0' && tsrnn_remove_tree(l->rendezvous) != TSRNN_OK)
+        fprintf(stderr, PROGRAM ": warning: cannot remove the rendezvous folder %s: %s\n",
+                l->rendezvous, tsrnn_last_error());
+    if (l->rendezvous_lock >= 0)
+        close(l->rendezvous_lock);
+    l->rendezvous_lock = -1;
 }
 
 /* A worker's environment: the launcher's, with world.h's variables (and the device's)

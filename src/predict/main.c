@@ -22,6 +22,7 @@
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
+#include "tsrnn/fs.h"
 #include "tsrnn/model.h"
 #include "tsrnn/plot.h"
 
@@ -204,6 +205,17 @@ static enum tsrnn_status predict(const struct options *o)
     size_t origin = 0;
     enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
+    /* A shared lock on the run folder while its checkpoint is found and read: a training run
+     * of that folder (which prunes and replaces checkpoints, or deletes them all) is refused
+     * meanwhile, and this waits for none. */
+    struct tsrnn_run_lock lock = { .fd = -1 };
+    bool named = strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0;
+    if (status == TSRNN_OK && named) {
+        status = tsrnn_run_lock_acquire(&lock, o->run_dir, TSRNN_RUN_LOCK_SHARED);
+        if (status == TSRNN_ERR_USAGE)
+            tsrnn_error_append(status, "; wait for it to end, or forecast from a copy of one of "
+                                       "its checkpoints with --checkpoint FILE");
+    }
     if (status == TSRNN_OK) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir ? o->run_dir : ".");
@@ -211,6 +223,7 @@ static enum tsrnn_status predict(const struct options *o)
     }
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
+    tsrnn_run_lock_release(&lock);
     /* A forecast is one window at a time: the CPU serves it, whatever trained the model. */
     struct tsrnn_compute_options cpu = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
     if (status == TSRNN_OK)

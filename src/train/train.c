@@ -51,6 +51,7 @@ struct trainer {
     struct tsrnn_train_state state;                  /* as the next checkpoint records it */
     char last_checkpoint[TSRNN_CHECKPOINT_PATH_MAX]; /* "" until written */
     char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];
+    struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
 };
 
 /* The compute backend the config's accelerator asks for: gpu is CUDA; auto is CUDA where
@@ -172,6 +173,33 @@ static enum tsrnn_status resume_from(struct trainer *tr, const char *resume)
     return status;
 }
 
+/* Rank 0 locks the run folder (include/tsrnn/fs.h) before it reads a checkpoint there,
+ * deletes or writes anything: a second run of this model_name stops here, and the first
+ * goes on untouched. While the folder's parent does not exist, no other run can be using
+ * the folder: the lock is taken once `make_parent` makes it (prepare_run_folder()), so that a
+ * run refused for another reason leaves no folder behind. */
+static enum tsrnn_status lock_run_folder(struct trainer *tr, bool make_parent)
+{
+    char parent[PATH_MAX];
+    if (tr->lock.fd >= 0)
+        return TSRNN_OK;
+    snprintf(parent, sizeof(parent), "%s", tr->run_dir);
+    char *slash = strrchr(parent, '/');
+    if (make_parent && slash != NULL && slash != parent) {
+        *slash = '\0';
+        TSRNN_TRY(tsrnn_make_dirs(parent));
+    }
+    enum tsrnn_status status =
+        tsrnn_run_lock_acquire(&tr->lock, tr->run_dir, TSRNN_RUN_LOCK_EXCLUSIVE);
+    if (status == TSRNN_ERR_USAGE)
+        return tsrnn_error_append(status, "; wait for it to end, or choose another [output] "
+                                          "model_name");
+    if (status == TSRNN_OK && make_parent && tr->lock.fd < 0)
+        return tsrnn_error(TSRNN_ERR_IO, "cannot lock %s: its folder vanished",
+                           tsrnn_display_path(tr->run_dir));
+    return status;
+}
+
 /* Darts' rule for an existing run folder: a new run does not mix with an earlier run's
  * checkpoints and TensorBoard logs; force_reset deletes the folder first. */
 static enum tsrnn_status prepare_run_folder(struct trainer *tr)
@@ -180,6 +208,7 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     char logs[PATH_MAX + 8];
     snprintf(logs, sizeof(logs), "%s/logs", tr->run_dir);
 
+    TSRNN_TRY(lock_run_folder(tr, true));
     if (cfg->resume[0] == '\0' && cfg->force_reset) {
         enum tsrnn_status status = tsrnn_remove_tree(tr->run_dir);
         if (status != TSRNN_OK) {
@@ -201,6 +230,9 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     if (cfg->save_checkpoints)
         TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
+    /* A run killed between the last and the best name of one checkpoint lost the latter. */
+    if (cfg->resume[0] != '\0' && cfg->save_checkpoints)
+        TSRNN_TRY(tsrnn_checkpoint_repair_best(tr->ckpt_dir));
     /* metrics.csv first: a resumed run's file is checked before anything else is written. */
     TSRNN_TRY(tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step));
     TSRNN_TRY(write_config(tr));
@@ -307,6 +339,8 @@ static enum tsrnn_status setup(struct trainer *tr)
                          cfg->model_name) >= sizeof(tr->run_dir) - 16)
         return tsrnn_error(TSRNN_ERR_USAGE, "[output] work_dir + model_name is too long");
     snprintf(tr->ckpt_dir, sizeof(tr->ckpt_dir), "%s/checkpoints", tr->run_dir);
+    if (tr->writes_files)
+        TSRNN_TRY(lock_run_folder(tr, false));
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
@@ -362,6 +396,7 @@ static void finish(struct trainer *tr)
     free(tr->val_idx);
     free(tr->val_se);
     free(tr->batch_se);
+    tsrnn_run_lock_release(&tr->lock);
 }
 
 /* Lightning's max_steps: the run ends after that many optimizer steps, mid-epoch if need be
@@ -468,7 +503,9 @@ static enum tsrnn_status save_checkpoints(struct trainer *tr)
     snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
     /* The same state as last-epoch=N, so the same bytes: a hard link instead of a second
      * write and fsync (AirPassengers' 300 epochs: 0.40 -> 0.36 s for the whole run). Written
-     * out where the file system has no hard links. */
+     * out where the file system has no hard links. A crash before this line leaves
+     * last-epoch=N the best by its metadata: tsrnn_checkpoint_locate() takes it for "best",
+     * and the next resume names it (tsrnn_checkpoint_repair_best()). */
     if (tsrnn_atomic_file_link(tr->last_checkpoint, path) != TSRNN_OK) {
         tsrnn_error_clear();
         TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
@@ -711,6 +748,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .world_size = options->comm ? tsrnn_comm_world_size(options->comm) : 1,
         .metrics = { .fd = -1 },
         .tb = { .fd = -1 },
+        .lock = { .fd = -1 },
     };
     struct tsrnn_train_result r = {
         .last_step_loss = NAN,
