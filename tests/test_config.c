@@ -244,6 +244,12 @@ static void test_files_that_lie(void **state)
     assert_int_equal(load(f, "[data]\npath = fifo.ini\n", NULL, 0), TSRNN_ERR_USAGE);
     tu_expect_in(tsrnn_last_error(), "c.ini:2: [data] path: data file ");
     tu_expect_in(tsrnn_last_error(), "fifo.ini is not a regular file; accepted: a file");
+    /* A work_dir that is not a folder is named as the key it is (it failed later, at the run
+     * folder's lock, without the key). */
+    const char *devnull[] = { "output.work_dir=/dev/null" };
+    assert_int_equal(load(f, "[data]\npath = s.csv\n", devnull, 1), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_last_error(),
+                 "--set output.work_dir=/dev/null: [output] work_dir = /dev/null: not a folder");
     /* Numbers are decimal; control bytes (a newline from --set, an escape sequence) are
      * refused and shown escaped. */
     const char *bad_sets[][2] = {

@@ -951,6 +951,14 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
         TSRNN_TRY(check_readable(cfg, "model", "init_weights", cfg->init_weights, "weights file"));
     if (cfg->resume[0] == '/')
         TSRNN_TRY(check_readable(cfg, "training", "resume", cfg->resume, "checkpoint"));
+    /* The run folder's parent: a folder, or a path still to be made (by the run). */
+    struct stat st;
+    if (stat(cfg->work_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [output] work_dir = %s: not a folder; accepted: a folder, or a "
+                           "path where one can be made",
+                           tsrnn_config_origin(cfg, "output", "work_dir"),
+                           tsrnn_display_path(cfg->work_dir));
     /* force_reset deletes the run folder, and with it the checkpoint resume would load. */
     if (cfg->force_reset && (strcmp(cfg->resume, "last") == 0 || strcmp(cfg->resume, "best") == 0))
         return tsrnn_error(TSRNN_ERR_USAGE,
