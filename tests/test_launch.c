@@ -1,11 +1,19 @@
 /* tsrnn-launch with real tsrnn-worker processes over real Gloo TCP on 127.0.0.1: data-parallel
  * training equals one process with the global batch, validation is exact, and every failure
  * (a killed worker, a worker that errs, one that hangs, Ctrl-C, a restart) ends in bounded
- * time with the documented exit code and no process left behind. */
+ * time with the documented exit code and no process left behind; and no other local process
+ * can reach the workers. */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -15,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +44,17 @@
 
 #define MAX_RANKS 8
 #define TIMEOUT_S 4 /* [trainer] timeout_s of these runs: failures must show within it */
+
+/* What job_start()'s launcher may not do: unshare() fails with EPERM for every flag (as under
+ * Docker's default seccomp profile) or for CLONE_NEWNET alone (as for a user without
+ * CAP_SYS_ADMIN), so that the launcher's other ways to make the workers' network private, and
+ * its fallback, run on this machine whoever runs the test. */
+enum unshare_rule {
+    UNSHARE_ALLOWED,
+    UNSHARE_DENIED,
+    UNSHARE_NET_ALONE_DENIED,
+};
+static enum unshare_rule job_unshare = UNSHARE_ALLOWED;
 
 /* A tsrnn-launch started in the background, its output going to files. */
 struct job {
@@ -55,6 +77,39 @@ static const char *run_path(const char *model_name, const char *file)
     static char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s/%s", tu_run_dir(), model_name, file);
     return path;
+}
+
+/* Installs `rule` as a seccomp filter of this process and the ones it starts. The filter does
+ * not check the architecture: the launcher makes native system calls only. */
+static int deny_unshare(enum unshare_rule rule)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const unsigned flags_low = offsetof(struct seccomp_data, args[0]);
+#else
+    const unsigned flags_low = offsetof(struct seccomp_data, args[0]) + 4;
+#endif
+    struct sock_filter any[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_filter net_alone[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, flags_low),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CLONE_NEWNET, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof(any) / sizeof(any[0]), any };
+    if (rule == UNSHARE_ALLOWED)
+        return 0;
+    if (rule == UNSHARE_NET_ALONE_DENIED)
+        prog = (struct sock_fprog){ sizeof(net_alone) / sizeof(net_alone[0]), net_alone };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
 /* Starts tsrnn-launch --accelerator cpu on the example with output in the run folder
@@ -96,7 +151,8 @@ static void job_start(struct job *j, const char *model_name, const char *const *
         /* The launcher's rendezvous folders go here too, where expect_clean() looks. */
         setenv("TMPDIR", tu_run_dir(), 1);
         if (chdir(tu_run_dir()) != 0 || !freopen("/dev/null", "r", stdin) ||
-            !freopen(j->out, "w", stdout) || !freopen(j->err, "w", stderr))
+            !freopen(j->out, "w", stdout) || !freopen(j->err, "w", stderr) ||
+            deny_unshare(job_unshare) != 0)
             _exit(127);
         execv(argv[0], (char *const *)argv);
         _exit(127);
@@ -740,6 +796,336 @@ static void test_restart_recovers_the_same_result(void **state)
     assert_true(fabs(va - vb) <= 1e-6 * fabs(va));
 }
 
+/* --- who can reach the workers --------------------------------------------------------- */
+
+/* What the launcher prints when it cannot give the workers a network of their own. */
+#define NO_PRIVATE_NETWORK "no private network for the workers"
+
+/* What the intruder did: published addresses it was given, connections the other side
+ * accepted, bytes it received through them. */
+struct intrusion {
+    int addresses;
+    int connected;
+    long bytes;
+};
+
+/* A local process that is no part of the job: forked before the launch and, when the test
+ * runs as root, running as nobody (uid 65534), as another user of the machine would. It
+ * connects to every address that comes through `addresses` (struct sockaddr_in records) as
+ * soon as it comes, reads whatever the other side sends, and when that pipe closes writes its
+ * struct intrusion to `result`. */
+struct intruder {
+    pid_t pid;
+    int addresses; /* write end */
+    int result;    /* read end */
+    uid_t uid;
+};
+
+enum {
+    INTRUDER_UID = 65534,
+    INTRUDER_SOCKETS = 64,
+};
+
+static _Noreturn void intrude(int addresses, int result)
+{
+    struct pollfd fds[1 + INTRUDER_SOCKETS];
+    bool connecting[1 + INTRUDER_SOCKETS] = { false };
+    struct intrusion got = { 0, 0, 0 };
+    size_t count = 1;
+    fds[0] = (struct pollfd){ .fd = addresses, .events = POLLIN };
+    while (fds[0].fd >= 0) {
+        if (poll(fds, count, -1) < 0 && errno != EINTR)
+            _exit(1);
+        if (fds[0].revents != 0) {
+            struct sockaddr_in addr;
+            if (read(addresses, &addr, sizeof(addr)) != (ssize_t)sizeof(addr)) {
+                fds[0].fd = -1; /* the launch is over */
+            } else if (count < 1 + INTRUDER_SOCKETS) {
+                got.addresses++;
+                int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (s >= 0 && (connect(s, (struct sockaddr *)&addr, sizeof(addr)) == 0 ||
+                               errno == EINPROGRESS)) {
+                    connecting[count] = true;
+                    fds[count++] = (struct pollfd){ .fd = s, .events = POLLIN | POLLOUT };
+                } else if (s >= 0) {
+                    close(s);
+                }
+            }
+        }
+        for (size_t i = 1; i < count; i++) {
+            if (fds[i].fd < 0 || fds[i].revents == 0)
+                continue;
+            if (connecting[i]) {
+                int err = 0;
+                socklen_t len = sizeof(err);
+                getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+                connecting[i] = false;
+                fds[i].events = POLLIN;
+                if (err != 0) {
+                    close(fds[i].fd);
+                    fds[i].fd = -1;
+                    continue;
+                }
+                got.connected++;
+            }
+            char buf[4096];
+            ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+            if (n > 0) {
+                got.bytes += n;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+            }
+        }
+    }
+    ssize_t rc = write(result, &got, sizeof(got));
+    _exit(rc == (ssize_t)sizeof(got) ? 0 : 1);
+}
+
+static void intruder_start(struct intruder *in)
+{
+    int addresses[2], result[2];
+    assert_int_equal(pipe2(addresses, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(result, O_CLOEXEC), 0);
+    in->uid = geteuid() == 0 ? INTRUDER_UID : geteuid();
+    fflush(stdout);
+    in->pid = fork();
+    assert_true(in->pid >= 0);
+    if (in->pid == 0) {
+        close(addresses[1]);
+        close(result[0]);
+        if (geteuid() == 0 &&
+            (setgroups(0, NULL) != 0 || setgid(INTRUDER_UID) != 0 || setuid(INTRUDER_UID) != 0))
+            _exit(1);
+        intrude(addresses[0], result[1]);
+    }
+    close(addresses[0]);
+    close(result[1]);
+    in->addresses = addresses[1];
+    in->result = result[0];
+}
+
+static struct intrusion intruder_finish(struct intruder *in)
+{
+    struct intrusion got = { -1, -1, -1 };
+    close(in->addresses);
+    ssize_t n = read(in->result, &got, sizeof(got));
+    close(in->result);
+    int status;
+    assert_int_equal(waitpid(in->pid, &status, 0), in->pid);
+    if (n != (ssize_t)sizeof(got) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the intruder process failed (status %d)", status);
+    return got;
+}
+
+/* A tsrnn-rendezvous-* folder in the run folder that is not in `before` (names joined by
+ * '/'), or "" while there is none. */
+static void new_rendezvous(char *path, size_t capacity, const char *before)
+{
+    path[0] = '\0';
+    DIR *d = opendir(tu_run_dir());
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, "tsrnn-rendezvous-", 17) != 0)
+            continue;
+        char needle[NAME_MAX + 3];
+        snprintf(needle, sizeof(needle), "/%s/", e->d_name);
+        if (strstr(before, needle) == NULL) {
+            snprintf(path, capacity, "%s/%s/attempt-0", tu_run_dir(), e->d_name);
+            break;
+        }
+    }
+    closedir(d);
+}
+
+/* Starts a `ranks`-worker launch like job_start() and, while it runs, hands the intruder each
+ * address a rank publishes in the rendezvous store the moment it appears: the store's key
+ * "gloo.<rank>" holds Gloo's tcp::Address of each of the rank's pairs (a sockaddr_storage,
+ * then a sequence number), where the rank listens for that peer. The test reads the launcher's
+ * private folder as its owner; the intruder could read none of it, and finds the ports in
+ * /proc/net/tcp instead, which everyone may read. */
+static void attacked_launch(struct job *j, const char *model_name, const char *const *args,
+                            int ranks, struct intruder *in)
+{
+    char before[4096] = "/", dir[PATH_MAX];
+    DIR *d = opendir(tu_run_dir());
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strncmp(e->d_name, "tsrnn-rendezvous-", 17) == 0 &&
+            strlen(before) + strlen(e->d_name) + 2 < sizeof(before))
+            strcat(strcat(before, e->d_name), "/");
+    closedir(d);
+
+    intruder_start(in);
+    job_start(j, model_name, args);
+    bool sent[MAX_RANKS] = { false };
+    int pending = ranks;
+    dir[0] = '\0';
+    while (pending > 0 && now_s() - j->started < 60) {
+        siginfo_t si = { 0 };
+        if (waitid(P_PID, (id_t)j->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0)
+            break; /* the launch is over; job_wait() reaps it */
+        if (dir[0] == '\0')
+            new_rendezvous(dir, sizeof(dir), before);
+        for (int r = 0; dir[0] != '\0' && r < ranks; r++) {
+            char key[PATH_MAX + 32];
+            snprintf(key, sizeof(key), "%s/gloo.%d", dir, r);
+            char value[4096];
+            int fd = sent[r] ? -1 : open(key, O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            ssize_t nbytes = read(fd, value, sizeof(value)); /* a few hundred bytes, whole */
+            close(fd);
+            size_t record = nbytes > 0 ? (size_t)nbytes / (size_t)(ranks - 1) : 0;
+            if (record < sizeof(struct sockaddr_storage))
+                fail_msg("%s holds %zd bytes: not Gloo's addresses", key, nbytes);
+            for (size_t k = 0; k + 1 < (size_t)ranks; k++) {
+                struct sockaddr_storage ss;
+                memcpy(&ss, value + k * record, sizeof(ss));
+                if (ss.ss_family == AF_INET)
+                    assert_int_equal(write(in->addresses, &ss, sizeof(struct sockaddr_in)),
+                                     sizeof(struct sockaddr_in));
+            }
+            sent[r] = true;
+            pending--;
+        }
+        usleep(100);
+    }
+}
+
+/* The rows of two metrics.csv files are the same numbers. */
+static void expect_same_metrics(const char *model_a, const char *model_b)
+{
+    static struct tu_metrics_row a[400], b[400];
+    size_t na = tu_read_metrics(run_path(model_a, "metrics.csv"), a, 400);
+    size_t nb = tu_read_metrics(run_path(model_b, "metrics.csv"), b, 400);
+    assert_int_equal(na, nb);
+    assert_true(na > 0);
+    for (size_t i = 0; i < na; i++) {
+        assert_int_equal(a[i].step, b[i].step);
+        assert_true(a[i].train_loss == b[i].train_loss ||
+                    (isnan(a[i].train_loss) && isnan(b[i].train_loss)));
+        assert_true(a[i].val_loss == b[i].val_loss ||
+                    (isnan(a[i].val_loss) && isnan(b[i].val_loss)));
+    }
+    printf("# %s and %s: the same %zu rows of metrics, final val_loss %.9g\n", model_a, model_b, na,
+           a[na - 1].val_loss);
+}
+
+static const char *const small_run[] = { "training.n_epochs=3", "model.model=GRU",
+                                         "model.hidden_dim=12", "--devices=2", NULL };
+
+/* The run the attacked ones must equal, in the run folder "unattacked" (made once); returns
+ * whether the launcher said it could not make the workers' network private. */
+static bool unattacked_run(void)
+{
+    static bool done, exposed;
+    if (!done) {
+        struct job j;
+        job_start(&j, "unattacked", small_run);
+        assert_int_equal(job_wait(&j, 60), 0);
+        char *err = tu_read(j.err);
+        exposed = err != NULL && strstr(err, NO_PRIVATE_NETWORK) != NULL;
+        free(err);
+        done = true;
+    }
+    return exposed;
+}
+
+/* The namespace `kind` ("net", "user") of this process, as readlink shows it. */
+static const char *own_namespace(const char *kind)
+{
+    static char text[2][64];
+    char path[64];
+    char *out = text[strcmp(kind, "net") == 0];
+    snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+    ssize_t n = readlink(path, out, sizeof(text[0]) - 1);
+    assert_true(n > 0);
+    out[n] = '\0';
+    return out;
+}
+
+/* An intruder that connects to the ports the workers publish during the rendezvous (a user
+ * on a shared machine could race the ranks to them: Gloo's listener takes the first
+ * connection) gets no byte of the job, and the launch ends as an unattacked one does, number
+ * for number: the workers talk in a network of their own, which the intruder cannot reach.
+ * Both ways to get one: a network namespace alone (a launcher with CAP_SYS_ADMIN, as root
+ * here), and inside a user namespace of its own (CLONE_NEWNET alone denied, as for a user
+ * without that capability). Rank 1 shows its namespaces on its stderr. */
+static void test_foreign_process_cannot_reach_the_workers(void **state)
+{
+    (void)state;
+    if (unattacked_run()) {
+        printf("# the launcher says it could not make the workers' network private here (no user "
+               "or network namespace): that exposure is documented, the attack is not run\n");
+        skip();
+    }
+    if (geteuid() != 0)
+        printf("# not root: the intruder runs as this test's own uid, not as another user\n");
+
+    const char *show = wrapper("ns-rank1.sh", 1,
+                               "echo \"namespaces: $(readlink /proc/self/ns/net) "
+                               "$(readlink /proc/self/ns/user)\" >&2");
+    const char *args[] = {
+        show, "training.n_epochs=3", "model.model=GRU", "model.hidden_dim=12", "--devices=2", NULL
+    };
+    const enum unshare_rule rules[] = { UNSHARE_ALLOWED, UNSHARE_NET_ALONE_DENIED };
+    const char *names[] = { "attacked", "attacked-userns" };
+    for (size_t i = 0; i < 2; i++) {
+        struct job j;
+        struct intruder in;
+        job_unshare = rules[i];
+        attacked_launch(&j, names[i], args, 2, &in);
+        job_unshare = UNSHARE_ALLOWED;
+        int code = job_wait(&j, 60);
+        struct intrusion got = intruder_finish(&in);
+        printf("# %s: the intruder (uid %d) was given %d addresses, %d connections were "
+               "accepted, it received %ld bytes; the launcher exited %d\n",
+               names[i], (int)in.uid, got.addresses, got.connected, got.bytes, code);
+        char *err = tu_read(j.err);
+        if (code != 0)
+            fail_msg("the attacked launch failed (exit %d):\n%s", code, err ? err : "");
+        assert_true(got.addresses >= 2); /* it did attack: one address per rank */
+        assert_int_equal(got.bytes, 0);
+        assert_null(strstr(err, NO_PRIVATE_NETWORK));
+
+        char net[64] = "", user[64] = "";
+        const char *line = strstr(err, "[rank 1] namespaces: ");
+        assert_non_null(line);
+        assert_int_equal(sscanf(line, "[rank 1] namespaces: %63s %63s", net, user), 2);
+        printf("# %s: the test in %s %s, rank 1 in %s %s\n", names[i], own_namespace("net"),
+               own_namespace("user"), net, user);
+        assert_string_not_equal(net, own_namespace("net"));
+        if (rules[i] == UNSHARE_NET_ALONE_DENIED || geteuid() != 0)
+            assert_string_not_equal(user, own_namespace("user"));
+        else /* root's workers keep root's rights: no user namespace */
+            assert_string_equal(user, own_namespace("user"));
+        free(err);
+        expect_file_has(j.out, "2 workers (cpu, gloo) finished");
+        expect_same_metrics("unattacked", names[i]);
+        expect_clean();
+    }
+}
+
+/* Where the launcher can make no namespace (unshare() denied, as Docker's default seccomp
+ * profile does), it says so once and the workers train as before on the shared loopback. */
+static void test_without_namespaces_the_launcher_says_so(void **state)
+{
+    (void)state;
+    struct job j;
+    unattacked_run();
+    job_unshare = UNSHARE_DENIED;
+    job_start(&j, "exposed", small_run);
+    job_unshare = UNSHARE_ALLOWED;
+    assert_int_equal(job_wait(&j, 60), 0);
+    expect_file_has(j.err, "tsrnn-launch: warning: " NO_PRIVATE_NETWORK);
+    expect_file_has(j.err, "Operation not permitted");
+    expect_file_has(j.err, "docs/distributed.md#who-can-reach-the-workers");
+    expect_file_has(j.out, "2 workers (cpu, gloo) finished");
+    expect_same_metrics("unattacked", "exposed");
+    expect_clean();
+}
+
 int main(void)
 {
     if (!tsrnn_comm_backend_available("gloo")) {
@@ -759,6 +1145,9 @@ int main(void)
         cmocka_unit_test(test_interrupt_saves_a_checkpoint),
         cmocka_unit_test(test_second_run_of_a_model_name_is_refused),
         cmocka_unit_test(test_restart_recovers_the_same_result),
+        cmocka_unit_test(test_foreign_process_cannot_reach_the_workers),
+        cmocka_unit_test(test_without_namespaces_the_launcher_says_so),
+        /* Last: it leaves a rendezvous folder, which expect_clean() would see. */
         cmocka_unit_test(test_workers_die_with_the_launcher),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);

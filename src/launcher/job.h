@@ -3,6 +3,7 @@
  *
  *     launch.c     tsrnn_launch_run(): the config, setting up and tearing down a job
  *     devices.c    which devices the workers get, and so the comm backend they use
+ *     netns.c      the workers' network, private to the job (a network namespace)
  *     spawn.c      the worker program, the rendezvous folder, fork + exec with each worker's
  *                  environment and command line
  *     output.c     the workers' stdout/stderr/report pipes: logs, tails, the final summary
@@ -99,6 +100,7 @@ struct launch {
     char worker_path[PATH_MAX];
     char rendezvous[PATH_MAX]; /* the private folder; "" until it exists */
     int rendezvous_lock;       /* its RENDEZVOUS_LOCK, locked while this launcher lives; -1 */
+    int userns_fd, netns_fd;   /* the namespaces the workers join (netns.c); -1 = none */
     bool gpu;                  /* GPU workers, else CPU workers */
     const char *comm_backend;  /* "local", "gloo" or "nccl": chosen with the devices */
     int count;                 /* workers = world size */
@@ -130,6 +132,11 @@ struct launch {
 
 /* devices.c */
 enum tsrnn_status resolve_devices(struct launch *l);
+
+/* netns.c: make_private_network() leaves netns_fd -1 when it cannot make one (it then
+ * warns: that is no error); it fails only when the launcher cannot fork. */
+enum tsrnn_status make_private_network(struct launch *l);
+void close_private_network(struct launch *l);
 
 /* spawn.c */
 enum tsrnn_status find_worker(struct launch *l);

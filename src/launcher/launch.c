@@ -60,6 +60,7 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     l->devnull = -1;
     l->rendezvous_lock = -1;
+    l->userns_fd = l->netns_fd = -1;
     l->cfg = malloc(sizeof(*l->cfg));
     while (environ[env_count] != NULL)
         env_count++;
@@ -79,6 +80,8 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
             status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open /dev/null");
     }
     if (status == TSRNN_OK)
+        status = make_private_network(l);
+    if (status == TSRNN_OK)
         status = make_rendezvous(l);
     if (status == TSRNN_OK)
         status = run_job(l, exit_code);
@@ -92,6 +95,7 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
         tsrnn_error(status, "%s", message);
     if (l->devnull >= 0)
         close(l->devnull);
+    close_private_network(l);
     free(l->workers);
     free(l->pollfds);
     free(l->poll_streams);

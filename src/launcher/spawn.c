@@ -187,6 +187,7 @@ static void build_env(struct launch *l, const struct worker *w)
 
 enum child_stage {
     CHILD_SETUP,
+    CHILD_NETWORK,
     CHILD_AFFINITY,
     CHILD_EXEC,
 };
@@ -213,6 +214,13 @@ static _Noreturn void exec_worker(const struct launch *l, const struct worker *w
     sigset_t none;
     struct sigaction dfl = { .sa_handler = SIG_DFL };
 
+    /* The job's private network (netns.c): the user namespace first, which gives the right to
+     * join the network namespace it owns. Before PR_SET_PDEATHSIG, which a change of
+     * credentials may clear. */
+    if (l->userns_fd >= 0 && setns(l->userns_fd, CLONE_NEWUSER) != 0)
+        child_fail(status_fd, CHILD_NETWORK);
+    if (l->netns_fd >= 0 && setns(l->netns_fd, CLONE_NEWNET) != 0)
+        child_fail(status_fd, CHILD_NETWORK);
     /* Die with the launcher; and do not start at all if it died before this line. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != l->self)
         _exit(127);
@@ -291,6 +299,10 @@ static enum tsrnn_status spawn_worker(struct launch *l, struct worker *w, char *
         w->alive = false;
         if (ce.stage == CHILD_EXEC)
             st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot run %s", l->worker_path);
+        else if (ce.stage == CHILD_NETWORK)
+            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
+                                   "cannot put rank %d in the job's private network (setns)",
+                                   w->rank);
         else if (ce.stage == CHILD_AFFINITY)
             st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot pin rank %d to core %d",
                                    w->rank, w->core);
