@@ -1,6 +1,8 @@
 /* Data pipeline: time stamps, CSV series, the AirPassengers split, scaler and windows. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +110,237 @@ static void test_time_continue(void **state)
     tsrnn_time_continue(index, 3, TSRNN_TIME_INDEX, 2, out);
     assert_int_equal(out[0], 25);
     assert_int_equal(out[1], 30);
+}
+
+/* --- frequencies against pandas: tests/fixtures/freq_cases.txt ------------------------ */
+
+/* Splits `line` at " | " into at most `capacity` fields, in place; returns the count. */
+static size_t split_fields(char *line, char **fields, size_t capacity)
+{
+    size_t count = 0;
+    char *p = line;
+    while (count < capacity) {
+        fields[count++] = p;
+        char *bar = strstr(p, " | ");
+        if (bar == NULL)
+            break;
+        *bar = '\0';
+        p = bar + 3;
+    }
+    return count;
+}
+
+/* Parses "YYYY-MM-DD HH:MM:SS,..." (or integers) into times[]; returns the count. */
+static size_t parse_list(char *text, int64_t *times, size_t capacity, bool integers)
+{
+    size_t count = 0;
+    for (char *item = strtok(text, ","); item != NULL; item = strtok(NULL, ",")) {
+        enum tsrnn_time_unit unit;
+        assert_true(count < capacity);
+        if (integers)
+            assert_true(tsrnn_parse_int64(item, &times[count]));
+        else
+            assert_true(tsrnn_time_parse(item, &times[count], &unit));
+        count++;
+    }
+    return count;
+}
+
+/* pandas names that tsrnn refuses on purpose (docs/data.md): units below a second, offsets
+ * it does not step, counts below 1, and the spellings pandas 3 only still tolerates. */
+static bool refused_on_purpose(const char *alias)
+{
+    static const char *const refused[] = { "ms",       "us", "ns",  "bh", "C",     "SMS",
+                                           "WOM-1MON", "0D", "-1D", "d",  "W-sun", "1.5h" };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        if (strcmp(alias, refused[i]) == 0)
+            return true;
+    return false;
+}
+
+static void check_alias(char **f, size_t n)
+{
+    struct tsrnn_freq freq;
+    char name[TSRNN_FREQ_NAME_MAX];
+    assert_int_equal(n, 2);
+    bool ok = tsrnn_freq_parse(&freq, f[0]);
+    if (strcmp(f[1], "ERR") == 0 || refused_on_purpose(f[0])) {
+        if (ok)
+            fail_msg("alias '%s': pandas says %s, tsrnn should refuse it", f[0], f[1]);
+        printf("# alias %-10s pandas %-10s tsrnn refused\n", f[0], f[1]);
+        return;
+    }
+    if (!ok)
+        fail_msg("alias '%s': pandas reads %s, tsrnn does not", f[0], f[1]);
+    tsrnn_freq_name(&freq, name, sizeof(name));
+    if (strcmp(name, f[1]) != 0)
+        fail_msg("alias '%s': pandas names it %s, tsrnn %s", f[0], f[1], name);
+    /* The name reads back as the same frequency. */
+    struct tsrnn_freq again;
+    assert_true(tsrnn_freq_parse(&again, name));
+    assert_true(tsrnn_freq_equal(&freq, &again));
+    printf("# alias %-10s pandas %-10s tsrnn %s\n", f[0], f[1], name);
+}
+
+static void check_infer(char **f, size_t n, int64_t *times, size_t capacity)
+{
+    struct tsrnn_freq freq;
+    char name[TSRNN_FREQ_NAME_MAX];
+    assert_int_equal(n, 4);
+    size_t count = parse_list(f[3], times, capacity, false);
+    bool ok = tsrnn_freq_infer(&freq, times, count, false);
+    tsrnn_freq_name(&freq, name, sizeof(name));
+    /* pandas' name, where the stamps follow it (Darts can set it) and tsrnn has the offset. */
+    const char *expect = f[1];
+    if (strcmp(f[2], "yes") != 0 || strncmp(f[1], "WOM-", 4) == 0 || strcmp(f[1], "bh") == 0)
+        expect = "None";
+    if (strcmp(expect, "None") == 0 ? ok : !ok || strcmp(name, expect) != 0)
+        fail_msg("infer %s: pandas %s (follows: %s), tsrnn %s", f[0], f[1], f[2],
+                 ok ? name : "None");
+    printf("# infer %-36s pandas %-8s follows %-3s tsrnn %s\n", f[0], f[1], f[2],
+           ok ? name : "None");
+    if (ok)
+        assert_int_equal(tsrnn_freq_first_break(&freq, times, count), count);
+}
+
+static void check_index(char **f, size_t n, int64_t *times, size_t capacity)
+{
+    struct tsrnn_freq freq;
+    char name[TSRNN_FREQ_NAME_MAX];
+    assert_int_equal(n, 3);
+    size_t count = parse_list(f[2], times, capacity, true);
+    bool ok = tsrnn_freq_infer(&freq, times, count, true);
+    tsrnn_freq_name(&freq, name, sizeof(name));
+    if (strcmp(f[1], "None") == 0 ? ok : !ok || strcmp(name, f[1]) != 0)
+        fail_msg("index %s: Darts' step %s, tsrnn %s", f[0], f[1], ok ? name : "None");
+    printf("# index %-36s Darts  %-8s tsrnn %s\n", f[0], f[1], ok ? name : "None");
+}
+
+static void check_next(char **f, size_t n, int64_t *times, size_t capacity)
+{
+    struct tsrnn_freq freq;
+    int64_t start, steps;
+    enum tsrnn_time_unit unit;
+    assert_int_equal(n, 5);
+    assert_true(tsrnn_freq_parse(&freq, f[1]));
+    assert_true(tsrnn_time_parse(f[3], &start, &unit));
+    assert_true(tsrnn_freq_on(&freq, start));
+    size_t count = parse_list(f[4], times, capacity, false);
+    assert_int_equal(count, (size_t)atoi(f[2]));
+    for (size_t k = 1; k <= count; k++) {
+        int64_t out;
+        char have[64], want[64];
+        assert_true(tsrnn_freq_advance(&freq, start, (int64_t)k, &out));
+        tsrnn_time_format(out, TSRNN_TIME_SECOND, have, sizeof(have));
+        tsrnn_time_format(times[k - 1], TSRNN_TIME_SECOND, want, sizeof(want));
+        if (out != times[k - 1])
+            fail_msg("next %s: step %zu is %s, pandas' date_range says %s", f[0], k, have, want);
+        assert_true(tsrnn_freq_on(&freq, out));
+        assert_true(tsrnn_freq_steps(&freq, start, out, &steps));
+        assert_int_equal(steps, k);
+        /* One step at a time gets there too. */
+        int64_t previous = k == 1 ? start : times[k - 2];
+        assert_true(tsrnn_freq_advance(&freq, previous, 1, &out));
+        assert_true(out == times[k - 1]);
+    }
+    printf("# next  %-36s %zu stamps as pandas' date_range\n", f[0], count);
+}
+
+/* Darts' observations for fill_missing_dates (one triple of each pair of steps) are among
+ * tsrnn's (every three consecutive stamps). */
+static void check_observed(char **f, size_t n, int64_t *times, size_t capacity)
+{
+    struct tsrnn_freq seen[8];
+    size_t counts[8];
+    assert_int_equal(n, 5);
+    size_t count = parse_list(f[4], times, capacity, false);
+    size_t distinct = tsrnn_freq_observe(seen, counts, 8, times, count, false);
+    assert_true(distinct <= 8);
+    char darts[256];
+    snprintf(darts, sizeof(darts), "%s", f[2]);
+    for (char *name = strtok(darts, ","); name != NULL && strcmp(name, "-") != 0;
+         name = strtok(NULL, ",")) {
+        bool found = false;
+        for (size_t j = 0; j < distinct; j++) {
+            char have[TSRNN_FREQ_NAME_MAX];
+            tsrnn_freq_name(&seen[j], have, sizeof(have));
+            found |= strcmp(have, name) == 0;
+        }
+        if (!found)
+            fail_msg("fill %s: Darts observes %s, tsrnn does not", f[0], name);
+    }
+    if (strcmp(f[2], "-") == 0)
+        assert_int_equal(distinct, 0);
+    printf("# fill  %-36s Darts observes %s, so does tsrnn\n", f[0], f[2]);
+}
+
+static void check_interp(char **f, size_t n)
+{
+    double values[128], expect[128];
+    size_t count = 0, filled;
+    assert_int_equal(n, 3);
+    for (char *item = strtok(f[1], ","); item != NULL; item = strtok(NULL, ","))
+        values[count++] = strcmp(item, "nan") == 0 ? NAN : strtod(item, NULL);
+    size_t i = 0;
+    for (char *item = strtok(f[2], ","); item != NULL; item = strtok(NULL, ","))
+        expect[i++] = strtod(item, NULL);
+    assert_int_equal(i, count);
+    assert_int_equal(tsrnn_fill_interpolate(values, count, 1, &filled), 1);
+    for (i = 0; i < count; i++)
+        if (memcmp(&values[i], &expect[i], sizeof(double)) != 0)
+            fail_msg("interp %s: value %zu is %.17g, pandas %.17g", f[0], i, values[i], expect[i]);
+    printf("# interp %-35s %zu filled, bit for bit as pandas\n", f[0], filled);
+}
+
+static void test_freq_against_pandas(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/fixtures/freq_cases.txt", tu_env("TSRNN_SOURCE_ROOT"));
+    char *text = tu_read(path);
+    assert_non_null(text);
+    static int64_t times[1024];
+    size_t cases[6] = { 0 };
+    static const char *const kinds[] = {
+        "alias ", "infer ", "index ", "next ", "fill ", "interp "
+    };
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '#')
+            continue;
+        size_t kind = 0;
+        while (kind < 6 && strncmp(line, kinds[kind], strlen(kinds[kind])) != 0)
+            kind++;
+        assert_true(kind < 6);
+        char *fields[8] = { NULL };
+        size_t n = split_fields(line + strlen(kinds[kind]), fields, 8);
+        size_t capacity = sizeof(times) / sizeof(times[0]);
+        switch (kind) {
+        case 0:
+            check_alias(fields, n);
+            break;
+        case 1:
+            check_infer(fields, n, times, capacity);
+            break;
+        case 2:
+            check_index(fields, n, times, capacity);
+            break;
+        case 3:
+            check_next(fields, n, times, capacity);
+            break;
+        case 4:
+            check_observed(fields, n, times, capacity);
+            break;
+        default:
+            check_interp(fields, n);
+        }
+        cases[kind]++;
+    }
+    /* The file has every kind of case (a truncated fixture must not pass). */
+    assert_true(cases[0] >= 60 && cases[1] >= 45 && cases[2] >= 6 && cases[3] >= 30 &&
+                cases[4] >= 10 && cases[5] >= 4);
+    free(text);
 }
 
 static void test_air_passengers_series(void **state)
@@ -392,6 +625,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_parse_and_format),
         cmocka_unit_test(test_time_continue),
+        cmocka_unit_test(test_freq_against_pandas),
         cmocka_unit_test(test_air_passengers_series),
         cmocka_unit_test(test_air_passengers_dataset),
         cmocka_unit_test(test_scaler_round_trip),

@@ -47,6 +47,86 @@ void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, si
 void tsrnn_time_continue(const int64_t *times, size_t length, enum tsrnn_time_unit unit, size_t n,
                          int64_t *out);
 
+/* --- frequencies (src/data/freq.c) ------------------------------------------------------ */
+
+/* The frequency of a time index, as pandas names it (its "offset aliases") and Darts keeps it
+ * in TimeSeries.freq: pandas 3.1's pandas/tseries/frequencies.py infers it, its offsets
+ * (pandas/_libs/tslibs/offsets.pyx) step it. Stamps are naive (no time zone, no DST), in whole
+ * seconds; every step keeps a stamp's time of day. */
+enum tsrnn_freq_kind {
+    TSRNN_FREQ_NONE,         /* not known */
+    TSRNN_FREQ_STEP,         /* an integer index: n (Darts' RangeIndex step) */
+    TSRNN_FREQ_SECOND,       /* "s": n seconds */
+    TSRNN_FREQ_MINUTE,       /* "min" */
+    TSRNN_FREQ_HOUR,         /* "h" */
+    TSRNN_FREQ_DAY,          /* "D": n calendar days */
+    TSRNN_FREQ_BUSINESS_DAY, /* "B": n weekdays; Saturday and Sunday are skipped */
+    TSRNN_FREQ_WEEK,         /* "W-SUN": n weeks, on the weekday `anchor` */
+    TSRNN_FREQ_MONTH,        /* "MS", "ME", "BMS", "BME": n months */
+    TSRNN_FREQ_QUARTER,      /* "QS-JAN", "QE-DEC", "BQS-JAN", "BQE-DEC": n quarters */
+    TSRNN_FREQ_YEAR,         /* "YS-JAN", "YE-DEC", "BYS-JAN", "BYE-DEC": n years */
+};
+
+struct tsrnn_freq {
+    enum tsrnn_freq_kind kind;
+    int64_t n;     /* periods per step, >= 1 */
+    int anchor;    /* WEEK: the weekday, 0 = Monday .. 6 = Sunday; QUARTER, YEAR: a month,
+                      1 .. 12, that starts (S) or ends (E) a period */
+    bool end;      /* MONTH, QUARTER, YEAR: on a period's last day (ME) rather than its first */
+    bool business; /* MONTH, QUARTER, YEAR: on its first (last) weekday rather than day */
+};
+
+/* Longest name tsrnn_freq_name() writes, NUL included. */
+#define TSRNN_FREQ_NAME_MAX 32
+
+/* Reads a pandas 3 offset alias with an optional count ("MS", "2W-MON", "15min", "QE-NOV"; "W"
+ * is "W-SUN", "QS" "QS-JAN", "QE" and "YE" end in December, as in pandas), or a positive
+ * integer (the step of an integer index). False for anything else, including the aliases
+ * pandas 3 removed ("M", "H", "T", "A"), units finer than a second and counts below 1. */
+bool tsrnn_freq_parse(struct tsrnn_freq *f, const char *text);
+
+/* The name pandas prints (freqstr): "MS", "2W-SUN", "QE-DEC", "h", "15min"; an integer
+ * index's step as a number ("1"); "none" for TSRNN_FREQ_NONE. */
+void tsrnn_freq_name(const struct tsrnn_freq *f, char *out, size_t capacity);
+
+bool tsrnn_freq_equal(const struct tsrnn_freq *a, const struct tsrnn_freq *b);
+
+/* Whether the stamp `t` is on the frequency (pandas' offset.is_on_offset): a weekday for "B",
+ * an anchor weekday for "W-*", the period's first or last (week)day for the month, quarter and
+ * year kinds. Every stamp is on an integer step, on seconds, minutes, hours and days. */
+bool tsrnn_freq_on(const struct tsrnn_freq *f, int64_t t);
+
+/* *out = `t` advanced by k >= 0 steps of `f` (k * n periods), as pandas' `t + k * offset` for
+ * a stamp on the offset. False when the result leaves the 64-bit integers (an index) or the
+ * years 0000 .. 9999 that tsrnn reads and writes (a stamp); `t` must be on `f`. */
+bool tsrnn_freq_advance(const struct tsrnn_freq *f, int64_t t, int64_t k, int64_t *out);
+
+/* Whether `to` lies a whole number *k >= 0 of steps after `from` on the grid of `f` that
+ * passes through `from` (`from` on `f`): what pandas' date_range(from, to, freq) holds. */
+bool tsrnn_freq_steps(const struct tsrnn_freq *f, int64_t from, int64_t to, int64_t *k);
+
+/* The frequency of strictly increasing `times`, as pandas.infer_freq() finds it for stamps
+ * (at least 3 of them) and as Darts converts an integer index to a RangeIndex (at least 2,
+ * one constant step). False when there is none, or when pandas would name one tsrnn does not
+ * step (week of month "WOM-1MON", business hours "bh"); then f->kind is TSRNN_FREQ_NONE. */
+bool tsrnn_freq_infer(struct tsrnn_freq *f, const int64_t *times, size_t length,
+                      bool integer_index);
+
+/* The first i >= 1 where times[i] is not the step after times[i - 1] under `f`; 0 when
+ * times[0] is not on `f`; `length` when every stamp follows. */
+size_t tsrnn_freq_first_break(const struct tsrnn_freq *f, const int64_t *times, size_t length);
+
+/* What Darts looks at for fill_missing_dates=True without a freq: the frequencies inferred
+ * from every three consecutive stamps (every step of an integer index), at most `capacity` of
+ * them into observed[] with how often each was seen, in order of first appearance. Returns
+ * how many distinct ones there were, or capacity + 1 when there were more than `capacity`. */
+size_t tsrnn_freq_observe(struct tsrnn_freq *observed, size_t *counts, size_t capacity,
+                          const int64_t *times, size_t length, bool integer_index);
+
+/* The coarsest unit whose format shows every stamp of `f` ("YYYY-MM" for "MS", "YYYY-MM-DD"
+ * for "ME", ...); TSRNN_TIME_INDEX for an integer step. */
+enum tsrnn_time_unit tsrnn_freq_unit(const struct tsrnn_freq *f);
+
 /* --- series ---------------------------------------------------------------------------- */
 
 struct tsrnn_series {
@@ -68,6 +148,15 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
                                         const char *time_col,
                                         const char (*value_cols)[TSRNN_NAME_MAX],
                                         size_t value_col_count);
+
+/* Darts' MissingValuesFiller() (pandas' DataFrame.interpolate(limit_direction="both")): each
+ * NaN of each component of `values` (L, C) becomes the linear interpolation, by position, of
+ * the nearest values before and after it, computed as numpy.interp does; NaNs before the
+ * first value (after the last) take the first (last) value. Counts the values filled into
+ * *filled_count. Returns C when every component is finite afterwards, else the first
+ * component that holds no value at all (left as it was). */
+size_t tsrnn_fill_interpolate(double *values, size_t length, size_t component_count,
+                              size_t *filled_count);
 
 /* Frees what tsrnn_series_load_csv() allocated; accepts a zeroed series. */
 void tsrnn_series_finish(struct tsrnn_series *series);
