@@ -1,9 +1,10 @@
-/* tsrnn data: a time series from CSV, its train/validation split, the MinMax scaler and
- * Darts' training windows.
+/* tsrnn data: a time series from CSV with its frequency, missing dates and values filled
+ * when asked, its train/validation split, the MinMax scaler and Darts' training windows.
  *
- * Reference: Darts' TimeSeries.from_csv + split_after + Scaler + ShiftedTorchTrainingDataset
- * (shared reference/darts-semantics.md §2, §5, §8). Shape letters: L points in a series,
- * C components (value columns), T = training_length, N windows.
+ * Reference: Darts' TimeSeries.from_csv (with freq, fill_missing_dates) + MissingValuesFiller
+ * + split_after + Scaler + ShiftedTorchTrainingDataset (shared reference/darts-semantics.md
+ * §2, §5, §8; pandas' infer_freq and offsets for the frequency, docs/data.md). Shape letters:
+ * L points in a series, C components (value columns), T = training_length, N windows.
  *
  * Values are float32 like Darts' `.astype(np.float32)` series; the model trains in float32.
  */
@@ -38,14 +39,6 @@ bool tsrnn_time_parse(const char *text, int64_t *seconds, enum tsrnn_time_unit *
 
 /* Formats `seconds` with `unit`'s format ("1959-01"); an integer for TSRNN_TIME_INDEX. */
 void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, size_t capacity);
-
-/* The `n` time stamps after times[0..length), continuing the series' frequency as pandas
- * infers it: stamps on the first (or the last) day of every k-th month continue by k
- * calendar months (monthly "MS"/"ME", quarterly, yearly), anything else by the last
- * difference (days, hours, an integer index's step). A single stamp steps by one unit of
- * `unit` (one day, minute or second; 1 for an index). */
-void tsrnn_time_continue(const int64_t *times, size_t length, enum tsrnn_time_unit unit, size_t n,
-                         int64_t *out);
 
 /* --- frequencies (src/data/freq.c) ------------------------------------------------------ */
 
@@ -129,25 +122,66 @@ enum tsrnn_time_unit tsrnn_freq_unit(const struct tsrnn_freq *f);
 
 /* --- series ---------------------------------------------------------------------------- */
 
+/* How many inserted dates a series remembers for its summary. */
+#define TSRNN_SERIES_INSERTED_NOTED 5
+
 struct tsrnn_series {
     size_t length;          /* L */
     size_t component_count; /* C */
     float *values;          /* (L, C), row-major: values[t * C + c] */
     int64_t *times;         /* (L): seconds, or the integer index */
     enum tsrnn_time_unit time_unit;
+    struct tsrnn_freq freq;                  /* of `times`; step 1 without a time column */
     char time_name[TSRNN_NAME_MAX];          /* "" without a time column */
     char (*component_names)[TSRNN_NAME_MAX]; /* (C) */
+    /* What filling did: dates inserted into the time column (the first few of them) and
+     * values filled, inserted dates' values included. */
+    size_t inserted_count;
+    int64_t inserted_times[TSRNN_SERIES_INSERTED_NOTED];
+    size_t filled_count;
 };
 
-/* Reads a CSV file: a header row, then one row per time step. `time_col` ("" = none: the
- * index is 0, 1, ...) must hold strictly increasing stamps (tsrnn_time_parse() formats, or
- * integers); `value_cols` (count 0 = every column but time_col) must hold finite numbers.
+/* How to read the time index and missing values: [data] freq, fill_missing_dates and
+ * fill_missing_values (tsrnn_series_options_from_config()). A zeroed struct is Darts'
+ * from_csv() default: the frequency inferred, nothing inserted, nothing filled. */
+struct tsrnn_series_options {
+    struct tsrnn_freq freq; /* kind TSRNN_FREQ_NONE: inferred */
+    /* Taken when `freq` is not set and the stamps are too few to infer one (pandas needs 3
+     * stamps, Darts 2 integers): tsrnn-predict's checkpoint knows the frequency. */
+    struct tsrnn_freq short_series_freq;
+    bool fill_missing_dates;
+    enum tsrnn_fill_missing fill_missing_values;
+    const char *freq_text;   /* freq as written, for messages */
+    const char *freq_origin; /* where freq and fill_missing_dates were set, for messages */
+    const char *fill_dates_origin;
+};
+
+/* The options [data] asks for; cfg->freq was checked by the config parser. */
+void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
+                                      const struct tsrnn_config *cfg);
+
+/* Reads a CSV file as Darts' TimeSeries.from_csv(path, time_col, value_cols, freq,
+ * fill_missing_dates) followed by MissingValuesFiller() when asked: a header row, then one row
+ * per time step. `time_col` ("" = none: the index is 0, 1, ...) must hold strictly increasing
+ * stamps (tsrnn_time_parse() formats) or integers; `value_cols` (count 0 = every column but
+ * time_col) numbers, or missing values (an empty field or one of pandas' NA texts: NaN, NA,
+ * null, N/A, ...). Infinities and numbers beyond float32 are refused.
+ *
+ * The time index must follow one frequency: the one inferred from every stamp (pandas'
+ * infer_freq; a constant step for integers), or `options->freq`. Dates missing from it are
+ * inserted with missing values when options->freq is set or options->fill_missing_dates is
+ * (without freq, the frequency is one that three consecutive stamps show and whose grid keeps
+ * every stamp, the coarsest: docs/data.md). Missing values are refused unless
+ * fill_missing_values is TSRNN_FILL_MISSING_INTERPOLATE. `options` NULL: a zeroed struct.
+ *
  * A UTF-8 BOM and CRLF line ends are accepted; fields may be double-quoted.
- * Errors are TSRNN_ERR_DATA with `path:line[:column]`, the column and the bad text. */
+ * Errors are TSRNN_ERR_DATA with `path:line[:column]`, the column and the bad text, and what
+ * fixes it; TSRNN_ERR_USAGE when a [data] key contradicts the file. */
 enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char *path,
                                         const char *time_col,
                                         const char (*value_cols)[TSRNN_NAME_MAX],
-                                        size_t value_col_count);
+                                        size_t value_col_count,
+                                        const struct tsrnn_series_options *options);
 
 /* Darts' MissingValuesFiller() (pandas' DataFrame.interpolate(limit_direction="both")): each
  * NaN of each component of `values` (L, C) becomes the linear interpolation, by position, of

@@ -159,9 +159,12 @@ static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
             tsrnn_warn("%s now has %zu training points, the model was trained on %zu",
                        tsrnn_display_path(cfg->data_path), ds->train_length, info->train_length);
     } else {
+        /* Read as the training series was read ([data] freq, fill_missing_*). */
+        struct tsrnn_series_options options;
+        tsrnn_series_options_from_config(&options, cfg);
         TSRNN_TRY(tsrnn_series_load_csv(&ds->series, series_path, cfg->time_col,
                                         (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
-                                        cfg->value_col_count));
+                                        cfg->value_col_count, &options));
         *origin = ds->series.length;
     }
     if (ds->series.component_count != info->component_count)
