@@ -71,6 +71,10 @@ static void test_defaults_are_darts(void **state)
     assert_false(c->log_tensorboard);
     assert_int_equal(c->forecast_n, 0);
     assert_int_equal(c->value_col_count, 0);
+    /* TimeSeries.from_csv(freq=None, fill_missing_dates=False), no MissingValuesFiller */
+    assert_string_equal(c->freq, "");
+    assert_false(c->fill_missing_dates);
+    assert_int_equal(c->fill_missing_values, TSRNN_FILL_MISSING_NONE);
     size_t n = strlen(c->work_dir);
     assert_true(n > 11 && strcmp(c->work_dir + n - 11, "/darts_logs") == 0);
     assert_non_null(strstr(c->model_name, "_torch_model_run_"));
@@ -195,6 +199,17 @@ static void test_values_and_syntax(void **state)
         { "training.shuffle=maybe", "not a boolean" },
         { "data.val_fraction=1", "out of range" },
         { "forecast.n=-1", "out of range" },
+        { "data.freq=M", "pandas 3 spells it ME" },
+        { "data.freq=2H", "pandas 3 spells it h" },
+        { "data.freq=T", "pandas 3 spells it min" },
+        { "data.freq=A-DEC", "pandas 3 spells it YE" },
+        { "data.freq=ms", "whole seconds" },
+        { "data.freq=0D", "not a frequency" },
+        { "data.freq=W-sun", "not a frequency" },
+        { "data.freq=WOM-1MON", "not a frequency" },
+        { "data.freq=-1", "not a frequency" },
+        { "data.fill_missing_dates=yes please", "not a boolean" },
+        { "data.fill_missing_values=auto", "unknown value" },
     };
     for (size_t i = 0; i < sizeof(bad_sets) / sizeof(bad_sets[0]); i++) {
         const char *sets[] = { bad_sets[i][0] };
@@ -211,9 +226,15 @@ static void test_values_and_syntax(void **state)
     assert_int_equal(load(f, "[data]\npath = s.csv\n", long_set, 1), TSRNN_ERR_USAGE);
     assert_non_null(strstr(tsrnn_last_error(), "[trainer] devices = '0,1,2,"));
     assert_non_null(strstr(tsrnn_last_error(), "': too long; accepted:"));
-    const char *good[] = { "trainer.devices=0,2,5", "trainer.devices=-1", "trainer.devices=4" };
-    for (size_t i = 0; i < 3; i++)
+    const char *good[] = { "trainer.devices=0,2,5", "trainer.devices=-1", "trainer.devices=4",
+                           "data.freq=MS",          "data.freq=2W-MON",   "data.freq=15min",
+                           "data.freq=5",           "data.freq=",         "data.freq=QE-NOV" };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         assert_int_equal(load(f, "[data]\npath = s.csv\n", &good[i], 1), TSRNN_OK);
+    const char *fill[] = { "data.fill_missing_dates=true", "data.fill_missing_values=Interpolate" };
+    assert_int_equal(load(f, "[data]\npath = s.csv\n", fill, 2), TSRNN_OK);
+    assert_true(f->cfg->fill_missing_dates);
+    assert_int_equal(f->cfg->fill_missing_values, TSRNN_FILL_MISSING_INTERPOLATE);
 }
 
 /* What a careless or hostile file holds: it is refused with the place and the reason, never
@@ -275,12 +296,19 @@ static void test_print_config_round_trips(void **state)
     /* --set paths resolve against the current folder, so this one is absolute */
     char weights[PATH_MAX + 32];
     snprintf(weights, sizeof(weights), "model.init_weights=%s/s.csv", f->dir);
-    const char *sets[] = { "model.model=GRU", "training.lr=0.0003",     "data.value_cols=v",
-                           weights,           "data.val_fraction=0.25", "trainer.devices=1,3" };
+    const char *sets[] = { "model.model=GRU",
+                           "training.lr=0.0003",
+                           "data.value_cols=v",
+                           weights,
+                           "data.val_fraction=0.25",
+                           "trainer.devices=1,3",
+                           "data.freq=2W-MON",
+                           "data.fill_missing_dates=on",
+                           "data.fill_missing_values=interpolate" };
     assert_int_equal(load(f,
                           "[data]\npath = s.csv\ntime_col = t\n[model]\ndropout = 0.1\n"
                           "n_rnn_layers = 2\n[output]\nmodel_name = Air_RNN\n",
-                          sets, 6),
+                          sets, 9),
                      TSRNN_OK);
     char first[PATH_MAX], second[PATH_MAX];
     snprintf(first, sizeof(first), "%s/first.ini", f->dir);
@@ -310,10 +338,16 @@ static void test_print_config_round_trips(void **state)
     assert_string_equal(again->devices, "1,3");
     assert_int_equal(again->value_col_count, 1);
     assert_string_equal(again->time_col, "t");
+    assert_string_equal(again->freq, "2W-MON");
+    assert_true(again->fill_missing_dates);
+    assert_int_equal(again->fill_missing_values, TSRNN_FILL_MISSING_INTERPOLATE);
     /* every key is there */
     static const char *keys[] = { "path =",
                                   "time_col =",
                                   "value_cols =",
+                                  "freq =",
+                                  "fill_missing_dates =",
+                                  "fill_missing_values =",
                                   "split_after =",
                                   "val_fraction =",
                                   "scaler =",

@@ -297,6 +297,7 @@ static void test_run_folder_and_checkpoints(void **state)
     }
     assert_int_equal(i, 18);
     assert_string_equal(st_meta(&f, "tsrnn.epoch"), "29");
+    tu_expect_in(st_meta(&f, "tsrnn.series"), "\"time_unit\":\"month\",\"freq\":\"MS\"");
     assert_string_equal(st_meta(&f, "tsrnn.global_step"), "210");
     assert_string_equal(st_meta(&f, "tsrnn.adam_step"), "210");
     assert_string_equal(st_meta(&f, "tsrnn.monitor"), "val_loss");
@@ -516,6 +517,104 @@ static void test_predict_refuses_bad_arguments(void **state)
     const char *columns[] = { "--run", run, "--series", other_path, "--n", "3", NULL };
     assert_int_equal(predict(columns), 2);
     tu_expect_in(result.err, "#Passengers");
+}
+
+/* AirPassengers' 144 values on other stamps: `stamp(i, out)` writes the i-th. */
+static const char *restamped(const char *name, void (*stamp)(size_t, char *))
+{
+    char *data = tu_read(tu_source("examples/data/air_passengers.csv"));
+    assert_non_null(data);
+    static char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof(text), "Month,#Passengers\n");
+    char *line = strchr(data, '\n') + 1;
+    for (size_t i = 0; *line != '\0'; i++) {
+        char when[32];
+        char *comma = strchr(line, ','), *end = strchr(line, '\n');
+        stamp(i, when);
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%.*s\n", when,
+                                 (int)(end - comma), comma);
+        line = end + 1;
+    }
+    free(data);
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s", tu_write(tu_run_dir(), name, text));
+    return path;
+}
+
+static void month_end(size_t i, char *out)
+{
+    static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    int y = 1949 + (int)(i / 12), m = (int)(i % 12) + 1;
+    int d = days[m - 1] + (m == 2 && y % 4 == 0);
+    snprintf(out, 32, "%04d-%02d-%02d", y, m, d);
+}
+
+/* Business days from Monday 2024-01-01: five a week, weekends skipped. */
+static void business_day(size_t i, char *out)
+{
+    int day = 1 + (int)(i / 5) * 7 + (int)(i % 5); /* day of 2024 */
+    static const int days[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    int m = 0;
+    while (day > days[m])
+        day -= days[m++];
+    snprintf(out, 32, "2024-%02d-%02d", m + 1, day);
+}
+
+/* The checkpoint records the frequency; tsrnn-predict continues it (month ends stay month
+ * ends, business days skip weekends) and refuses a --series of another frequency. */
+static void test_predict_continues_the_frequency(void **state)
+{
+    (void)state;
+    char data[PATH_MAX + 16], run[PATH_MAX], series[PATH_MAX];
+    snprintf(data, sizeof(data), "data.path=%s", restamped("month_ends.csv", month_end));
+    const char *ends[] = { data,
+                           "data.split_after=1959-01-31",
+                           "training.n_epochs=3",
+                           "forecast.plot=false",
+                           "output.log_tensorboard=false",
+                           "--progress=none",
+                           NULL };
+    if (tu_train(&result, "month_ends", ends, 60) != 0)
+        fail_msg("%s", result.err);
+    tu_expect_in(result.out, "144 points (1949-01-31 .. 1960-12-31, freq ME)");
+    snprintf(run, sizeof(run), "%s", run_path("month_ends", ""));
+    const char *args[] = { "--run", run, "--checkpoint", "last", "--n", "3", NULL };
+    assert_int_equal(predict(args), 0);
+    tu_expect_in(result.out, "Month,#Passengers\n1959-02-28,");
+    tu_expect_in(result.out, "\n1959-03-31,");
+    tu_expect_in(result.out, "\n1959-04-30,");
+    /* a weekly series is not the model's */
+    snprintf(series, sizeof(series), "%s",
+             tu_write(tu_run_dir(), "weekly.csv",
+                      "Month,#Passengers\n2024-01-07,1\n2024-01-14,2\n2024-01-21,3\n2024-01-28,4\n"
+                      "2024-02-04,5\n2024-02-11,6\n2024-02-18,7\n2024-02-25,8\n2024-03-03,9\n"
+                      "2024-03-10,10\n2024-03-17,11\n2024-03-24,12\n2024-03-31,13\n"
+                      "2024-04-07,14\n"));
+    const char *weekly[] = { "--run", run, "--checkpoint", "last", "--series", series, "--n",
+                             "3",     NULL };
+    assert_int_equal(predict(weekly), 2);
+    tu_expect_in(result.err, "weekly.csv: the series' frequency is W-SUN, but the model was "
+                             "trained on a series of freq ME; accepted: a series of freq ME");
+    assert_string_equal(result.out, "");
+
+    snprintf(data, sizeof(data), "data.path=%s", restamped("business_days.csv", business_day));
+    const char *bdays[] = { data,
+                            "data.split_after=2024-06-07",
+                            "training.n_epochs=3",
+                            "forecast.plot=false",
+                            "output.log_tensorboard=false",
+                            "--progress=none",
+                            NULL };
+    if (tu_train(&result, "business_days", bdays, 60) != 0)
+        fail_msg("%s", result.err);
+    tu_expect_in(result.out, "144 points (2024-01-01 .. 2024-07-18, freq B)");
+    snprintf(run, sizeof(run), "%s", run_path("business_days", ""));
+    /* the training part ends on Friday 2024-06-07: Monday comes next */
+    const char *next[] = { "--run", run, "--checkpoint", "last", "--n", "2", NULL };
+    assert_int_equal(predict(next), 0);
+    tu_expect_in(result.out, "Month,#Passengers\n2024-06-10,");
+    tu_expect_in(result.out, "\n2024-06-11,");
+    tu_expect_in(result.err, "Forecast 2 steps, 2024-06-10 .. 2024-06-11");
 }
 
 /* --- resume ---------------------------------------------------------------------------- */
@@ -997,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_predict_writes_devices_in_place),
         cmocka_unit_test(test_predict_after_another_series),
         cmocka_unit_test(test_predict_refuses_bad_arguments),
+        cmocka_unit_test(test_predict_continues_the_frequency),
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_interrupted_run_resumes_to_the_same_weights),
         cmocka_unit_test(test_sigkill_never_leaves_a_broken_checkpoint),

@@ -55,7 +55,7 @@ static void test_random_csv(void **state)
     char text[4096];
     struct tsrnn_rng rng;
     tsrnn_rng_init(&rng, 2024, 0);
-    size_t accepted = 0;
+    size_t accepted = 0, filled = 0;
     for (int round = 0; round < ROUNDS; round++) {
         if (round % 2 == 0) {
             /* row-shaped text: mostly good rows, now and then one random field */
@@ -66,8 +66,12 @@ static void test_random_csv(void **state)
                 random_text(&rng, "0123456789-,.:\" \rx", words, sizeof(words) / sizeof(words[0]),
                             field, sizeof(field));
                 bool corrupt = tsrnn_rng_below(&rng, 60) == 0;
+                /* now and then a month left out, or a value missing */
+                if (tsrnn_rng_below(&rng, 30) == 0)
+                    continue;
+                const char *value = tsrnn_rng_below(&rng, 30) == 0 ? "NaN" : "1.5";
                 used += (size_t)snprintf(text + used, sizeof(text) - used, "%d-%02zu,%s\n",
-                                         1949 + (int)(r / 12), r % 12 + 1, corrupt ? field : "1.5");
+                                         1949 + (int)(r / 12), r % 12 + 1, corrupt ? field : value);
             }
         } else {
             random_text(&rng, "0123456789-,.:\" \n\rMvtx", words, sizeof(words) / sizeof(words[0]),
@@ -76,12 +80,25 @@ static void test_random_csv(void **state)
         const char *path = tu_write(dir, "r.csv", text);
         struct tsrnn_series s;
         const char *time_col = round % 3 == 0 ? "" : "Month";
-        enum tsrnn_status status = tsrnn_series_load_csv(&s, path, time_col, NULL, 0);
+        /* Half the row-shaped rounds insert missing dates and fill missing values. */
+        struct tsrnn_series_options fill = {
+            .fill_missing_dates = true,
+            .fill_missing_values = TSRNN_FILL_MISSING_INTERPOLATE,
+        };
+        enum tsrnn_status status =
+            tsrnn_series_load_csv(&s, path, time_col, NULL, 0, round % 4 == 2 ? &fill : NULL);
         if (status == TSRNN_OK) {
             accepted++;
+            filled += s.inserted_count + s.filled_count > 0;
             assert_true(s.component_count >= 1);
-            for (size_t t = 1; t < s.length; t++)
-                assert_true(s.times[t] > s.times[t - 1]);
+            /* one frequency, every value finite */
+            for (size_t t = 1; t < s.length; t++) {
+                int64_t next;
+                assert_true(tsrnn_freq_advance(&s.freq, s.times[t - 1], 1, &next));
+                assert_true(s.times[t] == next);
+            }
+            for (size_t i = 0; i < s.length * s.component_count; i++)
+                assert_true(isfinite(s.values[i]));
             tsrnn_series_finish(&s);
         } else {
             assert_int_equal(status, TSRNN_ERR_DATA);
@@ -92,6 +109,8 @@ static void test_random_csv(void **state)
     /* the generator must reach both outcomes, or this test tests nothing */
     assert_true(accepted > 10);
     assert_true(accepted < ROUNDS - 10);
+    printf("# random CSV: %zu accepted, %zu of them filled\n", accepted, filled);
+    assert_true(filled > 10);
     tu_rmtree(dir);
     free(dir);
 }
@@ -133,6 +152,27 @@ static const struct ini_key ini_keys[] = {
       "",
       { "", "v", "a,b", "a , b", "#Passengers" },
       { "a,,b", "a,a", ",", LONG_TEXT } },
+    { "data",
+      "freq",
+      INI_TEXT,
+      NULL,
+      "",
+      { "", "MS", "2W-MON", "15min", "QE-NOV", "7" },
+      { "M", "H", "0D", "ms", "W-sun", "x" } },
+    { "data",
+      "fill_missing_dates",
+      INI_BOOL,
+      NULL,
+      "false",
+      { "true", "false", "Yes", "0" },
+      { "maybe", "" } },
+    { "data",
+      "fill_missing_values",
+      INI_ENUM,
+      NULL,
+      "none",
+      { "none", "interpolate", "Interpolate" },
+      { "auto", "", "linear" } },
     { "data",
       "split_after",
       INI_TEXT,
@@ -621,6 +661,9 @@ static void assert_same_config(const struct tsrnn_config *a, const struct tsrnn_
     SAME(value_col_count);
     for (size_t i = 0; i < a->value_col_count; i++)
         SAME_TEXT(value_cols[i]);
+    SAME_TEXT(freq);
+    SAME(fill_missing_dates);
+    SAME(fill_missing_values);
     SAME_TEXT(split_after);
     SAME(val_fraction);
     SAME(scaler);
@@ -670,6 +713,9 @@ static char *check_accepted(const struct tsrnn_config *cfg)
         assert_true(cfg->value_cols[i][0] != '\0');
     IN_RANGE(val_fraction, 0.0, nextafter(1.0, 0.0));
     IN_RANGE(scaler, TSRNN_SCALER_MINMAX, TSRNN_SCALER_NONE);
+    IN_RANGE(fill_missing_values, TSRNN_FILL_MISSING_NONE, TSRNN_FILL_MISSING_INTERPOLATE);
+    struct tsrnn_freq freq;
+    assert_true(cfg->freq[0] == '\0' || tsrnn_freq_parse(&freq, cfg->freq));
     IN_RANGE(model, TSRNN_MODEL_RNN, TSRNN_MODEL_GRU);
     IN_RANGE(hidden_dim, 1, 65536);
     IN_RANGE(n_rnn_layers, 1, 64);

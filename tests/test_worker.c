@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tsrnn/safetensors.h"
 
 static struct tu_result result;
 
@@ -73,7 +74,8 @@ static void test_air_passengers_summary(void **state)
     const char *argv[] = { worker(), example(), NULL };
     run(argv);
     assert_int_equal(result.exit_code, 0);
-    tu_expect_in(result.out, "144 points (1949-01 .. 1960-12)");
+    tu_expect_in(result.out,
+                 "144 points (1949-01 .. 1960-12, freq MS), 1 component: #Passengers\n");
     tu_expect_in(result.out, "train 121 points (1949-01 .. 1959-01)");
     tu_expect_in(result.out, "val 23 points (1959-02 .. 1960-12)");
     tu_expect_in(result.out, "#Passengers min 104 max 505");
@@ -265,18 +267,20 @@ static const struct bad_case csv_cases[] = {
     { "Month,Passengers\n1949-01,112\n",
       { "s.csv:1: no column '#Passengers' ([data] value_cols)", "it has: 'Month', 'Passengers'" } },
     { "Month,#Passengers\n1949-01,112\n1949-02,\n1949-03,3\n",
-      { "s.csv:3:9:", "column '#Passengers': empty value" } },
+      { "s.csv:3:9:", "column '#Passengers': empty value, a missing value",
+        "set [data] fill_missing_values = interpolate" } },
     { "Month,#Passengers\n1949-01,112\n1949-02,lots\n",
       { "s.csv:3:9:", "'lots' is not a number" } },
-    { "Month,#Passengers\n1949-01,112\n1949-02,NaN\n", { "s.csv:3:9:", "'NaN' is not a finite" } },
+    { "Month,#Passengers\n1949-01,112\n1949-02,NaN\n1949-03,3\n",
+      { "s.csv:3:9:", "'NaN' is a missing value", "MissingValuesFiller()" } },
     { "Month,#Passengers\n1949-01,112\n1949-02,inf\n", { "s.csv:3:9:", "'inf' is not a finite" } },
     { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-02,3\n",
       { "s.csv:4:1:", "'1949-02' repeats", "strictly increase" } },
     { "Month,#Passengers\n1949-01,1\n1949-03,2\n1949-02,3\n",
       { "s.csv:4:1:", "'1949-02' comes before the previous row's '1949-03'" } },
     { "Month,#Passengers\n1949-01,1\n1949-02,2,7\n", { "s.csv:3:", "3 fields", "header has 2" } },
-    { "Month,#Passengers\n1949-01,1\n1949-02,2\n",
-      { "series has 2 points", "training_length = 2", "needs at least 3" } },
+    { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-03,3\n",
+      { "series has 3 points", "training_length = 3", "needs at least 4" } },
     { "Month,#Passengers\n1949-1,1\n", { "s.csv:2:1:", "'1949-1' is not a time stamp" } },
 };
 
@@ -316,7 +320,7 @@ static void test_csv_errors(void **state)
                       "[model]\ntraining_length = 3\ninput_chunk_length = 2\n";
     for (size_t i = 0; i < sizeof(csv_cases) / sizeof(csv_cases[0]); i++) {
         const char *text = i == 8 ? "[data]\npath = s.csv\ntime_col = Month\n[model]\n"
-                                    "training_length = 2\ninput_chunk_length = 2\n"
+                                    "training_length = 3\ninput_chunk_length = 2\n"
                                   : ini;
         run_bad(dir, text, csv_cases[i].ini, csv_cases[i].expect, i, "csv");
     }
@@ -330,11 +334,100 @@ static void test_csv_errors(void **state)
     const char *argv[] = { worker(), "--set", "data.split_after=", path, NULL };
     run(argv);
     assert_int_equal(result.exit_code, 0);
-    tu_expect_in(result.out, "5 points (1949-01 .. 1949-05)");
+    tu_expect_in(result.out, "5 points (1949-01 .. 1949-05, freq MS)");
     tu_expect_in(result.out, "min 1 max 8");
     tu_expect_in(result.out, "2 training samples, 0 validation samples");
     tu_rmtree(dir);
     free(dir);
+}
+
+/* metrics.csv, forecast.csv and the last checkpoint's tensors of a run, for comparing runs. */
+struct run_outputs {
+    char *metrics, *forecast;
+    struct tsrnn_safetensors checkpoint;
+};
+
+static void read_outputs(struct run_outputs *o, const char *model_name, int last_epoch)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/metrics.csv", tu_run_dir(), model_name);
+    o->metrics = tu_read(path);
+    snprintf(path, sizeof(path), "%s/%s/forecast.csv", tu_run_dir(), model_name);
+    o->forecast = tu_read(path);
+    snprintf(path, sizeof(path), "%s/%s/checkpoints/last-epoch=%d.safetensors", tu_run_dir(),
+             model_name, last_epoch);
+    assert_int_equal(tsrnn_safetensors_read(&o->checkpoint, path), TSRNN_OK);
+    assert_non_null(o->metrics);
+    assert_non_null(o->forecast);
+}
+
+/* The issue's example end to end: AirPassengers without 1955-06 is refused (exit 2, naming
+ * the line and both stamps); with fill_missing_dates and fill_missing_values it trains exactly
+ * as the file with 1955-06 = 317 (270 and 364 around it, interpolated) does. */
+static void test_gap_filled_trains_as_the_filled_file(void **state)
+{
+    (void)state;
+    char *text = tu_read(tu_source("examples/data/air_passengers.csv"));
+    assert_non_null(text);
+    char *june = strstr(text, "1955-06,315\n");
+    assert_non_null(june);
+    char gap[PATH_MAX], filled[PATH_MAX], data[PATH_MAX + 16], filled_data[PATH_MAX + 16];
+    memcpy(june, "1955-06,317\n", 12);
+    snprintf(filled, sizeof(filled), "%s", tu_write(tu_run_dir(), "filled.csv", text));
+    memmove(june, june + 12, strlen(june + 12) + 1);
+    snprintf(gap, sizeof(gap), "%s", tu_write(tu_run_dir(), "gap.csv", text));
+    free(text);
+    snprintf(data, sizeof(data), "data.path=%s", gap);
+    snprintf(filled_data, sizeof(filled_data), "data.path=%s", filled);
+
+    const char *refused[] = { data, NULL };
+    assert_int_equal(tu_train(&result, "gap_refused", refused, 20), 2);
+    tu_expect_in(result.err, "gap.csv:79: time column 'Month': '1955-07' follows '1955-05' (line "
+                             "78), but at freq MS the next stamp is '1955-06'");
+    tu_expect_in(result.err, "set [data] fill_missing_dates = true");
+    assert_string_equal(result.out, "");
+
+    const char *fill[] = { data,
+                           "data.fill_missing_dates=true",
+                           "data.fill_missing_values=interpolate",
+                           "training.n_epochs=20",
+                           "forecast.plot=false",
+                           "output.log_tensorboard=false",
+                           NULL };
+    assert_int_equal(tu_train(&result, "gap_filled", fill, 60), 0);
+    tu_expect_in(result.out, "144 points (1949-01 .. 1960-12, freq MS)");
+    tu_expect_in(result.out,
+                 "Filled: 1 missing date inserted (1955-06), 1 missing value interpolated\n");
+    const char *plain[] = { filled_data, "training.n_epochs=20", "forecast.plot=false",
+                            "output.log_tensorboard=false", NULL };
+    assert_int_equal(tu_train(&result, "gap_317", plain, 60), 0);
+    assert_null(strstr(result.out, "Filled:"));
+
+    struct run_outputs a, b;
+    read_outputs(&a, "gap_filled", 19);
+    read_outputs(&b, "gap_317", 19);
+    assert_string_equal(a.metrics, b.metrics);
+    assert_string_equal(a.forecast, b.forecast);
+    size_t start_a = 8 + a.checkpoint.header_nbytes, start_b = 8 + b.checkpoint.header_nbytes;
+    assert_int_equal(a.checkpoint.nbytes - start_a, b.checkpoint.nbytes - start_b);
+    assert_memory_equal(a.checkpoint.bytes + start_a, b.checkpoint.bytes + start_b,
+                        a.checkpoint.nbytes - start_a);
+    /* and the value matters: with the real 315 the losses differ */
+    const char *original[] = { "training.n_epochs=20", "forecast.plot=false",
+                               "output.log_tensorboard=false", NULL };
+    assert_int_equal(tu_train(&result, "gap_315", original, 60), 0);
+    struct run_outputs c;
+    read_outputs(&c, "gap_315", 19);
+    assert_string_not_equal(a.metrics, c.metrics);
+    free(c.metrics);
+    free(c.forecast);
+    tsrnn_safetensors_finish(&c.checkpoint);
+    free(a.metrics);
+    free(a.forecast);
+    free(b.metrics);
+    free(b.forecast);
+    tsrnn_safetensors_finish(&a.checkpoint);
+    tsrnn_safetensors_finish(&b.checkpoint);
 }
 
 int main(void)
@@ -346,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);

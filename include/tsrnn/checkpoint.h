@@ -26,7 +26,8 @@
  *     tsrnn.model             JSON: model, input_size, hidden_dim, n_rnn_layers, output_size,
  *                             dropout, input_chunk_length, training_length
  *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
- *     tsrnn.series            JSON: time_col, time_unit, components, train_length, train_end
+ *     tsrnn.series            JSON: time_col, time_unit, freq (pandas' name, or the step of
+ *                             an integer index), components, train_length, train_end
  *     tsrnn.config            the resolved config (INI text, as config.ini)
  *     tsrnn.data_crc32c       CRC-32C of the data buffer (8 hex digits)
  *     tsrnn.metadata_crc32c   CRC-32C of every other metadata entry (key NUL value NUL, keys
@@ -66,6 +67,7 @@ struct tsrnn_train_state {
 struct tsrnn_series_info {
     char time_name[TSRNN_NAME_MAX];
     enum tsrnn_time_unit time_unit;
+    struct tsrnn_freq freq; /* kind TSRNN_FREQ_NONE in checkpoints older than the field */
     size_t component_count;
     char component_names[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
     size_t train_length;

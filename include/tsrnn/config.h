@@ -35,6 +35,13 @@ enum tsrnn_scaler_kind {
     TSRNN_SCALER_NONE,
 };
 
+/* [data] fill_missing_values: what happens to a missing value (an empty or NaN field, or a
+ * date inserted by fill_missing_dates). */
+enum tsrnn_fill_missing {
+    TSRNN_FILL_MISSING_NONE,        /* refused, naming where it is */
+    TSRNN_FILL_MISSING_INTERPOLATE, /* Darts' MissingValuesFiller(): linear interpolation */
+};
+
 enum tsrnn_accelerator {
     TSRNN_ACCELERATOR_AUTO,
     TSRNN_ACCELERATOR_CPU,
@@ -47,6 +54,9 @@ struct tsrnn_config {
     char time_col[TSRNN_NAME_MAX]; /* "" = no time column: integer index 0, 1, ... */
     size_t value_col_count;        /* 0 = every column except time_col */
     char value_cols[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
+    char freq[32];           /* "" = inferred; else a pandas offset alias or an integer step */
+    bool fill_missing_dates; /* insert the dates missing from the frequency as missing values */
+    enum tsrnn_fill_missing fill_missing_values;
     char split_after[64]; /* "" = not set; else a timestamp or index, inclusive */
     double val_fraction;  /* 0 = not set */
     enum tsrnn_scaler_kind scaler;

@@ -1,9 +1,10 @@
-/* tsrnn data: a time series from CSV, its train/validation split, the MinMax scaler and
- * Darts' training windows.
+/* tsrnn data: a time series from CSV with its frequency, missing dates and values filled
+ * when asked, its train/validation split, the MinMax scaler and Darts' training windows.
  *
- * Reference: Darts' TimeSeries.from_csv + split_after + Scaler + ShiftedTorchTrainingDataset
- * (shared reference/darts-semantics.md §2, §5, §8). Shape letters: L points in a series,
- * C components (value columns), T = training_length, N windows.
+ * Reference: Darts' TimeSeries.from_csv (with freq, fill_missing_dates) + MissingValuesFiller
+ * + split_after + Scaler + ShiftedTorchTrainingDataset (shared reference/darts-semantics.md
+ * §2, §5, §8; pandas' infer_freq and offsets for the frequency, docs/data.md). Shape letters:
+ * L points in a series, C components (value columns), T = training_length, N windows.
  *
  * Values are float32 like Darts' `.astype(np.float32)` series; the model trains in float32.
  */
@@ -39,15 +40,90 @@ bool tsrnn_time_parse(const char *text, int64_t *seconds, enum tsrnn_time_unit *
 /* Formats `seconds` with `unit`'s format ("1959-01"); an integer for TSRNN_TIME_INDEX. */
 void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, size_t capacity);
 
-/* The `n` time stamps after times[0..length), continuing the series' frequency as pandas
- * infers it: stamps on the first (or the last) day of every k-th month continue by k
- * calendar months (monthly "MS"/"ME", quarterly, yearly), anything else by the last
- * difference (days, hours, an integer index's step). A single stamp steps by one unit of
- * `unit` (one day, minute or second; 1 for an index). */
-void tsrnn_time_continue(const int64_t *times, size_t length, enum tsrnn_time_unit unit, size_t n,
-                         int64_t *out);
+/* --- frequencies (src/data/freq.c) ------------------------------------------------------ */
+
+/* The frequency of a time index, as pandas names it (its "offset aliases") and Darts keeps it
+ * in TimeSeries.freq: pandas 3.1's pandas/tseries/frequencies.py infers it, its offsets
+ * (pandas/_libs/tslibs/offsets.pyx) step it. Stamps are naive (no time zone, no DST), in whole
+ * seconds; every step keeps a stamp's time of day. */
+enum tsrnn_freq_kind {
+    TSRNN_FREQ_NONE,         /* not known */
+    TSRNN_FREQ_STEP,         /* an integer index: n (Darts' RangeIndex step) */
+    TSRNN_FREQ_SECOND,       /* "s": n seconds */
+    TSRNN_FREQ_MINUTE,       /* "min" */
+    TSRNN_FREQ_HOUR,         /* "h" */
+    TSRNN_FREQ_DAY,          /* "D": n calendar days */
+    TSRNN_FREQ_BUSINESS_DAY, /* "B": n weekdays; Saturday and Sunday are skipped */
+    TSRNN_FREQ_WEEK,         /* "W-SUN": n weeks, on the weekday `anchor` */
+    TSRNN_FREQ_MONTH,        /* "MS", "ME", "BMS", "BME": n months */
+    TSRNN_FREQ_QUARTER,      /* "QS-JAN", "QE-DEC", "BQS-JAN", "BQE-DEC": n quarters */
+    TSRNN_FREQ_YEAR,         /* "YS-JAN", "YE-DEC", "BYS-JAN", "BYE-DEC": n years */
+};
+
+struct tsrnn_freq {
+    enum tsrnn_freq_kind kind;
+    int64_t n;     /* periods per step, >= 1 */
+    int anchor;    /* WEEK: the weekday, 0 = Monday .. 6 = Sunday; QUARTER, YEAR: a month,
+                      1 .. 12, that starts (S) or ends (E) a period */
+    bool end;      /* MONTH, QUARTER, YEAR: on a period's last day (ME) rather than its first */
+    bool business; /* MONTH, QUARTER, YEAR: on its first (last) weekday rather than day */
+};
+
+/* Longest name tsrnn_freq_name() writes, NUL included. */
+#define TSRNN_FREQ_NAME_MAX 32
+
+/* Reads a pandas 3 offset alias with an optional count ("MS", "2W-MON", "15min", "QE-NOV"; "W"
+ * is "W-SUN", "QS" "QS-JAN", "QE" and "YE" end in December, as in pandas), or a positive
+ * integer (the step of an integer index). False for anything else, including the aliases
+ * pandas 3 removed ("M", "H", "T", "A"), units finer than a second and counts below 1. */
+bool tsrnn_freq_parse(struct tsrnn_freq *f, const char *text);
+
+/* The name pandas prints (freqstr): "MS", "2W-SUN", "QE-DEC", "h", "15min"; an integer
+ * index's step as a number ("1"); "none" for TSRNN_FREQ_NONE. */
+void tsrnn_freq_name(const struct tsrnn_freq *f, char *out, size_t capacity);
+
+bool tsrnn_freq_equal(const struct tsrnn_freq *a, const struct tsrnn_freq *b);
+
+/* Whether the stamp `t` is on the frequency (pandas' offset.is_on_offset): a weekday for "B",
+ * an anchor weekday for "W-*", the period's first or last (week)day for the month, quarter and
+ * year kinds. Every stamp is on an integer step, on seconds, minutes, hours and days. */
+bool tsrnn_freq_on(const struct tsrnn_freq *f, int64_t t);
+
+/* *out = `t` advanced by k >= 0 steps of `f` (k * n periods), as pandas' `t + k * offset` for
+ * a stamp on the offset. False when the result leaves the 64-bit integers (an index) or the
+ * years 0000 .. 9999 that tsrnn reads and writes (a stamp); `t` must be on `f`. */
+bool tsrnn_freq_advance(const struct tsrnn_freq *f, int64_t t, int64_t k, int64_t *out);
+
+/* Whether `to` lies a whole number *k >= 0 of steps after `from` on the grid of `f` that
+ * passes through `from` (`from` on `f`): what pandas' date_range(from, to, freq) holds. */
+bool tsrnn_freq_steps(const struct tsrnn_freq *f, int64_t from, int64_t to, int64_t *k);
+
+/* The frequency of strictly increasing `times`, as pandas.infer_freq() finds it for stamps
+ * (at least 3 of them) and as Darts converts an integer index to a RangeIndex (at least 2,
+ * one constant step). False when there is none, or when pandas would name one tsrnn does not
+ * step (week of month "WOM-1MON", business hours "bh"); then f->kind is TSRNN_FREQ_NONE. */
+bool tsrnn_freq_infer(struct tsrnn_freq *f, const int64_t *times, size_t length,
+                      bool integer_index);
+
+/* The first i >= 1 where times[i] is not the step after times[i - 1] under `f`; 0 when
+ * times[0] is not on `f`; `length` when every stamp follows. */
+size_t tsrnn_freq_first_break(const struct tsrnn_freq *f, const int64_t *times, size_t length);
+
+/* What Darts looks at for fill_missing_dates=True without a freq: the frequencies inferred
+ * from every three consecutive stamps (every step of an integer index), at most `capacity` of
+ * them into observed[] with how often each was seen, in order of first appearance. Returns
+ * how many distinct ones there were, or capacity + 1 when there were more than `capacity`. */
+size_t tsrnn_freq_observe(struct tsrnn_freq *observed, size_t *counts, size_t capacity,
+                          const int64_t *times, size_t length, bool integer_index);
+
+/* The coarsest unit whose format shows every stamp of `f` ("YYYY-MM" for "MS", "YYYY-MM-DD"
+ * for "ME", ...); TSRNN_TIME_INDEX for an integer step. */
+enum tsrnn_time_unit tsrnn_freq_unit(const struct tsrnn_freq *f);
 
 /* --- series ---------------------------------------------------------------------------- */
+
+/* How many inserted dates a series remembers for its summary. */
+#define TSRNN_SERIES_INSERTED_NOTED 5
 
 struct tsrnn_series {
     size_t length;          /* L */
@@ -55,19 +131,66 @@ struct tsrnn_series {
     float *values;          /* (L, C), row-major: values[t * C + c] */
     int64_t *times;         /* (L): seconds, or the integer index */
     enum tsrnn_time_unit time_unit;
+    struct tsrnn_freq freq;                  /* of `times`; step 1 without a time column */
     char time_name[TSRNN_NAME_MAX];          /* "" without a time column */
     char (*component_names)[TSRNN_NAME_MAX]; /* (C) */
+    /* What filling did: dates inserted into the time column (the first few of them) and
+     * values filled, inserted dates' values included. */
+    size_t inserted_count;
+    int64_t inserted_times[TSRNN_SERIES_INSERTED_NOTED];
+    size_t filled_count;
 };
 
-/* Reads a CSV file: a header row, then one row per time step. `time_col` ("" = none: the
- * index is 0, 1, ...) must hold strictly increasing stamps (tsrnn_time_parse() formats, or
- * integers); `value_cols` (count 0 = every column but time_col) must hold finite numbers.
+/* How to read the time index and missing values: [data] freq, fill_missing_dates and
+ * fill_missing_values (tsrnn_series_options_from_config()). A zeroed struct is Darts'
+ * from_csv() default: the frequency inferred, nothing inserted, nothing filled. */
+struct tsrnn_series_options {
+    struct tsrnn_freq freq; /* kind TSRNN_FREQ_NONE: inferred */
+    /* Taken when `freq` is not set and the stamps are too few to infer one (pandas needs 3
+     * stamps, Darts 2 integers): tsrnn-predict's checkpoint knows the frequency. */
+    struct tsrnn_freq short_series_freq;
+    bool fill_missing_dates;
+    enum tsrnn_fill_missing fill_missing_values;
+    const char *freq_text;   /* freq as written, for messages */
+    const char *freq_origin; /* where freq and fill_missing_dates were set, for messages */
+    const char *fill_dates_origin;
+};
+
+/* The options [data] asks for; cfg->freq was checked by the config parser. */
+void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
+                                      const struct tsrnn_config *cfg);
+
+/* Reads a CSV file as Darts' TimeSeries.from_csv(path, time_col, value_cols, freq,
+ * fill_missing_dates) followed by MissingValuesFiller() when asked: a header row, then one row
+ * per time step. `time_col` ("" = none: the index is 0, 1, ...) must hold strictly increasing
+ * stamps (tsrnn_time_parse() formats) or integers; `value_cols` (count 0 = every column but
+ * time_col) numbers, or missing values (an empty field or one of pandas' NA texts: NaN, NA,
+ * null, N/A, ...). Infinities and numbers beyond float32 are refused.
+ *
+ * The time index must follow one frequency: the one inferred from every stamp (pandas'
+ * infer_freq; a constant step for integers), or `options->freq`. Dates missing from it are
+ * inserted with missing values when options->freq is set or options->fill_missing_dates is
+ * (without freq, the frequency is one that three consecutive stamps show and whose grid keeps
+ * every stamp, the coarsest: docs/data.md). Missing values are refused unless
+ * fill_missing_values is TSRNN_FILL_MISSING_INTERPOLATE. `options` NULL: a zeroed struct.
+ *
  * A UTF-8 BOM and CRLF line ends are accepted; fields may be double-quoted.
- * Errors are TSRNN_ERR_DATA with `path:line[:column]`, the column and the bad text. */
+ * Errors are TSRNN_ERR_DATA with `path:line[:column]`, the column and the bad text, and what
+ * fixes it; TSRNN_ERR_USAGE when a [data] key contradicts the file. */
 enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char *path,
                                         const char *time_col,
                                         const char (*value_cols)[TSRNN_NAME_MAX],
-                                        size_t value_col_count);
+                                        size_t value_col_count,
+                                        const struct tsrnn_series_options *options);
+
+/* Darts' MissingValuesFiller() (pandas' DataFrame.interpolate(limit_direction="both")): each
+ * NaN of each component of `values` (L, C) becomes the linear interpolation, by position, of
+ * the nearest values before and after it, computed as numpy.interp does; NaNs before the
+ * first value (after the last) take the first (last) value. Counts the values filled into
+ * *filled_count. Returns C when every component is finite afterwards, else the first
+ * component that holds no value at all (left as it was). */
+size_t tsrnn_fill_interpolate(double *values, size_t length, size_t component_count,
+                              size_t *filled_count);
 
 /* Frees what tsrnn_series_load_csv() allocated; accepts a zeroed series. */
 void tsrnn_series_finish(struct tsrnn_series *series);

@@ -29,8 +29,9 @@ struct tsrnn_forecast {
 /* Forecasts `n` steps after the first `origin` points of `series` from their last
  * `input_chunk_length` points (scaled with `scaler`, the one the model was trained with),
  * with `model` (built for batch 1 and at least input_chunk_length steps). The forecast's
- * time stamps continue the series' frequency (tsrnn_time_continue()). Errors: TSRNN_ERR_USAGE
- * when origin < input_chunk_length, TSRNN_ERR_NOMEM. */
+ * time stamps continue the series' frequency (series->freq, tsrnn_freq_advance()). Errors:
+ * TSRNN_ERR_USAGE when origin < input_chunk_length or when the stamps would pass the last one
+ * tsrnn writes (an int64 index, the year 9999), TSRNN_ERR_NOMEM. */
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
                                      const struct tsrnn_scaler *scaler,
                                      const struct tsrnn_series *series, size_t origin,

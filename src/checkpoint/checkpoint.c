@@ -64,10 +64,12 @@ static char *series_json(const struct tsrnn_dataset *ds)
     json_t *names = json_array();
     for (size_t c = 0; names != NULL && c < s->component_count; c++)
         json_array_append_new(names, json_string(s->component_names[c]));
+    char freq[TSRNN_FREQ_NAME_MAX];
     tsrnn_time_format(s->times[ds->train_length - 1], s->time_unit, end, sizeof(end));
-    json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:I, s:s}", "time_col", s->time_name, "time_unit",
-                          time_unit_names[s->time_unit], "components", names, "train_length",
-                          (json_int_t)ds->train_length, "train_end",
+    tsrnn_freq_name(&s->freq, freq, sizeof(freq));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:I, s:s}", "time_col", s->time_name,
+                          "time_unit", time_unit_names[s->time_unit], "freq", freq, "components",
+                          names, "train_length", (json_int_t)ds->train_length, "train_end",
                           (json_int_t)s->times[ds->train_length - 1], "train_end_text", end);
     char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
     json_decref(o);
@@ -356,6 +358,12 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
         s->component_count = ck->dims.output_count;
         s->train_length = (size_t)train_length;
         s->train_end = train_end;
+        /* Checkpoints written before tsrnn recorded the frequency have none: the series
+         * tsrnn-predict reads then brings its own. */
+        const char *freq = json_string_value(json_object_get(o, "freq"));
+        s->freq.kind = TSRNN_FREQ_NONE;
+        if (freq != NULL && !tsrnn_freq_parse(&s->freq, freq))
+            status = bad_json(ck, "tsrnn.series", "freq is not a frequency");
     }
     for (size_t c = 0; status == TSRNN_OK && c < s->component_count; c++) {
         const char *name = json_string_value(json_array_get(names, c));

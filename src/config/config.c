@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsrnn/data.h" /* tsrnn_freq_parse(): [data] freq is checked where it is read */
+
 enum key_type {
     KEY_INT,     /* int, range [min, max] */
     KEY_U64,     /* uint64_t, range [min, max] */
@@ -40,6 +42,7 @@ enum key_type {
     KEY_COLUMNS, /* value_cols: comma list into value_cols[][] */
     KEY_DEVICES, /* "auto", "-1", "N" or "i,j,...", kept as text */
     KEY_RESUME,  /* char[PATH_MAX]: "", "last", "best", or a path resolved like KEY_PATH */
+    KEY_FREQ,    /* char[capacity]: "", a pandas offset alias or an integer step */
 };
 
 struct key {
@@ -64,6 +67,7 @@ struct key {
 
 static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
 static const char *const scaler_choices[] = { "minmax", "none", NULL };
+static const char *const fill_choices[] = { "none", "interpolate", NULL };
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
@@ -118,7 +122,8 @@ static const struct key schema[] = {
     TEXT("data", "time_col", KEY_STRING, time_col, "",
          "a column name, or nothing for an integer index",
          .doc = "The column of time stamps (or of an integer index, when every value is an "
-                "integer, as in pandas); stamps must strictly increase.",
+                "integer, as in pandas); stamps must strictly increase and keep to one "
+                "frequency (`freq`, `fill_missing_dates`).",
          .darts = "`TimeSeries.from_csv(..., time_col=...)`", .example = "Month",
          .default_doc = "the rows are numbered 0, 1, 2, …"),
     TEXT("data", "value_cols", KEY_COLUMNS, value_cols, "",
@@ -126,6 +131,27 @@ static const struct key schema[] = {
          .doc = "The columns to model, each a component of the series (at most 64, each once).",
          .darts = "`TimeSeries.from_csv(..., value_cols=...)`", .example = "#Passengers",
          .default_doc = "every column but `time_col`"),
+    TEXT("data", "freq", KEY_FREQ, freq, "",
+         "a pandas offset alias (s, min, h, D, B, W-SUN, MS, ME, QS, QE, YS, YE, ...; a count "
+         "before it, as 2W-MON or 15min), an integer step for an integer index, or nothing",
+         .doc = "The frequency of the time index. Unset, it is inferred from the time column as "
+                "pandas infers it, and a column whose steps are not one frequency is refused. "
+                "Set, every stamp must be on it, and the dates missing from it are inserted as "
+                "missing values (as Darts does with `freq`, whatever `fill_missing_dates` says).",
+         .darts = "`TimeSeries.from_csv(..., freq=...)`", .example = "MS",
+         .default_doc = "inferred from the time column"),
+    BOOL("data", "fill_missing_dates", fill_missing_dates, "false",
+         .doc = "Insert the dates missing from the series' frequency as missing values, for "
+                "`fill_missing_values` to fill. Without `freq`, the frequency is the one that "
+                "three consecutive stamps show and that keeps every stamp.",
+         .darts = "`TimeSeries.from_csv(..., fill_missing_dates=True)`", .example = "true"),
+    ENUM("data", "fill_missing_values", fill_missing_values, "none", fill_choices,
+         .doc = "What becomes of a missing value (an empty or NaN field, an inserted date): "
+                "`none` refuses it, naming where it is; `interpolate` fills it by linear "
+                "interpolation between the values around it (before the first value: the "
+                "first; after the last: the last). The scaler is fitted on the filled values.",
+         .darts = "`MissingValuesFiller()` (pandas' `interpolate(limit_direction=\"both\")`)",
+         .example = "interpolate"),
     TEXT("data", "split_after", KEY_STRING, split_after, "",
          "a time stamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index",
          .doc = "The last point of the training part, inclusive; the points after it validate. "
@@ -393,6 +419,7 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
     case KEY_RESUME:
     case KEY_COLUMNS:
     case KEY_DEVICES:
+    case KEY_FREQ:
         snprintf(out, capacity, "%s", k->accepted);
         break;
     }
@@ -534,6 +561,38 @@ static bool valid_devices(const char *value)
     return true;
 }
 
+/* pandas 3 removed these aliases; a user coming from older code meets them first. */
+static const struct {
+    const char *old, *now;
+} renamed_aliases[] = {
+    { "M", "ME" },   { "Y", "YE" },  { "A", "YE" },    { "Q", "QE" },   { "H", "h" },
+    { "T", "min" },  { "S", "s" },   { "BM", "BME" },  { "BQ", "BQE" }, { "BY", "BYE" },
+    { "BA", "BYE" }, { "AS", "YS" }, { "BAS", "BYS" }, { "d", "D" },
+};
+
+static enum tsrnn_status set_freq(struct tsrnn_config *cfg, const struct key *k, const char *value,
+                                  const char *origin)
+{
+    struct tsrnn_freq f;
+    char why[96] = "not a frequency";
+    if (strlen(value) >= k->capacity)
+        return bad_value(k, value, origin, "too long");
+    if (value[0] != '\0' && !tsrnn_freq_parse(&f, value)) {
+        const char *base = value + strspn(value, "0123456789");
+        size_t len = strcspn(base, "-");
+        for (size_t i = 0; i < sizeof(renamed_aliases) / sizeof(renamed_aliases[0]); i++)
+            if (strlen(renamed_aliases[i].old) == len &&
+                strncmp(base, renamed_aliases[i].old, len) == 0)
+                snprintf(why, sizeof(why), "pandas 3 spells it %s", renamed_aliases[i].now);
+        if (strcmp(base, "ms") == 0 || strcmp(base, "us") == 0 || strcmp(base, "ns") == 0 ||
+            strcmp(base, "L") == 0 || strcmp(base, "U") == 0 || strcmp(base, "N") == 0)
+            snprintf(why, sizeof(why), "tsrnn's time stamps are whole seconds");
+        return bad_value(k, value, origin, why);
+    }
+    strcpy(field(cfg, k), value);
+    return TSRNN_OK;
+}
+
 static size_t key_index(const struct key *k)
 {
     return (size_t)(k - schema);
@@ -612,6 +671,9 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         break;
     case KEY_COLUMNS:
         TSRNN_TRY(set_columns(cfg, k, value, origin));
+        break;
+    case KEY_FREQ:
+        TSRNN_TRY(set_freq(cfg, k, value, origin));
         break;
     }
     snprintf(cfg->origins[key_index(k)], TSRNN_ORIGIN_MAX, "%s", origin);
@@ -1034,6 +1096,7 @@ static void format_value(const struct tsrnn_config *cfg, const struct key *k, ch
     case KEY_PATH:
     case KEY_RESUME:
     case KEY_DEVICES:
+    case KEY_FREQ:
         snprintf(out, capacity, "%s", (const char *)cfield(cfg, k));
         break;
     case KEY_COLUMNS: {
@@ -1088,8 +1151,9 @@ char *tsrnn_config_text(const struct tsrnn_config *cfg)
 static const struct {
     const char *name, *doc;
 } section_docs[] = {
-    { "data", "The series: which CSV file and columns, how it is split into a training and a "
-              "validation part, and how it is scaled." },
+    { "data", "The series: which CSV file and columns, its frequency and what fills its gaps, "
+              "how it is split into a training and a validation part, and how it is scaled "
+              "([data.md](data.md) tells each step)." },
     { "model", "The network, as Darts' `RNNModel` arguments describe it." },
     { "training", "The optimisation: batches, epochs, learning rate, seed, resuming." },
     { "trainer", "Where the training runs and how its workers wait for each other: Lightning's "
@@ -1204,6 +1268,8 @@ static const char *type_name(const struct key *k)
         return "devices";
     case KEY_RESUME:
         return "checkpoint";
+    case KEY_FREQ:
+        return "frequency";
     }
     return "";
 }

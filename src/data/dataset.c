@@ -61,11 +61,29 @@ static enum tsrnn_status check_part(const struct tsrnn_config *cfg, const char *
                        tsrnn_config_origin(cfg, "model", "training_length"), need);
 }
 
+void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
+                                      const struct tsrnn_config *cfg)
+{
+    memset(o, 0, sizeof(*o));
+    if (cfg->freq[0] != '\0' && !tsrnn_freq_parse(&o->freq, cfg->freq))
+        o->freq.kind = TSRNN_FREQ_NONE; /* cannot happen: the parser checked it */
+    o->freq_text = cfg->freq;
+    o->freq_origin = tsrnn_config_origin(cfg, "data", "freq");
+    o->fill_missing_dates = cfg->fill_missing_dates;
+    o->fill_dates_origin = tsrnn_config_origin(cfg, "data", "fill_missing_dates");
+    o->fill_missing_values = cfg->fill_missing_values;
+}
+
 static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     struct tsrnn_series *s = &ds->series;
     const char *path = tsrnn_display_path(cfg->data_path);
-    TSRNN_TRY(tsrnn_series_load_csv(s, path, cfg->time_col, cfg->value_cols, cfg->value_col_count));
+    struct tsrnn_series_options options;
+    tsrnn_series_options_from_config(&options, cfg);
+    /* Darts: from_csv(..., fill_missing_dates, freq), MissingValuesFiller(), then the split
+     * and a Scaler fitted on the filled training part. */
+    TSRNN_TRY(tsrnn_series_load_csv(s, path, cfg->time_col, cfg->value_cols, cfg->value_col_count,
+                                    &options));
     TSRNN_TRY(check_part(cfg, "series", s->length, path));
 
     ds->train_length = s->length;

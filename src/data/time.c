@@ -5,9 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Days from 1970-01-01 to year-month-day, for any year (civil-from-days inverted; the year
- * is shifted to start in March so that the leap day is the last day of a "year"). */
-static int64_t days_from_civil(int64_t y, int m, int d)
+#include "calendar.h"
+
+/* The year is shifted to start in March so that the leap day is the last day of a "year". */
+int64_t tsrnn_days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -17,7 +18,7 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+void tsrnn_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -35,10 +36,28 @@ static bool is_leap(int64_t y)
     return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
-static int days_in_month(int64_t y, int m)
+int tsrnn_days_in_month(int64_t y, int m)
 {
     static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
     return m == 2 && is_leap(y) ? 29 : days[m - 1];
+}
+
+int tsrnn_weekday(int64_t days)
+{
+    /* 1970-01-01 was a Thursday (3). */
+    int64_t r = (days + 3) % 7;
+    return (int)(r < 0 ? r + 7 : r);
+}
+
+void tsrnn_split_day(int64_t seconds, int64_t *days, int64_t *second_of_day)
+{
+    int64_t q = seconds / TSRNN_SECONDS_PER_DAY, r = seconds % TSRNN_SECONDS_PER_DAY;
+    if (r < 0) {
+        q--;
+        r += TSRNN_SECONDS_PER_DAY;
+    }
+    *days = q;
+    *second_of_day = r;
 }
 
 /* Reads exactly `count` decimal digits. */
@@ -95,10 +114,10 @@ bool tsrnn_time_parse(const char *text, int64_t *seconds, enum tsrnn_time_unit *
     }
     if (*p != '\0')
         return false;
-    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
+    if (month < 1 || month > 12 || day < 1 || day > tsrnn_days_in_month(year, month) || hour > 23 ||
         minute > 59 || second > 59)
         return false;
-    *seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
+    *seconds = tsrnn_days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
     *unit = u;
     return true;
 }
@@ -109,11 +128,10 @@ void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, si
         snprintf(out, capacity, "%lld", (long long)seconds);
         return;
     }
-    int64_t days = seconds >= 0 ? seconds / 86400 : -((-seconds + 86399) / 86400);
-    int64_t rest = seconds - days * 86400;
-    int64_t y;
+    int64_t days, rest, y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    tsrnn_split_day(seconds, &days, &rest);
+    tsrnn_civil_from_days(days, &y, &m, &d);
     int hh = (int)(rest / 3600), mm = (int)(rest / 60 % 60), ss = (int)(rest % 60);
     switch (unit) {
     case TSRNN_TIME_YEAR:
@@ -133,61 +151,4 @@ void tsrnn_time_format(int64_t seconds, enum tsrnn_time_unit unit, char *out, si
         snprintf(out, capacity, "%04lld-%02d-%02d %02d:%02d:%02d", (long long)y, m, d, hh, mm, ss);
         break;
     }
-}
-
-/* A calendar step of `months` months, anchored at the first (or the last) day of the month,
- * fits every consecutive pair of `times`. */
-static bool monthly_step(const int64_t *times, size_t length, int64_t *months, bool *month_end)
-{
-    int64_t first_index = 0;
-    bool starts = true, ends = true;
-    *months = 0;
-    for (size_t i = 0; i < length; i++) {
-        if (times[i] % 86400 != 0)
-            return false;
-        int64_t y;
-        int m, d;
-        civil_from_days(times[i] / 86400, &y, &m, &d);
-        starts &= d == 1;
-        ends &= d == days_in_month(y, m);
-        int64_t index = y * 12 + (m - 1);
-        if (i == 1)
-            *months = index - first_index;
-        else if (i > 1 && index - first_index != (int64_t)i * *months)
-            return false;
-        if (i == 0)
-            first_index = index;
-    }
-    *month_end = !starts && ends;
-    return *months > 0 && (starts || ends);
-}
-
-/* The time `months` months after `seconds` (a midnight on a month's first or last day). */
-static int64_t add_months(int64_t seconds, int64_t months, bool month_end)
-{
-    int64_t y;
-    int m, d;
-    civil_from_days(seconds / 86400, &y, &m, &d);
-    int64_t index = y * 12 + (m - 1) + months;
-    int64_t ny = index >= 0 ? index / 12 : -((-index + 11) / 12);
-    int nm = (int)(index - ny * 12) + 1;
-    return days_from_civil(ny, nm, month_end ? days_in_month(ny, nm) : 1) * 86400;
-}
-
-void tsrnn_time_continue(const int64_t *times, size_t length, enum tsrnn_time_unit unit, size_t n,
-                         int64_t *out)
-{
-    int64_t months;
-    bool month_end;
-    if (length >= 2 && unit != TSRNN_TIME_INDEX &&
-        monthly_step(times, length, &months, &month_end)) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = add_months(times[length - 1], months * (int64_t)(i + 1), month_end);
-        return;
-    }
-    int64_t step = length >= 2 ? times[length - 1] - times[length - 2] : 1;
-    if (length < 2 && unit != TSRNN_TIME_INDEX)
-        step = unit == TSRNN_TIME_DAY ? 86400 : unit == TSRNN_TIME_MINUTE ? 60 : 1;
-    for (size_t i = 0; i < n; i++)
-        out[i] = (length ? times[length - 1] : -1) + step * (int64_t)(i + 1);
 }

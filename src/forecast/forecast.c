@@ -65,7 +65,23 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     }
     tsrnn_scaler_inverse(scaler, f->values, n);
 
-    tsrnn_time_continue(series->times, origin, series->time_unit, n, f->times);
+    /* The stamps after the history, as pandas' date_range(last, periods=n + 1, freq) goes on:
+     * month ends stay month ends, business days skip weekends. */
+    int64_t last = series->times[origin - 1]; /* origin >= icl >= 1 */
+    for (size_t i = 0; i < n; i++)
+        if (!tsrnn_freq_advance(&series->freq, last, (int64_t)i + 1, &f->times[i])) {
+            char name[TSRNN_FREQ_NAME_MAX], from[64];
+            tsrnn_freq_name(&series->freq, name, sizeof(name));
+            tsrnn_time_format(last, series->time_unit, from, sizeof(from));
+            tsrnn_forecast_finish(f);
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "a %zu-step forecast at freq %s after %s would pass the last %s "
+                               "tsrnn can write (%s); accepted: a shorter forecast",
+                               n, name, from,
+                               series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
+                               series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807"
+                                                                     : "9999-12-31 23:59:59");
+        }
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
     score(f);

@@ -160,10 +160,27 @@ static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
             tsrnn_warn("%s now has %zu training points, the model was trained on %zu",
                        tsrnn_display_path(cfg->data_path), ds->train_length, info->train_length);
     } else {
+        /* Read as the training series was read ([data] freq, fill_missing_*), and at the
+         * model's frequency when the series is too short to show its own. */
+        struct tsrnn_series_options options;
+        tsrnn_series_options_from_config(&options, cfg);
+        options.short_series_freq = info->freq;
         TSRNN_TRY(tsrnn_series_load_csv(&ds->series, series_path, cfg->time_col,
                                         (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
-                                        cfg->value_col_count));
+                                        cfg->value_col_count, &options));
         *origin = ds->series.length;
+    }
+    /* A forecast continues the frequency the model learnt; another one's stamps would be
+     * wrong, and its steps mean something else. */
+    if (info->freq.kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(&info->freq, &ds->series.freq)) {
+        char have[TSRNN_FREQ_NAME_MAX], want[TSRNN_FREQ_NAME_MAX];
+        tsrnn_freq_name(&ds->series.freq, have, sizeof(have));
+        tsrnn_freq_name(&info->freq, want, sizeof(want));
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: the series' frequency is %s, but the model was trained on a "
+                           "series of freq %s; accepted: a series of freq %s",
+                           tsrnn_display_path(series_path ? series_path : cfg->data_path), have,
+                           want, want);
     }
     if (ds->series.component_count != info->component_count)
         return tsrnn_error(TSRNN_ERR_DATA,

@@ -9,17 +9,45 @@ static void print_range(FILE *out, const struct tsrnn_series *s, size_t first, s
     fprintf(out, "%s .. %s", a, b);
 }
 
+/* What [data] fill_missing_dates and fill_missing_values did, when they did anything:
+ * "Filled: 1 missing date inserted (1955-06), 1 missing value interpolated". */
+static void print_filled(FILE *out, const struct tsrnn_series *s)
+{
+    if (s->inserted_count == 0 && s->filled_count == 0)
+        return;
+    fputs("Filled:", out);
+    if (s->inserted_count > 0) {
+        fprintf(out, " %zu missing date%s inserted (", s->inserted_count,
+                s->inserted_count == 1 ? "" : "s");
+        for (size_t i = 0; i < s->inserted_count && i < TSRNN_SERIES_INSERTED_NOTED; i++) {
+            char stamp[64];
+            tsrnn_time_format(s->inserted_times[i], s->time_unit, stamp, sizeof(stamp));
+            fprintf(out, "%s%s", i ? ", " : "", stamp);
+        }
+        fprintf(out, "%s)%s", s->inserted_count > TSRNN_SERIES_INSERTED_NOTED ? ", ..." : "",
+                s->filled_count > 0 ? "," : "");
+    }
+    if (s->filled_count > 0)
+        fprintf(out, " %zu missing value%s interpolated", s->filled_count,
+                s->filled_count == 1 ? "" : "s");
+    fputc('\n', out);
+}
+
 void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struct tsrnn_dataset *ds,
                           const struct tsrnn_sampler *sampler)
 {
     const struct tsrnn_series *s = &ds->series;
 
+    char freq[TSRNN_FREQ_NAME_MAX];
+    tsrnn_freq_name(&s->freq, freq, sizeof(freq));
     fprintf(out, "Data: %s: %zu points (", tsrnn_display_path(cfg->data_path), s->length);
     print_range(out, s, 0, s->length);
-    fprintf(out, "), %zu component%s:", s->component_count, s->component_count == 1 ? "" : "s");
+    fprintf(out, ", freq %s), %zu component%s:", freq, s->component_count,
+            s->component_count == 1 ? "" : "s");
     for (size_t c = 0; c < s->component_count; c++)
         fprintf(out, " %s", s->component_names[c]);
     fputc('\n', out);
+    print_filled(out, s);
 
     if (ds->val_length > 0) {
         fprintf(out, "Split: train %zu points (", ds->train_length);
