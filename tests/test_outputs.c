@@ -1013,6 +1013,19 @@ static void test_tampered_metadata_is_refused(void **state)
     const char *init[] = { "training.n_epochs=1", weights, "--quiet", NULL };
     assert_int_equal(tu_train(&result, "tamper_init", init, 60), 2);
     tu_expect_in(result.err, "damaged.safetensors: checksum mismatch: the data's CRC-32C is");
+
+    /* What a run interrupted in its first epoch writes: no best epoch yet (-1, NaN). It is a
+     * checkpoint to resume from, not a damaged one (it was refused: "expected >= 0"). */
+    char first_epoch[PATH_MAX], step1[PATH_MAX];
+    snprintf(step1, sizeof(step1), "%s/first-step1.safetensors", tu_run_dir());
+    snprintf(first_epoch, sizeof(first_epoch), "%s/first.safetensors", tu_run_dir());
+    tamper(good, step1, "tsrnn.best_epoch", NULL, "-1", true);
+    tamper(step1, first_epoch, "tsrnn.best_value", NULL, "nan", true);
+    char resume_first[PATH_MAX + 32];
+    snprintf(resume_first, sizeof(resume_first), "training.resume=%s", first_epoch);
+    const char *sets_first[] = { "training.n_epochs=4", resume_first, "output.force_reset=false",
+                                 "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "tamper", sets_first, 60), 0);
 }
 
 /* A run killed between renaming last-epoch=N into place and linking best-epoch=N to it

@@ -398,7 +398,8 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     st->monitor = ck->monitor;
     TSRNN_TRY(need_double(ck, "tsrnn.monitor_value", &st->monitor_value));
     TSRNN_TRY(need_double(ck, "tsrnn.best_value", &st->best_value));
-    TSRNN_TRY(need_int_in(ck, "tsrnn.best_epoch", 0, st->epoch, &st->best_epoch));
+    /* -1: no epoch finished yet (a run interrupted in its first epoch) */
+    TSRNN_TRY(need_int_in(ck, "tsrnn.best_epoch", -1, st->epoch, &st->best_epoch));
     if (ck->adam_step > (uint64_t)st->global_step)
         return bad_json(ck, "tsrnn.adam_step", "more Adam steps than optimizer steps");
 
