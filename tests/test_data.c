@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -535,7 +536,7 @@ static void test_csv_bom_crlf_quotes(void **state)
                                 "2001-01,1.5,\"-2\"\r\n"
                                 "\r\n"
                                 "2001-02, 2.5 ,3e1\r\n"
-                                "2001-03,\"4\",0x10\r\n");
+                                "2001-03,\"4\",16\r\n");
     struct tsrnn_series s;
     assert_int_equal(tsrnn_series_load_csv(&s, path, "Month", NULL, 0, NULL), TSRNN_OK);
     assert_int_equal(s.length, 3);
@@ -589,6 +590,10 @@ static void test_csv_errors(void **state)
         { "Month,v\n2001-01,\"1\n", { "s.csv:2:9:", "unterminated quoted field" } },
         { "Month,v,v\n2001-01,1,2\n", { "s.csv:1:9:", "duplicate column name 'v'" } },
         { "", { "s.csv", "empty" } },
+        /* pandas reads hexadecimal as text, and UTF-8 only */
+        { "Month,v\n2001-01,0x10\n", { "s.csv:2:9:", "'0x10' is not a number" } },
+        { "Month,v\n2001-01,0x1p3\n", { "s.csv:2:9:", "'0x1p3' is not a number" } },
+        { "Month,caf\xe9\n2001-01,1\n", { "s.csv:1:10:", "byte \\xe9 is not UTF-8" } },
     };
     char *dir = tu_mkdtemp();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -602,6 +607,25 @@ static void test_csv_errors(void **state)
                 fail_msg("case %zu: '%s' not in '%s'", i, cases[i].expect[k], tsrnn_last_error());
         assert_null(s.values); /* nothing half-loaded */
     }
+
+    /* A NUL byte ended the field early ("13<NUL>5" read as 13); a FIFO blocked (or, with a
+     * writer, read as empty); /dev/zero never ended. */
+    static const char nul_text[] = "Month,v\n2001-01,13\0"
+                                   "5\n";
+    const char *nul_path = tu_path(dir, "nul.csv");
+    FILE *out = fopen(nul_path, "wb");
+    fwrite(nul_text, 1, sizeof(nul_text) - 1, out);
+    fclose(out);
+    struct tsrnn_series bad;
+    assert_int_equal(tsrnn_series_load_csv(&bad, nul_path, "Month", NULL, 0, NULL), TSRNN_ERR_DATA);
+    tu_expect_in(tsrnn_last_error(), "nul.csv:2:11: a NUL byte");
+    const char *fifo = tu_path(dir, "fifo.csv");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(tsrnn_series_load_csv(&bad, fifo, "Month", NULL, 0, NULL), TSRNN_ERR_DATA);
+    tu_expect_in(tsrnn_last_error(), "fifo.csv is not a regular file (a FIFO)");
+    assert_int_equal(tsrnn_series_load_csv(&bad, "/dev/zero", "Month", NULL, 0, NULL),
+                     TSRNN_ERR_DATA);
+    tu_expect_in(tsrnn_last_error(), "/dev/zero is not a regular file (a character device)");
 
     /* missing columns name the config entry and list what the file has */
     const char *path = tu_write(dir, "s.csv", "Month,#Passengers\n2001-01,1\n");
@@ -862,6 +886,21 @@ static void test_split_rules(void **state)
     assert_int_equal(ds.train.count, 124);
     assert_int_equal(ds.val.count, 0);
     tsrnn_dataset_finish(&ds);
+
+    /* Finite values whose range float32 cannot hold: every forecast was -inf, with exit 0. */
+    char *dir = tu_mkdtemp();
+    char text[4096] = "t,v\n";
+    for (int i = 0; i < 60; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "%d,%s\n", i,
+                 i % 2 ? "3e38" : "-3e38");
+    char data_path[PATH_MAX + 32],
+        *huge_sets[4] = { data_path, "data.time_col=t", "data.value_cols=v", "data.split_after=" };
+    snprintf(data_path, sizeof(data_path), "data.path=%s", tu_write(dir, "huge.csv", text));
+    assert_int_equal(tsrnn_config_load(cfg, base, (const char *const *)huge_sets, 4), TSRNN_OK);
+    assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_ERR_DATA);
+    tu_expect_in(tsrnn_last_error(), "column 'v' spans -3e+38 .. 3e+38 in the training part");
+    tu_rmtree(dir);
+    free(dir);
 
     /* a split with too short a validation part, or outside the series */
     const char *late[] = { "data.split_after=1959-06" };

@@ -92,6 +92,10 @@ enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const cha
 /* Whether `text` is strict UTF-8 (as JSON and Python accept it). */
 bool tsrnn_utf8_valid(const char *text);
 
+/* How many of the first nbytes of `text` are strict UTF-8 before a NUL or a byte that is not
+ * (nbytes when all are); text[nbytes] must be a NUL. */
+size_t tsrnn_utf8_prefix(const char *text, size_t nbytes);
+
 /* `text` made safe to print in a message: control bytes (newline, tab, escape, DEL, ...) and
  * bytes that are not UTF-8 written as \n, \t, \x1b, \xe9, ...; the rest as it is.
  * Returns out (capacity bytes, cut with "..." when it does not fit). */

@@ -119,6 +119,18 @@ static size_t utf8_sequence(const unsigned char *p)
     return extra + 1;
 }
 
+size_t tsrnn_utf8_prefix(const char *text, size_t nbytes)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t i = 0;
+    /* utf8_sequence() reads at most 3 bytes past a lead byte and stops at a NUL: the buffer
+     * must end in one (tsrnn_read_file's do). */
+    for (size_t len; i < nbytes && p[i] != 0; i += len)
+        if ((len = utf8_sequence(p + i)) == 0 || i + len > nbytes)
+            break;
+    return i;
+}
+
 bool tsrnn_utf8_valid(const char *text)
 {
     const unsigned char *p = (const unsigned char *)text;

@@ -37,41 +37,36 @@ struct csv_file {
     size_t field_capacity;
 };
 
+/* Data files are as large as they are; this only keeps a claim of more than the address
+ * space from being believed. */
+#define MAX_DATA_NBYTES ((size_t)1 << 46)
+
 static enum tsrnn_status read_all(struct csv_file *f)
 {
-    FILE *fp = fopen(f->path, "rb");
-    if (fp == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_DATA, errno, "cannot open data file %s", f->path);
-    size_t capacity = 1 << 16, used = 0;
-    char *buf = malloc(capacity);
-    for (;;) {
-        if (buf == NULL) {
-            fclose(fp);
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", f->path);
-        }
-        used += fread(buf + used, 1, capacity - used - 1, fp);
-        if (used < capacity - 1)
-            break;
-        capacity *= 2;
-        char *grown = realloc(buf, capacity);
-        if (grown == NULL)
-            free(buf);
-        buf = grown;
-    }
-    int err = errno;
-    bool failed = ferror(fp) != 0;
-    fclose(fp);
-    if (failed) {
-        free(buf);
-        return tsrnn_error_errno(TSRNN_ERR_DATA, err, "cannot read data file %s", f->path);
-    }
-    buf[used] = '\0';
-    f->buf = buf;
+    size_t used;
+    TSRNN_TRY(
+        tsrnn_read_file(f->path, MAX_DATA_NBYTES, "data file", TSRNN_ERR_DATA, &f->buf, &used));
     f->nbytes = used;
     f->pos = 0;
     /* A UTF-8 byte order mark (Excel writes one) is not part of the first column's name. */
-    if (used >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+    if (used >= 3 && memcmp(f->buf, "\xEF\xBB\xBF", 3) == 0)
         f->pos = 3;
+    /* pandas reads UTF-8 and stops at a byte that is not; a NUL would end a field early here
+     * ("13<NUL>5" read as 13). Either is refused where it stands. */
+    size_t valid = tsrnn_utf8_prefix(f->buf, used);
+    if (valid < used) {
+        size_t line = 1, column = 1;
+        for (size_t i = 0; i < valid; i++, column++)
+            if (f->buf[i] == '\n')
+                line++, column = 0;
+        if (f->buf[valid] == '\0')
+            return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu:%zu: a NUL byte; accepted: text", f->path,
+                               line, column);
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s:%zu:%zu: byte \\x%02x is not UTF-8; accepted: UTF-8 text (save "
+                           "the file as UTF-8, as pandas reads it)",
+                           f->path, line, column, (unsigned char)f->buf[valid]);
+    }
     return TSRNN_OK;
 }
 
@@ -376,8 +371,9 @@ static enum tsrnn_status read_rows(struct loader *ld, struct tsrnn_series *s)
             }
             errno = 0;
             double v = strtod(fld->text, &end);
-            /* strtod also reads "NAN" and "nan(1)", which pandas keeps as text. */
-            if (*end != '\0' || end == fld->text || isnan(v))
+            /* strtod also reads "NAN" and "nan(1)", which pandas keeps as text, and
+             * hexadecimal ("0x10", "0x1p3"), which pandas reads as text too. */
+            if (*end != '\0' || end == fld->text || isnan(v) || strpbrk(fld->text, "xX") != NULL)
                 return tsrnn_error(
                     TSRNN_ERR_DATA, "%s:%zu:%zu: column '%s': '%s' is not a number%s",
                     ld->file.path, ld->file.line, fld->column, name, fld->text,

@@ -7,6 +7,8 @@
  */
 #include "tsrnn/data.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +115,19 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
         tsrnn_scaler_fit(&ds->scaler, s->values, ds->train_length, C);
     else
         tsrnn_scaler_identity(&ds->scaler, s->values, ds->train_length, C);
+    /* Values near float32's limits (+-3.4e38) are finite, but their range is not: the scaler
+     * would make them 0 and every forecast infinite. */
+    for (size_t c = 0; c < C; c++) {
+        const struct tsrnn_scaler *sc = &ds->scaler;
+        if (!isfinite(sc->data_max[c] - sc->data_min[c]) || !(sc->scale[c] >= FLT_MIN) ||
+            !isfinite(1.0f / sc->scale[c]))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s: column '%s' spans %g .. %g in the training part, a range "
+                               "float32 cannot hold; accepted: values whose range is below "
+                               "3.4e38 (rescale the column)",
+                               path, s->component_names[c], (double)sc->data_min[c],
+                               (double)sc->data_max[c]);
+    }
     tsrnn_scaler_transform(&ds->scaler, ds->scaled, s->length);
 
     size_t T = (size_t)cfg->training_length;
