@@ -13,9 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "tsrnn/report.h"
 
 /* Output captured from a FILE*: open, write, then read back with capture_text(). */
@@ -466,10 +469,42 @@ static void test_set_metric_limits(void **state)
     assert_int_equal(p.metric_count, TSRNN_PROGRESS_METRIC_MAX);
 }
 
+/* metrics.csv is the run folder's own file: a link planted in its place is refused, not
+ * followed (the file it points at stays as it was), and a FIFO is refused at once instead of
+ * blocking the run. */
+static void test_metrics_csv_is_never_a_link_or_fifo(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    const char *victim = tu_write(dir, "victim.txt", "precious\n");
+    char link[PATH_MAX];
+    snprintf(link, sizeof(link), "%s/metrics.csv", dir);
+    assert_int_equal(symlink(victim, link), 0);
+    struct tsrnn_metrics_csv m;
+    for (int64_t keep = 0; keep <= 5; keep += 5) { /* a new run, and a resume */
+        assert_int_equal(tsrnn_metrics_csv_open(&m, dir, keep), TSRNN_ERR_IO);
+        tu_expect_in(tsrnn_last_error(), "metrics.csv is a symbolic link");
+        char *text = tu_read(victim);
+        assert_string_equal(text, "precious\n");
+        free(text);
+    }
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(mkfifo(link, 0600), 0);
+    for (int64_t keep = 0; keep <= 5; keep += 5) {
+        enum tsrnn_status status = tsrnn_metrics_csv_open(&m, dir, keep);
+        assert_int_equal(status, TSRNN_ERR_IO);
+        tu_expect_in(tsrnn_last_error(), "metrics.csv is not a regular file");
+        printf("# FIFO, keep_before_step %lld: %s\n", (long long)keep, tsrnn_last_error());
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_metric),
+        cmocka_unit_test(test_metrics_csv_is_never_a_link_or_fifo),
         cmocka_unit_test(test_format_interval),
         cmocka_unit_test(test_format_count),
         cmocka_unit_test(test_devices),

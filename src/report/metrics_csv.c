@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tsrnn/atomic_file.h"
@@ -49,16 +50,52 @@ static enum tsrnn_status append_row(struct tsrnn_metrics_csv *m, const char *fmt
 
 #define HEADER "epoch,step,train_loss,val_loss\n"
 
+/* Opens metrics.csv as a regular file of the run folder, never through a link someone put
+ * there and never a FIFO (which would block, or read as empty): -1 with an error set. */
+static int open_regular(const struct tsrnn_metrics_csv *m, int flags)
+{
+    struct stat st;
+    int fd = open(m->path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    if (fd < 0 && errno == ELOOP) {
+        tsrnn_error(TSRNN_ERR_IO,
+                    "%s is a symbolic link; tsrnn writes the files of its run folder itself "
+                    "(remove the link)",
+                    tsrnn_display_path(m->path));
+        return -1;
+    }
+    bool fifo = fd < 0 && errno == ENXIO; /* opened for writing, with no reader */
+    if (fifo || (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))) {
+        if (fd >= 0)
+            close(fd);
+        tsrnn_error(TSRNN_ERR_IO,
+                    "%s is not a regular file; tsrnn writes the files of its run "
+                    "folder itself (remove it)",
+                    tsrnn_display_path(m->path));
+        return -1;
+    }
+    if (fd < 0)
+        tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open %s", tsrnn_display_path(m->path));
+    else
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 /* Rewrites metrics.csv (atomically) with its header and the rows of steps before
  * `keep_before_step` only: the rows of a resumed run's future steps go. */
 static enum tsrnn_status keep_rows(const struct tsrnn_metrics_csv *m, int64_t keep_before_step)
 {
-    FILE *in = fopen(m->path, "r");
-    if (in == NULL && errno == ENOENT)
+    if (access(m->path, F_OK) != 0 && errno == ENOENT)
         return TSRNN_OK;
-    if (in == NULL)
-        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read %s",
-                                 tsrnn_display_path(m->path));
+    int fd = open_regular(m, O_RDONLY);
+    FILE *in = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (in == NULL) {
+        if (fd >= 0) {
+            close(fd);
+            return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read %s",
+                                     tsrnn_display_path(m->path));
+        }
+        return TSRNN_ERR_IO;
+    }
     struct tsrnn_atomic_file af;
     enum tsrnn_status status = tsrnn_atomic_file_open(&af, m->path);
     char line[512];
@@ -96,9 +133,9 @@ enum tsrnn_status tsrnn_metrics_csv_open(struct tsrnn_metrics_csv *m, const char
     if (keep_before_step > 0)
         TSRNN_TRY(keep_rows(m, keep_before_step));
     int flags = keep_before_step > 0 ? O_APPEND : O_TRUNC;
-    m->fd = open(m->path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0666);
+    m->fd = open_regular(m, O_WRONLY | O_CREAT | flags);
     if (m->fd < 0)
-        return write_failed(m, errno);
+        return TSRNN_ERR_IO;
     off_t size = lseek(m->fd, 0, SEEK_END);
     if (size == 0)
         TSRNN_TRY(append_row(m, HEADER));
