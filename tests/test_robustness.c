@@ -887,11 +887,87 @@ static void test_random_ini(void **state)
     free(dir);
 }
 
+/* The bad-input corpus, tests/fixtures/bad/cases.txt: each file a user made, run through
+ * the real tsrnn-worker, must end with its exit code and its message (what, where, what is
+ * accepted). A \\n in a case's overrides stands for a newline; messages are matched as tsrnn
+ * shows them, with such bytes escaped. */
+static void unescape(char *text)
+{
+    char *out = text;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (p[0] == '\\' && p[1] == 'n') {
+            *out++ = '\n';
+            p++;
+        } else {
+            *out++ = *p;
+        }
+    }
+    *out = '\0';
+}
+
+static char *trimmed(char *s)
+{
+    while (*s == ' ')
+        s++;
+    size_t len = strlen(s);
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\n'))
+        s[--len] = '\0';
+    return s;
+}
+
+static void test_bad_input_corpus(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], manifest[PATH_MAX + 16], work_dir[PATH_MAX + 32], line[1024];
+    snprintf(dir, sizeof(dir), "%s/tests/fixtures/bad", tu_env("TSRNN_SOURCE_ROOT"));
+    snprintf(manifest, sizeof(manifest), "%s/cases.txt", dir);
+    char *runs = tu_mkdtemp();
+    snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", runs);
+    FILE *f = fopen(manifest, "r");
+    assert_non_null(f);
+    static struct tu_result result;
+    int cases = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        char *fields[4], *save = NULL;
+        fields[0] = strtok_r(line, "|", &save);
+        for (int i = 1; i < 4; i++)
+            fields[i] = strtok_r(NULL, "|", &save);
+        assert_non_null(fields[3]);
+        char ini[PATH_MAX * 2], *sets = trimmed(fields[1]), *message = trimmed(fields[3]);
+        snprintf(ini, sizeof(ini), "%s/%s", dir, trimmed(fields[0]));
+        int want = atoi(trimmed(fields[2]));
+        const char *argv[16] = { tu_env("TSRNN_WORKER"), ini, "--set", work_dir,
+                                 "--progress=none" };
+        int argc = 5;
+        unescape(sets);
+        if (strcmp(sets, "-") != 0) {
+            argv[argc++] = "--set";
+            argv[argc++] = sets;
+        }
+        argv[argc] = NULL;
+        assert_int_equal(tu_run(argv, 60, &result), 0);
+        printf("# %s %s: exit %d: %s", trimmed(fields[0]), sets, result.exit_code,
+               want ? result.err : "ok\n");
+        if (result.exit_code != want)
+            fail_msg("%s (%s): exit %d, expected %d: %s", ini, sets, result.exit_code, want,
+                     result.err);
+        tu_expect_in(want ? result.err : result.out, message);
+        cases++;
+    }
+    fclose(f);
+    assert_true(cases >= 16);
+    tu_rmtree(runs);
+    free(runs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_csv),
         cmocka_unit_test(test_random_ini),
+        cmocka_unit_test(test_bad_input_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

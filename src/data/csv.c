@@ -408,8 +408,19 @@ static enum tsrnn_status parse_times(struct loader *ld, struct tsrnn_series *s)
     }
 
     bool all_integers = true;
-    for (size_t t = 0; t < s->length && all_integers; t++)
-        all_integers = tsrnn_parse_int64(ld->time_text[t], &s->times[t]);
+    size_t t_bad = 0;
+    for (; t_bad < s->length && all_integers; t_bad++)
+        all_integers = tsrnn_parse_int64(ld->time_text[t_bad], &s->times[t_bad]);
+    /* Digits that do not fit int64, where the column is an index: say so, not "not a time
+     * stamp" of its first row. */
+    const char *bad = all_integers ? NULL : ld->time_text[t_bad - 1];
+    if (bad != NULL && bad[strspn(bad, "+-")] != '\0' &&
+        strspn(bad + strspn(bad, "+-"), "0123456789") == strlen(bad + strspn(bad, "+-")))
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s:%zu:%zu: time column '%s': '%s' is beyond the integers an index "
+                           "can hold; accepted: -9223372036854775808 .. 9223372036854775807",
+                           ld->file.path, ld->time_line[t_bad - 1], ld->time_column[t_bad - 1],
+                           s->time_name, bad);
     if (!all_integers) {
         s->time_unit = TSRNN_TIME_YEAR;
         for (size_t t = 0; t < s->length; t++) {
