@@ -164,9 +164,10 @@ def tensorboard_seeds():
           scalar("val_loss", 0.25, 1) + scalar("train_loss", 0.125, 2, flush=True))
     write("tensorboard", "resumed", b"\x01" + struct.pack("<q", 1200) +
           scalar("train_loss", float("nan"), 1200) + scalar("epoch", 3.0, -1))
-    write("tensorboard", "long-tags-repeated", bytes([62 << 1]) +
-          scalar("t" * 63, float("inf"), 1 << 62) + scalar("", -0.0, 0) +
-          scalar("a\xffb", 1e-45, 127))
+    write("tensorboard", "odd-values", b"\x00" + scalar("t" * 63, float("inf"), 1 << 62) +
+          scalar("", -0.0, 0) + scalar("a\xffb", 1e-45, 127))
+    write("tensorboard", "many", b"\x00" +
+          b"".join(scalar(f"{i}" * i, i / 7, -i, flush=i % 5 == 0) for i in range(20)))
     write("tensorboard", "empty", b"\x00")
 
 
