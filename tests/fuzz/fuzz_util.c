@@ -56,6 +56,9 @@ const char *fuzz_write(const char *name, const void *data, size_t nbytes)
 {
     static char path[2 * PATH_MAX]; /* the folder and a name: no truncation */
     snprintf(path, sizeof(path), "%s/%s", fuzz_dir(), name);
+    /* A new file, not the old one truncated: ext4 writes a file rewritten after a truncation
+     * out to disk at close (auto_da_alloc), ten times the cost of the run itself. */
+    unlink(path);
     FILE *f = fopen(path, "wb");
     if (f == NULL || fwrite(data, 1, nbytes, f) != nbytes || fclose(f) != 0) {
         /* The harness's own failure, not the input's: stop rather than report a crash. */
