@@ -2,13 +2,14 @@
 # Installs the Debian 12 packages tsrnn needs; does nothing (and needs no network) when they
 # are all present. Usage: scripts/install-deps.sh [--test]
 #   default  what building and running tsrnn needs
-#   --test   also what the test suite needs (cmocka, clang-format, python3)
+#   --test   also what the test suite needs (cmocka, clang-format, python3, and clang with
+#            its libFuzzer runtime for the fuzz targets)
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc g++ libc6-dev libinih-dev libjansson-dev libopenblas-dev
     libcairo2-dev fonts-dejavu-core libgloo-dev)
 if [ "${1:-}" = "--test" ]; then
-    packages+=(libcmocka-dev clang-format python3)
+    packages+=(libcmocka-dev clang-format python3 clang libclang-rt-dev)
 fi
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, builds with warnings as errors, and runs every test twice:
 # in the normal build and in a build with AddressSanitizer + UndefinedBehaviorSanitizer
-# (memory errors, leaks and undefined behaviour fail the test that hits them).
+# (memory errors, leaks and undefined behaviour fail the test that hits them); then builds
+# the fuzz targets with clang and runs each for a fixed number of inputs.
 # Ends with one line "tests: N passed, N failed, N skipped"; exits non-zero if any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,9 +45,63 @@ TSRNN_TEST_SHORT=1 \
     LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
     meson test -C "$asan_build" --print-errorlogs --no-suite clang-format || rc=1
 
-# One closing line over every test case of both runs: a cmocka program counts its cases,
-# any other test counts once.
-python3 - "$build/meson-logs/testlog.json" "$asan_build/meson-logs/testlog.json" <<'PY'
+# The fuzz targets (tests/fuzz/): clang's libFuzzer with ASan + UBSan, in a build folder of
+# their own (the project's compiler is gcc). Each runs TSRNN_FUZZ_RUNS inputs (a few seconds)
+# from a fixed seed, starting from its seed corpus and regression files, one per core; the
+# inputs it finds go to a scratch folder, never to the committed corpus. Longer runs by hand:
+# CONTRIBUTING.md "Fuzzing". Each target counts as one test below.
+fuzz_build=${build}-fuzz
+fuzz_runs=${TSRNN_FUZZ_RUNS:-20000}
+fuzz_targets=(ini csv safetensors checkpoint tensorboard)
+fuzz_log=$fuzz_build/meson-logs/fuzzlog.json
+echo "== fuzz targets ($fuzz_build; clang, libFuzzer + ASan + UBSan; $fuzz_runs inputs each)"
+if [ -f "$fuzz_build/build.ninja" ]; then
+    meson setup --reconfigure "$fuzz_build" -Dfuzz=true -Dtests=false -Dwerror=true >/dev/null
+else
+    CC=clang meson setup "$fuzz_build" -Dfuzz=true -Dtests=false -Dwerror=true \
+        -Dbuildtype=debugoptimized >/dev/null
+fi
+meson compile -C "$fuzz_build" fuzzers
+fuzz_work=$(mktemp -d "${TMPDIR:-/tmp}/tsrnn-fuzz-XXXXXX")
+fuzz_failed=0
+fuzz_one() { # target: runs it, leaves its log and exit status in $fuzz_work
+    local t=$1 dirs=("tests/fuzz/corpus/$1")
+    [ -d "tests/fuzz/regressions/$t" ] && dirs+=("tests/fuzz/regressions/$t")
+    mkdir "$fuzz_work/$t"
+    set +e
+    "$fuzz_build/tests/fuzz/fuzz_$t" -runs="$fuzz_runs" -seed=1 -artifact_prefix="$fuzz_work/$t-" \
+        "$fuzz_work/$t" "${dirs[@]}" </dev/null >"$fuzz_work/$t.log" 2>&1
+    echo $? >"$fuzz_work/$t.rc"
+}
+cores=$(nproc)
+for t in "${fuzz_targets[@]}"; do
+    fuzz_one "$t" &
+    [ "$(jobs -rp | wc -l)" -lt "$cores" ] || wait -n
+done
+wait
+mkdir -p "$(dirname "$fuzz_log")"
+: >"$fuzz_log"
+for t in "${fuzz_targets[@]}"; do
+    summary=$(grep -a '^Done ' "$fuzz_work/$t.log" || true)
+    if [ "$(cat "$fuzz_work/$t.rc")" = 0 ]; then
+        echo "fuzz_$t: ok (${summary:-no summary})"
+        result=OK
+    else
+        fuzz_failed=1
+        echo "fuzz_$t: FAILED; the input is kept as $fuzz_work/$t-*: add it to" \
+            "tests/fuzz/regressions/$t/ with the fix. The end of its log:"
+        tail -n 40 "$fuzz_work/$t.log"
+        result=FAIL
+        rc=1
+    fi
+    python3 -c 'import json, sys; print(json.dumps({"name": sys.argv[1], "result": sys.argv[2]}))' \
+        "fuzz_$t" "$result" >>"$fuzz_log"
+done
+[ $fuzz_failed -ne 0 ] || rm -rf "$fuzz_work"
+
+# One closing line over every test case of the runs: a cmocka program counts its cases, any
+# other test (a fuzz target included) counts once.
+python3 - "$build/meson-logs/testlog.json" "$asan_build/meson-logs/testlog.json" "$fuzz_log" <<'PY'
 import json, re, sys
 passed = failed = skipped = 0
 for log in sys.argv[1:]:
