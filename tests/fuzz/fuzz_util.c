@@ -12,6 +12,8 @@
 
 #include "tsrnn/core.h"
 
+static void remove_dir(void);
+
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
     va_list ap;
@@ -20,6 +22,7 @@ void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ..
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\n  last tsrnn message: %s\n", tsrnn_last_error());
+    remove_dir(); /* abort() skips atexit(), and -minimize_crash fails thousands of times */
     abort();
 }
 
@@ -35,7 +38,8 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 static void remove_dir(void)
 {
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (dir[0] != '\0')
+        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 const char *fuzz_dir(void)
