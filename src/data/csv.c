@@ -450,9 +450,9 @@ static enum tsrnn_status parse_times(struct loader *ld, struct tsrnn_series *s)
 
 /* --- one frequency: the index as Darts builds it ----------------------------------------- */
 
-/* Points a series may have after missing dates are inserted: a wrong freq (seconds over a
- * decade) must not exhaust the memory before it can be reported. */
-#define SERIES_POINTS_MAX 100000000
+/* Values (points times value columns) a series may have after missing dates are inserted: a
+ * wrong freq (seconds over a decade) must not exhaust the memory before it can be reported. */
+#define SERIES_VALUES_MAX 100000000
 
 /* Frequencies a column's three consecutive stamps show, as Darts observes them. */
 #define OBSERVED_MAX 8
@@ -764,14 +764,16 @@ static enum tsrnn_status make_regular(struct loader *ld, struct tsrnn_series *s)
     int64_t points;
     if (!on_grid(&f, s->times, L, &bad, &points))
         return off_grid(ld, s, &f, bad, source);
-    if (points > SERIES_POINTS_MAX) {
+    int64_t points_max = SERIES_VALUES_MAX / (int64_t)(s->component_count ? s->component_count : 1);
+    if (points > points_max) {
         char name[TSRNN_FREQ_NAME_MAX];
         tsrnn_freq_name(&f, name, sizeof(name));
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s: time column '%s' from '%s' to '%s' at freq %s (%s) makes %" PRId64
-                           " points; at most %d are supported (check the frequency)",
+                           " points; at most %" PRId64 " are supported with %zu value column(s) "
+                           "(check the frequency)",
                            ld->file.path, s->time_name, ld->time_text[0], ld->time_text[L - 1],
-                           name, source, points, SERIES_POINTS_MAX);
+                           name, source, points, points_max, s->component_count);
     }
     s->freq = f;
     if (tsrnn_freq_unit(&f) > s->time_unit)
