@@ -264,7 +264,7 @@ static void test_files_that_lie(void **state)
     tu_expect_in(tsrnn_last_error(), "config file /dev/zero is not a regular file (a character");
     assert_int_equal(load(f, "[data]\npath = fifo.ini\n", NULL, 0), TSRNN_ERR_USAGE);
     tu_expect_in(tsrnn_last_error(), "c.ini:2: [data] path: data file ");
-    tu_expect_in(tsrnn_last_error(), "fifo.ini is not a regular file; accepted: a file");
+    tu_expect_in(tsrnn_last_error(), "fifo.ini is not a regular file (a FIFO); accepted: a file");
     /* A work_dir that is not a folder is named as the key it is (it failed later, at the run
      * folder's lock, without the key). */
     const char *devnull[] = { "output.work_dir=/dev/null" };

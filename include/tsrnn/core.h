@@ -81,6 +81,13 @@ bool tsrnn_parse_int64(const char *text, int64_t *out);
  * for a write that wrote nothing). */
 size_t tsrnn_write_all(int fd, const void *data, size_t nbytes, int *err);
 
+/* Opens `path` with open(2) `flags` (O_RDONLY, or O_WRONLY | O_CREAT | ..., with O_NOFOLLOW
+ * where a link must not be followed) into *fd, when it is a regular file: a FIFO, a device,
+ * a socket, a folder or (with O_NOFOLLOW) a symbolic link is refused at once, never waited
+ * on: `status` with a message naming `what`, the path and what it is. *fd is -1 on error. */
+enum tsrnn_status tsrnn_open_regular(const char *path, int flags, const char *what,
+                                     enum tsrnn_status status, int *fd);
+
 /* Reads the whole of the regular file `path` into a heap buffer, NUL-terminated (*nbytes
  * without it); the caller frees *text. Anything but a regular file is refused before a byte
  * is read (a FIFO would block or read as empty, /dev/zero never ends), and so is a file over

@@ -978,27 +978,20 @@ const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *sect
 static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const char *section,
                                         const char *key, const char *path, const char *what)
 {
-    const char *origin = tsrnn_config_origin(cfg, section, key);
-    struct stat st;
+    int fd;
     char byte;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    int err = errno;
-    path = tsrnn_display_path(path);
-    if (fd < 0)
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "%s: [%s] %s: cannot open %s %s", origin,
-                                 section, key, what, path);
-    bool regular = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
-    bool readable = regular && read(fd, &byte, 1) >= 0; /* a folder fails here: EISDIR */
-    err = errno;
-    close(fd);
-    if (!regular)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [%s] %s: %s %s is not a regular file; accepted: "
-                           "a file",
-                           origin, section, key, what, path);
-    if (!readable)
-        return tsrnn_error_errno(TSRNN_ERR_USAGE, err, "%s: [%s] %s: cannot read %s %s", origin,
-                                 section, key, what, path);
+    enum tsrnn_status status = tsrnn_open_regular(path, O_RDONLY, what, TSRNN_ERR_USAGE, &fd);
+    if (status == TSRNN_OK && read(fd, &byte, 1) < 0)
+        status = tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "cannot read %s %s", what,
+                                   tsrnn_display_path(path));
+    if (fd >= 0)
+        close(fd);
+    if (status != TSRNN_OK) { /* the message, led by the key that named the file */
+        char why[1024];
+        snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+        return tsrnn_error(status, "%s: [%s] %s: %s", tsrnn_config_origin(cfg, section, key),
+                           section, key, why);
+    }
     return TSRNN_OK;
 }
 

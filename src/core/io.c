@@ -27,36 +27,59 @@ size_t tsrnn_write_all(int fd, const void *data, size_t nbytes, int *err)
     return done;
 }
 
+enum tsrnn_status tsrnn_open_regular(const char *path, int flags, const char *what,
+                                     enum tsrnn_status status, int *fd)
+{
+    struct stat st;
+    const char *shown = tsrnn_display_path(path);
+    /* O_NONBLOCK: opening a FIFO with nobody at its other end would wait forever (reading),
+     * or fails with ENXIO (writing). */
+    *fd = open(path, flags | O_CLOEXEC | O_NONBLOCK, 0666);
+    int err = errno;
+    if (*fd < 0 && err == ELOOP && (flags & O_NOFOLLOW))
+        return tsrnn_error(status, "%s %s is a symbolic link; accepted: a file", what, shown);
+    if (*fd < 0 && err == ENXIO)
+        return tsrnn_error(status, "%s %s is not a regular file (a FIFO); accepted: a file", what,
+                           shown);
+    if (*fd < 0)
+        return tsrnn_error_errno(status, err, "cannot open %s %s", what, shown);
+    const char *kind = NULL;
+    if (fstat(*fd, &st) != 0)
+        err = errno;
+    else if (S_ISDIR(st.st_mode))
+        err = EISDIR;
+    else if (!S_ISREG(st.st_mode))
+        kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+               : S_ISCHR(st.st_mode)  ? "a character device"
+               : S_ISBLK(st.st_mode)  ? "a block device"
+               : S_ISSOCK(st.st_mode) ? "a socket"
+                                      : "not a file";
+    else
+        err = 0;
+    if (err != 0 || kind != NULL) {
+        close(*fd);
+        *fd = -1;
+        if (kind != NULL)
+            return tsrnn_error(status, "%s %s is not a regular file (%s); accepted: a file", what,
+                               shown, kind);
+        return tsrnn_error_errno(status, err, "cannot read %s %s", what, shown);
+    }
+    fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK); /* a regular file never blocks */
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const char *what,
                                   enum tsrnn_status status, char **text, size_t *nbytes)
 {
     struct stat st;
+    int fd;
     *text = NULL;
     *nbytes = 0;
-    /* O_NONBLOCK: opening a FIFO without a writer would wait forever. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return tsrnn_error_errno(status, errno, "cannot open %s %s", what,
-                                 tsrnn_display_path(path));
+    TSRNN_TRY(tsrnn_open_regular(path, O_RDONLY, what, status, &fd));
     if (fstat(fd, &st) != 0) {
         int err = errno;
         close(fd);
         return tsrnn_error_errno(status, err, "cannot read %s %s", what, tsrnn_display_path(path));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return tsrnn_error_errno(status, EISDIR, "cannot read %s %s", what,
-                                 tsrnn_display_path(path));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return tsrnn_error(status, "%s %s is not a regular file (%s); accepted: a file", what,
-                           tsrnn_display_path(path),
-                           S_ISFIFO(st.st_mode)   ? "a FIFO"
-                           : S_ISCHR(st.st_mode)  ? "a character device"
-                           : S_ISBLK(st.st_mode)  ? "a block device"
-                           : S_ISSOCK(st.st_mode) ? "a socket"
-                                                  : "not a file");
     }
     if ((uint64_t)st.st_size > max_nbytes) {
         close(fd);

@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tsrnn/atomic_file.h"
@@ -54,29 +53,11 @@ static enum tsrnn_status append_row(struct tsrnn_metrics_csv *m, const char *fmt
  * there and never a FIFO (which would block, or read as empty): -1 with an error set. */
 static int open_regular(const struct tsrnn_metrics_csv *m, int flags)
 {
-    struct stat st;
-    int fd = open(m->path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-    if (fd < 0 && errno == ELOOP) {
-        tsrnn_error(TSRNN_ERR_IO,
-                    "%s is a symbolic link; tsrnn writes the files of its run folder itself "
-                    "(remove the link)",
-                    tsrnn_display_path(m->path));
-        return -1;
-    }
-    bool fifo = fd < 0 && errno == ENXIO; /* opened for writing, with no reader */
-    if (fifo || (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))) {
-        if (fd >= 0)
-            close(fd);
-        tsrnn_error(TSRNN_ERR_IO,
-                    "%s is not a regular file; tsrnn writes the files of its run "
-                    "folder itself (remove it)",
-                    tsrnn_display_path(m->path));
-        return -1;
-    }
-    if (fd < 0)
-        tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open %s", tsrnn_display_path(m->path));
-    else
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    int fd;
+    if (tsrnn_open_regular(m->path, flags | O_NOFOLLOW, "the metrics file", TSRNN_ERR_IO, &fd) !=
+        TSRNN_OK)
+        tsrnn_error_append(TSRNN_ERR_IO, " (tsrnn writes the files of its run folder itself: "
+                                         "remove it)");
     return fd;
 }
 
