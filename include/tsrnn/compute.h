@@ -50,8 +50,6 @@ enum tsrnn_status tsrnn_compute_create(struct tsrnn_compute **compute,
 /* Frees the context; accepts NULL. Every buffer must have been freed first. */
 void tsrnn_compute_destroy(struct tsrnn_compute *compute);
 
-enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute);
-
 /* Whether the context's device pointers are host memory (the CPU backend): a comm backend
  * can then hand them to the network as they are. */
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute);

@@ -161,9 +161,6 @@ void tsrnn_model_finish(struct tsrnn_model *model);
 enum tsrnn_status tsrnn_model_upload_params(struct tsrnn_model *model, const float *params);
 enum tsrnn_status tsrnn_model_download_params(struct tsrnn_model *model, float *params);
 
-/* The gradients of the last backward (after any tsrnn_model_scale_grads), to the host. */
-enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads);
-
 /* Loads one batch of B windows of T steps: x (B, T, C) and, for the loss, y (B, T, O) (may
  * be NULL), batch-first as the dataset gathers them. */
 enum tsrnn_status tsrnn_model_load_batch(struct tsrnn_model *model, const float *x, const float *y,

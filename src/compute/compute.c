@@ -62,11 +62,6 @@ void tsrnn_compute_destroy(struct tsrnn_compute *compute)
         compute->backend->destroy(compute);
 }
 
-enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute)
-{
-    return compute->backend->kind;
-}
-
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute)
 {
     return compute->backend->host_memory;

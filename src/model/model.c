@@ -74,12 +74,6 @@ enum tsrnn_status tsrnn_model_download_params(struct tsrnn_model *model, float *
                                   model->table.total_count * sizeof(float));
 }
 
-enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads)
-{
-    return tsrnn_compute_download(model->compute, grads, model->grads,
-                                  model->table.total_count * sizeof(float));
-}
-
 enum tsrnn_status tsrnn_model_load_batch(struct tsrnn_model *model, const float *x, const float *y,
                                          size_t batch_count, size_t step_count)
 {
