@@ -166,13 +166,13 @@ static void test_devices(void **state)
     (void)state;
     struct capture c;
     capture_open(&c);
-    tsrnn_report_devices(c.f, false, false);
+    tsrnn_report_devices(c.f, false, false, 0);
     assert_string_equal(capture_text(&c), "GPU available: False, used: False\n"
                                           "TPU available: False, using: 0 TPU cores\n");
     capture_close(&c);
 
     capture_open(&c);
-    tsrnn_report_devices(c.f, true, true);
+    tsrnn_report_devices(c.f, true, true, 0);
     tsrnn_report_fit_stopped(c.f, "max_epochs", 300);
     tsrnn_report_fit_stopped(c.f, "max_steps", 40);
     assert_string_equal(capture_text(&c), "GPU available: True (cuda), used: True\n"

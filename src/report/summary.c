@@ -63,11 +63,12 @@ size_t tsrnn_report_format_count(char *dst, size_t dst_nbytes, int64_t count)
     return (size_t)snprintf(dst, dst_nbytes, "%s %s", grouped, units[index]);
 }
 
-void tsrnn_report_devices(FILE *out, bool gpu_available, bool gpu_used)
+void tsrnn_report_devices(FILE *out, bool gpu_available, bool gpu_used, size_t tpu_cores)
 {
     fprintf(out, "GPU available: %s, used: %s\n", gpu_available ? "True (cuda)" : "False",
             gpu_used ? "True" : "False");
-    fputs("TPU available: False, using: 0 TPU cores\n", out);
+    fprintf(out, "TPU available: %s, using: %zu TPU cores\n", tpu_cores > 0 ? "True" : "False",
+            tpu_cores);
 }
 
 enum {

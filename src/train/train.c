@@ -61,6 +61,9 @@ static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
     switch (cfg->accelerator) {
     case TSRNN_ACCELERATOR_GPU:
         return TSRNN_COMPUTE_CUDA;
+    case TSRNN_ACCELERATOR_XLA:
+    case TSRNN_ACCELERATOR_TPU:
+        return TSRNN_COMPUTE_PJRT;
     case TSRNN_ACCELERATOR_AUTO:
         return tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0) ? TSRNN_COMPUTE_CUDA
                                                                     : TSRNN_COMPUTE_CPU;
@@ -79,7 +82,11 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] accelerator = %s, but %s; accepted here: cpu or auto",
                            tsrnn_config_origin(cfg, "trainer", "accelerator"),
-                           cfg->accelerator == TSRNN_ACCELERATOR_GPU ? "gpu" : "auto", why);
+                           cfg->accelerator == TSRNN_ACCELERATOR_GPU   ? "gpu"
+                           : cfg->accelerator == TSRNN_ACCELERATOR_XLA ? "xla"
+                           : cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu"
+                                                                       : "auto",
+                           why);
     return TSRNN_OK;
 }
 
@@ -91,6 +98,8 @@ enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
     struct tsrnn_compute_options options = {
         .kind = compute_kind(cfg),
         .thread_count = cfg->num_threads,
+        .plugin_path = cfg->pjrt_plugin,
+        .platform = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : NULL,
     };
     return tsrnn_compute_create(compute, &options);
 }
@@ -346,6 +355,11 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
+    if (tsrnn_model_fused_step(&tr->model) && tr->world_size > 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the %s backend trains in one process (its replicas live inside the "
+                           "program); run tsrnn-worker alone, not %d workers",
+                           tsrnn_compute_kind_name(compute_kind(cfg)), tr->world_size);
     if (cfg->resume[0] != '\0')
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
@@ -418,11 +432,18 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_windows_gather(&tr->ds->train, idx, B, tr->x, tr->y);
     TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->train.training_length));
-    TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
-    TSRNN_TRY(tsrnn_model_loss(model, loss));
-    TSRNN_TRY(tsrnn_model_backward(model));
     bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
-    if (tr->world_size > 1) {
+    bool fused = tsrnn_model_fused_step(model); /* one program, one process (setup) */
+    if (fused) {
+        TSRNN_TRY(tsrnn_model_train_step(model, &tr->adam, &dropout_rng, loss, &finite));
+    } else {
+        TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
+        TSRNN_TRY(tsrnn_model_loss(model, loss));
+        TSRNN_TRY(tsrnn_model_backward(model));
+    }
+    if (fused) {
+        /* the program checked the gradients and applied Adam */
+    } else if (tr->world_size > 1) {
         /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
          * rank then holds the same mean gradient, mean loss and decision, so all of them
          * fail, stop or go on together. */
@@ -452,7 +473,7 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
                            (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
-    return tsrnn_adam_step(&tr->adam, model->params, model->grads);
+    return fused ? TSRNN_OK : tsrnn_adam_step(&tr->adam, model->params, model->grads);
 }
 
 /* The validation loss: squared errors over every validation window / their count. Each rank
@@ -687,7 +708,7 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
 static void print_banner(const struct trainer *tr, FILE *out, bool devices)
 {
     if (devices)
-        tsrnn_report_devices(out, false, false);
+        tsrnn_report_devices(out, false, false, tsrnn_compute_tpu_cores(tr->compute));
     tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
                                (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
