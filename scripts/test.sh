@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
 
 build=${TSRNN_BUILD_DIR:-build}
+pjrt_cache=${TSRNN_PJRT_CACHE:-$HOME/.cache/tsrnn/pjrt} # scripts/install-deps.sh's
 asan_build=${build}-asan
 
 configure() { # dir, extra meson options...
@@ -20,9 +21,10 @@ configure() { # dir, extra meson options...
         rm -rf "$dir"
     fi
     if [ -f "$dir/build.ninja" ]; then
-        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled "$@"
+        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled \
+            -Dpjrt_cache="$pjrt_cache" "$@"
     else
-        meson setup "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled "$@"
+        meson setup "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled -Dpjrt_cache="$pjrt_cache" "$@"
     fi | sed -n '/^tsrnn /,$p' # meson's summary: which optional backends were found
     meson compile -C "$dir"
 }
