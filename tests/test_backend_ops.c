@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1275,16 +1276,48 @@ static void print_table(const char *backend, struct config *configs, size_t conf
         }
 }
 
-static const enum tsrnn_compute_kind kinds[] = { TSRNN_COMPUTE_CPU, TSRNN_COMPUTE_CUDA };
+static const enum tsrnn_compute_kind kinds[] = { TSRNN_COMPUTE_CPU, TSRNN_COMPUTE_CUDA,
+                                                 TSRNN_COMPUTE_PJRT };
+
+/* pjrt: its plugin (TSRNN_PJRT_PLUGIN, else where scripts/install-deps.sh unpacks XLA's CPU
+ * plugin), or NULL with the reason. */
+static const char *pjrt_plugin(char *why, size_t why_nbytes)
+{
+    const char *env = getenv("TSRNN_PJRT_PLUGIN");
+    const char *path = env != NULL && env[0] ? env : getenv("TSRNN_PJRT_PLUGIN_DEFAULT");
+    if (path == NULL || access(path, R_OK) != 0) {
+        snprintf(why, why_nbytes, "no PJRT plugin at %s (scripts/install-deps.sh caches one)",
+                 path ? path : "(TSRNN_PJRT_PLUGIN unset)");
+        return NULL;
+    }
+    return path;
+}
 
 static void test_backend(void **state)
 {
     enum tsrnn_compute_kind kind = *(const enum tsrnn_compute_kind *)*state;
     char why[256] = "";
     cur_backend = tsrnn_compute_kind_name(kind);
-    if (!tsrnn_compute_available(kind, why, sizeof(why))) {
+    const char *plugin = NULL;
+    if (!tsrnn_compute_available(kind, why, sizeof(why)) ||
+        (kind == TSRNN_COMPUTE_PJRT && (plugin = pjrt_plugin(why, sizeof(why))) == NULL)) {
         printf("# %s: skipped: %s\n", cur_backend, why);
         skip();
+    }
+    if (kind == TSRNN_COMPUTE_PJRT) {
+        /* Memory only: its model ops are whole programs (train_step, model_forward; the
+         * per-layer entries answer TSRNN_ERR_USAGE), checked against the CPU backend step by
+         * step by test_pjrt. */
+        struct config pjrt = { .name = "XLA CPU plugin", .thread_count = 1, .gemm_path = -1 };
+        struct tsrnn_compute_options options = { .kind = kind, .plugin_path = plugin };
+        struct tsrnn_rng rng;
+        cur_config = &pjrt;
+        OK(tsrnn_compute_create(&pjrt.ctx, &options));
+        tsrnn_rng_init(&rng, SEED, 1000);
+        run_memory(&rng);
+        print_table(cur_backend, &pjrt, 1);
+        tsrnn_compute_destroy(pjrt.ctx);
+        return;
     }
 
     struct config cpu_configs[] = {

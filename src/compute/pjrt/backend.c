@@ -70,6 +70,11 @@ static struct pjrt_ctx *ctx_of(struct tsrnn_compute *ctx)
     return (struct pjrt_ctx *)ctx;
 }
 
+struct tsrnn_pjrt *tsrnn_pjrt_of(struct tsrnn_compute *ctx)
+{
+    return ctx_of(ctx)->rt;
+}
+
 static bool pjrt_probe(char *why, size_t why_nbytes)
 {
     (void)why;

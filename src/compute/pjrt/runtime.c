@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pjrt_c_api.h"
 #include "runtime.h"
@@ -27,6 +28,8 @@ struct tsrnn_pjrt {
     size_t device_count;
     char platform[32];
     struct tsrnn_pjrt_program *programs;
+    size_t compile_count;
+    double compile_s;
 };
 
 /* Whether the plugin's table reaches the member at `offset` (a newer header than plugin). */
@@ -277,7 +280,12 @@ enum tsrnn_status tsrnn_pjrt_compile(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_pr
         .compile_options = options,
         .compile_options_size = compile_options(options, replica_count),
     };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     PJRT_Error *err = rt->api->PJRT_Client_Compile(&c);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rt->compile_count++;
+    rt->compile_s += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (err != NULL) {
         free(p);
         free(copy);
@@ -290,6 +298,12 @@ enum tsrnn_status tsrnn_pjrt_compile(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_pr
     rt->programs = p;
     *prog = p;
     return TSRNN_OK;
+}
+
+void tsrnn_pjrt_compile_stats(const struct tsrnn_pjrt *rt, size_t *count, double *seconds)
+{
+    *count = rt->compile_count;
+    *seconds = rt->compile_s;
 }
 
 size_t tsrnn_pjrt_program_count(const struct tsrnn_pjrt *rt)

@@ -44,6 +44,8 @@ void tsrnn_pjrt_api_version(const struct tsrnn_pjrt *rt, int *major, int *minor)
  * returns the program compiled from the same text before. */
 enum tsrnn_status tsrnn_pjrt_compile(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_program **prog,
                                      const char *text, int replica_count);
+/* Compiles done by this runtime (cache misses) and the seconds they took. */
+void tsrnn_pjrt_compile_stats(const struct tsrnn_pjrt *rt, size_t *count, double *seconds);
 /* How many programs the cache holds (tests check the cache works). */
 size_t tsrnn_pjrt_program_count(const struct tsrnn_pjrt *rt);
 
@@ -69,5 +71,9 @@ enum tsrnn_status tsrnn_pjrt_execute(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_pr
                                      size_t replica_count, struct tsrnn_pjrt_buffer *const *args,
                                      size_t arg_count, struct tsrnn_pjrt_buffer **outs,
                                      size_t out_count);
+
+/* The runtime of a pjrt compute context (src/compute/pjrt/backend.c), for tests and reports. */
+struct tsrnn_compute;
+struct tsrnn_pjrt *tsrnn_pjrt_of(struct tsrnn_compute *ctx);
 
 #endif
