@@ -36,8 +36,8 @@ struct tsrnn_compute_options {
                          CUDA_VISIBLE_DEVICES to the worker's one) */
     /* pjrt: the plugin (NULL: $TSRNN_PJRT_PLUGIN, $TPU_LIBRARY_PATH, libtpu.so), the platform
      * it must be (NULL: any; "tpu" for accelerator = tpu), replicas of the training step
-     * inside this process (one per device, 0 = 1), and the CPU plugin's device count (0:
-     * its default) */
+     * inside this process (one per device; 0 = 1, -1 = every device), and the CPU plugin's
+     * device count (0: its default) */
     const char *plugin_path;
     const char *platform;
     int replica_count;

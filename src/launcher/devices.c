@@ -121,6 +121,14 @@ enum tsrnn_status resolve_devices(struct launch *l)
     cpu_set_t allowed;
     int64_t count;
 
+    /* The pjrt backend runs its replicas inside one process, one per device of its plugin,
+     * with the gradients summed inside the program (docs/architecture.md "The pjrt
+     * backend"): nothing for a launcher to spread. */
+    if (cfg->accelerator == TSRNN_ACCELERATOR_XLA || cfg->accelerator == TSRNN_ACCELERATOR_TPU)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: accelerator = %s trains in one process (a replica per device "
+                           "inside it): run tsrnn-worker, with [trainer] devices = the count",
+                           accel_origin, cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : "xla");
     l->gpu = cfg->accelerator == TSRNN_ACCELERATOR_GPU;
     printf("GPU available: %s, used: %s\n", gpus > 0 ? "True" : "False",
            l->gpu && gpus > 0 ? "True" : "False");

@@ -90,16 +90,43 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
     return TSRNN_OK;
 }
 
+/* The pjrt backend's replicas in this one process from [trainer] devices: a count N is N;
+ * -1 is every device of the plugin; auto is every TPU core for tpu and 1 for xla (whose
+ * devices may be virtual CPU devices, no faster together). Device lists are refused: a
+ * replica set is the plugin's first N devices. */
+static enum tsrnn_status pjrt_replicas(const struct tsrnn_config *cfg, int *replicas)
+{
+    const char *d = cfg->devices;
+    if (strcmp(d, "auto") == 0)
+        *replicas = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? -1 : 1;
+    else if (strcmp(d, "-1") == 0)
+        *replicas = -1;
+    else if (strchr(d, ',') == NULL && atoi(d) >= 1)
+        *replicas = atoi(d);
+    else
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = %s: accelerator = %s takes a count of devices "
+                           "(replicas of the training step in this process), -1 or auto, not a "
+                           "list",
+                           tsrnn_config_origin(cfg, "trainer", "devices"), d,
+                           cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : "xla");
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
                                              const struct tsrnn_config *cfg)
 {
     *compute = NULL;
     TSRNN_TRY(tsrnn_train_check(cfg));
+    int replicas = 1;
+    if (compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
+        TSRNN_TRY(pjrt_replicas(cfg, &replicas));
     struct tsrnn_compute_options options = {
         .kind = compute_kind(cfg),
         .thread_count = cfg->num_threads,
         .plugin_path = cfg->pjrt_plugin,
         .platform = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : NULL,
+        .replica_count = replicas,
     };
     return tsrnn_compute_create(compute, &options);
 }

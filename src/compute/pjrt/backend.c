@@ -49,18 +49,24 @@ struct cached {
 
 #define CACHE_SLOTS 16
 
+/* Programs run on padded batches: the forward on batch_capacity windows, the training step
+ * on replica_rows windows per replica, so that one program serves every batch of a run (the
+ * short last one, one split unevenly over replicas). Padding windows are zeros; the training
+ * step weighs them 0, the forward's outputs for them are not read. */
 struct tsrnn_workspace {
     struct tsrnn_model_dims dims;
     size_t batch_capacity, step_capacity;
+    size_t replica_rows; /* Br = ceil(batch_capacity / replicas) */
     size_t batch_count, step_count;
-    float *x, *y; /* (B, T, C), (B, T, O) as loaded */
+    float *x, *y; /* (Bcap, T, C), (B, T, O) as loaded, x zero-padded */
     bool have_y;
-    float *out;               /* (T, B, O) of the last forward */
-    float *h_last, *c_last;   /* (L, B, H) after the last forward */
+    float *out;               /* (T, Bcap, O) of the last forward */
+    float *h_last, *c_last;   /* (L, Bcap, H) after the last forward */
     float *h_saved, *c_saved; /* state_save's copy */
-    float *zeros;             /* (L, B, H) */
-    float *sq;                /* (T, B, O) one replica's squared errors */
-    float *mask_part;         /* (L-1, T, B/R, H) one replica's dropout masks */
+    float *zeros;             /* (L, Bcap, H) */
+    float *xr, *yr, *wr;      /* one replica's (Br, T, C), (Br, T, O), (Br) */
+    float *sq;                /* (T, Br, O) one replica's squared errors */
+    float *mask_part;         /* (L-1, T, Br, H) one replica's dropout masks */
     struct cached cache[CACHE_SLOTS];
     size_t cache_count;
 };
@@ -274,6 +280,9 @@ static void pjrt_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_works
     free(ws->h_saved);
     free(ws->c_saved);
     free(ws->zeros);
+    free(ws->xr);
+    free(ws->yr);
+    free(ws->wr);
     free(ws->sq);
     free(ws->mask_part);
     free(ws);
@@ -284,26 +293,33 @@ static enum tsrnn_status pjrt_workspace_create(struct tsrnn_compute *ctx,
                                                const struct tsrnn_model_dims *dims,
                                                size_t batch_capacity, size_t step_capacity)
 {
+    struct pjrt_ctx *c = ctx_of(ctx);
     struct tsrnn_workspace *ws = calloc(1, sizeof(*ws));
     if (ws == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the pjrt workspace");
     size_t B = batch_capacity ? batch_capacity : 1, T = step_capacity ? step_capacity : 1;
-    size_t L = dims->layer_count, H = dims->hidden_count;
+    size_t L = dims->layer_count, H = dims->hidden_count, R = c->replica_count;
+    size_t Br = (B + R - 1) / R, C = dims->input_count, O = dims->output_count;
     ws->dims = *dims;
     ws->batch_capacity = B;
     ws->step_capacity = T;
-    ws->x = calloc(B * T * dims->input_count, sizeof(float));
-    ws->y = calloc(B * T * dims->output_count, sizeof(float));
-    ws->out = calloc(B * T * dims->output_count, sizeof(float));
-    ws->sq = calloc(B * T * dims->output_count, sizeof(float));
+    ws->replica_rows = Br;
+    ws->x = calloc(B * T * C, sizeof(float));
+    ws->y = calloc(B * T * O, sizeof(float));
+    ws->out = calloc(B * T * O, sizeof(float));
     ws->h_last = calloc(L * B * H, sizeof(float));
     ws->c_last = calloc(L * B * H, sizeof(float));
     ws->h_saved = calloc(L * B * H, sizeof(float));
     ws->c_saved = calloc(L * B * H, sizeof(float));
     ws->zeros = calloc(L * B * H, sizeof(float));
-    ws->mask_part = calloc((L > 1 ? L - 1 : 1) * T * B * H, sizeof(float));
-    if (ws->x == NULL || ws->y == NULL || ws->out == NULL || ws->sq == NULL || ws->h_last == NULL ||
+    ws->xr = calloc(Br * T * C, sizeof(float));
+    ws->yr = calloc(Br * T * O, sizeof(float));
+    ws->wr = calloc(Br, sizeof(float));
+    ws->sq = calloc(Br * T * O, sizeof(float));
+    ws->mask_part = calloc((L > 1 ? L - 1 : 1) * T * Br * H, sizeof(float));
+    if (ws->x == NULL || ws->y == NULL || ws->out == NULL || ws->h_last == NULL ||
         ws->c_last == NULL || ws->h_saved == NULL || ws->c_saved == NULL || ws->zeros == NULL ||
+        ws->xr == NULL || ws->yr == NULL || ws->wr == NULL || ws->sq == NULL ||
         ws->mask_part == NULL) {
         pjrt_workspace_destroy(ctx, ws);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the pjrt workspace");
@@ -324,14 +340,17 @@ static enum tsrnn_status pjrt_batch_load(struct tsrnn_compute *ctx, struct tsrnn
                            batch_count, step_count, ws->batch_capacity, ws->step_capacity);
     ws->batch_count = batch_count;
     ws->step_count = step_count;
-    memcpy(ws->x, x, batch_count * step_count * ws->dims.input_count * sizeof(float));
+    size_t row = step_count * ws->dims.input_count;
+    memcpy(ws->x, x, batch_count * row * sizeof(float));
+    memset(ws->x + batch_count * row, 0, (ws->batch_capacity - batch_count) * row * sizeof(float));
     ws->have_y = y != NULL;
     if (y != NULL)
         memcpy(ws->y, y, batch_count * step_count * ws->dims.output_count * sizeof(float));
     return TSRNN_OK;
 }
 
-/* The program for (what, B, T), emitted and compiled once per workspace. */
+/* The program for (what, B, T), emitted and compiled once per workspace (B: the rows it
+ * runs, padding included). */
 static enum tsrnn_status program_for(struct pjrt_ctx *c, struct tsrnn_workspace *ws, int what,
                                      size_t B, size_t T, struct tsrnn_pjrt_program **prog)
 {
@@ -369,7 +388,7 @@ static enum tsrnn_status pjrt_model_forward(struct tsrnn_compute *ctx, struct ts
 {
     struct pjrt_ctx *c = ctx_of(ctx);
     const struct tsrnn_model_dims *d = &ws->dims;
-    size_t B = ws->batch_count, T = ws->step_count, L = d->layer_count, H = d->hidden_count;
+    size_t B = ws->batch_capacity, T = ws->step_count, L = d->layer_count, H = d->hidden_count;
     bool lstm = d->kind == TSRNN_MODEL_LSTM;
     struct tsrnn_pjrt_program *prog;
     struct region *pr;
@@ -406,21 +425,35 @@ static enum tsrnn_status pjrt_model_forward(struct tsrnn_compute *ctx, struct ts
 static enum tsrnn_status pjrt_state_save(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
 {
     (void)ctx;
-    size_t n = ws->dims.layer_count * ws->batch_count * ws->dims.hidden_count;
+    size_t n = ws->dims.layer_count * ws->batch_capacity * ws->dims.hidden_count;
     memcpy(ws->h_saved, ws->h_last, n * sizeof(float));
     memcpy(ws->c_saved, ws->c_last, n * sizeof(float));
     return TSRNN_OK;
 }
 
-/* The windows [r*Br, (r+1)*Br) of the batch's masks (L-1, T, B, H) into mask_part. */
-static void replica_masks(struct tsrnn_workspace *ws, const float *masks, size_t r, size_t Br)
+/* Replica r's windows [r*Br, (r+1)*Br) of the batch: inputs, targets, weights (1 for a
+ * window of the batch, 0 for padding) and dropout masks ((L-1, T, B, H) -> (L-1, T, Br, H)),
+ * padding zero. Returns how many are real. */
+static size_t replica_part(struct tsrnn_workspace *ws, const float *masks, size_t r)
 {
     size_t L = ws->dims.layer_count, T = ws->step_count, B = ws->batch_count;
-    size_t H = ws->dims.hidden_count;
-    for (size_t l = 0; l + 1 < L; l++)
-        for (size_t t = 0; t < T; t++)
-            memcpy(ws->mask_part + ((l * T + t) * Br) * H, masks + ((l * T + t) * B + r * Br) * H,
-                   Br * H * sizeof(float));
+    size_t H = ws->dims.hidden_count, C = ws->dims.input_count, O = ws->dims.output_count;
+    size_t Br = ws->replica_rows, first = r * Br;
+    size_t real = first >= B ? 0 : (B - first < Br ? B - first : Br);
+    memset(ws->xr, 0, Br * T * C * sizeof(float));
+    memset(ws->yr, 0, Br * T * O * sizeof(float));
+    memcpy(ws->xr, ws->x + first * T * C, real * T * C * sizeof(float));
+    memcpy(ws->yr, ws->y + first * T * O, real * T * O * sizeof(float));
+    for (size_t i = 0; i < Br; i++)
+        ws->wr[i] = i < real ? 1.0f : 0.0f;
+    if (masks != NULL) {
+        memset(ws->mask_part, 0, (L - 1) * T * Br * H * sizeof(float));
+        for (size_t l = 0; l + 1 < L; l++)
+            for (size_t t = 0; t < T; t++)
+                memcpy(ws->mask_part + (l * T + t) * Br * H, masks + ((l * T + t) * B + first) * H,
+                       real * H * sizeof(float));
+    }
+    return real;
 }
 
 static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
@@ -430,21 +463,14 @@ static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn
 {
     struct pjrt_ctx *c = ctx_of(ctx);
     const struct tsrnn_model_dims *d = &ws->dims;
-    size_t R = c->replica_count, B = ws->batch_count, T = ws->step_count;
+    size_t R = c->replica_count, B = ws->batch_count, T = ws->step_count, Br = ws->replica_rows;
     size_t C = d->input_count, O = d->output_count, L = d->layer_count, H = d->hidden_count;
     bool dropout = L > 1 && d->dropout > 0.0f;
 
-    if (!ws->have_y)
-        return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: a training step needs the batch's targets");
-    if (B % R != 0)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "pjrt: a batch of %zu windows cannot be split over %zu replicas; "
-                           "choose [training] batch_size and the data so that every batch "
-                           "divides, or fewer devices",
-                           B, R);
+    if (!ws->have_y || B == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: a training step needs a batch with targets");
     if (dropout && masks == NULL)
         return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: a training step with dropout needs masks");
-    size_t Br = B / R;
     struct region *reg[3];
     float *bufs[3] = { params, exp_avg, exp_avg_sq };
     for (int i = 0; i < 3; i++) {
@@ -456,19 +482,24 @@ static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn
     struct tsrnn_pjrt_program *prog;
     TSRNN_TRY(program_for(c, ws, 0, Br, T, &prog));
 
-    float scalars[7] = { s->beta1,           s->one_minus_beta1,       s->beta2,
-                         s->one_minus_beta2, s->bias_correction2_sqrt, s->eps,
-                         s->neg_step_size };
+    float scalars[8] = { s->beta1,
+                         s->one_minus_beta1,
+                         s->beta2,
+                         s->one_minus_beta2,
+                         s->bias_correction2_sqrt,
+                         s->eps,
+                         s->neg_step_size,
+                         (float)(2.0 / (double)(B * T * O)) };
     enum {
-        NARGS = 7,
+        MAX_ARGS = 8,
         NOUTS = 5
     };
-    struct tsrnn_pjrt_buffer *args[TSRNN_PJRT_MAX_DEVICES * NARGS] = { 0 };
+    struct tsrnn_pjrt_buffer *args[TSRNN_PJRT_MAX_DEVICES * MAX_ARGS] = { 0 };
     struct tsrnn_pjrt_buffer *outs[TSRNN_PJRT_MAX_DEVICES * NOUTS] = { 0 };
-    size_t nargs = dropout ? 7 : 6;
+    size_t nargs = dropout ? 8 : 7, real[TSRNN_PJRT_MAX_DEVICES];
     int64_t xdims[3] = { (int64_t)Br, (int64_t)T, (int64_t)C };
     int64_t ydims[3] = { (int64_t)Br, (int64_t)T, (int64_t)O };
-    int64_t sdims[1] = { 7 };
+    int64_t wdims[1] = { (int64_t)Br }, sdims[1] = { 8 };
     int64_t mdims[3] = { (int64_t)(L > 1 ? L - 1 : 1), (int64_t)(T * Br), (int64_t)H };
     enum tsrnn_status status = TSRNN_OK;
     for (size_t r = 0; r < R && status == TSRNN_OK; r++) {
@@ -476,21 +507,22 @@ static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn
         a[0] = reg[0]->dev[r];
         a[1] = reg[1]->dev[r];
         a[2] = reg[2]->dev[r];
-        status = tsrnn_pjrt_buffer_upload(c->rt, &a[3], r, ws->x + r * Br * T * C, xdims, 3);
+        real[r] = replica_part(ws, dropout ? masks : NULL, r);
+        status = tsrnn_pjrt_buffer_upload(c->rt, &a[3], r, ws->xr, xdims, 3);
         if (status == TSRNN_OK)
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[4], r, ws->y + r * Br * T * O, ydims, 3);
+            status = tsrnn_pjrt_buffer_upload(c->rt, &a[4], r, ws->yr, ydims, 3);
         if (status == TSRNN_OK)
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[5], r, scalars, sdims, 1);
-        if (status == TSRNN_OK && dropout) {
-            replica_masks(ws, masks, r, Br);
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[6], r, ws->mask_part, mdims, 3);
-        }
+            status = tsrnn_pjrt_buffer_upload(c->rt, &a[5], r, ws->wr, wdims, 1);
+        if (status == TSRNN_OK)
+            status = tsrnn_pjrt_buffer_upload(c->rt, &a[6], r, scalars, sdims, 1);
+        if (status == TSRNN_OK && dropout)
+            status = tsrnn_pjrt_buffer_upload(c->rt, &a[7], r, ws->mask_part, mdims, 3);
     }
     if (status == TSRNN_OK)
         status = tsrnn_pjrt_execute(c->rt, prog, R, args, nargs, outs, NOUTS);
     /* The donated parameters and moments are gone whatever happened; their handles go too,
-     * and on failure the host copies (stale by this step only if they were DEVICE_NEWER)
-     * are what is left. */
+     * and on failure the host copies are what is left (stale by this step only if a program
+     * had written them since the last download). */
     for (size_t r = 0; r < R; r++) {
         destroy_all(c, args + r * nargs + 3, nargs - 3);
         for (int i = 0; i < 3; i++) {
@@ -500,24 +532,26 @@ static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn
     }
     for (int i = 0; i < 3; i++)
         reg[i]->where = status == TSRNN_OK ? DEVICE_NEWER : HOST_NEWER;
+    /* The loss from the real windows' squared errors, in double: t, then b, then o, as the
+     * CPU backend sums them (replica by replica when there are several). */
     double sum = 0.0;
-    float all_finite = 1.0f;
+    bool all_finite = true;
     for (size_t r = 0; r < R && status == TSRNN_OK; r++) {
-        float f;
+        float f = 0.0f;
         status = tsrnn_pjrt_buffer_download(c->rt, outs[r * NOUTS + 3], ws->sq,
                                             T * Br * O * sizeof(float));
         if (status == TSRNN_OK)
             status = tsrnn_pjrt_buffer_download(c->rt, outs[r * NOUTS + 4], &f, sizeof(f));
-        for (size_t i = 0; status == TSRNN_OK && i < T * Br * O; i++)
-            sum += (double)ws->sq[i];
-        if (status == TSRNN_OK && f == 0.0f)
-            all_finite = 0.0f;
+        for (size_t t = 0; status == TSRNN_OK && t < T; t++)
+            for (size_t i = 0; i < real[r] * O; i++)
+                sum += (double)ws->sq[t * Br * O + i];
+        all_finite = all_finite && f != 0.0f;
     }
     for (size_t r = 0; r < R; r++)
         destroy_all(c, outs + r * NOUTS + 3, 2);
     TSRNN_TRY(status);
     *loss = (float)(sum / (double)(B * T * O));
-    *finite = all_finite != 0.0f;
+    *finite = all_finite;
     return TSRNN_OK;
 }
 
@@ -525,12 +559,13 @@ static enum tsrnn_status pjrt_window_squared_errors(struct tsrnn_compute *ctx,
                                                     struct tsrnn_workspace *ws, double *se)
 {
     size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    size_t Bp = ws->batch_capacity;
     (void)ctx;
     for (size_t b = 0; b < B; b++) {
         double sum = 0.0;
         for (size_t t = 0; t < T; t++)
             for (size_t o = 0; o < O; o++) {
-                float e = ws->out[(t * B + b) * O + o] - ws->y[(b * T + t) * O + o];
+                float e = ws->out[(t * Bp + b) * O + o] - ws->y[(b * T + t) * O + o];
                 sum += (double)(e * e);
             }
         se[b] = sum;
@@ -542,8 +577,8 @@ static enum tsrnn_status pjrt_output_download(struct tsrnn_compute *ctx, struct 
                                               size_t t, float *out)
 {
     (void)ctx;
-    size_t rows = ws->batch_count * ws->dims.output_count;
-    memcpy(out, ws->out + t * rows, rows * sizeof(float));
+    size_t O = ws->dims.output_count;
+    memcpy(out, ws->out + t * ws->batch_capacity * O, ws->batch_count * O * sizeof(float));
     return TSRNN_OK;
 }
 
@@ -596,11 +631,14 @@ static enum tsrnn_status pjrt_mse_forward(struct tsrnn_compute *ctx, struct tsrn
                                           float *loss)
 {
     size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    size_t Bp = ws->batch_capacity;
     double sum = 0.0;
+    if (!ws->have_y)
+        return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: the loss needs the batch's targets");
     for (size_t t = 0; t < T; t++)
         for (size_t b = 0; b < B; b++)
             for (size_t o = 0; o < O; o++) {
-                float e = ws->out[(t * B + b) * O + o] - ws->y[(b * T + t) * O + o];
+                float e = ws->out[(t * Bp + b) * O + o] - ws->y[(b * T + t) * O + o];
                 sum += (double)(e * e);
             }
     float value = (float)(sum / (double)(B * T * O));

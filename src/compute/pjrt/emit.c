@@ -684,12 +684,12 @@ char *tsrnn_pjrt_emit_train_step(const struct tsrnn_model_dims *dims, size_t bat
         "mhlo.num_partitions = 1 : i32} {\n",
         replica_count);
     struct val p = fresh(&e), m = fresh(&e), v = fresh(&e), x = fresh(&e), y = fresh(&e);
-    struct val s = fresh(&e), mk = fresh(&e);
+    struct val w = fresh(&e), s = fresh(&e), mk = fresh(&e);
     out(&e,
         "  func.func public @main(%s: %s {tf.aliasing_output = 0 : i32}, %s: %s "
         "{tf.aliasing_output = 1 : i32}, %s: %s {tf.aliasing_output = 2 : i32}, %s: %s, %s: %s, "
-        "%s: tensor<7xf32>",
-        p.s, tn, m.s, tn, v.s, tn, x.s, T3(&e, B, T, C), y.s, T3(&e, B, T, O), s.s);
+        "%s: %s, %s: tensor<8xf32>",
+        p.s, tn, m.s, tn, v.s, tn, x.s, T3(&e, B, T, C), y.s, T3(&e, B, T, O), w.s, T1(&e, B), s.s);
     if (masks)
         out(&e, ", %s: %s", mk.s, T3(&e, L - 1, T * B, H));
     out(&e, ") -> (%s, %s, %s, %s, tensor<f32>) {\n", tn, tn, tn, T3(&e, T, B, O));
@@ -703,8 +703,11 @@ char *tsrnn_pjrt_emit_train_step(const struct tsrnn_model_dims *dims, size_t bat
     struct val yt = transpose(&e, y, T3(&e, B, T, O), tbo, "1, 0, 2");
     struct val err = SUB(&e, o, yt, tbo);
     struct val sq = MUL(&e, err, err, tbo);
-    float scale = (float)(2.0 / (double)(replica_count * B * T * O));
-    struct val dout = MUL(&e, err, bcast(&e, cst_f32(&e, scale, T0(&e)), T0(&e), tbo, ""), tbo);
+    /* dLoss/d(out) = (out - y) * 2/(B*T*O), B the real windows of the whole batch; a padded
+     * window's weight 0 makes its contribution an exact 0. */
+    struct val norm =
+        bcast(&e, slice(&e, s, "tensor<8xf32>", T1(&e, 1), "7", "8", "1"), T1(&e, 1), tbo, "0");
+    struct val dout = MUL(&e, MUL(&e, err, bcast(&e, w, T1(&e, B), tbo, "1"), tbo), norm, tbo);
 
     /* The head's backward, then the layers top to bottom. */
     struct val gv_w = dot(&e, dout, rows3(&e, pg.layer[L - 1].hs, T + 1, B, H, 1, T), tbo,
@@ -771,7 +774,7 @@ char *tsrnn_pjrt_emit_train_step(const struct tsrnn_model_dims *dims, size_t bat
         char st[8], li[8];
         snprintf(st, sizeof(st), "%d", i);
         snprintf(li, sizeof(li), "%d", i + 1);
-        struct val one = slice(&e, s, "tensor<7xf32>", T1(&e, 1), st, li, "1");
+        struct val one = slice(&e, s, "tensor<8xf32>", T1(&e, 1), st, li, "1");
         sc[i] = bcast(&e, one, T1(&e, 1), tn, "0");
     }
     struct val m2 = ADD(&e, MUL(&e, m, sc[0], tn), MUL(&e, sc[1], g, tn), tn);
