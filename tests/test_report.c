@@ -172,6 +172,12 @@ static void test_devices(void **state)
     capture_close(&c);
 
     capture_open(&c);
+    tsrnn_report_devices(c.f, false, false, 4);
+    assert_string_equal(capture_text(&c), "GPU available: False, used: False\n"
+                                          "TPU available: True, using: 4 TPU cores\n");
+    capture_close(&c);
+
+    capture_open(&c);
     tsrnn_report_devices(c.f, true, true, 0);
     tsrnn_report_fit_stopped(c.f, "max_epochs", 300);
     tsrnn_report_fit_stopped(c.f, "max_steps", 40);

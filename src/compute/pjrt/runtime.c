@@ -30,6 +30,10 @@ struct tsrnn_pjrt {
     struct tsrnn_pjrt_program *programs;
     size_t compile_count;
     double compile_s;
+    /* topologies described for compile_for_topology, kept until close */
+    char topology_names[8][32];
+    PJRT_TopologyDescription *topologies[8];
+    size_t topology_count;
 };
 
 /* Whether the plugin's table reaches the member at `offset` (a newer header than plugin). */
@@ -201,6 +205,15 @@ void tsrnn_pjrt_close(struct tsrnn_pjrt *rt)
         free(p->text);
         free(p);
     }
+    for (size_t i = 0; i < rt->topology_count; i++) {
+        PJRT_TopologyDescription_Destroy_Args td = {
+            .struct_size = PJRT_TopologyDescription_Destroy_Args_STRUCT_SIZE,
+            .topology = rt->topologies[i],
+        };
+        PJRT_Error *err = rt->api->PJRT_TopologyDescription_Destroy(&td);
+        if (err != NULL)
+            (void)pjrt_failed(rt, err, "destroying a topology");
+    }
     if (rt->client != NULL) {
         PJRT_Client_Destroy_Args d = { .struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE,
                                        .client = rt->client };
@@ -320,12 +333,25 @@ enum tsrnn_status tsrnn_pjrt_compile_for_topology(struct tsrnn_pjrt *rt, const c
     if (!HAS_FN(rt, PJRT_TopologyDescription_Create) || !HAS_FN(rt, PJRT_Compile))
         return tsrnn_error(TSRNN_ERR_USAGE, "pjrt (%s): the plugin cannot compile without a client",
                            rt->path);
-    PJRT_TopologyDescription_Create_Args tc = {
-        .struct_size = PJRT_TopologyDescription_Create_Args_STRUCT_SIZE,
-        .topology_name = topology_name,
-        .topology_name_size = strlen(topology_name),
-    };
-    PJRT_TRY(rt, rt->api->PJRT_TopologyDescription_Create(&tc), "describing a topology");
+    PJRT_TopologyDescription *topology = NULL;
+    for (size_t i = 0; i < rt->topology_count; i++)
+        if (strcmp(rt->topology_names[i], topology_name) == 0)
+            topology = rt->topologies[i];
+    if (topology == NULL) {
+        if (rt->topology_count == 8 || strlen(topology_name) >= sizeof(rt->topology_names[0]))
+            return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: too many or too long topology names (%s)",
+                               topology_name);
+        PJRT_TopologyDescription_Create_Args tc = {
+            .struct_size = PJRT_TopologyDescription_Create_Args_STRUCT_SIZE,
+            .topology_name = topology_name,
+            .topology_name_size = strlen(topology_name),
+        };
+        PJRT_TRY(rt, rt->api->PJRT_TopologyDescription_Create(&tc), "describing a topology");
+        topology = tc.topology;
+        snprintf(rt->topology_names[rt->topology_count], sizeof(rt->topology_names[0]), "%s",
+                 topology_name);
+        rt->topologies[rt->topology_count++] = topology;
+    }
     char options[24];
     PJRT_Program program = {
         .struct_size = PJRT_Program_STRUCT_SIZE,
@@ -336,7 +362,7 @@ enum tsrnn_status tsrnn_pjrt_compile_for_topology(struct tsrnn_pjrt *rt, const c
     };
     PJRT_Compile_Args c = {
         .struct_size = PJRT_Compile_Args_STRUCT_SIZE,
-        .topology = tc.topology,
+        .topology = topology,
         .program = &program,
         .compile_options = options,
         .compile_options_size = compile_options(options, replica_count),
@@ -352,15 +378,6 @@ enum tsrnn_status tsrnn_pjrt_compile_for_topology(struct tsrnn_pjrt *rt, const c
         if (err != NULL)
             status = pjrt_failed(rt, err, "destroying an executable");
     }
-    PJRT_TopologyDescription_Destroy_Args td = {
-        .struct_size = PJRT_TopologyDescription_Destroy_Args_STRUCT_SIZE,
-        .topology = tc.topology,
-    };
-    err = rt->api->PJRT_TopologyDescription_Destroy(&td);
-    if (err != NULL && status == TSRNN_OK)
-        status = pjrt_failed(rt, err, "destroying a topology");
-    else if (err != NULL)
-        (void)pjrt_failed(rt, err, "destroying a topology");
     return status;
 }
 
