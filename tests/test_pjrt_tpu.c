@@ -3,7 +3,8 @@
  * over 4 chips), through PJRT_TopologyDescription_Create + PJRT_Compile: no client, no
  * device, no TPU needed. Programs: the training step and the forward (the validation length
  * and a forecast's one step) of RNN, LSTM and GRU with 1 and 2 layers (2 with dropout) at
- * the seed config's shapes. TSRNN_TEST_SHORT (the sanitized run): the 2-layer LSTM only.
+ * the seed config's shapes. Then `accelerator = tpu` through tsrnn-worker, which must be
+ * exit code 2 with libtpu's reason (no TPU here). TSRNN_TEST_SHORT (the sanitized run): the 2-layer LSTM only.
  *
  * Safety: libtpu, started outside Google Cloud, tries a cloud metadata server. This program
  * loads it only with TPU_SKIP_MDS_QUERY=1 and only inside a network namespace with nothing
@@ -127,6 +128,21 @@ static void test_tpu_compile(void **state)
     free(text);
     tsrnn_pjrt_close(rt);
 }
+/* accelerator = tpu with libtpu and no TPU: exit code 2, libtpu's reason in the message. */
+static void test_tpu_absent(void **state)
+{
+    (void)state;
+    struct tu_result r;
+    const char *sets[] = { "trainer.accelerator=tpu", "training.n_epochs=1", NULL };
+    unsetenv("TSRNN_PJRT_PLUGIN");
+    setenv("TPU_LIBRARY_PATH", libtpu, 1);
+    assert_int_equal(tu_train(&r, "tpu", sets, 120), 2);
+    tu_expect_in(r.err, "no tpu could be used: ");
+    tu_expect_in(r.err, "creating a client failed: TPU initialization failed: ");
+    const char *line = strstr(r.err, "tsrnn-worker: error:");
+    printf("# accelerator = tpu here: %.*s\n", line ? (int)strcspn(line, "\n") : 0,
+           line ? line : "");
+}
 #endif
 
 int main(void)
@@ -155,7 +171,10 @@ int main(void)
                "without network (tests/no-network.sh)\n");
         return 77;
     }
-    const struct CMUnitTest tests[] = { cmocka_unit_test(test_tpu_compile) };
-    return cmocka_run_group_tests_name("pjrt_tpu", tests, NULL, NULL);
+    /* The worker first: libtpu holds a lock file (/tmp/libtpu_lockfile) for as long as a
+     * process has it loaded, and this one loads it for the compiles. */
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_tpu_absent),
+                                        cmocka_unit_test(test_tpu_compile) };
+    return cmocka_run_group_tests_name("pjrt_tpu", tests, tu_setup_run_dir, tu_teardown_run_dir);
 #endif
 }
