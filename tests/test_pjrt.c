@@ -37,6 +37,7 @@
 #include "tsrnn/rng.h"
 #include "tsrnn_build.h"
 
+#if TSRNN_HAVE_PJRT_BACKEND
 #include "src/compute/pjrt/runtime.h"
 
 #define OK(expr)                                                                                   \
@@ -83,7 +84,6 @@ static struct tsrnn_compute *new_cpu(void)
 static void test_runtime(void **state)
 {
     (void)state;
-#if TSRNN_HAVE_PJRT_BACKEND
     struct tsrnn_pjrt *rt;
     assert_int_equal(tsrnn_pjrt_open(&rt, "/nonexistent/libtpu.so", true, 0), TSRNN_ERR_USAGE);
     tu_expect_in(tsrnn_last_error(), "cannot load the PJRT plugin /nonexistent/libtpu.so");
@@ -125,7 +125,6 @@ static void test_runtime(void **state)
     tsrnn_pjrt_buffer_destroy(rt, arg);
     tsrnn_pjrt_buffer_destroy(rt, res);
     tsrnn_pjrt_close(rt);
-#endif
 }
 
 /* --- training against the CPU backend ---------------------------------------------------- */
@@ -463,6 +462,8 @@ static void test_worker(void **state)
     tu_expect_in(r.err, "cannot load the PJRT plugin /nonexistent/libtpu.so");
     unsetenv("TPU_LIBRARY_PATH");
 }
+
+#endif
 
 int main(void)
 {
