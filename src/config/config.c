@@ -68,6 +68,7 @@ struct key {
 static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
 static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const fill_choices[] = { "none", "interpolate", NULL };
+static const char *const rng_compat_choices[] = { "lightning2", "lightning1", NULL };
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
@@ -225,6 +226,15 @@ static const struct key schema[] = {
          .doc = "Shuffle the training windows every epoch (Darts' order for `random_state`); "
                 "`false` keeps their order.",
          .darts = "the training `DataLoader`'s `shuffle=True`", .example = "false"),
+    ENUM("training", "rng_compat", rng_compat, "lightning2", rng_compat_choices,
+         .doc = "Which Lightning's use of the random generator the shuffles follow, with "
+                "validation: `lightning2` is today's Darts (0.48 with Lightning 2.x, whose "
+                "pre-training sanity check runs under `isolate_rng` and draws nothing); "
+                "`lightning1` is the older order in which that check drew one number first "
+                "(the Darts guide's printed run, and tsrnn before this option). Without "
+                "validation both are the same.",
+         .darts = "the installed Lightning version (`Trainer(num_sanity_val_steps=2)`)",
+         .example = "lightning1"),
     TEXT("training", "resume", KEY_RESUME, resume, "",
          "last, best, the path of a checkpoint (.safetensors), or nothing to start afresh",
          .doc = "Continue from a checkpoint of this run folder (`last`, `best`: not with "

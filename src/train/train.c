@@ -350,11 +350,13 @@ static enum tsrnn_status setup(struct trainer *tr)
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
-     * per parameter before the loaders start (also when init_weights replaces it). */
+     * per parameter before the loaders start (also when init_weights replaces it); whether
+     * Lightning's sanity check drew one more is rng_compat's. */
     struct tsrnn_shuffle shuffle = {
         .random_state = (uint32_t)cfg->random_state,
         .param_count = tr->model.table.total_count,
         .validation = ds->val.count > 0,
+        .sanity_check_draws = cfg->rng_compat == TSRNN_RNG_COMPAT_LIGHTNING1,
     };
     TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
                                  (size_t)tr->rank, (size_t)tr->world_size));
