@@ -983,7 +983,7 @@ static void test_tampered_metadata_is_refused(void **state)
         { "epoch.safetensors", "tsrnn.epoch", NULL, "9223372036854775807", true,
           "\"tsrnn.epoch\" = \"9223372036854775807\"; expected an integer from 0 to 100000000" },
         { "step.safetensors", "tsrnn.global_step", NULL, "9223372036854775807", true,
-          "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 1" },
+          "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 0" },
         { "scale.safetensors", "tsrnn.scaler", "\"scale\":[", "\"scale\":[1e-45]", true,
           "\"tsrnn.scaler\": a bound, scale or offset is not what a fitted scaler holds" },
     };

@@ -275,6 +275,74 @@ static void test_rng_compat_lightning1_is_the_old_order(void **state)
     assert_true(rel(rows[0].train_loss, 0.108717516) < 1e-6);
 }
 
+/* max_steps = 0 (e.g. a model imported with init_weights): no step, but the weights are
+ * saved as checkpoints/last-epoch=0.safetensors even without save_checkpoints, the console
+ * says so, tsrnn-predict takes it (no best checkpoint: the last one), and --resume last
+ * trains it from the first step exactly as a fresh run (Darts' first step 0.0775388628). */
+static void test_max_steps_0_saves_the_weights(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.max_steps=0", "output.save_checkpoints=false", NULL };
+    assert_int_equal(train("untrained", sets, 60), 0);
+    assert_non_null(strstr(result.out, "No training step (max_steps = 0): the initial weights are "
+                                       "saved as "));
+    char run[PATH_MAX], ckpt[PATH_MAX + 64];
+    snprintf(run, sizeof(run), "%s/untrained", tu_run_dir());
+    snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/last-epoch=0.safetensors", run);
+    assert_int_equal(access(ckpt, R_OK), 0);
+
+    const char *predict[] = { tu_env("TSRNN_PREDICT"), "--run", run, "--n", "3", NULL };
+    assert_int_equal(tu_run(predict, 30, &result), 0);
+    assert_int_equal(result.exit_code, 0);
+    assert_non_null(strstr(result.err, "No best checkpoint in"));
+    assert_non_null(strstr(result.err, "untrained: saved by a max_steps = 0 run"));
+    assert_non_null(strstr(result.out, "1959-04,"));
+
+    const char *more[] = { "training.resume=last",
+                           "output.force_reset=false",
+                           "training.n_epochs=2",
+                           "output.save_checkpoints=false",
+                           "--quiet",
+                           NULL };
+    if (train("untrained", more, 60) != 0)
+        fail_msg("%s", result.err);
+    static struct tu_metrics_row rows[32];
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/metrics.csv", run);
+    assert_int_equal(tu_read_metrics(path, rows, 32), 16);
+    printf("# resumed from the untrained checkpoint: first step %.9g\n", rows[0].train_loss);
+    assert_int_equal(rows[0].step, 0);
+    assert_true(rel(rows[0].train_loss, 0.0775388628) < 1e-6);
+}
+
+/* A PyTorch file where tsrnn wants safetensors (Darts' .ckpt, _model.pth.tar, a .pt): exit 2
+ * and a message that says what it is and names the conversion, for tsrnn-predict, resume and
+ * init_weights alike. The file is only the zip archive's signature that torch.save writes. */
+static void test_torch_files_name_the_conversion(void **state)
+{
+    (void)state;
+    char file[PATH_MAX];
+    snprintf(file, sizeof(file), "%s/last-epoch=299.ckpt", tu_run_dir());
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    fwrite("PK\003\004archive/data.pkl", 1, 24, f);
+    fclose(f);
+    const char *predict[] = { tu_env("TSRNN_PREDICT"), "--checkpoint", file, "--n", "3", NULL };
+    assert_int_equal(tu_run(predict, 30, &result), 0);
+    assert_int_equal(result.exit_code, 2);
+    assert_non_null(strstr(result.err, "last-epoch=299.ckpt: this is a PyTorch file"));
+    assert_non_null(strstr(result.err, "scripts/darts-to-tsrnn MODEL.pt|.ckpt OUT_DIR"));
+    char resume[PATH_MAX + 32], init[PATH_MAX + 32];
+    snprintf(resume, sizeof(resume), "training.resume=%s", file);
+    snprintf(init, sizeof(init), "model.init_weights=%s", file);
+    const char *with_resume[] = { resume, "output.force_reset=false", "--quiet", NULL };
+    assert_int_equal(train("torchfile", with_resume, 30), 2);
+    assert_non_null(strstr(result.err, "this is a PyTorch file"));
+    const char *with_init[] = { init, "--quiet", NULL };
+    assert_int_equal(train("torchfile", with_init, 30), 2);
+    assert_non_null(strstr(result.err, "scripts/darts-to-tsrnn"));
+}
+
 /* --- the run folder and the console ---------------------------------------------------- */
 
 static void test_outputs_and_console(void **state)
@@ -497,6 +565,8 @@ int main(void)
         cmocka_unit_test(test_whole_run_lstm_matches_pytorch),
         cmocka_unit_test(test_darts_runs_number_for_number),
         cmocka_unit_test(test_rng_compat_lightning1_is_the_old_order),
+        cmocka_unit_test(test_max_steps_0_saves_the_weights),
+        cmocka_unit_test(test_torch_files_name_the_conversion),
         cmocka_unit_test(test_outputs_and_console),
         cmocka_unit_test(test_multivariate_two_layers_dropout_learns),
         cmocka_unit_test(test_gpu_is_refused_until_the_cuda_backend),

@@ -213,7 +213,9 @@ static const struct key schema[] = {
         .darts = "`RNNModel(n_epochs=...)`", .example = "300"),
     INT("training", "max_steps", max_steps, "-1", -1, 2147483647,
         .doc = "Stop after this many optimizer steps, even inside an epoch (which then still "
-               "validates); `-1` = no limit.",
+               "validates); `-1` = no limit. `0` trains nothing but saves the weights (e.g. "
+               "imported with `init_weights`) as `checkpoints/last-epoch=0.safetensors`, "
+               "whatever `save_checkpoints` says, for `tsrnn-predict` and `--resume`.",
         .darts = "`pl_trainer_kwargs={\"max_steps\": ...}`", .example = "1000",
         .default_doc = "no limit"),
     DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN, .doc = "Adam's learning rate.",

@@ -517,6 +517,27 @@ static enum tsrnn_status save_checkpoints(struct trainer *tr)
     return TSRNN_OK;
 }
 
+/* max_steps = 0 on a new run: no step is taken, yet the weights (initialised or imported with
+ * init_weights) are saved as checkpoints/last-epoch=0.safetensors, epoch 0 not begun, so that
+ * tsrnn-predict can use them and --resume last trains them from the first step. Written
+ * whatever save_checkpoints says: that is what such a run is for. */
+static enum tsrnn_status save_untrained(struct trainer *tr)
+{
+    struct tsrnn_train_state *st = &tr->state;
+    st->epoch = 0;
+    st->batches_done = 0;
+    st->epoch_complete = false;
+    st->global_step = 0;
+    st->monitor_value = NAN;
+    TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
+    char name[256], path[sizeof(tr->ckpt_dir) + sizeof(name)];
+    tsrnn_checkpoint_name_last(name, sizeof(name), 0);
+    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
+    TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
+    snprintf(tr->last_checkpoint, sizeof(tr->last_checkpoint), "%s", path);
+    return TSRNN_OK;
+}
+
 /* After an epoch's last batch (and validation): record where training stands, hand the
  * logs to the OS and write the checkpoints. */
 static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t batches_done,
@@ -699,7 +720,12 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
 {
     double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
     int64_t steps = r->step_count - r->first_step;
-    if (steps == 0) { /* resumed past the end: Lightning also just stops */
+    if (steps == 0 && r->first_step == 0 && tr->cfg->max_steps == 0) {
+        fprintf(out, "No training step (max_steps = 0): the %s weights are saved as %s\n",
+                tr->cfg->init_weights[0] != '\0' ? "imported (init_weights)" : "initial",
+                tr->last_checkpoint[0] != '\0' ? tsrnn_display_path(tr->last_checkpoint)
+                                               : "rank 0's checkpoint");
+    } else if (steps == 0) { /* resumed past the end: Lightning also just stops */
         fprintf(out,
                 "Nothing left to train: the checkpoint ends at epoch %lld (step %lld) and "
                 "n_epochs = %d, max_steps = %lld; raise them to train on\n",
@@ -779,6 +805,8 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status == TSRNN_OK && !options->quiet)
         tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
                                  steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
+    if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
+        status = save_untrained(&tr);
     if (status == TSRNN_OK && ds->val_length > 0)
         status = forecast_validation(&tr, &r);
     if (status == TSRNN_OK && tr.writes_files && cfg->forecast_n > 0)
