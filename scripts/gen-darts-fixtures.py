@@ -6,7 +6,7 @@ Needs a virtual environment with Darts, outside the source tree (the tests do no
     python3 -m venv /work/venv-darts
     /work/venv-darts/bin/pip install "darts==0.48.1" "pytorch-lightning==2.6.*" tensorboard
     cp examples/data/air_passengers.csv ~/.darts/datasets/   # same md5: loads offline
-    /work/venv-darts/bin/python scripts/gen-darts-fixtures.py
+    /work/venv-darts/bin/python scripts/gen-darts-fixtures.py --logs /tmp/darts-logs   # also tests/fixtures/darts_hparams.yaml
 
 Recorded with: darts 0.48.1, pytorch-lightning 2.6.6, torch 2.15.0 (see darts-fixtures.md it writes
 for the exact versions of the last run), CPU, torch.set_num_threads(1).
@@ -26,12 +26,15 @@ validated on the rest, and writes under tests/fixtures/:
   last val_loss, MAPE over the 23 validation months).
 
 Optionally (`--logs DIR`) one more RNN seed 42 run with log_tensorboard=True and
-save_checkpoints=True is kept in DIR for inspecting Darts' files.
+save_checkpoints=True is kept in DIR for inspecting Darts' files (event files, checkpoints,
+`model.save()`'s Air_RNN.pt), and its logs/hparams.yaml is copied to
+tests/fixtures/darts_hparams.yaml.
 """
 
 import argparse
 import math
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -172,6 +175,8 @@ def keep_logs(data, out):
     model.fit(train_s, val_series=val_s)
     model.predict(FORECAST_N)
     model.save(str(Path(out) / "Air_RNN.pt"))
+    shutil.copyfile(Path(out) / "Air_RNN" / "logs" / "hparams.yaml",
+                    FIXTURES / "darts_hparams.yaml")
 
 
 def main():

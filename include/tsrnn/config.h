@@ -92,8 +92,9 @@ struct tsrnn_config {
     enum tsrnn_accelerator accelerator;
     char devices[64]; /* "auto", "-1", "N" or "i,j,..." */
     int num_threads;
-    double timeout_s; /* the longest wait for a peer: rendezvous and each collective */
-    int max_restarts; /* tsrnn-launch: relaunches of the whole job after a failure */
+    double timeout_s;      /* the longest wait for a peer: rendezvous and each collective */
+    int max_restarts;      /* tsrnn-launch: relaunches of the whole job after a failure */
+    int log_every_n_steps; /* TensorBoard: train_loss every this many steps (Lightning's) */
 
     /* [output] */
     char work_dir[PATH_MAX];

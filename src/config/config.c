@@ -270,6 +270,11 @@ static const struct key schema[] = {
                "2.",
         .darts = "torchrun's `--max_restarts`", .example = "3"),
 
+    INT("trainer", "log_every_n_steps", log_every_n_steps, "50", 1, 2147483647,
+        .doc = "TensorBoard gets `train_loss` (and `epoch`) every this many optimizer steps, "
+               "as Lightning logs; `1` logs every step. `metrics.csv` always holds every step.",
+        .darts = "`pl_trainer_kwargs={\"log_every_n_steps\": ...}`", .example = "1"),
+
     TEXT("output", "work_dir", KEY_PATH, work_dir, NULL,
          "a folder path (relative to the INI file's folder)",
          .doc = "The folder that holds run folders: a run writes `{work_dir}/{model_name}/`.",

@@ -111,13 +111,53 @@ static enum tsrnn_status write_config(const struct trainer *tr)
     return tsrnn_atomic_file_commit(&af);
 }
 
+/* The shortest %g text that reads back as `x`, as Python's repr() (and so PyYAML) writes
+ * a float. */
+static void shortest_double(char *out, size_t size, double x)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, size, "%.*g", digits, x);
+        if (strtod(out, NULL) == x)
+            return;
+    }
+}
+
+/* logs/hparams.yaml as Lightning's TensorBoardLogger saves Darts' module hyperparameters
+ * (PyYAML, keys sorted) for this model: no covariates, no likelihood, Adam with `lr`. */
+static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    size_t C = tr->ds->series.component_count;
+    char path[PATH_MAX + 32], dropout[32], lr[32];
+    struct tsrnn_atomic_file af;
+    snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
+    shortest_double(dropout, sizeof(dropout), cfg->dropout);
+    shortest_double(lr, sizeof(lr), cfg->lr);
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fprintf(af.file,
+            "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
+            "likelihood: null\nlr_scheduler_cls: null\nlr_scheduler_kwargs: null\nname: %s\n"
+            "nr_params: 1\nnum_layers: %d\n"
+            "optimizer_cls: !!python/name:torch.optim.adam.Adam ''\noptimizer_kwargs:\n"
+            "  lr: %s\noutput_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
+            "train_sample_shape:\n  future_covariates: null\n"
+            "  future_target: !!python/tuple\n  - %d\n  - %zu\n"
+            "  historic_future_covariates: null\n  past_covariates: null\n"
+            "  past_target: !!python/tuple\n  - %d\n  - %zu\n  static_covariates: null\n"
+            "use_reversible_instance_norm: false\n",
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C, tsrnn_model_kind_name(cfg->model),
+            cfg->n_rnn_layers, lr, C, cfg->training_length, C, cfg->training_length, C);
+    return tsrnn_atomic_file_commit(&af);
+}
+
 /* A resumed run continues the checkpoint's trajectory only with the same data, model and
  * training settings; n_epochs and max_steps may grow (that is what resuming is for). Each
  * other difference gets a warning: the run goes on, as Lightning's would. */
 static void warn_config_changes(const struct tsrnn_config *was, const struct tsrnn_config *now,
                                 const char *path)
 {
-    static const char *const free_keys[] = { "n_epochs =", "max_steps =", "resume =" };
+    static const char *const free_keys[] = { "n_epochs =", "max_steps =", "resume =",
+                                             "log_every_n_steps =" };
     char *a = tsrnn_config_text(was), *b = tsrnn_config_text(now);
     char *save_a = NULL, *save_b = NULL, section[32] = "";
     for (char *la = a ? strtok_r(a, "\n", &save_a) : NULL,
@@ -239,6 +279,12 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     if (cfg->log_tensorboard) {
         TSRNN_TRY(tsrnn_make_dirs(logs));
         TSRNN_TRY(tsrnn_tb_open(&tr->tb, logs, tr->step, cfg->resume[0] != '\0'));
+        TSRNN_TRY(write_hparams(tr, logs));
+        /* Lightning's log_hyperparams: the default hp_metric, -1 at step 0, for a new run. */
+        if (cfg->resume[0] == '\0') {
+            TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "hp_metric", -1.0f, 0));
+            TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
+        }
     }
     return TSRNN_OK;
 }
@@ -607,8 +653,11 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         r->train_s += t1 - t0;
         if (tr->writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
-            if (tr->tb.fd >= 0)
+            /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
+            if (tr->tb.fd >= 0 && (tr->step + 1) % tr->cfg->log_every_n_steps == 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, tr->step));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step));
+            }
         }
         tr->step++;
         r->sample_count += (int64_t)count;
@@ -633,8 +682,10 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         monitor_value = val_loss;
         if (tr->writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
-            if (tr->tb.fd >= 0)
+            if (tr->tb.fd >= 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "val_loss", (float)val_loss, tr->step - 1));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step - 1));
+            }
         }
         tsrnn_progress_set_metric(&tr->progress, "val_loss", val_loss);
     }
