@@ -124,6 +124,18 @@ def main():
         assert last.is_file(), sorted(os.listdir(last.parent))
         done = run([py, ROOT / "scripts" / "darts-to-tsrnn", last, tmp / "lstm"])
         assert "with Adam's moments, step 21" in done.stdout, done.stdout
+        from safetensors import safe_open
+
+        converted = tmp / "lstm" / "checkpoints" / "last-epoch=0.safetensors"
+        with safe_open(str(converted), "pt") as f:
+            assert f.metadata()["tsrnn.adam_step"] == "21", f.metadata()["tsrnn.adam_step"]
+        conv = load_file(str(converted))
+        dstate = torch.load(str(last), weights_only=False)["optimizer_states"][0]["state"]
+        for i, name in enumerate(["rnn.weight_ih_l0", "rnn.weight_hh_l0", "rnn.bias_ih_l0",
+                                  "rnn.bias_hh_l0", "V.weight", "V.bias"]):
+            assert torch.equal(conv["optim.exp_avg." + name], dstate[i]["exp_avg"]), name
+            assert torch.equal(conv["optim.exp_avg_sq." + name], dstate[i]["exp_avg_sq"]), name
+        print("# Darts -> tsrnn: the checkpoint holds Darts' Adam moments bit for bit, step 21")
         loaded = RNNModel.load_from_checkpoint("lstm", work_dir=str(tmp / "darts_logs"),
                                                file_name=last.name, best=False)
         darts_lstm = loaded.predict(24).values()[:, 0]

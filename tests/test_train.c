@@ -315,6 +315,79 @@ static void test_max_steps_0_saves_the_weights(void **state)
     assert_true(rel(rows[0].train_loss, 0.0775388628) < 1e-6);
 }
 
+/* Adam's state imported from Darts: an init_weights file with `darts.adam_step` (what
+ * scripts/darts-to-tsrnn writes) and moments under tsrnn's names; the max_steps = 0
+ * checkpoint carries them bit for bit with that step, and a resumed epoch continues the
+ * count (21 + 7). Without the key the moments in such a file are not used (Adam starts at
+ * step 0, as with any other init_weights). */
+static void test_imported_adam_state(void **state)
+{
+    (void)state;
+    struct tsrnn_safetensors init;
+    assert_int_equal(
+        tsrnn_safetensors_read(&init, source("tests/fixtures/air_rnn_init.safetensors")), TSRNN_OK);
+    size_t n = init.tensor_count;
+    struct tsrnn_tensor_desc desc[3 * 8];
+    char names[2 * 8][64];
+    static float moments[2][512];
+    assert_true(n <= 8);
+    for (size_t k = 0; k < 512; k++) {
+        moments[0][k] = 1e-3f * (float)(k % 17) - 8e-3f;
+        moments[1][k] = 1e-6f * (float)(k % 13 + 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct tsrnn_tensor_info *t = &init.tensors[i];
+        assert_true(t->element_count <= 512);
+        desc[i] = (struct tsrnn_tensor_desc){ t->name, t->dtype, t->rank, { 0 }, t->data };
+        memcpy(desc[i].shape, t->shape, sizeof(t->shape));
+        for (size_t m = 0; m < 2; m++) {
+            snprintf(names[m * n + i], sizeof(names[0]), "optim.%s.%s",
+                     m ? "exp_avg_sq" : "exp_avg", t->name);
+            desc[(m + 1) * n + i] = desc[i];
+            desc[(m + 1) * n + i].name = names[m * n + i];
+            desc[(m + 1) * n + i].data = moments[m];
+        }
+    }
+    char file[PATH_MAX], init_set[PATH_MAX + 32], path[PATH_MAX + 64];
+    snprintf(file, sizeof(file), "%s/imported.safetensors", tu_run_dir());
+    const struct tsrnn_metadata_entry meta[] = { { "darts.adam_step", "21" } };
+    assert_int_equal(tsrnn_safetensors_write(file, desc, 3 * n, meta, 1), TSRNN_OK);
+    snprintf(init_set, sizeof(init_set), "model.init_weights=%s", file);
+    const char *sets[] = { init_set, "training.max_steps=0", "--quiet", NULL };
+    assert_int_equal(train("imported", sets, 60), 0);
+
+    struct tsrnn_safetensors ck;
+    snprintf(path, sizeof(path), "%s/imported/checkpoints/last-epoch=0.safetensors", tu_run_dir());
+    assert_int_equal(tsrnn_safetensors_read(&ck, path), TSRNN_OK);
+    assert_string_equal(tsrnn_safetensors_metadata(&ck, "tsrnn.adam_step"), "21");
+    for (size_t i = 0; i < 3 * n; i++) {
+        const struct tsrnn_tensor_info *t = tsrnn_safetensors_find(&ck, desc[i].name);
+        assert_non_null(t);
+        assert_memory_equal(t->data, desc[i].data, t->nbytes);
+    }
+    tsrnn_safetensors_finish(&ck);
+    tsrnn_safetensors_finish(&init);
+
+    const char *more[] = { "training.resume=last",
+                           "output.force_reset=false",
+                           "training.max_steps=-1",
+                           "training.n_epochs=1",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(train("imported", more, 60), 0);
+    snprintf(path, sizeof(path), "%s/imported/checkpoints/last-epoch=0.safetensors", tu_run_dir());
+    assert_int_equal(tsrnn_safetensors_read(&ck, path), TSRNN_OK);
+    printf("# imported Adam state: step 21, after one resumed epoch %s\n",
+           tsrnn_safetensors_metadata(&ck, "tsrnn.adam_step"));
+    assert_string_equal(tsrnn_safetensors_metadata(&ck, "tsrnn.adam_step"), "28");
+    assert_string_equal(tsrnn_safetensors_metadata(&ck, "tsrnn.global_step"), "7");
+    tsrnn_safetensors_finish(&ck);
+    /* ... and that checkpoint (Adam step 28 > global step 7) resumes. */
+    const char *again[] = { "training.resume=last", "output.force_reset=false",
+                            "training.n_epochs=2", "--quiet", NULL };
+    assert_int_equal(train("imported", again, 60), 0);
+}
+
 /* A PyTorch file where tsrnn wants safetensors (Darts' .ckpt, _model.pth.tar, a .pt): exit 2
  * and a message that says what it is and names the conversion, for tsrnn-predict, resume and
  * init_weights alike. The file is only the zip archive's signature that torch.save writes. */
@@ -567,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_rng_compat_lightning1_is_the_old_order),
         cmocka_unit_test(test_max_steps_0_saves_the_weights),
         cmocka_unit_test(test_torch_files_name_the_conversion),
+        cmocka_unit_test(test_imported_adam_state),
         cmocka_unit_test(test_outputs_and_console),
         cmocka_unit_test(test_multivariate_two_layers_dropout_learns),
         cmocka_unit_test(test_gpu_is_refused_until_the_cuda_backend),

@@ -401,8 +401,8 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     TSRNN_TRY(need_double(ck, "tsrnn.best_value", &st->best_value));
     /* -1: no epoch finished yet (a run interrupted in its first epoch) */
     TSRNN_TRY(need_int_in(ck, "tsrnn.best_epoch", -1, st->epoch, &st->best_epoch));
-    if (ck->adam_step > (uint64_t)st->global_step)
-        return bad_json(ck, "tsrnn.adam_step", "more Adam steps than optimizer steps");
+    /* Adam's step may exceed global_step: a model imported from Darts (darts-to-tsrnn's
+     * init_weights with darts.adam_step) continues Darts' count from its step 0. */
     bool untrained = st->epoch == 0 && !st->epoch_complete && st->global_step == 0;
     if ((st->batches_done == 0 || st->global_step == 0) && !(untrained && st->batches_done == 0))
         return bad_json(ck, "tsrnn.batches_done",

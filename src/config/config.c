@@ -199,7 +199,9 @@ static const struct key schema[] = {
          "the path of a .safetensors file, or nothing for PyTorch's default initialisation",
          .doc = "Initial weights instead of a random initialisation: a `.safetensors` file with "
                 "PyTorch's names (`rnn.weight_ih_l0`, …, `V.weight`, `V.bias`), F32, every "
-                "tensor present with its shape.",
+                "tensor present with its shape. Adam starts afresh, unless the file comes from "
+                "`scripts/darts-to-tsrnn` (metadata `darts.adam_step`): then Adam continues "
+                "the Darts checkpoint's moments and step.",
          .darts = "`model.load_weights(...)` / `model.load_state_dict(...)`",
          .example = "weights.safetensors",
          .default_doc = "PyTorch's default initialisation, seeded by `random_state`"),

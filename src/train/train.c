@@ -16,6 +16,7 @@
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
 #include "tsrnn/rng.h"
+#include "tsrnn/safetensors.h"
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/train.h"
 
@@ -357,6 +358,51 @@ static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_m
     return status;
 }
 
+/* Adam's state of a model converted from Darts: an init_weights file written by
+ * scripts/darts-to-tsrnn holds the moments of Darts' Lightning checkpoint under tsrnn's
+ * names and their step as `darts.adam_step`; a new run continues them, as a Darts fit
+ * from that checkpoint would. Other init_weights files (a tsrnn checkpoint, plain weights)
+ * bring the weights only, as Darts' load_weights. */
+static enum tsrnn_status imported_moments(struct trainer *tr)
+{
+    const char *path = tr->cfg->init_weights;
+    struct tsrnn_safetensors st = { 0 };
+    TSRNN_TRY(tsrnn_safetensors_read(&st, path));
+    const char *step_text = tsrnn_safetensors_metadata(&st, "darts.adam_step");
+    char *end = NULL;
+    unsigned long long step = step_text ? strtoull(step_text, &end, 10) : 0;
+    enum tsrnn_status status = TSRNN_OK;
+    if (step_text != NULL && (end == step_text || *end != '\0' || step > (1ull << 53)))
+        status = tsrnn_error(TSRNN_ERR_DATA,
+                             "%s: __metadata__ \"darts.adam_step\" = \"%s\"; expected an "
+                             "integer from 0 to 2^53",
+                             tsrnn_display_path(path), step_text);
+    if (status != TSRNN_OK || step == 0) {
+        tsrnn_safetensors_finish(&st);
+        return status;
+    }
+    size_t count = tr->model.table.total_count;
+    float *host = malloc(2 * count * sizeof(float) + 1);
+    if (host == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for Adam's moments");
+    if (status == TSRNN_OK)
+        status = tsrnn_model_read_tensors(host, &tr->model.table, &st, "optim.exp_avg.", path);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_read_tensors(host + count, &tr->model.table, &st, "optim.exp_avg_sq.",
+                                          path);
+    if (status == TSRNN_OK)
+        status =
+            tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg, host, count * sizeof(float));
+    if (status == TSRNN_OK)
+        status = tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg_sq, host + count,
+                                      count * sizeof(float));
+    if (status == TSRNN_OK)
+        tr->adam.step = step;
+    free(host);
+    tsrnn_safetensors_finish(&st);
+    return status;
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -392,6 +438,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
+    if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
+        TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0')
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
