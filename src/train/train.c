@@ -710,6 +710,8 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         tr->step++;
         r->sample_count += (int64_t)count;
         loss_sum += loss;
+        if (tr->step == 1) /* the run's step 0 just finished */
+            r->first_step_loss = loss;
         r->last_step_loss = loss;
         tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
         tsrnn_progress_update(&tr->progress, b + 1, t1);
@@ -845,8 +847,12 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
                     tr->world_size, tsrnn_comm_backend_name(tr->comm),
                     (double)r->sample_count * tr->world_size / train_s, r->comm_s,
                     1e3 * r->comm_s / (double)steps);
-        fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n",
-                r->last_step_loss, r->epoch_mean_loss);
+        if (r->first_step == 0) /* a new run: its first step, as Darts' first logged loss */
+            fprintf(out, "train_loss %.6g (first step), ", r->first_step_loss);
+        else
+            fprintf(out, "train_loss ");
+        fprintf(out, "%.6g (last step), %.6g (mean of the last epoch)\n", r->last_step_loss,
+                r->epoch_mean_loss);
     }
     if (!isnan(r->val_loss))
         fprintf(out, "val_loss %.6g (last epoch), best %.6g at epoch %lld\n", r->val_loss,
@@ -878,6 +884,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .lock = { .fd = -1 },
     };
     struct tsrnn_train_result r = {
+        .first_step_loss = NAN,
         .last_step_loss = NAN,
         .epoch_mean_loss = NAN,
         .val_loss = NAN,
