@@ -686,8 +686,12 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
 
 static void print_banner(const struct trainer *tr, FILE *out, bool devices)
 {
+    bool gpu_used = tsrnn_compute_kind(tr->compute) == TSRNN_COMPUTE_CUDA;
     if (devices)
-        tsrnn_report_devices(out, false, false);
+        tsrnn_report_devices(out, gpu_used || tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0),
+                             gpu_used);
+    if (gpu_used)
+        tsrnn_report_cuda_devices(out, tr->world ? tr->world->local_rank : 0);
     tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
                                (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
