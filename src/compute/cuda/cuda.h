@@ -30,6 +30,8 @@ cudaError_t tsrnn_kernel_to_time_major(float *dst, const float *src, size_t B, s
 /* dst[i] = src[i] * mask[i] (dst may be src). */
 cudaError_t tsrnn_kernel_multiply(float *dst, const float *src, const float *mask, size_t count,
                                   cudaStream_t stream);
+/* dst[i] += src[i]. */
+cudaError_t tsrnn_kernel_add(float *dst, const float *src, size_t count, cudaStream_t stream);
 /* rows (M, N): every row = bias (N). */
 cudaError_t tsrnn_kernel_fill_rows(float *rows, const float *bias, size_t m, size_t n,
                                    cudaStream_t stream);

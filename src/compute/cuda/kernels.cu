@@ -39,6 +39,14 @@ __global__ void multiply_kernel(float *dst, const float *src, const float *mask,
     }
 }
 
+__global__ void add_kernel(float *dst, const float *src, size_t count)
+{
+    GRID_STRIDE(i, count)
+    {
+        dst[i] += src[i];
+    }
+}
+
 __global__ void fill_rows_kernel(float *rows, const float *bias, size_t m, size_t n)
 {
     GRID_STRIDE(i, m * n)
@@ -168,6 +176,13 @@ cudaError_t tsrnn_kernel_multiply(float *dst, const float *src, const float *mas
 {
     if (count > 0)
         multiply_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(dst, src, mask, count);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_add(float *dst, const float *src, size_t count, cudaStream_t stream)
+{
+    if (count > 0)
+        add_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(dst, src, count);
     return cudaGetLastError();
 }
 

@@ -14,7 +14,10 @@
  * in PyTorch) — exactly a layer's span of the model's flat buffer in state_dict order. The
  * workspace checks this with cudnnGetRNNWeightParams, tensor by tensor, when it is created,
  * and then hands cuDNN the layer's span of the flat parameter and gradient buffers as its
- * weight space: no copies, and checkpoints keep PyTorch's names, order and bytes.
+ * weight space: no copies, and checkpoints keep PyTorch's names, order and bytes. (A layer
+ * whose span does not start on a WEIGHT_ALIGN_NBYTES boundary, possible for layers above the
+ * first, goes through an aligned copy instead: its weights copied in before each call, its
+ * gradients added back after, for cuDNN kernels that load weights as vectors.)
  *
  * Activations are time-major, (T, B, .): cuDNN's packed sequence-major layout with every
  * sequence T long. The head is two cuBLAS products; the loss and a few elementwise steps
@@ -25,6 +28,8 @@
 #include <string.h>
 
 #include "cuda.h"
+
+#define WEIGHT_ALIGN_NBYTES 16
 
 /* One cuDNN RNN (one layer) with a given input size: layer 0's, and the one of layers above. */
 struct rnn_kind {
@@ -66,6 +71,7 @@ struct tsrnn_workspace {
     int *seq_lengths_host;
     void *work;
     size_t work_nbytes;
+    float *weight_copy, *grad_copy; /* aligned weight spaces for layers whose span is not */
 
     struct cuda_layer layers[TSRNN_MODEL_MAX_LAYERS];
     float *x, *y;             /* (T, B, C), (T, B, O) time-major */
@@ -262,6 +268,11 @@ static enum tsrnn_status create_buffers(struct tsrnn_workspace *ws)
     bool dropout = L > 1 && ws->dims.dropout > 0.0f, lstm = ws->dims.kind == TSRNN_MODEL_LSTM;
 
     TSRNN_TRY(ws_malloc(ws, &ws->seq_lengths, B * sizeof(int32_t)));
+    size_t weight_max = ws->kinds[0].weight_nbytes;
+    if (L > 1 && ws->kinds[1].weight_nbytes > weight_max)
+        weight_max = ws->kinds[1].weight_nbytes;
+    TSRNN_TRY(ws_malloc(ws, &ws->weight_copy, weight_max));
+    TSRNN_TRY(ws_malloc(ws, &ws->grad_copy, weight_max));
     TSRNN_TRY(ws_malloc(ws, &ws->x, T * B * C * f));
     TSRNN_TRY(ws_malloc(ws, &ws->x_batch, T * B * C * f));
     TSRNN_TRY(ws_malloc(ws, &ws->y, T * B * O * f));
@@ -420,6 +431,27 @@ enum tsrnn_status tsrnn_cuda_batch_load(struct tsrnn_compute *ctx, struct tsrnn_
     return describe_batch(ws, batch_count, step_count);
 }
 
+static bool aligned(const void *p)
+{
+    return (uintptr_t)p % WEIGHT_ALIGN_NBYTES == 0;
+}
+
+/* The weight space cuDNN reads for layer l: the layer's span of the parameters, or the
+ * aligned copy (filled here) where the span is off a boundary. */
+static enum tsrnn_status layer_weights(struct tsrnn_workspace *ws, const struct rnn_kind *k,
+                                       const struct tsrnn_layer_params *p, const void **weights)
+{
+    *weights = p->w_ih;
+    if (aligned(p->w_ih))
+        return TSRNN_OK;
+    CUDA(ws,
+         cudaMemcpyAsync(ws->weight_copy, p->w_ih, k->weight_nbytes, cudaMemcpyDeviceToDevice,
+                         ws->cuda->stream),
+         "copying a layer's weights to an aligned weight space");
+    *weights = ws->weight_copy;
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_cuda_layer_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
                                            size_t l, const struct tsrnn_layer_params *p,
                                            enum tsrnn_initial_state initial_state,
@@ -457,10 +489,12 @@ enum tsrnn_status tsrnn_cuda_layer_forward(struct tsrnn_compute *ctx, struct tsr
     }
     const float *hx = lc->zero_state ? NULL : lc->h0; /* NULL: cuDNN starts from zeros */
     const float *cx = lc->zero_state || !lstm ? NULL : lc->c0;
+    const void *weights;
+    TSRNN_TRY(layer_weights(ws, k, p, &weights));
     CUDNN(ws,
           cudnnRNNForward(cuda->cudnn, k->rnn, CUDNN_FWD_MODE_TRAINING, ws->seq_lengths, k->x_desc,
                           lc->input, ws->y_desc, lc->out, ws->h_desc, hx, lc->hy, ws->h_desc, cx,
-                          lstm ? lc->cy : NULL, k->weight_nbytes, p->w_ih, ws->work_nbytes,
+                          lstm ? lc->cy : NULL, k->weight_nbytes, weights, ws->work_nbytes,
                           ws->work, k->reserve_nbytes, lc->reserve),
           what);
     return TSRNN_OK;
@@ -479,20 +513,31 @@ enum tsrnn_status tsrnn_cuda_layer_backward(struct tsrnn_compute *ctx, struct ts
     const float *cx = lc->zero_state || !lstm ? NULL : lc->c0;
     /* dLoss/d(input): the other of the two buffers, or a scratch one for layer 0. */
     float *dx = l == 0 ? ws->dx0 : ws->d_h == ws->d_a ? ws->d_b : ws->d_a;
+    const void *weights;
+    TSRNN_TRY(layer_weights(ws, k, p, &weights));
+    bool direct = aligned(g->w_ih);
+    float *dweights = direct ? g->w_ih : ws->grad_copy;
 
     CUDNN(ws,
           cudnnRNNBackwardData_v8(cuda->cudnn, k->rnn, ws->seq_lengths, ws->y_desc, lc->out,
                                   ws->d_h, k->x_desc, dx, ws->h_desc, hx, NULL, NULL, ws->h_desc,
-                                  cx, NULL, NULL, k->weight_nbytes, p->w_ih, ws->work_nbytes,
+                                  cx, NULL, NULL, k->weight_nbytes, weights, ws->work_nbytes,
                                   ws->work, k->reserve_nbytes, lc->reserve),
           "running a recurrent layer backward (cudnnRNNBackwardData_v8)");
-    /* The layer's span of the gradient buffer is its weight space too: cuDNN adds to it. */
+    /* The layer's span of the gradient buffer is its weight space too: cuDNN adds to it (or
+     * writes the aligned copy, which is then added). */
     CUDNN(ws,
-          cudnnRNNBackwardWeights_v8(cuda->cudnn, k->rnn, CUDNN_WGRAD_MODE_ADD, ws->seq_lengths,
-                                     k->x_desc, lc->input, ws->h_desc, hx, ws->y_desc, lc->out,
-                                     k->weight_nbytes, g->w_ih, ws->work_nbytes, ws->work,
-                                     k->reserve_nbytes, lc->reserve),
+          cudnnRNNBackwardWeights_v8(cuda->cudnn, k->rnn,
+                                     direct ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
+                                     ws->seq_lengths, k->x_desc, lc->input, ws->h_desc, hx,
+                                     ws->y_desc, lc->out, k->weight_nbytes, dweights,
+                                     ws->work_nbytes, ws->work, k->reserve_nbytes, lc->reserve),
           "computing a recurrent layer's weight gradients (cudnnRNNBackwardWeights_v8)");
+    if (!direct)
+        CUDA(ws,
+             tsrnn_kernel_add(g->w_ih, ws->grad_copy, k->weight_nbytes / sizeof(float),
+                              cuda->stream),
+             "adding a layer's weight gradients");
     if (l == 0)
         return TSRNN_OK;
     if (lc->masked)
