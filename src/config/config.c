@@ -235,8 +235,10 @@ static const struct key schema[] = {
          .example = "last", .default_doc = "a new run"),
 
     ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices,
-         .doc = "The kind of device to train on. `gpu` is refused (exit code 2) until tsrnn "
-                "has a GPU backend; `auto` trains on the CPU.",
+         .doc = "The kind of device to train on. `gpu` trains on the first visible GPU "
+                "through the CUDA backend (a build with the CUDA toolkit), and is refused (exit "
+                "code 2) where none can be used; `auto` takes the GPU where there is one, "
+                "else the CPU.",
          .darts = "`pl_trainer_kwargs={\"accelerator\": ...}`", .example = "cpu"),
     TEXT("trainer", "devices", KEY_DEVICES, devices, "auto",
          "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2",
