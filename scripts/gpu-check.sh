@@ -13,9 +13,7 @@
 # did; the table says which failed and the log above it why).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-root=$PWD
 build=${TSRNN_GPU_BUILD_DIR:-build-gpu}
-work=$build/gpu-check
 python=${TSRNN_GPU_CHECK_PYTHON:-python3}
 start_s=$SECONDS
 rows=()
@@ -44,6 +42,7 @@ if [ -f "$build/build.ninja" ]; then
 else
     meson setup "$build" -Dcuda=enabled -Dtests=$tests --buildtype=release >/dev/null
 fi
+work=$(cd "$build" && pwd)/gpu-check # absolute: the runs below write there
 mkdir -p "$work"
 if meson compile -C "$build" >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; false; }; then
     row "build (CUDA backend)" "ok"
@@ -99,7 +98,7 @@ if timeout 120 "$python" scripts/gpu_torch.py steps examples/data/air_passengers
     "$work/init.safetensors" 43 >"$work/torch_steps.json" 2>"$work/torch_steps.err" &&
     timeout 120 "$build/tsrnn-worker" -q examples/air_passengers.ini \
         --set output.work_dir="$work/runs" --set output.model_name=parity \
-        --set model.init_weights="$root/$work/init.safetensors" --set training.shuffle=false \
+        --set model.init_weights="$work/init.safetensors" --set training.shuffle=false \
         --set training.n_epochs=43 --set trainer.accelerator=gpu >"$work/parity.log" 2>&1; then
     parity=$("$python" - "$work/torch_steps.json" "$work/runs/parity/metrics.csv" <<'PY'
 import csv, json, sys
@@ -127,7 +126,7 @@ bench_pair() { # label kind hidden batch length steps
     local label=$1 kind=$2 hidden=$3 batch=$4 length=$5 steps=$6 ours theirs
     cat >"$work/bench.ini" <<INI
 [data]
-path = $root/$work/synthetic.csv
+path = $work/synthetic.csv
 value_cols = value
 [model]
 model = $kind
@@ -141,7 +140,7 @@ max_steps = $steps
 [trainer]
 accelerator = gpu
 [output]
-work_dir = $root/$work/runs
+work_dir = $work/runs
 model_name = bench
 force_reset = true
 save_checkpoints = false
