@@ -149,7 +149,7 @@ INI
         sed -n 's/.*steps\/s, \([0-9]*\) samples\/s.*/\1/p')
     theirs=$(timeout 120 "$python" scripts/gpu_torch.py bench "$work/synthetic.csv" --kind "$kind" \
         --hidden "$hidden" --batch "$batch" --length "$length" --steps "$steps" 2>/dev/null |
-        "$python" -c "import json, sys; print(round(json.load(sys.stdin)['samples_per_s']))")
+        "$python" -c "import json, sys; print(round(json.load(sys.stdin)['samples_per_s']))" 2>/dev/null)
     if [ -n "$ours" ] && [ -n "$theirs" ]; then
         local ratio verdict
         ratio=$("$python" -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.2f}')" "$ours" "$theirs")
@@ -165,7 +165,7 @@ seed_ours=$(timeout 120 "$build/tsrnn-worker" -q examples/air_passengers.ini \
     --set output.log_tensorboard=false --set forecast.n=0 2>&1 |
     sed -n 's/.* \([0-9]*\) steps\/s.*/\1/p')
 seed_theirs=$(timeout 120 "$python" scripts/gpu_torch.py bench examples/data/air_passengers.csv \
-    --epochs 300 2>/dev/null | "$python" -c "import json, sys; print(round(json.load(sys.stdin)['steps_per_s']))")
+    --epochs 300 2>/dev/null | "$python" -c "import json, sys; print(round(json.load(sys.stdin)['steps_per_s']))" 2>/dev/null)
 if [ -n "$seed_ours" ] && [ -n "$seed_theirs" ]; then
     ratio=$("$python" -c "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.1f}')" "$seed_ours" "$seed_theirs")
     verdict=$("$python" -c "import sys; print('ok' if float(sys.argv[1]) >= 20 else 'below target')" "$ratio")

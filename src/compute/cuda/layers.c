@@ -11,13 +11,14 @@
  * Weights: cuDNN's weight space of a one-layer RNN is W_ih (all gates), W_hh (all gates),
  * b_ih, b_hh, gates in PyTorch's order (LSTM i,f,g,o = cuDNN's input, forget, new memory,
  * output; GRU r,z,n = cuDNN's reset, update, new memory, with r applied to W_hn h + b_hn as
- * in PyTorch) — exactly a layer's span of the model's flat buffer in state_dict order. The
- * workspace checks this with cudnnGetRNNWeightParams, tensor by tensor, when it is created,
- * and then hands cuDNN the layer's span of the flat parameter and gradient buffers as its
- * weight space: no copies, and checkpoints keep PyTorch's names, order and bytes. (A layer
- * whose span does not start on a WEIGHT_ALIGN_NBYTES boundary, possible for layers above the
- * first, goes through an aligned copy instead: its weights copied in before each call, its
- * gradients added back after, for cuDNN kernels that load weights as vectors.)
+ * in PyTorch) — exactly a layer's span of the model's flat buffer in state_dict order. When
+ * the workspace is created, every gate's matrix and bias is located with
+ * cudnnGetRNNWeightParams and mapped to PyTorch's offset (map_weights); where the two agree,
+ * cuDNN gets the layer's span of the flat parameter and gradient buffers as its weight
+ * space: no copies, and checkpoints keep PyTorch's names, order and bytes. Where they do not
+ * (another cuDNN's layout), or where a span does not start on WEIGHT_ALIGN_NBYTES (layers
+ * above the first can start anywhere), the layer goes through an aligned copy in cuDNN's
+ * layout instead: weights copied in before each call, gradients added back after.
  *
  * Activations are time-major, (T, B, .): cuDNN's packed sequence-major layout with every
  * sequence T long. The head is two cuBLAS products; the loss and a few elementwise steps
@@ -31,6 +32,12 @@
 
 #define WEIGHT_ALIGN_NBYTES 16
 
+/* Where one of PyTorch's per-gate blocks (a gate's matrix or bias) sits in cuDNN's weight
+ * space and in the layer's span of the flat buffer, in floats. */
+struct weight_segment {
+    size_t cudnn_offset, torch_offset, count;
+};
+
 /* One cuDNN RNN (one layer) with a given input size: layer 0's, and the one of layers above. */
 struct rnn_kind {
     cudnnRNNDescriptor_t rnn;
@@ -38,6 +45,11 @@ struct rnn_kind {
     size_t input_count;
     size_t weight_nbytes;
     size_t reserve_nbytes; /* at capacity */
+    /* Every gate's matrix and bias (2G + 2G segments); same_layout: each at PyTorch's offset,
+     * so the layer's span of the flat buffer can be cuDNN's weight space as it is. */
+    struct weight_segment segments[16];
+    size_t segment_count;
+    bool same_layout;
 };
 
 /* What a layer's forward keeps for its backward. */
@@ -105,9 +117,26 @@ static enum tsrnn_status ws_malloc(struct tsrnn_workspace *ws, void *buf, size_t
     return tsrnn_cuda_malloc(ws->cuda, (void **)buf, nbytes, ws->setting);
 }
 
-/* Checks that cuDNN's weight space of one layer is PyTorch's layout of it: W_ih (G*H, I),
- * W_hh (G*H, H), b_ih (G*H), b_hh (G*H), each gate's block where PyTorch has it. */
-static enum tsrnn_status check_weight_layout(struct tsrnn_workspace *ws, struct rnn_kind *k)
+/* The element count a cuDNN tensor descriptor describes. */
+static enum tsrnn_status described_count(struct tsrnn_workspace *ws, cudnnTensorDescriptor_t desc,
+                                         size_t *count)
+{
+    cudnnDataType_t type;
+    int dims[8], strides[8], rank = 0;
+    CUDNN(ws, cudnnGetTensorNdDescriptor(desc, 8, &type, &rank, dims, strides),
+          "reading the shape of a weight tensor");
+    *count = 1;
+    for (int i = 0; i < rank && i < 8; i++)
+        *count *= (size_t)(dims[i] > 0 ? dims[i] : 0);
+    return TSRNN_OK;
+}
+
+/* Locates every gate's matrix and bias of one layer in cuDNN's weight space
+ * (cudnnGetRNNWeightParams) and maps it to PyTorch's layout of the layer: W_ih (G*H, I),
+ * W_hh (G*H, H), b_ih (G*H), b_hh (G*H), gate g's rows at g*H. cuDNN is expected to use this
+ * layout, as far as PyTorch's own views into it show (same_layout); another one is served
+ * through a copy (layer_weights). */
+static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind *k)
 {
     size_t G = ws->gate_count, H = ws->dims.hidden_count, I = k->input_count;
     size_t want_count = G * H * (I + H) + 2 * G * H;
@@ -116,8 +145,8 @@ static enum tsrnn_status check_weight_layout(struct tsrnn_workspace *ws, struct 
     if (k->weight_nbytes != want_count * sizeof(float))
         return tsrnn_error(TSRNN_ERR_IO,
                            "cuDNN %zu's weight space for a %s layer (%zu inputs, hidden_dim %zu) "
-                           "is %zu bytes, PyTorch's parameters of it %zu: this cuDNN lays the "
-                           "weights out differently, and tsrnn cannot use it",
+                           "is %zu bytes, PyTorch's parameters of it %zu: tsrnn cannot map one "
+                           "onto the other",
                            cudnnGetVersion(), tsrnn_model_kind_name(ws->dims.kind), I, H,
                            k->weight_nbytes, want_count * sizeof(float));
 
@@ -129,29 +158,51 @@ static enum tsrnn_status check_weight_layout(struct tsrnn_workspace *ws, struct 
         status = tsrnn_cudnn_check(cudnnCreateTensorDescriptor(&b_desc), ws->cuda, what);
     if (status == TSRNN_OK)
         status = ws_malloc(ws, &base, k->weight_nbytes);
+    k->segment_count = 0;
+    k->same_layout = true;
+    size_t covered = 0;
     for (size_t id = 0; status == TSRNN_OK && id < 2 * G; id++) {
-        void *m_addr = NULL, *b_addr = NULL;
+        void *addr[2] = { NULL, NULL };
         status = tsrnn_cudnn_check(cudnnGetRNNWeightParams(ws->cuda->cudnn, k->rnn, 0,
                                                            k->weight_nbytes, base, (int32_t)id,
-                                                           m_desc, &m_addr, b_desc, &b_addr),
+                                                           m_desc, &addr[0], b_desc, &addr[1]),
                                    ws->cuda, what);
-        if (status != TSRNN_OK)
-            break;
         /* linLayerID 0..G-1: the input side's gates, G..2G-1: the recurrent side's. */
         bool recurrent = id >= G;
         size_t gate = recurrent ? id - G : id;
-        size_t want_m = recurrent ? G * H * I + gate * H * H : gate * H * I;
-        size_t want_b = G * H * (I + H) + (recurrent ? G * H : 0) + gate * H;
-        size_t got_m = (size_t)((char *)m_addr - base) / sizeof(float);
-        size_t got_b = (size_t)((char *)b_addr - base) / sizeof(float);
-        if (m_addr == NULL || b_addr == NULL || got_m != want_m || got_b != want_b)
-            status = tsrnn_error(TSRNN_ERR_IO,
-                                 "cuDNN %zu keeps gate %zu of a %s layer's %s weights at float "
-                                 "%zu (bias %zu), where PyTorch's layout has %zu (%zu): tsrnn "
-                                 "cannot use this cuDNN",
-                                 cudnnGetVersion(), gate, tsrnn_model_kind_name(ws->dims.kind),
-                                 recurrent ? "recurrent" : "input", got_m, got_b, want_m, want_b);
+        size_t torch_offset[2] = {
+            recurrent ? G * H * I + gate * H * H : gate * H * I,
+            G * H * (I + H) + (recurrent ? G * H : 0) + gate * H,
+        };
+        size_t want[2] = { recurrent ? H * H : H * I, H };
+        for (int b = 0; status == TSRNN_OK && b < 2; b++) {
+            size_t count = 0;
+            status = described_count(ws, b ? b_desc : m_desc, &count);
+            size_t offset = (size_t)((char *)addr[b] - base) / sizeof(float);
+            if (status == TSRNN_OK &&
+                (addr[b] == NULL || count != want[b] || offset + count > want_count))
+                status = tsrnn_error(TSRNN_ERR_IO,
+                                     "cuDNN %zu's %s of gate %zu of a %s layer's %s side has "
+                                     "%zu floats at float %zu of %zu; PyTorch's has %zu: tsrnn "
+                                     "cannot map one onto the other",
+                                     cudnnGetVersion(), b ? "bias" : "matrix", gate,
+                                     tsrnn_model_kind_name(ws->dims.kind),
+                                     recurrent ? "recurrent" : "input", count, offset, want_count,
+                                     want[b]);
+            if (status != TSRNN_OK)
+                break;
+            k->segments[k->segment_count++] =
+                (struct weight_segment){ offset, torch_offset[b], count };
+            k->same_layout = k->same_layout && offset == torch_offset[b];
+            covered += count;
+        }
     }
+    if (status == TSRNN_OK && covered != want_count)
+        status = tsrnn_error(TSRNN_ERR_IO,
+                             "cuDNN %zu's weight tensors of a %s layer cover %zu of its %zu "
+                             "floats: tsrnn cannot map them onto PyTorch's",
+                             cudnnGetVersion(), tsrnn_model_kind_name(ws->dims.kind), covered,
+                             want_count);
     if (base != NULL)
         (void)cudaFree(base);
     if (m_desc != NULL)
@@ -235,7 +286,7 @@ static enum tsrnn_status create_kinds(struct tsrnn_workspace *ws)
                                        CUDNN_FMA_MATH, (int32_t)rk->input_count, (int32_t)H,
                                        (int32_t)H, 1, ws->dropout, CUDNN_RNN_PADDED_IO_DISABLED),
               what);
-        TSRNN_TRY(check_weight_layout(ws, rk));
+        TSRNN_TRY(map_weights(ws, rk));
     }
     /* The scratch and reserve spaces at capacity. */
     ws->desc_batch = ws->desc_steps = 0;
@@ -436,19 +487,60 @@ static bool aligned(const void *p)
     return (uintptr_t)p % WEIGHT_ALIGN_NBYTES == 0;
 }
 
-/* The weight space cuDNN reads for layer l: the layer's span of the parameters, or the
- * aligned copy (filled here) where the span is off a boundary. */
+/* Whether cuDNN can take the layer's span of the flat buffer at `span` as its weight space. */
+static bool direct(const struct rnn_kind *k, const void *span)
+{
+    return k->same_layout && aligned(span);
+}
+
+/* The weight space cuDNN reads for a layer: its span of the parameters, or the aligned copy,
+ * filled here in cuDNN's layout, where the span cannot serve as it is. */
 static enum tsrnn_status layer_weights(struct tsrnn_workspace *ws, const struct rnn_kind *k,
                                        const struct tsrnn_layer_params *p, const void **weights)
 {
+    const char *what = "copying a layer's weights into cuDNN's layout";
     *weights = p->w_ih;
-    if (aligned(p->w_ih))
+    if (direct(k, p->w_ih))
         return TSRNN_OK;
-    CUDA(ws,
-         cudaMemcpyAsync(ws->weight_copy, p->w_ih, k->weight_nbytes, cudaMemcpyDeviceToDevice,
-                         ws->cuda->stream),
-         "copying a layer's weights to an aligned weight space");
+    if (k->same_layout) {
+        CUDA(ws,
+             cudaMemcpyAsync(ws->weight_copy, p->w_ih, k->weight_nbytes, cudaMemcpyDeviceToDevice,
+                             ws->cuda->stream),
+             what);
+    } else {
+        for (size_t i = 0; i < k->segment_count; i++) {
+            const struct weight_segment *sg = &k->segments[i];
+            CUDA(ws,
+                 cudaMemcpyAsync(ws->weight_copy + sg->cudnn_offset, p->w_ih + sg->torch_offset,
+                                 sg->count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                 ws->cuda->stream),
+                 what);
+        }
+    }
     *weights = ws->weight_copy;
+    return TSRNN_OK;
+}
+
+/* After cudnnRNNBackwardWeights_v8 wrote a layer's gradients into the aligned copy: adds them
+ * to the layer's span of the gradient buffer, block by block where the layouts differ. */
+static enum tsrnn_status add_layer_grads(struct tsrnn_workspace *ws, const struct rnn_kind *k,
+                                         struct tsrnn_layer_params *g)
+{
+    const char *what = "adding a layer's weight gradients";
+    if (k->same_layout) {
+        CUDA(ws,
+             tsrnn_kernel_add(g->w_ih, ws->grad_copy, k->weight_nbytes / sizeof(float),
+                              ws->cuda->stream),
+             what);
+        return TSRNN_OK;
+    }
+    for (size_t i = 0; i < k->segment_count; i++) {
+        const struct weight_segment *sg = &k->segments[i];
+        CUDA(ws,
+             tsrnn_kernel_add(g->w_ih + sg->torch_offset, ws->grad_copy + sg->cudnn_offset,
+                              sg->count, ws->cuda->stream),
+             what);
+    }
     return TSRNN_OK;
 }
 
@@ -515,8 +607,8 @@ enum tsrnn_status tsrnn_cuda_layer_backward(struct tsrnn_compute *ctx, struct ts
     float *dx = l == 0 ? ws->dx0 : ws->d_h == ws->d_a ? ws->d_b : ws->d_a;
     const void *weights;
     TSRNN_TRY(layer_weights(ws, k, p, &weights));
-    bool direct = aligned(g->w_ih);
-    float *dweights = direct ? g->w_ih : ws->grad_copy;
+    bool grads_direct = direct(k, g->w_ih);
+    float *dweights = grads_direct ? g->w_ih : ws->grad_copy;
 
     CUDNN(ws,
           cudnnRNNBackwardData_v8(cuda->cudnn, k->rnn, ws->seq_lengths, ws->y_desc, lc->out,
@@ -528,16 +620,13 @@ enum tsrnn_status tsrnn_cuda_layer_backward(struct tsrnn_compute *ctx, struct ts
      * writes the aligned copy, which is then added). */
     CUDNN(ws,
           cudnnRNNBackwardWeights_v8(cuda->cudnn, k->rnn,
-                                     direct ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
+                                     grads_direct ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
                                      ws->seq_lengths, k->x_desc, lc->input, ws->h_desc, hx,
                                      ws->y_desc, lc->out, k->weight_nbytes, dweights,
                                      ws->work_nbytes, ws->work, k->reserve_nbytes, lc->reserve),
           "computing a recurrent layer's weight gradients (cudnnRNNBackwardWeights_v8)");
-    if (!direct)
-        CUDA(ws,
-             tsrnn_kernel_add(g->w_ih, ws->grad_copy, k->weight_nbytes / sizeof(float),
-                              cuda->stream),
-             "adding a layer's weight gradients");
+    if (!grads_direct)
+        TSRNN_TRY(add_layer_grads(ws, k, g));
     if (l == 0)
         return TSRNN_OK;
     if (lc->masked)
