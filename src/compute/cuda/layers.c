@@ -142,11 +142,13 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
     size_t want_count = G * H * (I + H) + 2 * G * H;
     const char *what = "locating PyTorch's tensors in cuDNN's weight space";
     CUDNN(ws, cudnnGetRNNWeightSpaceSize(ws->cuda->cudnn, k->rnn, &k->weight_nbytes), what);
-    if (k->weight_nbytes != want_count * sizeof(float))
+    /* cuDNN may pad its weight space; then the copy path serves (same_layout below). */
+    size_t space_count = k->weight_nbytes / sizeof(float);
+    if (space_count < want_count)
         return tsrnn_error(TSRNN_ERR_IO,
                            "cuDNN %zu's weight space for a %s layer (%zu inputs, hidden_dim %zu) "
-                           "is %zu bytes, PyTorch's parameters of it %zu: tsrnn cannot map one "
-                           "onto the other",
+                           "is %zu bytes, smaller than PyTorch's %zu bytes of parameters: tsrnn "
+                           "cannot map one onto the other",
                            cudnnGetVersion(), tsrnn_model_kind_name(ws->dims.kind), I, H,
                            k->weight_nbytes, want_count * sizeof(float));
 
@@ -159,7 +161,7 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
     if (status == TSRNN_OK)
         status = ws_malloc(ws, &base, k->weight_nbytes);
     k->segment_count = 0;
-    k->same_layout = true;
+    k->same_layout = space_count == want_count;
     size_t covered = 0;
     for (size_t id = 0; status == TSRNN_OK && id < 2 * G; id++) {
         void *addr[2] = { NULL, NULL };
@@ -180,7 +182,7 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
             status = described_count(ws, b ? b_desc : m_desc, &count);
             size_t offset = (size_t)((char *)addr[b] - base) / sizeof(float);
             if (status == TSRNN_OK &&
-                (addr[b] == NULL || count != want[b] || offset + count > want_count))
+                (addr[b] == NULL || count != want[b] || offset + count > space_count))
                 status = tsrnn_error(TSRNN_ERR_IO,
                                      "cuDNN %zu's %s of gate %zu of a %s layer's %s side has "
                                      "%zu floats at float %zu of %zu; PyTorch's has %zu: tsrnn "
@@ -458,6 +460,12 @@ enum tsrnn_status tsrnn_cuda_batch_load(struct tsrnn_compute *ctx, struct tsrnn_
     struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
     const char *what = "copying a batch to the GPU";
     size_t C = ws->dims.input_count, O = ws->dims.output_count, f = sizeof(float);
+    if (batch_count > ws->batch_capacity || step_count > ws->step_capacity || batch_count == 0 ||
+        step_count == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "a batch of %zu windows of %zu steps does not fit the workspace made "
+                           "for %zu x %zu",
+                           batch_count, step_count, ws->batch_capacity, ws->step_capacity);
     ws->batch_count = batch_count;
     ws->step_count = step_count;
     /* From pageable memory the copy returns once the host's bytes are staged: the caller may
