@@ -205,7 +205,8 @@ enum tsrnn_status resolve_devices(struct launch *l)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] devices = '%s' asks for %lld GPU workers, but they "
                            "would talk through NCCL, and tsrnn has no nccl comm backend yet; "
-                           "accepted: --accelerator cpu (CPU workers talk through Gloo)",
+                           "accepted: --devices 1 (one GPU), or --accelerator cpu (CPU workers "
+                           "talk through Gloo)",
                            origin, devices, (long long)count);
     l->count = (int)count;
     l->workers = calloc((size_t)count, sizeof(*l->workers));
