@@ -35,6 +35,28 @@ echo "GPU: ${gpu:-none found}; driver ${driver:-?}; nvcc ${nvcc_version:-not fou
 echo "PyTorch: $torch_version"
 
 say "build ($build, -Dcuda=enabled)"
+# cuDNN is looked for next to the toolkit and in the system's folders. Where only PyTorch's
+# own copy exists (the nvidia-cudnn wheel in site-packages), build against that one: its
+# headers through CPATH, its library through LIBRARY_PATH (with the unversioned name the
+# linker wants) and LD_LIBRARY_PATH.
+toolkit=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+if [ ! -e "$toolkit/include/cudnn.h" ] && [ ! -e /usr/include/cudnn.h ] &&
+    [ ! -e /usr/local/include/cudnn.h ] && [ ! -e /usr/include/x86_64-linux-gnu/cudnn.h ]; then
+    wheel=$("$python" -c "import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))" \
+        2>/dev/null || true)
+    if [ -n "$wheel" ] && [ -e "$wheel/include/cudnn.h" ]; then
+        mkdir -p "$build/cudnn-lib"
+        link_dir=$(cd "$build/cudnn-lib" && pwd)
+        for lib in "$wheel"/lib/libcudnn.so.*; do
+            ln -sf "$lib" "$link_dir/libcudnn.so"
+            break
+        done
+        export CPATH="$wheel/include${CPATH:+:$CPATH}"
+        export LIBRARY_PATH="$link_dir:$wheel/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+        export LD_LIBRARY_PATH="$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        echo "cuDNN: PyTorch's copy in $wheel"
+    fi
+fi
 tests=true
 pkg-config --exists cmocka 2>/dev/null || tests=false
 if [ -f "$build/build.ninja" ]; then
