@@ -99,7 +99,7 @@ fi
 say "AirPassengers on the GPU (README: tsrnn-launch --accelerator gpu --devices 1)"
 if timeout 120 "$build/tsrnn-launch" --accelerator gpu --devices 1 examples/air_passengers.ini \
     --set output.work_dir="$work/runs" >"$work/air.log" 2>&1; then
-    grep -E "GPU available|CUDA_VISIBLE|Trained|val_loss|MAPE" "$work/air.log"
+    grep -E "GPU available|CUDA_VISIBLE|^Trained|^val_loss|^MAPE" "$work/air.log"
     val=$(sed -n 's/^val_loss \([0-9.e-]*\) .*/\1/p' "$work/air.log" | tail -1)
     mape=$(sed -n 's/^MAPE \([0-9.]*\)%.*/\1/p' "$work/air.log" | tail -1)
     rate=$(sed -n 's/.* \([0-9]*\) steps\/s.*/\1/p' "$work/air.log" | tail -1)
@@ -194,6 +194,27 @@ if [ -n "$seed_ours" ] && [ -n "$seed_theirs" ]; then
     row "seed config (RNN-20, b16, T20)" "$verdict: tsrnn $seed_ours, PyTorch $seed_theirs steps/s (x$ratio, target >= 20)"
 else
     row "seed config (RNN-20, b16, T20)" "FAILED (tsrnn '${seed_ours}', PyTorch '${seed_theirs}')" FAIL
+fi
+# Where the seed config's step time goes (the issue asks before any persistent kernel):
+# kernels per step and time per kernel, from Nsight Systems where the machine has it.
+nsys=$(command -v nsys || true)
+for candidate in /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
+    [ -n "$nsys" ] || [ ! -x "$candidate" ] || nsys=$candidate
+done
+if [ -n "$nsys" ]; then
+    say "profile of the seed config (nsys, 20 epochs = 140 steps)"
+    if timeout 180 "$nsys" profile --force-overwrite=true -o "$work/seed-profile" --stats=true \
+        "$build/tsrnn-worker" -q examples/air_passengers.ini --set output.work_dir="$work/runs" \
+        --set output.model_name=profile --set trainer.accelerator=gpu --set training.n_epochs=20 \
+        >"$work/nsys.txt" 2>&1; then
+        grep -A14 -E "cuda_gpu_kern_sum|CUDA Kernel Statistics" "$work/nsys.txt" | head -16
+        row "seed config profile" "ok: $work/nsys.txt (kernel and API summaries, 140 steps)"
+    else
+        tail -5 "$work/nsys.txt"
+        row "seed config profile" "nsys failed ($work/nsys.txt)"
+    fi
+else
+    row "seed config profile" "skipped: no nsys on this machine"
 fi
 bench_pair "LSTM-512, b256, T64" LSTM 512 256 64 100
 bench_pair "LSTM-1024, b512, T64" LSTM 1024 512 64 40
