@@ -5,6 +5,8 @@
  * No driver, no GPU: cudart loads the driver (libcuda.so.1) with dlopen on its first call,
  * so a CUDA build links and starts on any machine; probe() then says why the GPU cannot be
  * used, and `accelerator = auto` trains on the CPU. */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,70 @@
 /* Our kernels are built for compute capability 9.0 (sm_90 code and compute_90 PTX, which
  * newer GPUs compile when loading); older GPUs cannot run them. */
 #define MIN_COMPUTE_MAJOR 9
+
+/* --- cuBLAS and cuDNN, loaded on first use (cuda.h) ---------------------------------------- */
+
+struct tsrnn_cuda_libs tsrnn_cuda_libs;
+
+#define STRINGIFY(x) #x
+#define SYMBOL(name) STRINGIFY(name) /* after expansion: cublasCreate -> "cublasCreate_v2" */
+#define SONAME(a, b) "lib" a ".so." STRINGIFY(b)
+
+static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
+static bool libs_loaded;
+static char libs_why[512];
+
+/* dlopen with the library's soname (found through the executable's run path, which points at
+ * the toolkit the build used, then the usual places), then in that toolkit folder itself. */
+static void *open_library(const char *soname)
+{
+    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", TSRNN_CUDA_LIBDIR, soname);
+        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (lib == NULL)
+        snprintf(libs_why, sizeof(libs_why),
+                 "this machine lacks %s, which the CUDA backend was built against (%s)", soname,
+                 dlerror());
+    return lib;
+}
+
+#define LOAD_SYMBOL(lib, name)                                                                     \
+    if (ok) {                                                                                      \
+        *(void **)&tsrnn_cuda_libs.name = dlsym(lib, SYMBOL(name));                                \
+        if (tsrnn_cuda_libs.name == NULL) {                                                        \
+            snprintf(libs_why, sizeof(libs_why),                                                   \
+                     "%s has no %s: an older library than the "                                    \
+                     "build's",                                                                    \
+                     #lib, SYMBOL(name));                                                          \
+            ok = false;                                                                            \
+        }                                                                                          \
+    }
+#define LOAD_CUBLAS(name) LOAD_SYMBOL(cublas, name)
+#define LOAD_CUDNN(name)  LOAD_SYMBOL(cudnn, name)
+
+static void load_libs(void)
+{
+    /* Handles stay open for the life of the process: the backend may be created again. */
+    void *cublas = open_library(SONAME("cublas", CUBLAS_VER_MAJOR));
+    void *cudnn = cublas != NULL ? open_library(SONAME("cudnn", CUDNN_MAJOR)) : NULL;
+    bool ok = cublas != NULL && cudnn != NULL;
+    TSRNN_CUBLAS_FUNCTIONS(LOAD_CUBLAS)
+    TSRNN_CUDNN_FUNCTIONS(LOAD_CUDNN)
+    libs_loaded = ok;
+}
+
+bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes)
+{
+    pthread_once(&libs_once, load_libs);
+    if (!libs_loaded && why != NULL && why_nbytes > 0)
+        snprintf(why, why_nbytes, "%s", libs_why);
+    return libs_loaded;
+}
+
+/* --- errors ----------------------------------------------------------------------------------- */
 
 static void describe(const struct tsrnn_cuda *cuda, char *buf, size_t nbytes)
 {
@@ -43,7 +109,7 @@ enum tsrnn_status tsrnn_cublas_check(cublasStatus_t s, const struct tsrnn_cuda *
     char dev[300];
     describe(cuda, dev, sizeof(dev));
     return tsrnn_error(s == CUBLAS_STATUS_ALLOC_FAILED ? TSRNN_ERR_NOMEM : TSRNN_ERR_IO,
-                       "cuBLAS failed on %s while %s: %s", dev, what, cublasGetStatusString(s));
+                       "cuBLAS failed on %s while %s: %s", dev, what, DL(cublasGetStatusString)(s));
 }
 
 enum tsrnn_status tsrnn_cudnn_check(cudnnStatus_t s, const struct tsrnn_cuda *cuda,
@@ -53,9 +119,9 @@ enum tsrnn_status tsrnn_cudnn_check(cudnnStatus_t s, const struct tsrnn_cuda *cu
         return TSRNN_OK;
     char dev[300], detail[512] = "";
     describe(cuda, dev, sizeof(dev));
-    cudnnGetLastErrorString(detail, sizeof(detail));
+    DL(cudnnGetLastErrorString)(detail, sizeof(detail));
     return tsrnn_error(s == CUDNN_STATUS_ALLOC_FAILED ? TSRNN_ERR_NOMEM : TSRNN_ERR_IO,
-                       "cuDNN failed on %s while %s: %s%s%s", dev, what, cudnnGetErrorString(s),
+                       "cuDNN failed on %s while %s: %s%s%s", dev, what, DL(cudnnGetErrorString)(s),
                        detail[0] ? ": " : "", detail);
 }
 
@@ -83,6 +149,8 @@ static bool cuda_probe(char *why, size_t why_nbytes)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     struct stat st;
+    if (e == cudaSuccess && count > 0 && !tsrnn_cuda_libs_load(why, why_nbytes))
+        return false;
     if (e != cudaSuccess || count == 0) {
         if (why != NULL && why_nbytes > 0) {
             if (stat("/proc/driver/nvidia", &st) != 0)
@@ -126,9 +194,9 @@ static void cuda_destroy(struct tsrnn_compute *ctx)
     if (cuda->flag_host != NULL)
         (void)cudaFreeHost(cuda->flag_host);
     if (cuda->cudnn != NULL)
-        (void)cudnnDestroy(cuda->cudnn);
+        (void)DL(cudnnDestroy)(cuda->cudnn);
     if (cuda->cublas != NULL)
-        (void)cublasDestroy(cuda->cublas);
+        (void)DL(cublasDestroy)(cuda->cublas);
     if (cuda->stream != NULL)
         (void)cudaStreamDestroy(cuda->stream);
     free(cuda);
@@ -137,8 +205,11 @@ static void cuda_destroy(struct tsrnn_compute *ctx)
 static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
                                      const struct tsrnn_compute_options *options)
 {
-    struct tsrnn_cuda *cuda = calloc(1, sizeof(*cuda));
+    char why[512];
     *ctx = NULL;
+    if (!tsrnn_cuda_libs_load(why, sizeof(why)))
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s", why);
+    struct tsrnn_cuda *cuda = calloc(1, sizeof(*cuda));
     if (cuda == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the CUDA backend");
     cuda->base.backend = &tsrnn_compute_backend_cuda;
@@ -155,19 +226,19 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
         status = tsrnn_cuda_check(cudaStreamCreateWithFlags(&cuda->stream, cudaStreamNonBlocking),
                                   cuda, "creating a stream");
     if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(cublasCreate(&cuda->cublas), cuda, "starting cuBLAS");
+        status = tsrnn_cublas_check(DL(cublasCreate)(&cuda->cublas), cuda, "starting cuBLAS");
     if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(cublasSetStream(cuda->cublas, cuda->stream), cuda,
+        status = tsrnn_cublas_check(DL(cublasSetStream)(cuda->cublas, cuda->stream), cuda,
                                     "giving cuBLAS the stream");
     /* Full float32 products: no TF32 tensor-core conversion (cuBLAS uses it only when asked
      * with CUBLAS_TF32_TENSOR_OP_MATH). */
     if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(cublasSetMathMode(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
+        status = tsrnn_cublas_check(DL(cublasSetMathMode)(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
                                     "setting cuBLAS's math mode");
     if (status == TSRNN_OK)
-        status = tsrnn_cudnn_check(cudnnCreate(&cuda->cudnn), cuda, "starting cuDNN");
+        status = tsrnn_cudnn_check(DL(cudnnCreate)(&cuda->cudnn), cuda, "starting cuDNN");
     if (status == TSRNN_OK)
-        status = tsrnn_cudnn_check(cudnnSetStream(cuda->cudnn, cuda->stream), cuda,
+        status = tsrnn_cudnn_check(DL(cudnnSetStream)(cuda->cudnn, cuda->stream), cuda,
                                    "giving cuDNN the stream");
     if (status == TSRNN_OK)
         status =

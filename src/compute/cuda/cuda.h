@@ -67,6 +67,59 @@ cudaError_t tsrnn_kernel_fill_int(int32_t *dst, size_t count, int32_t value, cud
 #ifndef __CUDACC__
 #include "src/compute/backend.h"
 
+/* cuBLAS and cuDNN are loaded with dlopen when the backend is first probed, not linked: they
+ * are hundreds of megabytes, and a process that trains on the CPU (or only asks whether a GPU
+ * is there) should not pay their loading (~0.3 s per process start). cudart, which is small,
+ * is linked, and loads the driver itself only when first called. Every cuBLAS and cuDNN
+ * function the backend calls is listed here and called as DL(name)(...). */
+/* clang-format off */
+#define TSRNN_CUBLAS_FUNCTIONS(X) \
+    X(cublasCreate)               \
+    X(cublasDestroy)              \
+    X(cublasSetStream)            \
+    X(cublasSetMathMode)          \
+    X(cublasGetStatusString)      \
+    X(cublasSgemm)
+#define TSRNN_CUDNN_FUNCTIONS(X)     \
+    X(cudnnCreate)                   \
+    X(cudnnDestroy)                  \
+    X(cudnnSetStream)                \
+    X(cudnnGetErrorString)           \
+    X(cudnnGetLastErrorString)       \
+    X(cudnnGetVersion)               \
+    X(cudnnCreateDropoutDescriptor)  \
+    X(cudnnDestroyDropoutDescriptor) \
+    X(cudnnDropoutGetStatesSize)     \
+    X(cudnnSetDropoutDescriptor)     \
+    X(cudnnCreateRNNDescriptor)      \
+    X(cudnnDestroyRNNDescriptor)     \
+    X(cudnnSetRNNDescriptor_v8)      \
+    X(cudnnCreateRNNDataDescriptor)  \
+    X(cudnnDestroyRNNDataDescriptor) \
+    X(cudnnSetRNNDataDescriptor)     \
+    X(cudnnCreateTensorDescriptor)   \
+    X(cudnnDestroyTensorDescriptor)  \
+    X(cudnnSetTensorNdDescriptor)    \
+    X(cudnnGetTensorNdDescriptor)    \
+    X(cudnnGetRNNWeightSpaceSize)    \
+    X(cudnnGetRNNWeightParams)       \
+    X(cudnnGetRNNTempSpaceSizes)     \
+    X(cudnnRNNForward)               \
+    X(cudnnRNNBackwardData_v8)       \
+    X(cudnnRNNBackwardWeights_v8)
+/* clang-format on */
+
+#define TSRNN_CUDA_LIB_POINTER(name) __typeof__(name) *name;
+struct tsrnn_cuda_libs {
+    TSRNN_CUBLAS_FUNCTIONS(TSRNN_CUDA_LIB_POINTER)
+    TSRNN_CUDNN_FUNCTIONS(TSRNN_CUDA_LIB_POINTER)
+};
+extern struct tsrnn_cuda_libs tsrnn_cuda_libs;
+#define DL(name) (tsrnn_cuda_libs.name)
+
+/* Loads cuBLAS and cuDNN (once; later calls return the first answer). On false fills `why`. */
+bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes);
+
 /* The backend's context: one device, one stream, one cuBLAS and one cuDNN handle. */
 struct tsrnn_cuda {
     struct tsrnn_compute base;

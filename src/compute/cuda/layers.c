@@ -123,7 +123,7 @@ static enum tsrnn_status described_count(struct tsrnn_workspace *ws, cudnnTensor
 {
     cudnnDataType_t type;
     int dims[8], strides[8], rank = 0;
-    CUDNN(ws, cudnnGetTensorNdDescriptor(desc, 8, &type, &rank, dims, strides),
+    CUDNN(ws, DL(cudnnGetTensorNdDescriptor)(desc, 8, &type, &rank, dims, strides),
           "reading the shape of a weight tensor");
     *count = 1;
     for (int i = 0; i < rank && i < 8; i++)
@@ -141,7 +141,7 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
     size_t G = ws->gate_count, H = ws->dims.hidden_count, I = k->input_count;
     size_t want_count = G * H * (I + H) + 2 * G * H;
     const char *what = "locating PyTorch's tensors in cuDNN's weight space";
-    CUDNN(ws, cudnnGetRNNWeightSpaceSize(ws->cuda->cudnn, k->rnn, &k->weight_nbytes), what);
+    CUDNN(ws, DL(cudnnGetRNNWeightSpaceSize)(ws->cuda->cudnn, k->rnn, &k->weight_nbytes), what);
     /* cuDNN may pad its weight space; then the copy path serves (same_layout below). */
     size_t space_count = k->weight_nbytes / sizeof(float);
     if (space_count < want_count)
@@ -149,15 +149,15 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
                            "cuDNN %zu's weight space for a %s layer (%zu inputs, hidden_dim %zu) "
                            "is %zu bytes, smaller than PyTorch's %zu bytes of parameters: tsrnn "
                            "cannot map one onto the other",
-                           cudnnGetVersion(), tsrnn_model_kind_name(ws->dims.kind), I, H,
+                           DL(cudnnGetVersion)(), tsrnn_model_kind_name(ws->dims.kind), I, H,
                            k->weight_nbytes, want_count * sizeof(float));
 
     cudnnTensorDescriptor_t m_desc = NULL, b_desc = NULL;
     char *base = NULL;
     enum tsrnn_status status =
-        tsrnn_cudnn_check(cudnnCreateTensorDescriptor(&m_desc), ws->cuda, what);
+        tsrnn_cudnn_check(DL(cudnnCreateTensorDescriptor)(&m_desc), ws->cuda, what);
     if (status == TSRNN_OK)
-        status = tsrnn_cudnn_check(cudnnCreateTensorDescriptor(&b_desc), ws->cuda, what);
+        status = tsrnn_cudnn_check(DL(cudnnCreateTensorDescriptor)(&b_desc), ws->cuda, what);
     if (status == TSRNN_OK)
         status = ws_malloc(ws, &base, k->weight_nbytes);
     k->segment_count = 0;
@@ -165,9 +165,9 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
     size_t covered = 0;
     for (size_t id = 0; status == TSRNN_OK && id < 2 * G; id++) {
         void *addr[2] = { NULL, NULL };
-        status = tsrnn_cudnn_check(cudnnGetRNNWeightParams(ws->cuda->cudnn, k->rnn, 0,
-                                                           k->weight_nbytes, base, (int32_t)id,
-                                                           m_desc, &addr[0], b_desc, &addr[1]),
+        status = tsrnn_cudnn_check(DL(cudnnGetRNNWeightParams)(ws->cuda->cudnn, k->rnn, 0,
+                                                               k->weight_nbytes, base, (int32_t)id,
+                                                               m_desc, &addr[0], b_desc, &addr[1]),
                                    ws->cuda, what);
         /* linLayerID 0..G-1: the input side's gates, G..2G-1: the recurrent side's. */
         bool recurrent = id >= G;
@@ -187,7 +187,7 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
                                      "cuDNN %zu's %s of gate %zu of a %s layer's %s side has "
                                      "%zu floats at float %zu of %zu; PyTorch's has %zu: tsrnn "
                                      "cannot map one onto the other",
-                                     cudnnGetVersion(), b ? "bias" : "matrix", gate,
+                                     DL(cudnnGetVersion)(), b ? "bias" : "matrix", gate,
                                      tsrnn_model_kind_name(ws->dims.kind),
                                      recurrent ? "recurrent" : "input", count, offset, want_count,
                                      want[b]);
@@ -203,14 +203,14 @@ static enum tsrnn_status map_weights(struct tsrnn_workspace *ws, struct rnn_kind
         status = tsrnn_error(TSRNN_ERR_IO,
                              "cuDNN %zu's weight tensors of a %s layer cover %zu of its %zu "
                              "floats: tsrnn cannot map them onto PyTorch's",
-                             cudnnGetVersion(), tsrnn_model_kind_name(ws->dims.kind), covered,
+                             DL(cudnnGetVersion)(), tsrnn_model_kind_name(ws->dims.kind), covered,
                              want_count);
     if (base != NULL)
         (void)cudaFree(base);
     if (m_desc != NULL)
-        (void)cudnnDestroyTensorDescriptor(m_desc);
+        (void)DL(cudnnDestroyTensorDescriptor)(m_desc);
     if (b_desc != NULL)
-        (void)cudnnDestroyTensorDescriptor(b_desc);
+        (void)DL(cudnnDestroyTensorDescriptor)(b_desc);
     return status;
 }
 
@@ -226,23 +226,24 @@ static enum tsrnn_status describe_batch(struct tsrnn_workspace *ws, size_t B, si
     size_t kind_count = ws->dims.layer_count > 1 ? 2 : 1;
     for (size_t k = 0; k < kind_count; k++)
         CUDNN(ws,
-              cudnnSetRNNDataDescriptor(ws->kinds[k].x_desc, CUDNN_DATA_FLOAT,
-                                        CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, (int)T, (int)B,
-                                        (int)ws->kinds[k].input_count, ws->seq_lengths_host, NULL),
+              DL(cudnnSetRNNDataDescriptor)(
+                  ws->kinds[k].x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
+                  (int)T, (int)B, (int)ws->kinds[k].input_count, ws->seq_lengths_host, NULL),
               what);
     CUDNN(ws,
-          cudnnSetRNNDataDescriptor(ws->y_desc, CUDNN_DATA_FLOAT,
-                                    CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, (int)T, (int)B, (int)H,
-                                    ws->seq_lengths_host, NULL),
+          DL(cudnnSetRNNDataDescriptor)(ws->y_desc, CUDNN_DATA_FLOAT,
+                                        CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, (int)T, (int)B,
+                                        (int)H, ws->seq_lengths_host, NULL),
           what);
     int dims[3] = { 1, (int)B, (int)H }, strides[3] = { (int)(B * H), (int)H, 1 };
-    CUDNN(ws, cudnnSetTensorNdDescriptor(ws->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides), what);
+    CUDNN(ws, DL(cudnnSetTensorNdDescriptor)(ws->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides), what);
     /* The temporary spaces were sized at capacity; a smaller batch must not need more. */
     for (size_t k = 0; k < kind_count; k++) {
         size_t work = 0, reserve = 0;
         CUDNN(ws,
-              cudnnGetRNNTempSpaceSizes(ws->cuda->cudnn, ws->kinds[k].rnn, CUDNN_FWD_MODE_TRAINING,
-                                        ws->kinds[k].x_desc, &work, &reserve),
+              DL(cudnnGetRNNTempSpaceSizes)(ws->cuda->cudnn, ws->kinds[k].rnn,
+                                            CUDNN_FWD_MODE_TRAINING, ws->kinds[k].x_desc, &work,
+                                            &reserve),
               what);
         if (work > ws->work_nbytes || reserve > ws->kinds[k].reserve_nbytes)
             return tsrnn_error(TSRNN_ERR_IO,
@@ -265,28 +266,28 @@ static enum tsrnn_status create_kinds(struct tsrnn_workspace *ws)
     size_t states_nbytes = 0;
     size_t B = ws->batch_capacity, T = ws->step_capacity, H = ws->dims.hidden_count;
 
-    CUDNN(ws, cudnnCreateDropoutDescriptor(&ws->dropout), what);
-    CUDNN(ws, cudnnDropoutGetStatesSize(cuda->cudnn, &states_nbytes), what);
+    CUDNN(ws, DL(cudnnCreateDropoutDescriptor)(&ws->dropout), what);
+    CUDNN(ws, DL(cudnnDropoutGetStatesSize)(cuda->cudnn, &states_nbytes), what);
     TSRNN_TRY(ws_malloc(ws, &ws->dropout_states, states_nbytes));
     CUDNN(ws,
-          cudnnSetDropoutDescriptor(ws->dropout, cuda->cudnn, 0.0f, ws->dropout_states,
-                                    states_nbytes, 0),
+          DL(cudnnSetDropoutDescriptor)(ws->dropout, cuda->cudnn, 0.0f, ws->dropout_states,
+                                        states_nbytes, 0),
           what);
-    CUDNN(ws, cudnnCreateRNNDataDescriptor(&ws->y_desc), what);
-    CUDNN(ws, cudnnCreateTensorDescriptor(&ws->h_desc), what);
+    CUDNN(ws, DL(cudnnCreateRNNDataDescriptor)(&ws->y_desc), what);
+    CUDNN(ws, DL(cudnnCreateTensorDescriptor)(&ws->h_desc), what);
 
     size_t kind_count = ws->dims.layer_count > 1 ? 2 : 1;
     for (size_t k = 0; k < kind_count; k++) {
         struct rnn_kind *rk = &ws->kinds[k];
         rk->input_count = k == 0 ? ws->dims.input_count : H;
-        CUDNN(ws, cudnnCreateRNNDescriptor(&rk->rnn), what);
-        CUDNN(ws, cudnnCreateRNNDataDescriptor(&rk->x_desc), what);
+        CUDNN(ws, DL(cudnnCreateRNNDescriptor)(&rk->rnn), what);
+        CUDNN(ws, DL(cudnnCreateRNNDataDescriptor)(&rk->x_desc), what);
         CUDNN(ws,
-              cudnnSetRNNDescriptor_v8(rk->rnn, CUDNN_RNN_ALGO_STANDARD, cell_mode(ws->dims.kind),
-                                       CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
-                                       CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                       CUDNN_FMA_MATH, (int32_t)rk->input_count, (int32_t)H,
-                                       (int32_t)H, 1, ws->dropout, CUDNN_RNN_PADDED_IO_DISABLED),
+              DL(cudnnSetRNNDescriptor_v8)(
+                  rk->rnn, CUDNN_RNN_ALGO_STANDARD, cell_mode(ws->dims.kind), CUDNN_RNN_DOUBLE_BIAS,
+                  CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                  CUDNN_FMA_MATH, (int32_t)rk->input_count, (int32_t)H, (int32_t)H, 1, ws->dropout,
+                  CUDNN_RNN_PADDED_IO_DISABLED),
               what);
         TSRNN_TRY(map_weights(ws, rk));
     }
@@ -299,13 +300,13 @@ static enum tsrnn_status create_kinds(struct tsrnn_workspace *ws)
         struct rnn_kind *rk = &ws->kinds[k];
         size_t work = 0;
         CUDNN(ws,
-              cudnnSetRNNDataDescriptor(rk->x_desc, CUDNN_DATA_FLOAT,
-                                        CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, (int)T, (int)B,
-                                        (int)rk->input_count, ws->seq_lengths_host, NULL),
+              DL(cudnnSetRNNDataDescriptor)(rk->x_desc, CUDNN_DATA_FLOAT,
+                                            CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, (int)T, (int)B,
+                                            (int)rk->input_count, ws->seq_lengths_host, NULL),
               what);
         CUDNN(ws,
-              cudnnGetRNNTempSpaceSizes(cuda->cudnn, rk->rnn, CUDNN_FWD_MODE_TRAINING, rk->x_desc,
-                                        &work, &rk->reserve_nbytes),
+              DL(cudnnGetRNNTempSpaceSizes)(cuda->cudnn, rk->rnn, CUDNN_FWD_MODE_TRAINING,
+                                            rk->x_desc, &work, &rk->reserve_nbytes),
               what);
         work_max = work > work_max ? work : work_max;
     }
@@ -392,16 +393,16 @@ void tsrnn_cuda_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_worksp
     }
     for (size_t k = 0; k < 2; k++) {
         if (ws->kinds[k].x_desc != NULL)
-            (void)cudnnDestroyRNNDataDescriptor(ws->kinds[k].x_desc);
+            (void)DL(cudnnDestroyRNNDataDescriptor)(ws->kinds[k].x_desc);
         if (ws->kinds[k].rnn != NULL)
-            (void)cudnnDestroyRNNDescriptor(ws->kinds[k].rnn);
+            (void)DL(cudnnDestroyRNNDescriptor)(ws->kinds[k].rnn);
     }
     if (ws->y_desc != NULL)
-        (void)cudnnDestroyRNNDataDescriptor(ws->y_desc);
+        (void)DL(cudnnDestroyRNNDataDescriptor)(ws->y_desc);
     if (ws->h_desc != NULL)
-        (void)cudnnDestroyTensorDescriptor(ws->h_desc);
+        (void)DL(cudnnDestroyTensorDescriptor)(ws->h_desc);
     if (ws->dropout != NULL)
-        (void)cudnnDestroyDropoutDescriptor(ws->dropout);
+        (void)DL(cudnnDestroyDropoutDescriptor)(ws->dropout);
     free(ws->seq_lengths_host);
     free(ws);
 }
@@ -592,10 +593,10 @@ enum tsrnn_status tsrnn_cuda_layer_forward(struct tsrnn_compute *ctx, struct tsr
     const void *weights;
     TSRNN_TRY(layer_weights(ws, k, p, &weights));
     CUDNN(ws,
-          cudnnRNNForward(cuda->cudnn, k->rnn, CUDNN_FWD_MODE_TRAINING, ws->seq_lengths, k->x_desc,
-                          lc->input, ws->y_desc, lc->out, ws->h_desc, hx, lc->hy, ws->h_desc, cx,
-                          lstm ? lc->cy : NULL, k->weight_nbytes, weights, ws->work_nbytes,
-                          ws->work, k->reserve_nbytes, lc->reserve),
+          DL(cudnnRNNForward)(cuda->cudnn, k->rnn, CUDNN_FWD_MODE_TRAINING, ws->seq_lengths,
+                              k->x_desc, lc->input, ws->y_desc, lc->out, ws->h_desc, hx, lc->hy,
+                              ws->h_desc, cx, lstm ? lc->cy : NULL, k->weight_nbytes, weights,
+                              ws->work_nbytes, ws->work, k->reserve_nbytes, lc->reserve),
           what);
     return TSRNN_OK;
 }
@@ -619,19 +620,19 @@ enum tsrnn_status tsrnn_cuda_layer_backward(struct tsrnn_compute *ctx, struct ts
     float *dweights = grads_direct ? g->w_ih : ws->grad_copy;
 
     CUDNN(ws,
-          cudnnRNNBackwardData_v8(cuda->cudnn, k->rnn, ws->seq_lengths, ws->y_desc, lc->out,
-                                  ws->d_h, k->x_desc, dx, ws->h_desc, hx, NULL, NULL, ws->h_desc,
-                                  cx, NULL, NULL, k->weight_nbytes, weights, ws->work_nbytes,
-                                  ws->work, k->reserve_nbytes, lc->reserve),
+          DL(cudnnRNNBackwardData_v8)(cuda->cudnn, k->rnn, ws->seq_lengths, ws->y_desc, lc->out,
+                                      ws->d_h, k->x_desc, dx, ws->h_desc, hx, NULL, NULL,
+                                      ws->h_desc, cx, NULL, NULL, k->weight_nbytes, weights,
+                                      ws->work_nbytes, ws->work, k->reserve_nbytes, lc->reserve),
           "running a recurrent layer backward (cudnnRNNBackwardData_v8)");
     /* The layer's span of the gradient buffer is its weight space too: cuDNN adds to it (or
      * writes the aligned copy, which is then added). */
     CUDNN(ws,
-          cudnnRNNBackwardWeights_v8(cuda->cudnn, k->rnn,
-                                     grads_direct ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
-                                     ws->seq_lengths, k->x_desc, lc->input, ws->h_desc, hx,
-                                     ws->y_desc, lc->out, k->weight_nbytes, dweights,
-                                     ws->work_nbytes, ws->work, k->reserve_nbytes, lc->reserve),
+          DL(cudnnRNNBackwardWeights_v8)(cuda->cudnn, k->rnn,
+                                         grads_direct ? CUDNN_WGRAD_MODE_ADD : CUDNN_WGRAD_MODE_SET,
+                                         ws->seq_lengths, k->x_desc, lc->input, ws->h_desc, hx,
+                                         ws->y_desc, lc->out, k->weight_nbytes, dweights,
+                                         ws->work_nbytes, ws->work, k->reserve_nbytes, lc->reserve),
           "computing a recurrent layer's weight gradients (cudnnRNNBackwardWeights_v8)");
     if (!grads_direct)
         TSRNN_TRY(add_layer_grads(ws, k, g));
@@ -683,9 +684,10 @@ enum tsrnn_status tsrnn_cuda_head_forward(struct tsrnn_compute *ctx, struct tsrn
     const char *what = "running the head V forward";
     CUDA(ws, tsrnn_kernel_fill_rows(ws->out, v_b, (size_t)rows, (size_t)O, cuda->stream), what);
     /* out (rows, O) += h (rows, H) V_w^T: out^T (O, rows) = V_w (O, H) h^T (H, rows). */
-    TSRNN_TRY(tsrnn_cublas_check(cublasSgemm(cuda->cublas, CUBLAS_OP_T, CUBLAS_OP_N, O, rows, H,
-                                             &one, v_w, H, top_outputs(ws), H, &one, ws->out, O),
-                                 cuda, what));
+    TSRNN_TRY(
+        tsrnn_cublas_check(DL(cublasSgemm)(cuda->cublas, CUBLAS_OP_T, CUBLAS_OP_N, O, rows, H, &one,
+                                           v_w, H, top_outputs(ws), H, &one, ws->out, O),
+                           cuda, what));
     return TSRNN_OK;
 }
 
@@ -699,15 +701,15 @@ enum tsrnn_status tsrnn_cuda_head_backward(struct tsrnn_compute *ctx, struct tsr
     const char *what = "running the head V backward";
     /* g_v_w (O, H) += d_out^T (O, rows) h (rows, H): its transpose h^T d_out. */
     TSRNN_TRY(
-        tsrnn_cublas_check(cublasSgemm(cuda->cublas, CUBLAS_OP_N, CUBLAS_OP_T, H, O, rows, &one,
-                                       top_outputs(ws), H, ws->d_out, O, &one, g_v_w, H),
+        tsrnn_cublas_check(DL(cublasSgemm)(cuda->cublas, CUBLAS_OP_N, CUBLAS_OP_T, H, O, rows, &one,
+                                           top_outputs(ws), H, ws->d_out, O, &one, g_v_w, H),
                            cuda, what));
     CUDA(ws, tsrnn_kernel_add_column_sums(g_v_b, ws->d_out, (size_t)rows, (size_t)O, cuda->stream),
          what);
     /* d_h (rows, H) = d_out (rows, O) V_w (O, H): d_h^T = V_w^T d_out^T. */
     ws->d_h = ws->d_a;
-    TSRNN_TRY(tsrnn_cublas_check(cublasSgemm(cuda->cublas, CUBLAS_OP_N, CUBLAS_OP_N, H, rows, O,
-                                             &one, v_w, H, ws->d_out, O, &zero, ws->d_h, H),
+    TSRNN_TRY(tsrnn_cublas_check(DL(cublasSgemm)(cuda->cublas, CUBLAS_OP_N, CUBLAS_OP_N, H, rows, O,
+                                                 &one, v_w, H, ws->d_out, O, &zero, ws->d_h, H),
                                  cuda, what));
     return TSRNN_OK;
 }
