@@ -186,6 +186,17 @@ static void test_devices(void **state)
                                           "`Trainer.fit` stopped: `max_epochs=300` reached.\n"
                                           "`Trainer.fit` stopped: `max_steps=40` reached.\n");
     capture_close(&c);
+
+    /* Lightning's line for a GPU process: the GPUs it was shown (tsrnn-launch sets one). */
+    setenv("CUDA_VISIBLE_DEVICES", "2", 1);
+    capture_open(&c);
+    tsrnn_report_cuda_devices(c.f, 0);
+    setenv("CUDA_VISIBLE_DEVICES", "0,3", 1);
+    tsrnn_report_cuda_devices(c.f, 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    assert_string_equal(capture_text(&c), "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [2]\n"
+                                          "LOCAL_RANK: 1 - CUDA_VISIBLE_DEVICES: [0,3]\n");
+    capture_close(&c);
 }
 
 /* ecosystem-formats.md §7: LSTM(1 -> 25) + Linear(25 -> 1), made with Lightning's function.

@@ -1,7 +1,7 @@
 /* tsrnn compute: the device a model trains on, behind one backend table (DESIGN.md §9).
  *
  *     cpu    this process's cores: the reference loops, packed AVX2 products, OpenBLAS
- *     cuda   one NVIDIA GPU (planned: cuDNN's RNN API, cuBLAS, own kernels)
+ *     cuda   one NVIDIA GPU: cuDNN's RNN API, cuBLAS, own kernels (src/compute/cuda/)
  *     pjrt   any XLA device through a PJRT plugin (libtpu.so for TPUs, XLA's CPU plugin):
  *            the training step compiled from StableHLO as one program
  *
@@ -49,6 +49,10 @@ struct tsrnn_compute;
 /* The backend's name as the config and messages spell it: "cpu", "cuda", "pjrt". */
 const char *tsrnn_compute_kind_name(enum tsrnn_compute_kind kind);
 
+/* Whether this build has the backend, without asking the machine (no CUDA call: the launcher
+ * uses it before it forks). */
+bool tsrnn_compute_compiled(enum tsrnn_compute_kind kind);
+
 /* Whether this build has the backend and this machine can run it. On false, `why` (when not
  * NULL) gets a sentence a user can act on ("this tsrnn was built without CUDA ..."). */
 bool tsrnn_compute_available(enum tsrnn_compute_kind kind, char *why, size_t why_nbytes);
@@ -60,6 +64,9 @@ enum tsrnn_status tsrnn_compute_create(struct tsrnn_compute **compute,
 
 /* Frees the context; accepts NULL. Every buffer must have been freed first. */
 void tsrnn_compute_destroy(struct tsrnn_compute *compute);
+
+/* The backend a context runs on (the banner's "GPU used"). */
+enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute);
 
 /* Whether the context's device pointers are host memory (the CPU backend): a comm backend
  * can then hand them to the network as they are. */

@@ -162,7 +162,7 @@ struct tsrnn_compute {
     const struct tsrnn_compute_backend *backend;
 };
 
-/* The backends a build may register (compute.c's list); cuda/ is planned. */
+/* The backends a build may register (compute.c's list; cuda/ where the toolkit was found). */
 extern const struct tsrnn_compute_backend tsrnn_compute_backend_cpu;
 extern const struct tsrnn_compute_backend tsrnn_compute_backend_cuda;
 extern const struct tsrnn_compute_backend tsrnn_compute_backend_pjrt;

@@ -37,6 +37,11 @@ const char *tsrnn_compute_kind_name(enum tsrnn_compute_kind kind)
     return "?";
 }
 
+bool tsrnn_compute_compiled(enum tsrnn_compute_kind kind)
+{
+    return find_backend(kind) != NULL;
+}
+
 bool tsrnn_compute_available(enum tsrnn_compute_kind kind, char *why, size_t why_nbytes)
 {
     const struct tsrnn_compute_backend *b = find_backend(kind);
@@ -44,7 +49,8 @@ bool tsrnn_compute_available(enum tsrnn_compute_kind kind, char *why, size_t why
         if (why != NULL && why_nbytes > 0)
             snprintf(why, why_nbytes, "this tsrnn has no %s compute backend%s",
                      tsrnn_compute_kind_name(kind),
-                     kind == TSRNN_COMPUTE_CUDA ? " yet (it is planned; this build trains on CPUs)"
+                     kind == TSRNN_COMPUTE_CUDA ? " (it was built without the CUDA toolkit: nvcc, "
+                                                  "cuBLAS and cuDNN 9; this build trains on CPUs)"
                      : kind == TSRNN_COMPUTE_PJRT
                          ? " (it was built without the PJRT header: run scripts/install-deps.sh, "
                            "then reconfigure with -Dpjrt=enabled)"
@@ -68,6 +74,11 @@ void tsrnn_compute_destroy(struct tsrnn_compute *compute)
 {
     if (compute != NULL)
         compute->backend->destroy(compute);
+}
+
+enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute)
+{
+    return compute->backend->kind;
 }
 
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute)

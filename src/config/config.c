@@ -249,10 +249,12 @@ static const struct key schema[] = {
          .example = "last", .default_doc = "a new run"),
 
     ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices,
-         .doc = "The kind of device to train on. `gpu` is refused (exit code 2) until tsrnn "
-                "has a GPU backend; `auto` trains on the CPU. `xla`: the training step as one "
-                "StableHLO program on the device of a PJRT plugin (`pjrt_plugin`); `tpu`: the "
-                "same on a TPU through libtpu (exit code 2 when there is none).",
+         .doc = "The kind of device to train on. `gpu` trains on the first visible GPU "
+                "through the CUDA backend (a build with the CUDA toolkit), and is refused (exit "
+                "code 2) where none can be used; `auto` takes the GPU where there is one, "
+                "else the CPU. `xla`: the training step as one StableHLO program on the device "
+                "of a PJRT plugin (`pjrt_plugin`); `tpu`: the same on a TPU through libtpu (exit "
+                "code 2 when there is none).",
          .darts = "`pl_trainer_kwargs={\"accelerator\": ...}`", .example = "cpu"),
     TEXT("trainer", "pjrt_plugin", KEY_PATH, pjrt_plugin, "",
          "the path of a PJRT plugin (a shared library exporting GetPjrtApi)",
