@@ -20,9 +20,9 @@ configure() { # dir, extra meson options...
         rm -rf "$dir"
     fi
     if [ -f "$dir/build.ninja" ]; then
-        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled "$@"
+        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled -Dmpi=enabled "$@"
     else
-        meson setup "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled "$@"
+        meson setup "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled -Dmpi=enabled "$@"
     fi | sed -n '/^tsrnn /,$p' # meson's summary: which optional backends were found
     meson compile -C "$dir"
 }

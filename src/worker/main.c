@@ -46,8 +46,9 @@ static void usage(FILE *out)
             "  -V, --version                show the version and exit\n"
             "\n"
             "Started by tsrnn-launch, it reads its rank from TSRNN_RANK, TSRNN_WORLD_SIZE,\n"
-            "TSRNN_LOCAL_RANK, TSRNN_RENDEZVOUS and TSRNN_COMM_BACKEND; without them it\n"
-            "trains alone.\n"
+            "TSRNN_LOCAL_RANK, TSRNN_RENDEZVOUS and TSRNN_COMM_BACKEND; started by mpirun\n"
+            "or srun, from OMPI_COMM_WORLD_*, PMI_* or SLURM_* and talks through MPI;\n"
+            "without any of them it trains alone.\n"
             "\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error, 3 a peer\n"
             "failed or timed out, 130 interrupted (SIGINT/SIGTERM stop it between two\n"
@@ -228,6 +229,9 @@ int main(int argc, char **argv)
     install_stop_handlers();
     if (status == TSRNN_OK && world.world_size > 1)
         status = join_world(&comm, &world, cfg, compute);
+    /* Under mpirun or srun every rank's output meets on one terminal: rank 0 speaks for all,
+     * as Lightning's rank_zero_only (the others print their banner line and errors only). */
+    bool rank_quiet = world.mpi && world.rank > 0;
     if (status == TSRNN_OK)
         status = tsrnn_dataset_load(&ds, cfg);
     /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
@@ -236,14 +240,21 @@ int main(int argc, char **argv)
         status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size,
                                     cfg->shuffle ? &summary_shuffle : NULL, (size_t)world.rank,
                                     (size_t)world.world_size);
+    if (status == TSRNN_OK && !train_options.quiet && rank_quiet)
+        printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, %s; "
+               "started by %s)\n",
+               world.rank, world.rank + 1, world.world_size, world.local_rank,
+               tsrnn_comm_backend_name(comm), world.launcher);
+    if (rank_quiet)
+        train_options.quiet = true;
     if (status == TSRNN_OK && !train_options.quiet) {
         printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
                tsrnn_model_kind_name(cfg->model));
         if (world.world_size > 1)
             printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, "
-                   "%s)\n",
+                   "%s; started by %s)\n",
                    world.rank, world.rank + 1, world.world_size, world.local_rank,
-                   tsrnn_comm_backend_name(comm));
+                   tsrnn_comm_backend_name(comm), world.launcher);
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
         fflush(stdout);
     }
@@ -260,9 +271,20 @@ int main(int argc, char **argv)
     }
 
 done:
-    /* After a failed collective no rank waits for this one: tear down, do not say goodbye. */
-    if (status != TSRNN_OK && comm != NULL)
-        tsrnn_comm_abort(comm);
+    /* After a failure no rank waits for this one: tear down, do not say goodbye. Under MPI
+     * that ends the job (MPI_Abort does not return), so the message goes out first. Every
+     * rank stops at the same step at an interrupt: those close as after a success. */
+    if (status != TSRNN_OK && comm != NULL && status != TSRNN_ERR_INTERRUPTED) {
+        int code = fail(status);
+        tsrnn_comm_abort_job(comm, code);
+        tsrnn_comm_close(comm);
+        tsrnn_compute_destroy(compute);
+        tsrnn_sampler_finish(&sampler);
+        tsrnn_dataset_finish(&ds);
+        free(cfg);
+        free(overrides);
+        return code;
+    }
     tsrnn_comm_close(comm);
     tsrnn_compute_destroy(compute);
     tsrnn_sampler_finish(&sampler);
