@@ -255,11 +255,20 @@ static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, s
 }
 
 /* What every rank must share to train one model: the resolved config and the series as
- * read. */
+ * read. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
+ * would be does not matter (under mpirun or srun a rank may start in another folder, on
+ * another machine). */
 static uint32_t job_fingerprint(const struct trainer *tr)
 {
     const struct tsrnn_series *s = &tr->ds->series;
-    char *text = tsrnn_config_text(tr->cfg);
+    struct tsrnn_config *shared = malloc(sizeof(*shared));
+    char *text = NULL;
+    if (shared != NULL) {
+        *shared = *tr->cfg;
+        shared->work_dir[0] = '\0';
+        text = tsrnn_config_text(shared);
+        free(shared);
+    }
     uint32_t crc = text ? tsrnn_crc32c(0, text, strlen(text)) : 0;
     free(text);
     crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));

@@ -1,0 +1,517 @@
+/* tsrnn-worker under the real mpirun (Open MPI), on this machine: 2 and 3 ranks end with the
+ * weights of tsrnn-launch's Gloo run of the same world size; rank 0 alone writes (each rank
+ * runs in a folder of its own, and only rank 0's holds anything); a resumed run needs no
+ * checkpoint on the other ranks; and a rank that fails mid-training, one that stops
+ * answering, and one killed with SIGKILL each end the whole job, non-zero, within 15 s, with
+ * no process left.
+ *
+ * Exits 77 (skipped) where this build has no mpi backend or mpirun is not installed. As root
+ * (CI), it sets OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 for its own mpirun
+ * and passes --oversubscribe (2 cores, 3 ranks): tsrnn never does either on a user's behalf.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tsrnn/checkpoint.h"
+#include "tsrnn/comm.h"
+#include "tsrnn/compute.h"
+#include "tsrnn/fs.h"
+#include "tsrnn/model.h"
+
+#define MAX_RANKS    3
+#define TIMEOUT_S    3 /* [trainer] timeout_s: a rank that stops answering shows within it */
+#define END_WITHIN_S 15
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A folder below the test's run folder, made if needed; static storage per slot. */
+static const char *subdir(int slot, const char *fmt, ...)
+{
+    static char paths[8][PATH_MAX];
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    snprintf(paths[slot], sizeof(paths[slot]), "%s/%s", tu_run_dir(), name);
+    if (mkdir(paths[slot], 0700) != 0 && errno != EEXIST)
+        fail_msg("mkdir %s: %s", paths[slot], strerror(errno));
+    return paths[slot];
+}
+
+/* The options every run of this file shares: the example, an LSTM small enough to train in
+ * a second, single-threaded CPU ranks as tsrnn-launch makes them. */
+static const char *const common_sets[] = {
+    "model.model=LSTM",           "model.hidden_dim=16",          "training.n_epochs=5",
+    "trainer.accelerator=cpu",    "trainer.num_threads=1",        "output.model_name=run",
+    "output.work_dir=darts_logs", "output.log_tensorboard=false",
+};
+enum {
+    COMMON_COUNT = sizeof(common_sets) / sizeof(common_sets[0])
+};
+
+/* Appends the worker's arguments (the common sets, `extra`, the example) to argv at *n. */
+static void worker_args(const char **argv, size_t *n, const char *const *extra)
+{
+    static char timeout[64];
+    snprintf(timeout, sizeof(timeout), "trainer.timeout_s=%d", TIMEOUT_S);
+    for (size_t i = 0; i < COMMON_COUNT; i++) {
+        argv[(*n)++] = "--set";
+        argv[(*n)++] = common_sets[i];
+    }
+    argv[(*n)++] = "--set";
+    argv[(*n)++] = timeout;
+    for (; extra != NULL && *extra != NULL; extra++) {
+        if (strncmp(*extra, "--", 2) != 0)
+            argv[(*n)++] = "--set";
+        argv[(*n)++] = *extra;
+    }
+    argv[(*n)++] = "--progress=none";
+    argv[(*n)++] = tu_source("examples/air_passengers.ini");
+}
+
+/* mpirun with one app context per rank, each in its own working folder dirs[r] (so what a
+ * rank writes below its relative work_dir shows whose it is), running `program` (the worker,
+ * or a wrapper script) with the common arguments and `extra`. */
+static int mpirun(struct tu_result *res, int ranks, const char *const *dirs, const char *program,
+                  const char *const *extra)
+{
+    const char *argv[256];
+    size_t n = 0;
+    argv[n++] = tu_env("TSRNN_MPIRUN");
+    argv[n++] = "--oversubscribe";
+    for (int r = 0; r < ranks; r++) {
+        if (r > 0)
+            argv[n++] = ":";
+        argv[n++] = "-np";
+        argv[n++] = "1";
+        argv[n++] = "-wdir";
+        argv[n++] = dirs[r];
+        argv[n++] = program;
+        worker_args(argv, &n, extra);
+    }
+    argv[n] = NULL;
+    assert_true(n < sizeof(argv) / sizeof(argv[0]));
+    assert_int_equal(tu_run(argv, 120, res), 0);
+    if (res->timed_out)
+        fail_msg("mpirun did not end in 120 s; stderr:\n%s", res->err);
+    return res->exit_code;
+}
+
+/* tsrnn-launch --accelerator cpu --devices W (Gloo) in `dir`. */
+static int launch(struct tu_result *res, int ranks, const char *dir, const char *const *extra)
+{
+    const char *argv[128];
+    char devices[32];
+    size_t n = 0;
+    snprintf(devices, sizeof(devices), "--devices=%d", ranks);
+    argv[n++] = "/bin/sh";
+    argv[n++] = "-c";
+    argv[n++] = "cd \"$0\" && exec \"$@\"";
+    argv[n++] = dir;
+    argv[n++] = tu_env("TSRNN_LAUNCH");
+    argv[n++] = "--accelerator";
+    argv[n++] = "cpu";
+    argv[n++] = devices;
+    worker_args(argv, &n, extra);
+    argv[n] = NULL;
+    /* The launcher passes --progress itself: drop ours. */
+    for (size_t i = 0; i < n; i++)
+        if (argv[i] != NULL && strcmp(argv[i], "--progress=none") == 0) {
+            memmove(&argv[i], &argv[i + 1], (n - i) * sizeof(argv[0]));
+            n--;
+        }
+    assert_int_equal(tu_run(argv, 120, res), 0);
+    return res->exit_code;
+}
+
+/* The parameters of the newest checkpoint `which` below dir/darts_logs/run (count in *count;
+ * the caller frees), and its global step. */
+static float *final_params(const char *dir, const char *which, size_t *count, int64_t *step)
+{
+    char ckdir[PATH_MAX], path[PATH_MAX];
+    snprintf(ckdir, sizeof(ckdir), "%s/darts_logs/run/checkpoints", dir);
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    if (tsrnn_checkpoint_locate(path, sizeof(path), ckdir, which) != TSRNN_OK ||
+        tsrnn_checkpoint_read(ck, path) != TSRNN_OK)
+        fail_msg("%s", tsrnn_last_error());
+    struct tsrnn_compute *compute;
+    struct tsrnn_compute_options options = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
+    assert_int_equal(tsrnn_compute_create(&compute, &options), TSRNN_OK);
+    struct tsrnn_model m = { 0 };
+    assert_int_equal(tsrnn_model_init(&m, compute, &ck->dims, 1, 1), TSRNN_OK);
+    assert_int_equal(tsrnn_checkpoint_restore(ck, &m, NULL), TSRNN_OK);
+    *count = m.table.total_count;
+    float *p = malloc(*count * sizeof(float));
+    assert_int_equal(tsrnn_model_download_params(&m, p), TSRNN_OK);
+    *step = ck->state.global_step;
+    tsrnn_model_finish(&m);
+    tsrnn_compute_destroy(compute);
+    tsrnn_checkpoint_finish(ck);
+    free(ck);
+    return p;
+}
+
+/* The largest relative difference between two runs' final weights (as test_launch.c). */
+static double weight_difference(const char *dir_a, const char *dir_b, int64_t *steps)
+{
+    size_t na, nb;
+    int64_t sa, sb;
+    float *a = final_params(dir_a, "last", &na, &sa), *b = final_params(dir_b, "last", &nb, &sb);
+    assert_int_equal(na, nb);
+    assert_int_equal(sa, sb);
+    double worst = 0.0, moved = 0.0;
+    for (size_t i = 0; i < na; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        worst = fmax(worst, d / fmax(fabs((double)b[i]), 1e-3));
+        moved = fmax(moved, fabs((double)a[i]));
+    }
+    assert_true(moved > 0.0);
+    free(a);
+    free(b);
+    *steps = sa;
+    return worst;
+}
+
+/* Nothing at all in `dir`: the rank that ran there wrote nothing. */
+static void expect_empty(const char *dir, int rank)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", dir);
+    if (system(cmd) != 0)
+        fail_msg("rank %d wrote into its working folder %s (only rank 0 may write)", rank, dir);
+}
+
+/* W ranks under mpirun = W workers under tsrnn-launch, weight for weight; only rank 0's folder
+ * holds anything; the banner says how each rank was started. */
+static void check_equals_launch(int ranks)
+{
+    struct tu_result *res = malloc(sizeof(*res));
+    const char *dirs[MAX_RANKS];
+    for (int r = 0; r < ranks; r++)
+        dirs[r] = subdir(r, "np%d-rank%d", ranks, r);
+    const char *launched = subdir(MAX_RANKS, "launch%d", ranks);
+
+    double t0 = now_s();
+    int rc = mpirun(res, ranks, dirs, tu_env("TSRNN_WORKER"), NULL);
+    double mpi_s = now_s() - t0;
+    if (rc != 0)
+        fail_msg("mpirun -np %d: exit %d; stderr:\n%s", ranks, rc, res->err);
+    char member[64];
+    snprintf(member, sizeof(member), "MEMBER: %d/%d (local rank %d, mpi; started by mpirun", ranks,
+             ranks, ranks - 1);
+    tu_expect_in(res->out, member);
+    tu_expect_in(res->out, "Run folder: darts_logs/run");
+    t0 = now_s();
+    rc = launch(res, ranks, launched, NULL);
+    double launch_s = now_s() - t0;
+    if (rc != 0)
+        fail_msg("tsrnn-launch --devices %d: exit %d; stderr:\n%s", ranks, rc, res->err);
+
+    int64_t steps;
+    double worst = weight_difference(dirs[0], launched, &steps);
+    printf("# %d ranks, mpirun (mpi) %.2f s vs tsrnn-launch (gloo) %.2f s: %lld steps, final "
+           "weights differ by %.3g relative at most\n",
+           ranks, mpi_s, launch_s, (long long)steps, worst);
+    assert_true(steps > 0);
+    assert_true(worst <= 1e-6);
+    for (int r = 1; r < ranks; r++)
+        expect_empty(dirs[r], r);
+    char metrics[PATH_MAX + 64];
+    snprintf(metrics, sizeof(metrics), "%s/darts_logs/run/metrics.csv", dirs[0]);
+    struct tu_metrics_row rows[64];
+    assert_int_equal(tu_read_metrics(metrics, rows, 64), (size_t)steps + 5);
+    free(res);
+}
+
+static void test_two_ranks_equal_tsrnn_launch(void **state)
+{
+    (void)state;
+    check_equals_launch(2);
+}
+
+static void test_three_ranks_equal_tsrnn_launch(void **state)
+{
+    (void)state;
+    check_equals_launch(3);
+}
+
+/* Rank 0 reads the checkpoint; rank 1, whose folder holds none (a cluster without a shared
+ * file system), gets everything from rank 0: 3 + 2 epochs end bit for bit where 5 do. */
+static void test_resume_without_a_shared_folder(void **state)
+{
+    (void)state;
+    struct tu_result *res = malloc(sizeof(*res));
+    const char *split[2] = { subdir(0, "resume-rank0"), subdir(1, "resume-rank1") };
+    const char *whole[2] = { subdir(2, "whole-rank0"), subdir(3, "whole-rank1") };
+    const char *first[] = { "training.n_epochs=3", NULL };
+    const char *rest[] = { "--resume=last", "output.force_reset=false", NULL };
+    if (mpirun(res, 2, split, tu_env("TSRNN_WORKER"), first) != 0)
+        fail_msg("first part: exit %d; stderr:\n%s", res->exit_code, res->err);
+    if (mpirun(res, 2, split, tu_env("TSRNN_WORKER"), rest) != 0)
+        fail_msg("resumed part: exit %d; stderr:\n%s", res->exit_code, res->err);
+    tu_expect_in(res->out, "Restored all states from the checkpoint");
+    if (mpirun(res, 2, whole, tu_env("TSRNN_WORKER"), NULL) != 0)
+        fail_msg("whole run: exit %d; stderr:\n%s", res->exit_code, res->err);
+    int64_t steps;
+    double worst = weight_difference(split[0], whole[0], &steps);
+    printf("# resumed at epoch 3 of 5 on 2 ranks, rank 1 without the run folder: %lld steps, "
+           "weights differ by %.3g from the uninterrupted run\n",
+           (long long)steps, worst);
+    assert_true(worst == 0.0);
+    expect_empty(split[1], 1);
+    free(res);
+}
+
+/* --- failures ------------------------------------------------------------------------ */
+
+/* An mpirun of 2 ranks started in the background; each rank's pid lands in pid.R. */
+struct job {
+    pid_t pid;
+    double started, ended;
+    int exit_code;
+    char out[PATH_MAX], err[PATH_MAX];
+    const char *dirs[2];
+    const char *pids_dir;
+};
+
+static void job_start(struct job *j, const char *name)
+{
+    j->pids_dir = subdir(4, "%s-pids", name);
+    j->dirs[0] = subdir(5, "%s-rank0", name);
+    j->dirs[1] = subdir(6, "%s-rank1", name);
+    char text[PATH_MAX * 2];
+    snprintf(text, sizeof(text),
+             "#!/bin/sh\necho $$ > '%s'/pid.$OMPI_COMM_WORLD_RANK\nexec '%s' \"$@\"\n", j->pids_dir,
+             tu_env("TSRNN_WORKER"));
+    char script[PATH_MAX];
+    snprintf(script, sizeof(script), "%s/worker.sh", j->pids_dir);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(script, 0755), 0);
+
+    const char *argv[256];
+    size_t n = 0;
+    const char *extra[] = { "training.n_epochs=100000", "model.hidden_dim=32", NULL };
+    argv[n++] = tu_env("TSRNN_MPIRUN");
+    argv[n++] = "--oversubscribe";
+    for (int r = 0; r < 2; r++) {
+        if (r > 0)
+            argv[n++] = ":";
+        argv[n++] = "-np";
+        argv[n++] = "1";
+        argv[n++] = "-wdir";
+        argv[n++] = j->dirs[r];
+        argv[n++] = script;
+        worker_args(argv, &n, extra);
+    }
+    argv[n] = NULL;
+    snprintf(j->out, sizeof(j->out), "%s/out", j->pids_dir);
+    snprintf(j->err, sizeof(j->err), "%s/err", j->pids_dir);
+    fflush(stdout);
+    j->started = now_s();
+    j->pid = fork();
+    assert_true(j->pid >= 0);
+    if (j->pid == 0) {
+        if (!freopen("/dev/null", "r", stdin) || !freopen(j->out, "w", stdout) ||
+            !freopen(j->err, "w", stderr))
+            _exit(127);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+}
+
+static pid_t rank_pid(const struct job *j, int rank)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/pid.%d", j->pids_dir, rank);
+    char *text = tu_read(path);
+    pid_t pid = text ? (pid_t)atol(text) : 0;
+    free(text);
+    return pid;
+}
+
+/* Waits until both ranks run and rank 0 has written its first checkpoint: training is on. */
+static void job_wait_training(struct job *j, pid_t pids[2])
+{
+    char ckdir[PATH_MAX];
+    snprintf(ckdir, sizeof(ckdir), "%s/darts_logs/run/checkpoints", j->dirs[0]);
+    while ((pids[0] = rank_pid(j, 0)) <= 0 || (pids[1] = rank_pid(j, 1)) <= 0 ||
+           !tsrnn_folder_holds(ckdir, "last-")) {
+        int status;
+        if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
+            char *err = tu_read(j->err);
+            fail_msg("mpirun ended before training; stderr:\n%s", err ? err : "");
+        }
+        if (now_s() - j->started > 60)
+            fail_msg("no training after 60 s");
+        usleep(5000);
+    }
+}
+
+/* Waits for mpirun, at most END_WITHIN_S after `since` (then kills it and fails). */
+static int job_wait(struct job *j, double since)
+{
+    int status;
+    while (waitpid(j->pid, &status, WNOHANG) != j->pid) {
+        if (now_s() - since > END_WITHIN_S) {
+            kill(j->pid, SIGKILL);
+            waitpid(j->pid, &status, 0);
+            char *err = tu_read(j->err);
+            fail_msg("mpirun still running %d s later; stderr:\n%s", END_WITHIN_S, err ? err : "");
+        }
+        usleep(5000);
+    }
+    j->ended = now_s();
+    j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return j->exit_code;
+}
+
+/* Whether `pid` is no longer running: gone, or a zombie (dead; mpirun exited without reaping
+ * it, and it now waits for this machine's init to). */
+static bool is_gone(pid_t pid)
+{
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    char *text = tu_read(path);
+    const char *paren = text ? strrchr(text, ')') : NULL;
+    bool zombie = text == NULL || (paren != NULL && paren[1] == ' ' && paren[2] == 'Z');
+    free(text);
+    return zombie;
+}
+
+static void expect_gone(const pid_t pids[2])
+{
+    /* Allow the kernel a moment to finish tearing down a killed process. */
+    for (int tries = 0; tries < 100; tries++) {
+        if (is_gone(pids[0]) && is_gone(pids[1]))
+            return;
+        usleep(10000);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "ps -o pid,ppid,stat,etime,args -p %d,%d >&2", (int)pids[0],
+             (int)pids[1]);
+    if (system(cmd) != 0)
+        fprintf(stderr, "(ps failed)\n");
+    fail_msg("a rank (pid %d or %d) is still running after mpirun exited", (int)pids[0],
+             (int)pids[1]);
+}
+
+static void expect_err_has(const struct job *j, const char *needle)
+{
+    char *err = tu_read(j->err);
+    assert_non_null(err);
+    tu_expect_in(err, needle);
+    free(err);
+}
+
+/* SIGKILL to rank 1 mid-training: Open MPI's daemon sees it die and ends the job. */
+static void test_killed_rank_ends_the_job(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[2];
+    job_start(&j, "killed");
+    job_wait_training(&j, pids);
+    double at = now_s();
+    kill(pids[1], SIGKILL);
+    int rc = job_wait(&j, at);
+    printf("# rank 1 SIGKILLed: mpirun exited %d after %.2f s\n", rc, j.ended - at);
+    assert_true(rc != 0);
+    expect_gone(pids);
+}
+
+/* Rank 1 stops answering (SIGSTOP): rank 0's allreduce gives up after timeout_s, it says so
+ * and calls MPI_Abort with exit code 3, and mpirun ends the job (the stopped rank included). */
+static void test_silent_rank_times_out(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[2];
+    job_start(&j, "stopped");
+    job_wait_training(&j, pids);
+    double at = now_s();
+    kill(pids[1], SIGSTOP);
+    int rc = job_wait(&j, at);
+    printf("# rank 1 SIGSTOPped: mpirun exited %d after %.2f s (timeout_s %d)\n", rc, j.ended - at,
+           TIMEOUT_S);
+    assert_int_equal(rc, 3);
+    assert_true(j.ended - at >= TIMEOUT_S);
+    expect_err_has(&j, "rank 0: allreduce of");
+    expect_err_has(&j, "did not complete within 3 s");
+    expect_gone(pids);
+}
+
+/* Rank 0 fails by itself mid-training (its checkpoint folder is replaced by a file: the next
+ * checkpoint cannot be written): it prints why and calls MPI_Abort with its exit code (1);
+ * mpirun ends rank 1 too and exits with that code. */
+static void test_failing_rank_ends_the_job(void **state)
+{
+    (void)state;
+    struct job j;
+    pid_t pids[2];
+    job_start(&j, "failing");
+    job_wait_training(&j, pids);
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof(cmd), "cd '%s/darts_logs/run' && rm -rf checkpoints && touch checkpoints",
+             j.dirs[0]);
+    double at = now_s();
+    assert_int_equal(system(cmd), 0);
+    int rc = job_wait(&j, at);
+    printf("# rank 0 failed writing a checkpoint: mpirun exited %d after %.2f s\n", rc,
+           j.ended - at);
+    assert_int_equal(rc, 1);
+    expect_err_has(&j, "tsrnn-worker: error: ");
+    expect_err_has(&j, "checkpoints");
+    expect_err_has(&j, "MPI_ABORT");
+    expect_gone(pids);
+}
+
+int main(void)
+{
+    const char *mpirun_path = getenv("TSRNN_MPIRUN");
+    if (!tsrnn_comm_backend_available("mpi") || mpirun_path == NULL || mpirun_path[0] == '\0' ||
+        access(mpirun_path, X_OK) != 0) {
+        printf("# skipped: this build has no mpi comm backend or mpirun is not installed "
+               "(apt-get install libopenmpi-dev openmpi-bin, then reconfigure)\n");
+        return 77;
+    }
+    if (getuid() == 0) {
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_ranks_equal_tsrnn_launch),
+        cmocka_unit_test(test_three_ranks_equal_tsrnn_launch),
+        cmocka_unit_test(test_resume_without_a_shared_folder),
+        cmocka_unit_test(test_killed_rank_ends_the_job),
+        cmocka_unit_test(test_silent_rank_times_out),
+        cmocka_unit_test(test_failing_rank_ends_the_job),
+    };
+    return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
+}
