@@ -153,6 +153,8 @@ def run_cluster_recipe():
         print("skip: README cluster recipe (no mpirun, or a build without MPI)")
         return
     env = dict(os.environ)
+    if "LSAN_OPTIONS" in env:  # the ASan build: whole stacks, for tests/lsan.supp's Open MPI lines
+        env["LSAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
     if os.getuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     with tempfile.TemporaryDirectory(prefix="tsrnn-readme-mpi-") as folder:
