@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     struct tsrnn_config *cfg = malloc(sizeof(*cfg));
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_sampler sampler = { 0 };
-    struct tsrnn_world world;
+    struct tsrnn_world world = { .world_size = 1 };
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_comm *comm = NULL;
     enum tsrnn_status status = cfg ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
@@ -270,32 +270,24 @@ int main(int argc, char **argv)
             report_result(&world, &result);
     }
 
-done:
+done:;
+    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
+     * their logs, not to the launcher's error stream). */
+    int code = tsrnn_status_exit_code(status);
+    if (status == TSRNN_ERR_INTERRUPTED && world.rank > 0)
+        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
+    else if (status != TSRNN_OK)
+        fail(status);
     /* After a failure no rank waits for this one: tear down, do not say goodbye. Under MPI
-     * that ends the job (MPI_Abort does not return), so the message goes out first. Every
-     * rank stops at the same step at an interrupt: those close as after a success. */
-    if (status != TSRNN_OK && comm != NULL && status != TSRNN_ERR_INTERRUPTED) {
-        int code = fail(status);
+     * that ends the whole job (MPI_Abort does not return), hence the message first. At an
+     * interrupt every rank stops after the same step: they close as after a success. */
+    if (status != TSRNN_OK && status != TSRNN_ERR_INTERRUPTED && comm != NULL)
         tsrnn_comm_abort_job(comm, code);
-        tsrnn_comm_close(comm);
-        tsrnn_compute_destroy(compute);
-        tsrnn_sampler_finish(&sampler);
-        tsrnn_dataset_finish(&ds);
-        free(cfg);
-        free(overrides);
-        return code;
-    }
     tsrnn_comm_close(comm);
     tsrnn_compute_destroy(compute);
     tsrnn_sampler_finish(&sampler);
     tsrnn_dataset_finish(&ds);
     free(cfg);
     free(overrides);
-    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
-     * their logs, not to the launcher's error stream). */
-    if (status == TSRNN_ERR_INTERRUPTED && world.rank > 0) {
-        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
-        return tsrnn_status_exit_code(status);
-    }
-    return status == TSRNN_OK ? TSRNN_EXIT_OK : fail(status);
+    return code;
 }
