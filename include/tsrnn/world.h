@@ -22,11 +22,12 @@
  * the process sees. Without any of these the process is a world of its own (size 1, rank 0,
  * backend local).
  *
- * The launcher alone chooses the comm backend (DESIGN.md §9), once for all ranks: local
- * for 1 worker, gloo for CPU workers, nccl for GPU workers (not in tsrnn yet: the launcher
- * refuses more than one GPU worker until it is). A worker uses what it is told and derives
- * nothing from its world size or device. TSRNN_COMM_BACKEND must name a backend tsrnn knows
- * (tsrnn_comm_backend_known(): local, gloo); it is required when TSRNN_WORLD_SIZE > 1, may
+ * Under tsrnn-launch the launcher alone chooses the comm backend (DESIGN.md §9), once for
+ * all ranks: local for 1 worker, gloo for CPU workers, nccl for GPU workers (not in tsrnn
+ * yet: the launcher refuses more than one GPU worker until it is). A worker uses what it is
+ * told and derives nothing from its world size or device. (Under an MPI launcher this file
+ * is the one place that chooses, as above.) TSRNN_COMM_BACKEND must name a backend tsrnn
+ * knows (tsrnn_comm_backend_known(): local, gloo, mpi); it is required when TSRNN_WORLD_SIZE > 1, may
  * be left out for a world of 1 (= local), and must be local exactly when the world size is
  * 1. A known backend this build lacks is refused later, when the worker joins.
  *
