@@ -666,6 +666,10 @@ static double collective_ms(const char *out)
 static void test_two_hosts_equal_one_host(void **state)
 {
     (void)state;
+    if (tu_short()) { /* under the sanitizers: test_mpi's own cases compare the weights */
+        printf("# TSRNN_TEST_SHORT: the two-host weights are left to the normal build\n");
+        return;
+    }
     struct tu_result *res = malloc(sizeof(*res));
     const char *far[2] = { subdir(0, "hosts-rank0"), subdir(1, "hosts-rank1") };
     const char *near[2] = { subdir(2, "onehost-rank0"), subdir(3, "onehost-rank1") };
