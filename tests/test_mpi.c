@@ -27,12 +27,14 @@
 
 #include <cmocka.h>
 
+#include "src/comm/backend.h"
 #include "testutil.h"
 #include "tsrnn/checkpoint.h"
 #include "tsrnn/comm.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/fs.h"
 #include "tsrnn/model.h"
+#include "tsrnn/world.h"
 
 #define MAX_RANKS    3
 #define TIMEOUT_S    3 /* [trainer] timeout_s: a rank that stops answering shows within it */
@@ -481,9 +483,9 @@ static void test_silent_rank_times_out(void **state)
     expect_gone(pids);
 }
 
-/* Rank 0 fails by itself mid-training (its checkpoint folder is replaced by a file: the next
- * checkpoint cannot be written): it prints why and calls MPI_Abort with its exit code (1);
- * mpirun ends rank 1 too and exits with that code. (Open MPI's own "MPI_ABORT was invoked"
+/* Rank 0 fails by itself mid-training (its checkpoint folder is moved away and a file takes
+ * its name: the next checkpoint cannot be written): it prints why and calls MPI_Abort with
+ * its exit code (1); mpirun ends rank 1 too and exits with that code. (Open MPI's own "MPI_ABORT was invoked"
  * notice is not checked: 4.1.4 sometimes loses it, "ORTE_ERROR_LOG: Data unpack had
  * inadequate space in file ../../../orte/util/show_help.c".) */
 static void test_failing_rank_ends_the_job(void **state)
@@ -494,8 +496,9 @@ static void test_failing_rank_ends_the_job(void **state)
     job_start(&j, "failing");
     job_wait_training(&j, pids);
     char cmd[PATH_MAX * 2];
-    snprintf(cmd, sizeof(cmd), "cd '%s/darts_logs/run' && rm -rf checkpoints && touch checkpoints",
-             j.dirs[0]);
+    /* A rename, not rm -r: rank 0 may be writing into the folder at this moment. */
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s/darts_logs/run' && mv checkpoints moved && touch checkpoints", j.dirs[0]);
     double at = now_s();
     assert_int_equal(system(cmd), 0);
     int rc = job_wait(&j, at);
@@ -735,6 +738,61 @@ static void test_cut_link_ends_the_job(void **state)
     expect_gone(pids);
 }
 
+/* --- the NCCL bootstrap hook -------------------------------------------------------- */
+
+/* One rank of `mpirun -np 3 test_mpi bootstrap`: what the nccl backend will do with NCCL's
+ * 128-byte unique id (src/comm/backend.h): join MPI, get rank 0's bytes by MPI_Bcast, leave.
+ * Exits 0 when this rank holds rank 0's bytes. */
+static int bootstrap_rank(void)
+{
+    struct tsrnn_world world;
+    unsigned char id[128];
+    if (tsrnn_world_from_env(&world) != TSRNN_OK || !world.mpi) {
+        fprintf(stderr, "bootstrap: not an MPI rank: %s\n", tsrnn_last_error());
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof(id); i++)
+        id[i] = (unsigned char)(world.rank == 0 ? i * 7 + 1 : 0xee);
+    if (tsrnn_comm_mpi_hold(world.rank, world.world_size) != TSRNN_OK ||
+        tsrnn_comm_mpi_bootstrap_broadcast(id, sizeof(id), 10.0) != TSRNN_OK) {
+        fprintf(stderr, "bootstrap: rank %d: %s\n", world.rank, tsrnn_last_error());
+        return 1;
+    }
+    tsrnn_comm_mpi_release();
+    for (size_t i = 0; i < sizeof(id); i++)
+        if (id[i] != (unsigned char)(i * 7 + 1)) {
+            fprintf(stderr, "bootstrap: rank %d: byte %zu is %u, rank 0 sent %u\n", world.rank, i,
+                    id[i], (unsigned)(unsigned char)(i * 7 + 1));
+            return 1;
+        }
+    printf("bootstrap: rank %d of %d (device %d) holds rank 0's 128 bytes\n", world.rank,
+           world.world_size, world.device_index);
+    return 0;
+}
+
+/* The hook a GPU backend uses under mpirun to get NCCL's unique id from rank 0. */
+static void test_nccl_id_bootstrap(void **state)
+{
+    (void)state;
+    struct tu_result *res = malloc(sizeof(*res));
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    const char *argv[] = {
+        tu_env("TSRNN_MPIRUN"), "--oversubscribe", "-np", "3", self, "bootstrap", NULL
+    };
+    assert_int_equal(tu_run(argv, 60, res), 0);
+    if (res->exit_code != 0)
+        fail_msg("mpirun -np 3 test_mpi bootstrap: exit %d; stderr:\n%s", res->exit_code, res->err);
+    for (int r = 0; r < 3; r++) {
+        char line[96];
+        snprintf(line, sizeof(line), "rank %d of 3 (device %d) holds rank 0's 128 bytes", r, r);
+        tu_expect_in(res->out, line);
+    }
+    free(res);
+}
+
 /* `test_mpi` runs the tests on this machine; `test_mpi hosts` those across two network
  * namespaces (a test of its own: it skips where namespaces cannot be made). */
 int main(int argc, char **argv)
@@ -759,6 +817,8 @@ int main(int argc, char **argv)
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
+    if (argc > 1 && strcmp(argv[1], "bootstrap") == 0)
+        return bootstrap_rank();
     if (argc > 1 && strcmp(argv[1], "hosts") == 0) {
         if (!hosts_make())
             return 77;
@@ -775,6 +835,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_killed_rank_ends_the_job),
         cmocka_unit_test(test_silent_rank_times_out),
         cmocka_unit_test(test_failing_rank_ends_the_job),
+        cmocka_unit_test(test_nccl_id_bootstrap),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }
