@@ -314,10 +314,13 @@ static void test_run_folder_and_checkpoints(void **state)
     st_free(&f);
 }
 
-/* logs/: one event file whose records all pass their CRCs; the first is brain.Event:2; the
- * train_loss of every step and the val_loss of every epoch are metrics.csv's values (as
- * float32; val_loss is a double, printed with 9 digits, so its float may be the neighbour of
- * the one TensorBoard holds) at metrics.csv's steps; lr is logged every epoch. */
+/* logs/ as Lightning's TensorBoardLogger writes Darts' run: one event file whose records all
+ * pass their CRCs; the first is brain.Event:2, then hp_metric = -1 at step 0; train_loss
+ * every log_every_n_steps (50) steps, at the steps s with (s + 1) % 50 == 0, and val_loss
+ * every epoch, each followed by `epoch` at the same step; the values are metrics.csv's (as
+ * float32; val_loss is a double, printed with 9 digits, so its float may be the neighbour
+ * of the one TensorBoard holds); lr (tsrnn's own) every epoch. And logs/hparams.yaml is the
+ * file Darts 0.48.1 wrote for this model (tests/fixtures/darts_hparams.yaml), byte for byte. */
 static void test_tensorboard_scalars_match_metrics(void **state)
 {
     (void)state;
@@ -328,32 +331,86 @@ static void test_tensorboard_scalars_match_metrics(void **state)
                   sizeof(err)) != 0)
         fail_msg("%s", err);
     assert_string_equal(events[0].file_version, "brain.Event:2");
+    assert_true(count > 1 && events[1].value_count == 1);
+    assert_string_equal(events[1].values[0].tag, "hp_metric");
+    assert_true(events[1].values[0].value == -1.0f && events[1].step == 0);
     static struct tu_metrics_row rows[1000];
     size_t n = tu_read_metrics(run_path("Air", "metrics.csv"), rows, 1000);
-    size_t r = 0, lr_count = 0;
-    for (size_t e = 1; e < count; e++)
+    size_t r = 0, lr_count = 0, train_count = 0, val_count = 0, epoch_count = 0;
+    const struct tu_metrics_row *last = NULL;
+    for (size_t e = 2; e < count; e++)
         for (size_t v = 0; v < events[e].value_count; v++) {
             const char *tag = events[e].values[v].tag;
             float value = events[e].values[v].value;
             if (strcmp(tag, "lr") == 0) {
                 assert_true(value == 1e-3f);
                 lr_count++;
-                continue;
-            }
-            assert_true(r < n);
-            assert_int_equal(events[e].step, rows[r].step);
-            if (strcmp(tag, "train_loss") == 0)
+            } else if (strcmp(tag, "epoch") == 0) { /* after each train_loss and val_loss */
+                assert_non_null(last);
+                assert_int_equal(events[e].step, last->step);
+                assert_true(value == (float)last->epoch);
+                epoch_count++;
+                last = NULL;
+            } else if (strcmp(tag, "train_loss") == 0) {
+                while (r < n && (isnan(rows[r].train_loss) || rows[r].step != events[e].step))
+                    r++;
+                assert_true(r < n);
+                assert_int_equal((events[e].step + 1) % 50, 0);
                 assert_true(value == (float)rows[r].train_loss);
-            else if (strcmp(tag, "val_loss") == 0) /* the same float, or its neighbour */
+                last = &rows[r++];
+                train_count++;
+            } else if (strcmp(tag, "val_loss") == 0) {
+                while (r < n && (isnan(rows[r].val_loss) || rows[r].step != events[e].step))
+                    r++;
+                assert_true(r < n);
                 assert_true(nextafterf((float)rows[r].val_loss, value) == value);
-            else
+                last = &rows[r++];
+                val_count++;
+            } else {
                 fail_msg("unexpected tag %s", tag);
-            r++;
+            }
         }
-    assert_int_equal(r, n);
+    size_t steps = n - EPOCHS; /* one val_loss row per epoch */
+    assert_int_equal(train_count, steps / 50);
+    assert_int_equal(val_count, EPOCHS);
+    assert_int_equal(epoch_count, train_count + val_count);
     assert_int_equal(lr_count, EPOCHS);
-    printf("# %zu events: %zu train_loss/val_loss scalars = metrics.csv, %zu lr\n", count, r,
-           lr_count);
+    printf("# %zu events: hp_metric, %zu train_loss (every 50 of %zu steps), %zu val_loss, %zu "
+           "epoch = metrics.csv, %zu lr\n",
+           count, train_count, steps, val_count, epoch_count, lr_count);
+    tfev_free(events);
+
+    char *ours = tu_read(run_path("Air", "logs/hparams.yaml"));
+    char *darts = tu_read(tu_source("tests/fixtures/darts_hparams.yaml"));
+    assert_non_null(ours);
+    assert_non_null(darts);
+    assert_string_equal(ours, darts);
+    free(ours);
+    free(darts);
+}
+
+/* Every-step logging stays available: log_every_n_steps = 1 gives TensorBoard a train_loss
+ * (and an epoch) at every one of 2 x 7 steps. */
+static void test_tensorboard_every_step(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=2", "trainer.log_every_n_steps=1", "forecast.n=0",
+                           "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "every", sets, 60), 0);
+    struct tfev_event *events;
+    size_t count, train = 0, epoch = 0;
+    char err[256];
+    if (tfev_read(only_file(run_path("every", "logs"), "events.out.tfevents."), &events, &count,
+                  err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    for (size_t e = 1; e < count; e++)
+        for (size_t v = 0; v < events[e].value_count; v++) {
+            train += strcmp(events[e].values[v].tag, "train_loss") == 0;
+            epoch += strcmp(events[e].values[v].tag, "epoch") == 0;
+        }
+    printf("# log_every_n_steps = 1: %zu train_loss, %zu epoch scalars\n", train, epoch);
+    assert_int_equal(train, 14);
+    assert_int_equal(epoch, 14 + 2);
     tfev_free(events);
 }
 
@@ -677,7 +734,7 @@ static void test_resume_is_bit_identical(void **state)
         fail_msg("%s", err);
     assert_int_equal(events[1].session_status, 1);
     assert_int_equal(events[1].step, 35);
-    assert_int_equal(events[2].step, 35);
+    assert_int_equal(events[2].step, 41); /* epoch 5's val_loss; train_loss every 50 steps */
     tfev_free(events);
     free(names);
 
@@ -983,7 +1040,7 @@ static void test_tampered_metadata_is_refused(void **state)
         { "epoch.safetensors", "tsrnn.epoch", NULL, "9223372036854775807", true,
           "\"tsrnn.epoch\" = \"9223372036854775807\"; expected an integer from 0 to 100000000" },
         { "step.safetensors", "tsrnn.global_step", NULL, "9223372036854775807", true,
-          "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 1" },
+          "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 0" },
         { "scale.safetensors", "tsrnn.scaler", "\"scale\":[", "\"scale\":[1e-45]", true,
           "\"tsrnn.scaler\": a bound, scale or offset is not what a fitted scaler holds" },
     };
@@ -1105,6 +1162,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_folder_and_checkpoints),
         cmocka_unit_test(test_tensorboard_scalars_match_metrics),
+        cmocka_unit_test(test_tensorboard_every_step),
         cmocka_unit_test(test_predict_reproduces_training_forecast),
         cmocka_unit_test(test_predict_writes_devices_in_place),
         cmocka_unit_test(test_predict_after_another_series),

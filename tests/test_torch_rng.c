@@ -333,7 +333,8 @@ static void case_darts_init(const struct vector_case *vc, uint64_t *values)
     free(params);
 }
 
-/* darts_epoch <random_state> <n> <params> <epoch> <validation> */
+/* darts_epoch <random_state> <n> <params> <epoch> <validation>: scripts/gen-rng-vectors.py
+ * creates the sanity check's val iterator outside isolate_rng (the lightning1 order). */
 static void case_darts_epoch(const struct vector_case *vc, uint64_t *values)
 {
     size_t n = (size_t)param_u64(vc, 1);
@@ -341,7 +342,7 @@ static void case_darts_epoch(const struct vector_case *vc, uint64_t *values)
     size_t *perm = calloc(n + 1, sizeof(*perm));
     assert_non_null(perm);
     tsrnn_darts_epoch_permutation(perm, n, (uint32_t)param_u64(vc, 0), (size_t)param_u64(vc, 2),
-                                  param_u64(vc, 3), param_u64(vc, 4) != 0);
+                                  param_u64(vc, 3), param_u64(vc, 4) != 0, param_u64(vc, 4) != 0);
     for (size_t i = 0; i < n; i++)
         values[i] = perm[i];
     free(perm);
@@ -423,7 +424,7 @@ static void test_darts_epoch_permutation(void **state)
     run_cases("darts_epoch", case_darts_epoch, 4);
     /* pytorch-baseline.md: the seed configuration's first batch is samples 12, 88, 37, ... */
     size_t perm[101];
-    tsrnn_darts_epoch_permutation(perm, 101, 42, 481, 0, true);
+    tsrnn_darts_epoch_permutation(perm, 101, 42, 481, 0, true, true);
     assert_int_equal(perm[0], 12);
     assert_int_equal(perm[1], 88);
     assert_int_equal(perm[2], 37);

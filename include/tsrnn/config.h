@@ -42,6 +42,12 @@ enum tsrnn_fill_missing {
     TSRNN_FILL_MISSING_INTERPOLATE, /* Darts' MissingValuesFiller(): linear interpolation */
 };
 
+/* Which Lightning's use of the random generator the shuffles follow ([training] rng_compat). */
+enum tsrnn_rng_compat {
+    TSRNN_RNG_COMPAT_LIGHTNING2, /* today's Darts: the sanity check draws nothing */
+    TSRNN_RNG_COMPAT_LIGHTNING1, /* the Darts guide's era: its sanity check drew one number */
+};
+
 enum tsrnn_accelerator {
     TSRNN_ACCELERATOR_AUTO,
     TSRNN_ACCELERATOR_CPU,
@@ -77,6 +83,7 @@ struct tsrnn_config {
     double lr;
     uint64_t random_state;
     bool shuffle;
+    enum tsrnn_rng_compat rng_compat;
     /* "" = a new run; "last" / "best" = that checkpoint of this run folder; else the absolute
      * path of a checkpoint file. */
     char resume[PATH_MAX];
@@ -85,8 +92,9 @@ struct tsrnn_config {
     enum tsrnn_accelerator accelerator;
     char devices[64]; /* "auto", "-1", "N" or "i,j,..." */
     int num_threads;
-    double timeout_s; /* the longest wait for a peer: rendezvous and each collective */
-    int max_restarts; /* tsrnn-launch: relaunches of the whole job after a failure */
+    double timeout_s;      /* the longest wait for a peer: rendezvous and each collective */
+    int max_restarts;      /* tsrnn-launch: relaunches of the whole job after a failure */
+    int log_every_n_steps; /* TensorBoard: train_loss every this many steps (Lightning's) */
 
     /* [output] */
     char work_dir[PATH_MAX];

@@ -276,8 +276,9 @@ void tsrnn_dataset_finish(struct tsrnn_dataset *ds);
  * DataLoaders draw each epoch's RandomSampler seed (and a number per validation loader). */
 struct tsrnn_shuffle {
     uint32_t random_state;
-    size_t param_count; /* numbers the weight initialisation drew before the loaders ran */
-    bool validation;    /* a validation loader runs every epoch */
+    size_t param_count;      /* numbers the weight initialisation drew before the loaders ran */
+    bool validation;         /* a validation loader runs every epoch */
+    bool sanity_check_draws; /* Lightning 1.x order: the sanity check's val iterator draws */
 };
 
 /* PyTorch DistributedSampler + DataLoader(drop_last=False) semantics, per epoch:

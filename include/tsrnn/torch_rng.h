@@ -18,6 +18,9 @@
  *      (its base_seed), and the train RandomSampler takes one more int64 per epoch to seed a
  *      private generator for randperm (tsrnn_darts_epoch_permutation()).
  *
+ * Lightning's own use of the generator differs between versions (the sanity check; see
+ * tsrnn_darts_epoch_permutation()); config `[training] rng_compat` picks one.
+ *
  * Not covered: multi-process (DDP) runs, where Lightning's DistributedSampler shuffles with
  * seed 0 and the epoch, and dropout masks.
  */
@@ -137,15 +140,20 @@ void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_coun
  *
  * The global generator, seeded with tsrnn_darts_fit_seed(random_state), has by then drawn
  * param_count outputs for the init, then 2 per DataLoader iterator (base_seed) and 2 per
- * RandomSampler seed. With validation (val_series given, validated every epoch): 2 for
- * Lightning's sanity-check val iterator, then per epoch train iterator (2), sampler seed (2),
- * val iterator (2), so the sampler seed of epoch e is drawn after
- * param_count + 2 + 6e + 2 outputs; without validation after param_count + 4e + 2.
- * Checked against real torch DataLoaders in that order; that Lightning creates them in that
- * order follows the project's reference run (first batch 12, 88, 37, ... for S = 42), not a
- * run of Darts itself. Costs O(param_count + e + n). */
+ * RandomSampler seed. Per epoch: train iterator (2), sampler seed (2) and, with validation
+ * (val_series given, validated every epoch), the val iterator (2). Before epoch 0 Lightning
+ * runs its sanity check (num_sanity_val_steps = 2) over the val loader: Lightning 2.x
+ * (which Darts >= 0.24 requires) runs it inside isolate_rng(), so its iterator's draw is
+ * undone (`sanity_check_draws` false); the older Lightning the Darts guide's printed
+ * numbers come from kept it (true: 2 more outputs). So the sampler seed of epoch e is drawn
+ * after param_count + 6e + 2 outputs with validation (+ 2 when the sanity check draws), and
+ * after param_count + 4e + 2 without. Checked against real Darts 0.48.1 with Lightning
+ * 2.6.6 (tests/fixtures/darts-fixtures.md) and, for the older order, against torch
+ * DataLoaders created in that order (reference/pytorch-baseline.md: first batch 12, 88,
+ * 37, ... for random_state 42). Costs O(param_count + e + n). */
 void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
-                                   size_t param_count, uint64_t epoch, bool validation);
+                                   size_t param_count, uint64_t epoch, bool validation,
+                                   bool sanity_check_draws);
 
 /* The same order, incrementally: tsrnn_darts_loader_generator() positions `g` as Darts' global
  * generator stands just before epoch `epoch`'s RandomSampler seed (O(param_count + epoch));
@@ -153,7 +161,8 @@ void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state
  * tsrnn_darts_loader_next_epoch() moves `g` on to just before the next epoch's seed (O(1)),
  * so consecutive epochs cost no replay. */
 void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
-                                  size_t param_count, uint64_t epoch, bool validation);
+                                  size_t param_count, uint64_t epoch, bool validation,
+                                  bool sanity_check_draws);
 void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation);
 
 #endif

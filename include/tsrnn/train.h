@@ -56,6 +56,7 @@ struct tsrnn_train_result {
     int64_t epoch_count, step_count; /* done, counting those before a resumed checkpoint */
     int64_t first_step;              /* the step this process started at (resume: > 0) */
     int64_t sample_count;            /* windows trained on, over all steps */
+    double first_step_loss;          /* train_loss of step 0 (NaN when resumed past it) */
     double last_step_loss;           /* train_loss of the last optimizer step */
     double epoch_mean_loss;          /* mean train_loss over the last epoch's steps */
     double val_loss;                 /* of the last epoch; NaN without validation */

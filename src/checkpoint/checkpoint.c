@@ -383,13 +383,14 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     int64_t v;
 
     TSRNN_TRY(need_int_in(ck, "tsrnn.epoch", 0, 100000000, &st->epoch)); /* n_epochs <= 1e8 */
-    TSRNN_TRY(need_int(ck, "tsrnn.batches_done", 1, &st->batches_done));
+    /* 0 batches, 0 steps: the untrained checkpoint of a max_steps = 0 run (checked below). */
+    TSRNN_TRY(need_int(ck, "tsrnn.batches_done", 0, &st->batches_done));
     TSRNN_TRY(need(ck, "tsrnn.epoch_complete", &text));
     if (strcmp(text, "true") != 0 && strcmp(text, "false") != 0)
         return bad_json(ck, "tsrnn.epoch_complete", "expected true or false");
     st->epoch_complete = strcmp(text, "true") == 0;
-    TSRNN_TRY(need_int(ck, "tsrnn.global_step", 1, &st->global_step));
-    TSRNN_TRY(need_int(ck, "tsrnn.adam_step", 1, &v));
+    TSRNN_TRY(need_int(ck, "tsrnn.global_step", 0, &st->global_step));
+    TSRNN_TRY(need_int(ck, "tsrnn.adam_step", 0, &v));
     ck->adam_step = (uint64_t)v;
     TSRNN_TRY(need(ck, "tsrnn.monitor", &text));
     if (strcmp(text, "val_loss") != 0 && strcmp(text, "train_loss") != 0)
@@ -400,8 +401,13 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     TSRNN_TRY(need_double(ck, "tsrnn.best_value", &st->best_value));
     /* -1: no epoch finished yet (a run interrupted in its first epoch) */
     TSRNN_TRY(need_int_in(ck, "tsrnn.best_epoch", -1, st->epoch, &st->best_epoch));
-    if (ck->adam_step > (uint64_t)st->global_step)
-        return bad_json(ck, "tsrnn.adam_step", "more Adam steps than optimizer steps");
+    /* Adam's step may exceed global_step: a model imported from Darts (darts-to-tsrnn's
+     * init_weights with darts.adam_step) continues Darts' count from its step 0. */
+    bool untrained = st->epoch == 0 && !st->epoch_complete && st->global_step == 0;
+    if ((st->batches_done == 0 || st->global_step == 0) && !(untrained && st->batches_done == 0))
+        return bad_json(ck, "tsrnn.batches_done",
+                        "0 batches or 0 steps only in an untrained checkpoint (epoch 0 not "
+                        "complete, batches_done 0, global_step 0)");
 
     json_t *rng;
     json_int_t random_state = -1;

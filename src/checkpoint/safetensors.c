@@ -175,9 +175,27 @@ static uint64_t load_u64_le(const unsigned char *p)
     return v;
 }
 
+/* What torch.save() writes: a zip archive (torch >= 1.6), or a pickle that starts with
+ * protocol 2 (the legacy format). Darts' `.ckpt`, `_model.pth.tar` and `model.save()`'s `.pt`
+ * are all such files. */
+static bool is_torch_file(const unsigned char *p, size_t nbytes)
+{
+    return (nbytes >= 4 && p[0] == 'P' && p[1] == 'K' && p[2] == 3 && p[3] == 4) ||
+           (nbytes >= 2 && p[0] == 0x80 && p[1] == 0x02);
+}
+
 static enum tsrnn_status check_lengths(struct reader *r)
 {
     const struct tsrnn_safetensors *st = r->st;
+    if (is_torch_file(st->bytes, st->nbytes))
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "%s: this is a PyTorch file (torch.save: Darts' .ckpt, _model.pth.tar "
+                           "or model.save()'s .pt), not safetensors; convert a Darts model with "
+                           "`scripts/darts-to-tsrnn MODEL.pt|.ckpt OUT_DIR` (Python with Darts), "
+                           "then use OUT_DIR: tsrnn-predict --run OUT_DIR, --resume "
+                           "OUT_DIR/checkpoints/last-epoch=0.safetensors, or init_weights = "
+                           "OUT_DIR/weights.safetensors",
+                           r->label);
     if (st->nbytes == 0)
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s: the file is empty; a safetensors file starts with an 8-byte "

@@ -68,6 +68,7 @@ struct key {
 static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
 static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const fill_choices[] = { "none", "interpolate", NULL };
+static const char *const rng_compat_choices[] = { "lightning2", "lightning1", NULL };
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
@@ -198,7 +199,9 @@ static const struct key schema[] = {
          "the path of a .safetensors file, or nothing for PyTorch's default initialisation",
          .doc = "Initial weights instead of a random initialisation: a `.safetensors` file with "
                 "PyTorch's names (`rnn.weight_ih_l0`, …, `V.weight`, `V.bias`), F32, every "
-                "tensor present with its shape.",
+                "tensor present with its shape. Adam starts afresh, unless the file comes from "
+                "`scripts/darts-to-tsrnn` (metadata `darts.adam_step`): then Adam continues "
+                "the Darts checkpoint's moments and step.",
          .darts = "`model.load_weights(...)` / `model.load_state_dict(...)`",
          .example = "weights.safetensors",
          .default_doc = "PyTorch's default initialisation, seeded by `random_state`"),
@@ -212,7 +215,9 @@ static const struct key schema[] = {
         .darts = "`RNNModel(n_epochs=...)`", .example = "300"),
     INT("training", "max_steps", max_steps, "-1", -1, 2147483647,
         .doc = "Stop after this many optimizer steps, even inside an epoch (which then still "
-               "validates); `-1` = no limit.",
+               "validates); `-1` = no limit. `0` trains nothing but saves the weights (e.g. "
+               "imported with `init_weights`) as `checkpoints/last-epoch=0.safetensors`, "
+               "whatever `save_checkpoints` says, for `tsrnn-predict` and `--resume`.",
         .darts = "`pl_trainer_kwargs={\"max_steps\": ...}`", .example = "1000",
         .default_doc = "no limit"),
     DOUBLE("training", "lr", lr, "0.001", 0, 1e6, MIN_OPEN, .doc = "Adam's learning rate.",
@@ -225,6 +230,15 @@ static const struct key schema[] = {
          .doc = "Shuffle the training windows every epoch (Darts' order for `random_state`); "
                 "`false` keeps their order.",
          .darts = "the training `DataLoader`'s `shuffle=True`", .example = "false"),
+    ENUM("training", "rng_compat", rng_compat, "lightning2", rng_compat_choices,
+         .doc = "Which Lightning's use of the random generator the shuffles follow, with "
+                "validation: `lightning2` is today's Darts (0.48 with Lightning 2.x, whose "
+                "pre-training sanity check runs under `isolate_rng` and draws nothing); "
+                "`lightning1` is the older order in which that check drew one number first "
+                "(the Darts guide's printed run, and tsrnn before this option). Without "
+                "validation both are the same.",
+         .darts = "the installed Lightning version (`Trainer(num_sanity_val_steps=2)`)",
+         .example = "lightning1"),
     TEXT("training", "resume", KEY_RESUME, resume, "",
          "last, best, the path of a checkpoint (.safetensors), or nothing to start afresh",
          .doc = "Continue from a checkpoint of this run folder (`last`, `best`: not with "
@@ -257,6 +271,11 @@ static const struct key schema[] = {
                "the `last` checkpoint when there is one); none after an interrupt or exit code "
                "2.",
         .darts = "torchrun's `--max_restarts`", .example = "3"),
+
+    INT("trainer", "log_every_n_steps", log_every_n_steps, "50", 1, 2147483647,
+        .doc = "TensorBoard gets `train_loss` (and `epoch`) every this many optimizer steps, "
+               "as Lightning logs; `1` logs every step. `metrics.csv` always holds every step.",
+        .darts = "`pl_trainer_kwargs={\"log_every_n_steps\": ...}`", .example = "1"),
 
     TEXT("output", "work_dir", KEY_PATH, work_dir, NULL,
          "a folder path (relative to the INI file's folder)",

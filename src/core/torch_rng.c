@@ -185,11 +185,14 @@ void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_coun
 }
 
 void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
-                                  size_t param_count, uint64_t epoch, bool validation)
+                                  size_t param_count, uint64_t epoch, bool validation,
+                                  bool sanity_check_draws)
 {
     uint64_t before = param_count;
-    if (validation) /* sanity check, then train + sampler + val per epoch */
-        before += ITERATOR_DRAWS + epoch * (2 * ITERATOR_DRAWS + SAMPLER_DRAWS);
+    if (validation && sanity_check_draws) /* Lightning 1.x: the sanity check's val iterator */
+        before += ITERATOR_DRAWS;
+    if (validation) /* train iterator + sampler + val iterator per epoch */
+        before += epoch * (2 * ITERATOR_DRAWS + SAMPLER_DRAWS);
     else
         before += epoch * (ITERATOR_DRAWS + SAMPLER_DRAWS);
     before += ITERATOR_DRAWS; /* this epoch's train iterator */
@@ -205,9 +208,11 @@ void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation)
 }
 
 void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
-                                   size_t param_count, uint64_t epoch, bool validation)
+                                   size_t param_count, uint64_t epoch, bool validation,
+                                   bool sanity_check_draws)
 {
     struct tsrnn_mt19937 g;
-    tsrnn_darts_loader_generator(&g, random_state, param_count, epoch, validation);
+    tsrnn_darts_loader_generator(&g, random_state, param_count, epoch, validation,
+                                 sanity_check_draws);
     tsrnn_torch_random_sampler(perm, n, &g);
 }

@@ -58,7 +58,7 @@ void tsrnn_sampler_set_epoch(struct tsrnn_sampler *s, uint64_t epoch)
             tsrnn_darts_loader_next_epoch(&s->generator, src->validation);
         else
             tsrnn_darts_loader_generator(&s->generator, src->random_state, src->param_count, epoch,
-                                         src->validation);
+                                         src->validation, src->sanity_check_draws);
         tsrnn_torch_random_sampler(s->order, n, &s->generator);
         s->generator_epoch = epoch;
     } else {

@@ -59,6 +59,7 @@ struct options {
     const char *series_path;
     const char *out_path;
     const char *plot_path;
+    bool checkpoint_given; /* --checkpoint on the command line, not the default "best" */
     long long n;
     int width, height;
 };
@@ -93,6 +94,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'c':
             o->checkpoint = optarg;
+            o->checkpoint_given = true;
             break;
         case 's':
             o->series_path = optarg;
@@ -237,6 +239,20 @@ static enum tsrnn_status predict(const struct options *o)
         char dir[PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir ? o->run_dir : ".");
         status = tsrnn_checkpoint_locate(path, sizeof(path), dir, o->checkpoint);
+        /* No best by default: a run without save_checkpoints' best, or an untrained one
+         * (max_steps = 0, an imported model) has only its last checkpoint. */
+        if (status != TSRNN_OK && !o->checkpoint_given) {
+            char last[PATH_MAX];
+            if (tsrnn_checkpoint_locate(last, sizeof(last), dir, "last") == TSRNN_OK) {
+                tsrnn_error_clear();
+                snprintf(path, sizeof(path), "%s", last);
+                status = TSRNN_OK;
+                fprintf(stderr, "No best checkpoint in %s: using the last one\n",
+                        tsrnn_display_path(dir));
+            } else {
+                status = tsrnn_checkpoint_locate(path, sizeof(path), dir, o->checkpoint);
+            }
+        }
     }
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
@@ -255,9 +271,13 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_forecast_run(&f, &model, &ck->scaler, &ds.series, origin,
                                     (size_t)ck->input_chunk_length, (size_t)o->n);
     if (status == TSRNN_OK) {
-        fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
-                tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch, ck->state.monitor,
-                ck->state.monitor_value);
+        if (ck->state.global_step == 0)
+            fprintf(stderr, "Loaded %s (%s, untrained: saved by a max_steps = 0 run)\n",
+                    tsrnn_display_path(path), tsrnn_model_kind_name(ck->dims.kind));
+        else
+            fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
+                    tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch,
+                    ck->state.monitor, ck->state.monitor_value);
         print_scores(&f, &ds.series);
         status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds.series, o->out_path)
                              : tsrnn_forecast_write_csv(&f, &ds.series, stdout);

@@ -16,6 +16,7 @@
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
 #include "tsrnn/rng.h"
+#include "tsrnn/safetensors.h"
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/train.h"
 
@@ -111,13 +112,53 @@ static enum tsrnn_status write_config(const struct trainer *tr)
     return tsrnn_atomic_file_commit(&af);
 }
 
+/* The shortest %g text that reads back as `x`, as Python's repr() (and so PyYAML) writes
+ * a float. */
+static void shortest_double(char *out, size_t size, double x)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, size, "%.*g", digits, x);
+        if (strtod(out, NULL) == x)
+            return;
+    }
+}
+
+/* logs/hparams.yaml as Lightning's TensorBoardLogger saves Darts' module hyperparameters
+ * (PyYAML, keys sorted) for this model: no covariates, no likelihood, Adam with `lr`. */
+static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    size_t C = tr->ds->series.component_count;
+    char path[PATH_MAX + 32], dropout[32], lr[32];
+    struct tsrnn_atomic_file af;
+    snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
+    shortest_double(dropout, sizeof(dropout), cfg->dropout);
+    shortest_double(lr, sizeof(lr), cfg->lr);
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fprintf(af.file,
+            "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
+            "likelihood: null\nlr_scheduler_cls: null\nlr_scheduler_kwargs: null\nname: %s\n"
+            "nr_params: 1\nnum_layers: %d\n"
+            "optimizer_cls: !!python/name:torch.optim.adam.Adam ''\noptimizer_kwargs:\n"
+            "  lr: %s\noutput_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
+            "train_sample_shape:\n  future_covariates: null\n"
+            "  future_target: !!python/tuple\n  - %d\n  - %zu\n"
+            "  historic_future_covariates: null\n  past_covariates: null\n"
+            "  past_target: !!python/tuple\n  - %d\n  - %zu\n  static_covariates: null\n"
+            "use_reversible_instance_norm: false\n",
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C, tsrnn_model_kind_name(cfg->model),
+            cfg->n_rnn_layers, lr, C, cfg->training_length, C, cfg->training_length, C);
+    return tsrnn_atomic_file_commit(&af);
+}
+
 /* A resumed run continues the checkpoint's trajectory only with the same data, model and
  * training settings; n_epochs and max_steps may grow (that is what resuming is for). Each
  * other difference gets a warning: the run goes on, as Lightning's would. */
 static void warn_config_changes(const struct tsrnn_config *was, const struct tsrnn_config *now,
                                 const char *path)
 {
-    static const char *const free_keys[] = { "n_epochs =", "max_steps =", "resume =" };
+    static const char *const free_keys[] = { "n_epochs =", "max_steps =", "resume =",
+                                             "log_every_n_steps =" };
     char *a = tsrnn_config_text(was), *b = tsrnn_config_text(now);
     char *save_a = NULL, *save_b = NULL, section[32] = "";
     for (char *la = a ? strtok_r(a, "\n", &save_a) : NULL,
@@ -239,6 +280,12 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     if (cfg->log_tensorboard) {
         TSRNN_TRY(tsrnn_make_dirs(logs));
         TSRNN_TRY(tsrnn_tb_open(&tr->tb, logs, tr->step, cfg->resume[0] != '\0'));
+        TSRNN_TRY(write_hparams(tr, logs));
+        /* Lightning's log_hyperparams: the default hp_metric, -1 at step 0, for a new run. */
+        if (cfg->resume[0] == '\0') {
+            TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "hp_metric", -1.0f, 0));
+            TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
+        }
     }
     return TSRNN_OK;
 }
@@ -342,6 +389,51 @@ static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_m
     return status;
 }
 
+/* Adam's state of a model converted from Darts: an init_weights file written by
+ * scripts/darts-to-tsrnn holds the moments of Darts' Lightning checkpoint under tsrnn's
+ * names and their step as `darts.adam_step`; a new run continues them, as a Darts fit
+ * from that checkpoint would. Other init_weights files (a tsrnn checkpoint, plain weights)
+ * bring the weights only, as Darts' load_weights. */
+static enum tsrnn_status imported_moments(struct trainer *tr)
+{
+    const char *path = tr->cfg->init_weights;
+    struct tsrnn_safetensors st = { 0 };
+    TSRNN_TRY(tsrnn_safetensors_read(&st, path));
+    const char *step_text = tsrnn_safetensors_metadata(&st, "darts.adam_step");
+    char *end = NULL;
+    unsigned long long step = step_text ? strtoull(step_text, &end, 10) : 0;
+    enum tsrnn_status status = TSRNN_OK;
+    if (step_text != NULL && (end == step_text || *end != '\0' || step > (1ull << 53)))
+        status = tsrnn_error(TSRNN_ERR_DATA,
+                             "%s: __metadata__ \"darts.adam_step\" = \"%s\"; expected an "
+                             "integer from 0 to 2^53",
+                             tsrnn_display_path(path), step_text);
+    if (status != TSRNN_OK || step == 0) {
+        tsrnn_safetensors_finish(&st);
+        return status;
+    }
+    size_t count = tr->model.table.total_count;
+    float *host = malloc(2 * count * sizeof(float) + 1);
+    if (host == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for Adam's moments");
+    if (status == TSRNN_OK)
+        status = tsrnn_model_read_tensors(host, &tr->model.table, &st, "optim.exp_avg.", path);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_read_tensors(host + count, &tr->model.table, &st, "optim.exp_avg_sq.",
+                                          path);
+    if (status == TSRNN_OK)
+        status =
+            tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg, host, count * sizeof(float));
+    if (status == TSRNN_OK)
+        status = tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg_sq, host + count,
+                                      count * sizeof(float));
+    if (status == TSRNN_OK)
+        tr->adam.step = step;
+    free(host);
+    tsrnn_safetensors_finish(&st);
+    return status;
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -377,15 +469,19 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
+    if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
+        TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0' && tr->writes_files)
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
-     * per parameter before the loaders start (also when init_weights replaces it). */
+     * per parameter before the loaders start (also when init_weights replaces it); whether
+     * Lightning's sanity check drew one more is rng_compat's. */
     struct tsrnn_shuffle shuffle = {
         .random_state = (uint32_t)cfg->random_state,
         .param_count = tr->model.table.total_count,
         .validation = ds->val.count > 0,
+        .sanity_check_draws = cfg->rng_compat == TSRNN_RNG_COMPAT_LIGHTNING1,
     };
     TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
                                  (size_t)tr->rank, (size_t)tr->world_size));
@@ -546,6 +642,27 @@ static enum tsrnn_status save_checkpoints(struct trainer *tr)
     return TSRNN_OK;
 }
 
+/* max_steps = 0 on a new run: no step is taken, yet the weights (initialised or imported with
+ * init_weights) are saved as checkpoints/last-epoch=0.safetensors, epoch 0 not begun, so that
+ * tsrnn-predict can use them and --resume last trains them from the first step. Written
+ * whatever save_checkpoints says: that is what such a run is for. */
+static enum tsrnn_status save_untrained(struct trainer *tr)
+{
+    struct tsrnn_train_state *st = &tr->state;
+    st->epoch = 0;
+    st->batches_done = 0;
+    st->epoch_complete = false;
+    st->global_step = 0;
+    st->monitor_value = NAN;
+    TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
+    char name[256], path[sizeof(tr->ckpt_dir) + sizeof(name)];
+    tsrnn_checkpoint_name_last(name, sizeof(name), 0);
+    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
+    TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds));
+    snprintf(tr->last_checkpoint, sizeof(tr->last_checkpoint), "%s", path);
+    return TSRNN_OK;
+}
+
 /* After an epoch's last batch (and validation): record where training stands, hand the
  * logs to the OS and write the checkpoints. */
 static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t batches_done,
@@ -615,12 +732,17 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         r->train_s += t1 - t0;
         if (tr->writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
-            if (tr->tb.fd >= 0)
+            /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
+            if (tr->tb.fd >= 0 && (tr->step + 1) % tr->cfg->log_every_n_steps == 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, tr->step));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step));
+            }
         }
         tr->step++;
         r->sample_count += (int64_t)count;
         loss_sum += loss;
+        if (tr->step == 1) /* the run's step 0 just finished */
+            r->first_step_loss = loss;
         r->last_step_loss = loss;
         tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
         tsrnn_progress_update(&tr->progress, b + 1, t1);
@@ -641,8 +763,10 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         monitor_value = val_loss;
         if (tr->writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
-            if (tr->tb.fd >= 0)
+            if (tr->tb.fd >= 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "val_loss", (float)val_loss, tr->step - 1));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step - 1));
+            }
         }
         tsrnn_progress_set_metric(&tr->progress, "val_loss", val_loss);
     }
@@ -728,7 +852,12 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
 {
     double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
     int64_t steps = r->step_count - r->first_step;
-    if (steps == 0) { /* resumed past the end: Lightning also just stops */
+    if (steps == 0 && r->first_step == 0 && tr->cfg->max_steps == 0) {
+        fprintf(out, "No training step (max_steps = 0): the %s weights are saved as %s\n",
+                tr->cfg->init_weights[0] != '\0' ? "imported (init_weights)" : "initial",
+                tr->last_checkpoint[0] != '\0' ? tsrnn_display_path(tr->last_checkpoint)
+                                               : "rank 0's checkpoint");
+    } else if (steps == 0) { /* resumed past the end: Lightning also just stops */
         fprintf(out,
                 "Nothing left to train: the checkpoint ends at epoch %lld (step %lld) and "
                 "n_epochs = %d, max_steps = %lld; raise them to train on\n",
@@ -749,8 +878,12 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
                     tr->world_size, tsrnn_comm_backend_name(tr->comm),
                     (double)r->sample_count * tr->world_size / train_s, r->comm_s,
                     1e3 * r->comm_s / (double)steps);
-        fprintf(out, "train_loss %.6g (last step), %.6g (mean of the last epoch)\n",
-                r->last_step_loss, r->epoch_mean_loss);
+        if (r->first_step == 0) /* a new run: its first step, as Darts' first logged loss */
+            fprintf(out, "train_loss %.6g (first step), ", r->first_step_loss);
+        else
+            fprintf(out, "train_loss ");
+        fprintf(out, "%.6g (last step), %.6g (mean of the last epoch)\n", r->last_step_loss,
+                r->epoch_mean_loss);
     }
     if (!isnan(r->val_loss))
         fprintf(out, "val_loss %.6g (last epoch), best %.6g at epoch %lld\n", r->val_loss,
@@ -782,6 +915,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .lock = { .fd = -1 },
     };
     struct tsrnn_train_result r = {
+        .first_step_loss = NAN,
         .last_step_loss = NAN,
         .epoch_mean_loss = NAN,
         .val_loss = NAN,
@@ -808,6 +942,8 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status == TSRNN_OK && !options->quiet)
         tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
                                  steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
+    if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
+        status = save_untrained(&tr);
     if (status == TSRNN_OK && ds->val_length > 0)
         status = forecast_validation(&tr, &r);
     if (status == TSRNN_OK && tr.writes_files && cfg->forecast_n > 0)
