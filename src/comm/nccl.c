@@ -169,8 +169,9 @@ static enum tsrnn_status wait_stream(struct nccl *n, double started_s, const cha
             return TSRNN_OK;
         if (e != cudaErrorNotReady) {
             abort_comm(n);
-            return tsrnn_error(TSRNN_ERR_COMM, "CUDA failed while %s: %s (%s; communicator aborted)",
-                               what, cudaGetErrorString(e), cudaGetErrorName(e));
+            return tsrnn_error(TSRNN_ERR_COMM,
+                               "CUDA failed while %s: %s (%s; communicator aborted)", what,
+                               cudaGetErrorString(e), cudaGetErrorName(e));
         }
         bool busy = false;
         TSRNN_TRY(check_async(n, what, &busy));

@@ -9,10 +9,9 @@
 
 #define ID_KEY "nccl-id"
 
-enum tsrnn_status tsrnn_comm_nccl_id_exchange(void *id, size_t nbytes, int rank,
-                                              const char *rendezvous, double timeout_s,
-                                              enum tsrnn_status (*generate)(void *id, size_t nbytes, void *arg),
- void *arg)
+enum tsrnn_status tsrnn_comm_nccl_id_exchange(
+    void *id, size_t nbytes, int rank, const char *rendezvous, double timeout_s,
+    enum tsrnn_status (*generate)(void *id, size_t nbytes, void *arg), void *arg)
 {
     struct tsrnn_store store;
     TSRNN_TRY(tsrnn_store_open(&store, rendezvous, timeout_s));
