@@ -140,7 +140,7 @@ if launch "$work/nccl1.log" nccl1 --devices 1 --set trainer.comm=nccl --set trai
             "${a:-nan}" "${b:-nan}" && verdict=ok
     row "NCCL world 1 (whole path)" "$verdict: val_loss $a over nccl, $b over local" "$verdict"
 else
-    tail -20 "$work/nccl1.log" "$work/local1.log"
+    tail -n 20 "$work/nccl1.log" "$work/local1.log"
     row "NCCL world 1 (whole path)" "FAILED ($work/nccl1.log)" FAIL
 fi
 # 2 workers x batch 8 sharing the GPU over Gloo = 1 worker x batch 16 (DESIGN.md §3).
@@ -172,7 +172,7 @@ PY
     grep -q "Launching 2 worker processes (gpu, gloo)" "$work/gloo2.log" || verdict="FAIL: not 2 gloo workers"
     row "2 workers on 1 GPU (gloo) = 1 x 2b" "$verdict" "${verdict%%:*}"
 else
-    tail -20 "$work/gloo2.log" "$work/gloo1.log"
+    tail -n 20 "$work/gloo2.log" "$work/gloo1.log"
     row "2 workers on 1 GPU (gloo) = 1 x 2b" "FAILED ($work/gloo2.log)" FAIL
 fi
 # A worker killed or stopped mid-run: the job ends within timeout_s + 10 s, nobody is left,
@@ -195,7 +195,7 @@ failure_check() { # signal
     if [ -z "$pid1" ] || ! ls "$work/runs/$name/checkpoints"/last-* >/dev/null 2>&1; then
         kill $launcher 2>/dev/null
         wait $launcher
-        tail -20 "$log"
+        tail -n 20 "$log"
         row "worker $sig mid-run" "FAILED: the job did not start training ($log)" FAIL
         return
     fi
@@ -212,7 +212,7 @@ failure_check() { # signal
     [ -z "$left" ] || verdict=FAIL
     "$build/tsrnn-predict" --run "$work/runs/$name" --checkpoint last --n 3 \
         --out "$work/$name.csv" >>"$log" 2>&1 || verdict=FAIL
-    [ "$verdict" = ok ] || tail -15 "$log"
+    [ "$verdict" = ok ] || tail -n 15 "$log"
     row "worker $sig mid-run" "$verdict: job ended in $took s (<= 10 + 10), exit $rc, left:${left:- none}, last checkpoint loads" "$verdict"
     for p in $left; do kill -KILL "$p" 2>/dev/null; done
 }
