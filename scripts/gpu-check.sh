@@ -140,7 +140,7 @@ if launch "$work/nccl1.log" nccl1 --devices 1 --set trainer.comm=nccl --set trai
             "${a:-nan}" "${b:-nan}" && verdict=ok
     row "NCCL world 1 (whole path)" "$verdict: val_loss $a over nccl, $b over local" "$verdict"
 else
-    tail -n 20 "$work/nccl1.log" "$work/local1.log"
+    tail -n 20 "$work/nccl1.log" "$work/local1.log" 2>/dev/null
     row "NCCL world 1 (whole path)" "FAILED ($work/nccl1.log)" FAIL
 fi
 # 2 workers x batch 8 sharing the GPU over Gloo = 1 worker x batch 16 (DESIGN.md §3).
@@ -172,7 +172,7 @@ PY
     grep -q "Launching 2 worker processes (gpu, gloo)" "$work/gloo2.log" || verdict="FAIL: not 2 gloo workers"
     row "2 workers on 1 GPU (gloo) = 1 x 2b" "$verdict" "${verdict%%:*}"
 else
-    tail -n 20 "$work/gloo2.log" "$work/gloo1.log"
+    tail -n 20 "$work/gloo2.log" "$work/gloo1.log" 2>/dev/null
     row "2 workers on 1 GPU (gloo) = 1 x 2b" "FAILED ($work/gloo2.log)" FAIL
 fi
 # A worker killed or stopped mid-run: the job ends within timeout_s + 10 s, nobody is left,

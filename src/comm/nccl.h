@@ -1,12 +1,14 @@
 /* The nccl comm backend's library table, private to src/comm/ (and tests/test_nccl_lib.c).
  *
  * libnccl is loaded with dlopen when a GPU worker first opens an nccl communicator, not
- * linked: it is a 200+ MB library (kernels for every GPU architecture), and linked it would
- * be mapped and relocated by every tsrnn process at start, CPU runs and `tsrnn-launch
- * --help` included, as cuBLAS and cuDNN were (src/compute/cuda/cuda.h: ~0.3 s per start).
- * Loaded here, a CPU run never touches it, and a machine without NCCL still runs every
- * other backend; the nccl backend then says which library it could not find. Every NCCL
- * function the backend calls is listed below and called as NCCL(name)(...). */
+ * linked, for two reasons. A linked libnccl.so.2 that is missing on the machine stops every
+ * tsrnn program from starting, CPU runs and `--help` included; loaded here, only the nccl
+ * backend needs it, and it names the library it could not find. And it is a 218 MB file:
+ * linked, every process start maps and relocates it (measured on this project's 2-core VM
+ * with the file in the page cache: an empty program starts in 3.4 ms linked against it
+ * against 1.0 ms without; more from a cold cache), which the tests that start hundreds of
+ * workers pay for nothing, as they did for cuBLAS and cuDNN (src/compute/cuda/cuda.h). Every
+ * NCCL function the backend calls is listed below and called as NCCL(name)(...). */
 #ifndef TSRNN_COMM_NCCL_H
 #define TSRNN_COMM_NCCL_H
 
