@@ -459,8 +459,9 @@ static void test_backend_names(void **state)
     assert_false(tsrnn_comm_backend_known(""));
     assert_false(tsrnn_comm_backend_known(NULL));
     tsrnn_comm_backend_list(list, sizeof(list));
-    assert_string_equal(list, "local, gloo, mpi");
-    tsrnn_comm_backend_list(cut, sizeof(cut)); /* cut to fit, terminated */
+    assert_string_equal(list, "local, gloo, mpi, nccl");
+    assert_true(tsrnn_comm_backend_known("nccl")); /* known even to a build without CUDA */
+    tsrnn_comm_backend_list(cut, sizeof(cut));     /* cut to fit, terminated */
     assert_string_equal(cut, "local, ");
 }
 

@@ -7,6 +7,8 @@
  *             folder
  *     mpi     CPU ranks started by mpirun or srun: MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier
  *             polled against timeout_s; MPI_Init is the rendezvous (no folder)
+ *     nccl    GPU workers, one per GPU: NCCL on the compute stream, non-blocking and polled
+ *             against timeout_s; rank 0's unique id through the rendezvous store (or MPI)
  *
  * Each backend lives in its own file of src/comm/ behind the table of src/comm/backend.h;
  * comm.c checks the options and the arguments and dispatches to it, and words every failure
@@ -42,7 +44,7 @@ struct tsrnn_comm_options {
     const char *rendezvous;
     const char *host; /* the address this rank listens on; NULL = "127.0.0.1" */
     double timeout_s; /* > 0: the longest wait for the rendezvous and for each collective */
-    /* "local", "gloo", or NULL: local for world 1, else gloo. The NULL default is for
+    /* "local", "gloo", "mpi", "nccl", or NULL: local for world 1, else gloo. The NULL default is for
      * library users; tsrnn-worker passes what the launcher chose (TSRNN_COMM_BACKEND,
      * include/tsrnn/world.h), and nothing else in tsrnn picks a backend. */
     const char *backend;
@@ -73,7 +75,7 @@ enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_
 
 /* The same two collectives on device memory of options.compute: the model's gradients and
  * parameters, where the compute backend keeps them. A comm backend that takes device buffers
- * (NCCL, planned) gets them as they are, on the compute stream; the others (local, gloo) get
+ * (NCCL) gets them as they are, on the compute stream; the others (local, gloo) get
  * them staged through host memory, except where the device's memory is host memory (the CPU
  * backend), which they take as it is: no copy. */
 enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void *buf, size_t count,
@@ -108,10 +110,10 @@ int tsrnn_comm_world_size(const struct tsrnn_comm *comm);
 const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm);
 
 /* Whether this build has the backend `name` ("local" always; "gloo" with libgloo-dev; "mpi"
- * with libopenmpi-dev). */
+ * with libopenmpi-dev; "nccl" with the CUDA backend and NCCL's header). */
 bool tsrnn_comm_backend_available(const char *name);
 
-/* Whether `name` is a backend tsrnn knows ("local", "gloo", "mpi"), in this build or not: a known
+/* Whether `name` is a backend tsrnn knows ("local", "gloo", "mpi", "nccl"), in this build or not: a known
  * one this build lacks is refused by tsrnn_comm_open() with what the build needs. NULL: no. */
 bool tsrnn_comm_backend_known(const char *name);
 

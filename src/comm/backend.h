@@ -48,6 +48,17 @@ struct tsrnn_comm_backend {
 extern const struct tsrnn_comm_backend tsrnn_comm_local_backend; /* local.c */
 extern const struct tsrnn_comm_backend tsrnn_comm_gloo_backend;  /* gloo.c, with gloo.cc */
 extern const struct tsrnn_comm_backend tsrnn_comm_mpi_backend;   /* mpi.c */
+extern const struct tsrnn_comm_backend tsrnn_comm_nccl_backend;  /* nccl.c */
+
+/* nccl_id.c (every build): the nccl backend's bootstrap under tsrnn-launch. Rank 0 calls
+ * generate(id, nbytes, arg) (ncclGetUniqueId) and publishes the `nbytes` of `id` under the key
+ * "nccl-id" of the store `rendezvous`; every other rank waits for them, until timeout_s after
+ * the call, and copies them into `id`. TSRNN_ERR_COMM when rank 0 never published within the
+ * deadline ("rank 0 did not publish NCCL's unique id ... within 5 s") or published a value
+ * of another size; TSRNN_ERR_USAGE/IO as tsrnn_store_open() and tsrnn_store_set() say. */
+enum tsrnn_status tsrnn_comm_nccl_id_exchange(
+    void *id, size_t nbytes, int rank, const char *rendezvous, double timeout_s,
+    enum tsrnn_status (*generate)(void *id, size_t nbytes, void *arg), void *arg);
 
 /* mpi.c, for a GPU backend under mpirun or srun (DESIGN.md §9: "NCCL's unique id from rank 0
  * by MPI_Bcast"). The hook the nccl backend's open() uses when the world is an MPI one

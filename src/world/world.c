@@ -57,7 +57,8 @@ static enum tsrnn_status comm_backend_from_env(struct tsrnn_world *w)
                            "rank, but TSRNN_WORLD_SIZE=%d; accepted: a backend other than "
                            "local (tsrnn knows %s)",
                            w->world_size, accepted);
-    if (!local && w->world_size == 1)
+    /* nccl with one rank is allowed: [trainer] comm = nccl runs the NCCL path on one GPU. */
+    if (!local && w->world_size == 1 && strcmp(name, "nccl") != 0)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "environment variable TSRNN_COMM_BACKEND=%s with TSRNN_WORLD_SIZE=1: "
                            "a world of 1 rank talks to nobody; accepted: local (or leave it "
