@@ -82,11 +82,11 @@ enum tsrnn_status tsrnn_cpu_scale_check(struct tsrnn_compute *ctx, float *buf, s
 
 /* The elementwise update of torch.optim.Adam (src/optim/adam.c has the step), over arrays
  * that do not overlap (so it vectorises; every lane computes what the scalar code would). */
-TSRNN_VECTOR_CLONES static void adam_update(float *restrict params, float *restrict exp_avg,
-                                            float *restrict exp_avg_sq, const float *restrict grads,
-                                            size_t count, float beta1, float one_minus_beta1,
-                                            float beta2, float one_minus_beta2, float bc2_sqrt,
-                                            float eps, float neg_step_size)
+TSRNN_CPU_BODY adam_update_body(float *restrict params, float *restrict exp_avg,
+                                float *restrict exp_avg_sq, const float *restrict grads,
+                                size_t count, float beta1, float one_minus_beta1, float beta2,
+                                float one_minus_beta2, float bc2_sqrt, float eps,
+                                float neg_step_size)
 {
     for (size_t i = 0; i < count; i++) {
         float g = grads[i];
@@ -98,6 +98,14 @@ TSRNN_VECTOR_CLONES static void adam_update(float *restrict params, float *restr
         params[i] = params[i] + neg_step_size * m / denom;
     }
 }
+
+TSRNN_CPU_ISA_VARIANTS(adam_update,
+                       (float *restrict params, float *restrict exp_avg, float *restrict exp_avg_sq,
+                        const float *restrict grads, size_t count, float beta1,
+                        float one_minus_beta1, float beta2, float one_minus_beta2, float bc2_sqrt,
+                        float eps, float neg_step_size),
+                       (params, exp_avg, exp_avg_sq, grads, count, beta1, one_minus_beta1, beta2,
+                        one_minus_beta2, bc2_sqrt, eps, neg_step_size))
 
 enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
                                         float *exp_avg_sq, const float *grads, size_t count,

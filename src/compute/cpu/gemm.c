@@ -8,7 +8,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define PACKED_KERNEL_X86 1
+#define PACKED_KERNEL_X86          1
+#define TSRNN_TARGET_AVX512_KERNEL __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #else
 #define PACKED_KERNEL_X86 0
 #endif
@@ -58,6 +59,7 @@ static float dot(const float *restrict a, const float *restrict b, size_t k)
  * registers in the default one. Element-wise * and + round exactly as the scalar code. */
 typedef float v8f __attribute__((vector_size(32), aligned(4)));
 typedef float v4f __attribute__((vector_size(16), aligned(4)));
+typedef float v16f __attribute__((vector_size(64), aligned(4)));
 
 /* C[i0 + r][j0 .. j0+8) += alpha * sum_k a(i0 + r, k) * B[k][j0 .. j0+8) for r < 4, where
  * a(i, k) = a[i * a_row + k * a_col]: four accumulators that stay in registers over the whole
@@ -382,9 +384,8 @@ void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
     }
 }
 
-TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
-                                                   const float *restrict rows, size_t m, size_t n,
-                                                   size_t ld)
+TSRNN_CPU_BODY column_sums_body(float *restrict bias_grad, const float *restrict rows, size_t m,
+                                size_t n, size_t ld)
 {
     if (n == 1) { /* the head's bias: eight partial sums, not one chain of m additions */
         float partial[8] = { 0 };
@@ -403,6 +404,12 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
      * the next column block finds them in cache. */
     for (size_t i0 = 0; i0 < m; i0 += 64) {
         size_t i1 = m - i0 < 64 ? m : i0 + 64, j = 0;
+        for (; j + 16 <= n; j += 16) { /* one AVX-512 register, two AVX2 ones */
+            v16f sum = *(const v16f *)(bias_grad + j);
+            for (size_t i = i0; i < i1; i++)
+                sum += *(const v16f *)(rows + i * ld + j);
+            *(v16f *)(bias_grad + j) = sum;
+        }
         for (; j + 8 <= n; j += 8) {
             v8f sum = *(const v8f *)(bias_grad + j);
             for (size_t i = i0; i < i1; i++)
@@ -422,6 +429,16 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
             bias_grad[j] = sum;
         }
     }
+}
+
+TSRNN_CPU_ISA_VARIANTS(column_sums,
+                       (float *restrict bias_grad, const float *restrict rows, size_t m, size_t n,
+                        size_t ld),
+                       (bias_grad, rows, m, n, ld))
+
+void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld)
+{
+    column_sums(bias_grad, rows, m, n, ld);
 }
 
 /* --- packed right-hand side ------------------------------------------------------------- */
@@ -465,7 +482,7 @@ static void panel_loops(float *c, size_t ldc, const float *a, size_t lda, const 
 #if PACKED_KERNEL_X86
 bool tsrnn_cpu_packed_kernel_available(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return tsrnn_cpu_isa >= TSRNN_CPU_ISA_AVX2;
 }
 
 /* Four rows of C times one panel: 8 accumulators of 8 floats stay in registers for the whole
@@ -508,6 +525,83 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
         }
     }
 }
+
+/* AVX-512: ROWS (8 or 4 or 1) rows of C times PANELS (2 or 1) panels, one 16-float register
+ * per row and panel: 16 accumulators for 8 x 2, enough independent chains to keep both FMA
+ * ports busy (4 cycles of latency x 2 ports), each k step two panel loads and eight
+ * broadcasts. A(r, kk) = a[r * a_row + kk * a_col]. C += the product; cols = the columns of the
+ * last panel that exist (the rest are the pack's zero padding, not stored). */
+TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
+panel512(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col, const float *panel,
+         size_t panel_stride, size_t k, size_t rows, size_t panels, size_t cols)
+{
+    __m512 acc[8][2];
+    for (size_t r = 0; r < rows; r++)
+        for (size_t p = 0; p < panels; p++)
+            acc[r][p] = _mm512_setzero_ps();
+    for (size_t kk = 0; kk < k; kk++) {
+        __m512 b[2];
+        for (size_t p = 0; p < panels; p++)
+            b[p] = _mm512_loadu_ps(panel + p * panel_stride + kk * PANEL_COLS);
+        for (size_t r = 0; r < rows; r++) {
+            __m512 x = _mm512_set1_ps(a[r * a_row + kk * a_col]);
+            for (size_t p = 0; p < panels; p++)
+                acc[r][p] = _mm512_fmadd_ps(x, b[p], acc[r][p]);
+        }
+    }
+    for (size_t p = 0; p < panels; p++) {
+        size_t width = p + 1 == panels ? cols : PANEL_COLS;
+        __mmask16 mask = (__mmask16)((1u << width) - 1u);
+        for (size_t r = 0; r < rows; r++) {
+            float *cr = c + r * ldc + p * PANEL_COLS;
+            __m512 old = _mm512_maskz_loadu_ps(mask, cr);
+            _mm512_mask_storeu_ps(cr, mask, _mm512_add_ps(old, acc[r][p]));
+        }
+    }
+}
+
+/* The AVX-512 product over k in blocks of PACKED_KC (a block of two panels, 32 KiB, stays in
+ * the 48 KiB L1 while every row block of C passes over it), panels in pairs, rows in 8s, then
+ * 4s, then single rows. */
+#define PACKED_KC 256
+
+TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, size_t k,
+                                                          const float *a, size_t a_row,
+                                                          size_t a_col, const float *packed,
+                                                          float *c, size_t ldc)
+{
+    size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS, stride = k * PANEL_COLS;
+    for (size_t k0 = 0; k0 < k; k0 += PACKED_KC) {
+        size_t kc = k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+        for (size_t p = 0; p < panel_count; p += 2) {
+            size_t panels = p + 1 < panel_count ? 2 : 1;
+            size_t last = p + panels - 1;
+            size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
+            const float *panel = packed + p * stride + k0 * PANEL_COLS;
+            const float *ak = a + k0 * a_col;
+            float *cp = c + p * PANEL_COLS;
+            size_t i = 0;
+            if (panels == 2) {
+                for (; i + 8 <= m; i += 8)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
+                             2, cols);
+                for (; i + 4 <= m; i += 4)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 4,
+                             2, cols);
+                for (; i < m; i++)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
+                             2, cols);
+            } else {
+                for (; i + 8 <= m; i += 8)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
+                             1, cols);
+                for (; i < m; i++)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
+                             1, cols);
+            }
+        }
+    }
+}
 #else
 bool tsrnn_cpu_packed_kernel_available(void)
 {
@@ -519,6 +613,12 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
                            const float *a, size_t lda, const float *packed, float *c, size_t ldc)
 {
     bool kernel = cpu->gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_packed_kernel_available();
+#if PACKED_KERNEL_X86
+    if (kernel && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512) {
+        gemm_packed_avx512(m, n, k, a, lda, 1, packed, c, ldc);
+        return;
+    }
+#endif
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
     for (size_t p = 0; p < panel_count; p++) {
         const float *panel = packed + p * k * PANEL_COLS;
