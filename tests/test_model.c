@@ -334,6 +334,50 @@ static void test_packed_products_match_reference(void **state)
     tsrnn_cpu_set_isa(saved);
 }
 
+/* tsrnn's own blocked products (AVX-512; the loops elsewhere) against a double-precision
+ * product: every transposition, beta 0 and 1, sizes around the 8-row strips, the 16-column
+ * panels, the 256-deep k blocks and the 512-row m blocks, on 1 and 2 threads. */
+static void test_blocked_products_match_reference(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 10, 0);
+    const size_t sizes[][3] = {
+        { 16, 16, 16 }, { 17, 40, 300 }, { 70, 33, 600 }, { 600, 48, 257 }, { 200, 96, 700 }
+    };
+    printf("# blocked products: %s\n",
+           tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 ? "AVX-512 kernel" : "loops (no AVX-512)");
+    for (int threads = 1; threads <= 2; threads++) {
+        tsrnn_cpu_set_thread_count(&cpu, threads);
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+                    float *a = random_floats(&rng, m * k, -1, 1);
+                    float *b = random_floats(&rng, k * n, -1, 1);
+                    float *c = random_floats(&rng, m * n, -1, 1);
+                    float *c0 = malloc(m * n * sizeof(float));
+                    memcpy(c0, c, m * n * sizeof(float));
+                    float beta = (s + (size_t)ta) % 2 ? 1.0f : 0.0f;
+                    tsrnn_cpu_gemm_blocked(&cpu, ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n,
+                                           beta, c, n);
+                    expect_product(ta, tb, m, n, k, 1.0f, a, b, beta, c0, c, 1e-7);
+                    free(a);
+                    free(b);
+                    free(c);
+                    free(c0);
+                }
+    }
+    tsrnn_cpu_set_thread_count(&cpu, 1);
+    /* The BLAS core checks agree with each other: a hint only below the CPU's level. */
+    const char *hint = tsrnn_cpu_blas_coretype_hint();
+    printf("# BLAS: %s; hint %s\n", tsrnn_cpu_blas_describe(), hint ? hint : "none");
+    if (hint != NULL)
+        assert_true(tsrnn_cpu_blas_isa() < tsrnn_cpu_isa_supported());
+    else if (tsrnn_cpu_blas_core() != NULL)
+        assert_true(tsrnn_cpu_blas_isa() >= tsrnn_cpu_isa_supported());
+}
+
 /* The elementwise loops (cells forward and backward, the bias sums, Adam) are compiled for
  * each vector level (cpu.h) and must give the same bits on all of them: a model on the
  * reference loops, one training step, at every level this CPU has. */
@@ -1000,6 +1044,7 @@ int main(void)
         cmocka_unit_test(test_packed_products_match_reference),
         cmocka_unit_test(test_packed_model_matches_loops),
         cmocka_unit_test(test_isa_levels_are_bit_identical),
+        cmocka_unit_test(test_blocked_products_match_reference),
         cmocka_unit_test(test_threaded_recurrence_is_bit_identical),
         cmocka_unit_test(test_param_table_counts),
         cmocka_unit_test(test_init_is_pytorch_default),

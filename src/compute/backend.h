@@ -59,6 +59,8 @@ struct tsrnn_compute_backend {
     void (*destroy)(struct tsrnn_compute *ctx);
     bool host_memory; /* device pointers are host pointers */
     void *(*stream)(const struct tsrnn_compute *ctx);
+    /* Optional: one line on what the context computes with (tsrnn_compute_describe). */
+    size_t (*describe)(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes);
 
     /* --- memory ------------------------------------------------------------------------ */
     enum tsrnn_status (*alloc)(struct tsrnn_compute *ctx, void **buf, size_t nbytes);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tsrnn/comm.h"
+#include "tsrnn/compute.h"
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
@@ -244,6 +245,13 @@ int main(int argc, char **argv)
                    "%s)\n",
                    world.rank, world.rank + 1, world.world_size, world.local_rank,
                    tsrnn_comm_backend_name(comm));
+        char kernels[256];
+        tsrnn_compute_describe(compute, kernels, sizeof(kernels));
+        printf("Compute: %s\n", kernels);
+        const char *blas_warning =
+            tsrnn_compute_host_memory(compute) ? tsrnn_compute_cpu_blas_warning() : NULL;
+        if (blas_warning != NULL)
+            printf("Warning: %s\n", blas_warning);
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
         fflush(stdout);
     }

@@ -1,6 +1,7 @@
 /* The CPU backend's table (backend.h): its context, memory (host memory, 64-byte aligned),
  * and the optimizer's elementwise operations. The model's operations are in model.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,42 @@ enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params
     return TSRNN_OK;
 }
 
+static size_t cpu_describe(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes)
+{
+    const struct tsrnn_cpu *cpu = (const struct tsrnn_cpu *)ctx;
+    const char *products = tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 ? "own AVX-512 products"
+                           : tsrnn_cpu_packed_kernel_available()
+                               ? "own AVX2 recurrent products, BLAS for the rest"
+                               : "BLAS for the large products";
+    return (size_t)snprintf(dst, dst_nbytes, "CPU kernels %s (%s), %d thread%s; BLAS %s",
+                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), products, cpu->thread_count,
+                            cpu->thread_count == 1 ? "" : "s", tsrnn_cpu_blas_describe());
+}
+
+const char *tsrnn_compute_cpu_blas_coretype(void)
+{
+    return tsrnn_cpu_blas_coretype_hint();
+}
+
+const char *tsrnn_compute_cpu_blas_warning(void)
+{
+    static char line[512];
+    const char *hint = tsrnn_cpu_blas_coretype_hint();
+    if (hint == NULL)
+        return NULL;
+    enum tsrnn_cpu_isa level = tsrnn_cpu_isa_supported();
+    snprintf(line, sizeof(line),
+             "OpenBLAS runs its generic %s kernels on this %s CPU (its release does not know "
+             "the CPU), %s; set OPENBLAS_CORETYPE=%s (tsrnn-launch does it for its workers)",
+             tsrnn_cpu_blas_core(), tsrnn_cpu_isa_name(level),
+             level == TSRNN_CPU_ISA_AVX512 && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512
+                 ? "so tsrnn runs its large products on its own AVX-512 kernels; what still goes "
+                   "to BLAS runs at a fraction of the CPU's speed"
+                 : "so the large products run at half the CPU's speed or less",
+             hint);
+    return line;
+}
+
 const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .kind = TSRNN_COMPUTE_CPU,
     .name = "cpu",
@@ -125,6 +162,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .destroy = cpu_destroy,
     .host_memory = true,
     .stream = NULL,
+    .describe = cpu_describe,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

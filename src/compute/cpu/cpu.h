@@ -125,6 +125,10 @@ struct tsrnn_cpu {
      * the packed products. Set it between operations, not during one. */
     enum tsrnn_gemm_path gemm_path;
     int thread_count; /* the parts tsrnn_cpu_parallel() splits work into */
+    /* Packing space of tsrnn_cpu_gemm_blocked(), one per part, allocated by the first large
+     * product (freed by tsrnn_cpu_finish). */
+    float *blocked_scratch[TSRNN_CPU_MAX_HELPERS + 1];
+    size_t blocked_scratch_count;
     struct tsrnn_cpu_pool pool;
 };
 
@@ -180,6 +184,32 @@ bool tsrnn_cpu_blas_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_
 void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
                          size_t n, size_t k, float alpha, const float *a, size_t lda,
                          const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* tsrnn's own large products, on AVX-512 CPUs (in the AUTO path, where BLAS would take them
+ * otherwise): whether this one goes there (alpha must be 1), and the product itself
+ * (C = op(A) op(B) + beta C, as tsrnn_cpu_gemm), split by rows of C among the threads. */
+bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
+                             float alpha);
+void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
+                            size_t n, size_t k, const float *a, size_t lda, const float *b,
+                            size_t ldb, float beta, float *c, size_t ldc);
+
+/* What the BLAS of this process runs (blas.c; noblas.c: no BLAS, level baseline, names NULL).
+ * OpenBLAS built for many CPUs picks its kernels by CPUID when it loads, or by the
+ * environment variable OPENBLAS_CORETYPE; a release older than the CPU falls back to generic
+ * SSE kernels (OpenBLAS 0.3.21 calls an Intel family 6 model 207 "Prescott").
+ *   tsrnn_cpu_blas_core: OpenBLAS's core name ("SkylakeX", "Haswell", "Prescott", ...);
+ *   tsrnn_cpu_blas_isa: the vector level of that core's kernels;
+ *   tsrnn_cpu_blas_coretype_hint: the OPENBLAS_CORETYPE that would give this CPU's level
+ *     ("SkylakeX" on AVX-512, "Haswell" on AVX2 + FMA), or NULL when BLAS already runs it;
+ *   tsrnn_cpu_blas_describe: one line, "OpenBLAS 0.3.21, core SkylakeX (OPENBLAS_CORETYPE)". */
+const char *tsrnn_cpu_blas_core(void);
+enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void);
+const char *tsrnn_cpu_blas_coretype_hint(void);
+const char *tsrnn_cpu_blas_describe(void);
+
+/* The level this CPU supports (CPUID), before TSRNN_CPU_ISA caps it. */
+enum tsrnn_cpu_isa tsrnn_cpu_isa_supported(void);
 
 /* rows (M, N): every row = bias (N). */
 void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);

@@ -2,6 +2,7 @@
  * (cpu.h); large products go to BLAS where blas.c takes them. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -347,6 +348,10 @@ void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, siz
 {
     if (m == 0 || n == 0)
         return;
+    if (tsrnn_cpu_blocked_takes(cpu, m, n, k, alpha)) {
+        tsrnn_cpu_gemm_blocked(cpu, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
     if (k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc)) {
         tsrnn_cpu_blas_gemm(cpu, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
@@ -360,6 +365,12 @@ void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t
 {
     if (m == 0 || n == 0)
         return;
+    if (tsrnn_cpu_blocked_takes(cpu, m, n, k, 1.0f)) {
+        for (size_t i = 0; i < m; i++)
+            memcpy(c + i * ldc, bias, n * sizeof(*c));
+        tsrnn_cpu_gemm_blocked(cpu, false, false, m, n, k, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
     if (k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc)) {
         for (size_t i = 0; i < m; i++)
             memcpy(c + i * ldc, bias, n * sizeof(*c));
@@ -533,7 +544,7 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
  * last panel that exist (the rest are the pack's zero padding, not stored). */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
 panel512(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col, const float *panel,
-         size_t panel_stride, size_t k, size_t rows, size_t panels, size_t cols)
+         size_t panel_stride, size_t k, size_t rows, size_t panels, size_t cols, size_t store_rows)
 {
     __m512 acc[8][2];
     for (size_t r = 0; r < rows; r++)
@@ -552,7 +563,7 @@ panel512(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col, const
     for (size_t p = 0; p < panels; p++) {
         size_t width = p + 1 == panels ? cols : PANEL_COLS;
         __mmask16 mask = (__mmask16)((1u << width) - 1u);
-        for (size_t r = 0; r < rows; r++) {
+        for (size_t r = 0; r < store_rows; r++) {
             float *cr = c + r * ldc + p * PANEL_COLS;
             __m512 old = _mm512_maskz_loadu_ps(mask, cr);
             _mm512_mask_storeu_ps(cr, mask, _mm512_add_ps(old, acc[r][p]));
@@ -584,20 +595,99 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
             if (panels == 2) {
                 for (; i + 8 <= m; i += 8)
                     panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
-                             2, cols);
+                             2, cols, 8);
                 for (; i + 4 <= m; i += 4)
                     panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 4,
-                             2, cols);
+                             2, cols, 4);
                 for (; i < m; i++)
                     panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
-                             2, cols);
+                             2, cols, 1);
             } else {
                 for (; i + 8 <= m; i += 8)
                     panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
-                             1, cols);
+                             1, cols, 8);
                 for (; i < m; i++)
                     panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
-                             1, cols);
+                             1, cols, 1);
+            }
+        }
+    }
+}
+
+/* --- tsrnn's own large products (AVX-512) ---------------------------------------------------
+ *
+ * GotoBLAS's scheme, written for this kernel: for each block of BLOCKED_KC values of k, B's
+ * block is packed into 16-column panels ([panel][kc][16]) and, per block of BLOCKED_MC rows,
+ * A's block into 8-row strips ([strip][kc][8], the last strip zero-padded); the 8 x 32
+ * kernel then runs over strips and panel pairs. Both packings read A and B in whatever
+ * transposition they come, so every case runs the same kernel. */
+#define BLOCKED_KC 256
+#define BLOCKED_MC 512
+
+struct blocked_product {
+    bool trans_a, trans_b;
+    size_t m, n, k;
+    const float *a, *b;
+    size_t lda, ldb, ldc;
+    float *c;
+    float *const *scratch; /* per part: blocked_scratch_count(n) floats */
+};
+
+static size_t blocked_scratch_count(size_t n)
+{
+    return ((n + PANEL_COLS - 1) / PANEL_COLS * PANEL_COLS + BLOCKED_MC) * BLOCKED_KC;
+}
+
+/* strips [mc/8][kc][8] of op(A) rows i0.. and columns k0.., zero rows past mc. */
+static void pack_a_strips(float *dst, const struct blocked_product *p, size_t i0, size_t mc,
+                          size_t k0, size_t kc)
+{
+    for (size_t s = 0; s < mc; s += 8)
+        for (size_t kk = 0; kk < kc; kk++) {
+            float *d = dst + (s * kc) + kk * 8;
+            for (size_t r = 0; r < 8; r++) {
+                size_t i = i0 + s + r, col = k0 + kk;
+                d[r] = s + r >= mc  ? 0.0f
+                       : p->trans_a ? p->a[col * p->lda + i]
+                                    : p->a[i * p->lda + col];
+            }
+        }
+}
+
+TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size_t parts)
+{
+    const struct blocked_product *p = arg;
+    size_t i_lo = p->m * part / parts / 8 * 8;
+    size_t i_hi = part + 1 == parts ? p->m : p->m * (part + 1) / parts / 8 * 8;
+    if (i_hi <= i_lo)
+        return;
+    size_t panel_count = (p->n + PANEL_COLS - 1) / PANEL_COLS;
+    float *b_pack = p->scratch[part], *a_pack = b_pack + panel_count * PANEL_COLS * BLOCKED_KC;
+    for (size_t k0 = 0; k0 < p->k; k0 += BLOCKED_KC) {
+        size_t kc = p->k - k0 < BLOCKED_KC ? p->k - k0 : BLOCKED_KC;
+        size_t stride = kc * PANEL_COLS;
+        if (p->trans_b)
+            tsrnn_cpu_pack(b_pack, p->b + k0, p->ldb, kc, p->n, true);
+        else
+            tsrnn_cpu_pack(b_pack, p->b + k0 * p->ldb, p->ldb, kc, p->n, false);
+        for (size_t i0 = i_lo; i0 < i_hi; i0 += BLOCKED_MC) {
+            size_t mc = i_hi - i0 < BLOCKED_MC ? i_hi - i0 : BLOCKED_MC;
+            pack_a_strips(a_pack, p, i0, mc, k0, kc);
+            for (size_t q = 0; q < panel_count; q += 2) {
+                size_t panels = q + 1 < panel_count ? 2 : 1, last = q + panels - 1;
+                size_t cols =
+                    p->n - last * PANEL_COLS < PANEL_COLS ? p->n - last * PANEL_COLS : PANEL_COLS;
+                const float *panel = b_pack + q * stride;
+                for (size_t s = 0; s < mc; s += 8) {
+                    float *cs = p->c + (i0 + s) * p->ldc + q * PANEL_COLS;
+                    size_t rows = mc - s < 8 ? mc - s : 8;
+                    if (panels == 2)
+                        panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 2, cols,
+                                 rows);
+                    else
+                        panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 1, cols,
+                                 rows);
+                }
             }
         }
     }
@@ -633,4 +723,86 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 #endif
         panel_loops(c + i * ldc + p * PANEL_COLS, ldc, a + i * lda, lda, panel, k, m - i, cols);
     }
+}
+
+/* From this many multiply-adds (and k) a product goes to tsrnn_cpu_gemm_blocked() on an
+ * AVX-512 CPU, as it would go to BLAS otherwise (m and n from 16: A is packed in strips of 8
+ * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. */
+#define BLOCKED_MIN_MACS       (64 * 64 * 64)
+#define BLOCKED_MIN_K          16
+#define BLOCKED_MIN_MN         16
+#define SPLIT_MIN_BLOCKED_MACS (1u << 23)
+
+bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, float alpha)
+{
+#if PACKED_KERNEL_X86
+    /* Not inside a part of tsrnn_cpu_parallel(): the scratch belongs to the driving thread
+     * (products there -- per-step ones of layers too small for packing -- go to BLAS). */
+    return cpu->gemm_path == TSRNN_GEMM_AUTO && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 &&
+           !tsrnn_cpu_in_job && alpha == 1.0f && k >= BLOCKED_MIN_K && m >= BLOCKED_MIN_MN &&
+           n >= BLOCKED_MIN_MN && m * n * k >= BLOCKED_MIN_MACS;
+#else
+    (void)cpu, (void)m, (void)n, (void)k, (void)alpha;
+    return false;
+#endif
+}
+
+void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu_const, bool trans_a, bool trans_b, size_t m,
+                            size_t n, size_t k, const float *a, size_t lda, const float *b,
+                            size_t ldb, float beta, float *c, size_t ldc)
+{
+    struct tsrnn_cpu *cpu = (struct tsrnn_cpu *)cpu_const;
+    scale_rows(c, ldc, m, n, beta);
+#if PACKED_KERNEL_X86
+    if (tsrnn_cpu_isa != TSRNN_CPU_ISA_AVX512) { /* called directly (tests) on a CPU without */
+        gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
+    size_t parts = (size_t)cpu->thread_count;
+    if (parts > m / 8)
+        parts = m / 8 > 0 ? m / 8 : 1;
+    if (m * n * k < SPLIT_MIN_BLOCKED_MACS)
+        parts = 1;
+    /* Scratch per part, kept in the context: allocated by the first large product (and by
+     * a wider one), not in every step. A part without its scratch is not started. Only the
+     * thread that drives the context gets here (tsrnn_cpu_blocked_takes). */
+    size_t need = blocked_scratch_count(n);
+    float *const *scratch = cpu->blocked_scratch;
+    for (size_t i = 0; i < parts; i++)
+        if (cpu->blocked_scratch_count < need || cpu->blocked_scratch[i] == NULL) {
+            if (cpu->blocked_scratch_count < need)
+                for (size_t j = 0; j <= TSRNN_CPU_MAX_HELPERS; j++) {
+                    free(cpu->blocked_scratch[j]);
+                    cpu->blocked_scratch[j] = NULL;
+                }
+            cpu->blocked_scratch_count = need;
+            cpu->blocked_scratch[i] = aligned_alloc(64, need * sizeof(float));
+        }
+    while (parts > 1 && cpu->blocked_scratch[parts - 1] == NULL)
+        parts--;
+    if (scratch[0] == NULL) { /* out of memory: the loops need none */
+        gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
+    const struct blocked_product product = {
+        .trans_a = trans_a,
+        .trans_b = trans_b,
+        .m = m,
+        .n = n,
+        .k = k,
+        .a = a,
+        .b = b,
+        .lda = lda,
+        .ldb = ldb,
+        .ldc = ldc,
+        .c = c,
+        .scratch = scratch,
+    };
+    if (parts > 1)
+        tsrnn_cpu_parallel(cpu, blocked_part, (void *)&product, parts);
+    else
+        blocked_part((void *)&product, 0, 1);
+#else
+    gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+#endif
 }

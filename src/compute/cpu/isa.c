@@ -7,7 +7,7 @@
 
 enum tsrnn_cpu_isa tsrnn_cpu_isa = TSRNN_CPU_ISA_BASELINE;
 
-static enum tsrnn_cpu_isa isa_supported(void)
+enum tsrnn_cpu_isa tsrnn_cpu_isa_supported(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
@@ -22,7 +22,7 @@ static enum tsrnn_cpu_isa isa_supported(void)
 
 enum tsrnn_cpu_isa tsrnn_cpu_isa_detect(void)
 {
-    enum tsrnn_cpu_isa isa = isa_supported();
+    enum tsrnn_cpu_isa isa = tsrnn_cpu_isa_supported();
     const char *cap = getenv("TSRNN_CPU_ISA");
     if (cap == NULL)
         return isa;
@@ -35,7 +35,7 @@ enum tsrnn_cpu_isa tsrnn_cpu_isa_detect(void)
 
 enum tsrnn_cpu_isa tsrnn_cpu_set_isa(enum tsrnn_cpu_isa isa)
 {
-    enum tsrnn_cpu_isa supported = isa_supported();
+    enum tsrnn_cpu_isa supported = tsrnn_cpu_isa_supported();
     tsrnn_cpu_isa = isa > supported ? supported : isa;
     return tsrnn_cpu_isa;
 }

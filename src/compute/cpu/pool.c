@@ -73,6 +73,8 @@ void tsrnn_cpu_finish(struct tsrnn_cpu *cpu)
     pthread_mutex_unlock(&pool->lock);
     for (size_t i = 0; i < pool->helper_count; i++)
         pthread_join(pool->threads[i], NULL);
+    for (size_t i = 0; i <= TSRNN_CPU_MAX_HELPERS; i++)
+        free(cpu->blocked_scratch[i]);
     pthread_cond_destroy(&pool->start);
     pthread_cond_destroy(&pool->done);
     pthread_mutex_destroy(&pool->lock);
