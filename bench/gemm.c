@@ -6,6 +6,8 @@
  *                         per-step ones also as tsrnn runs them, on packed weights
  *                         (tsrnn_cpu_gemm_packed) -- and prints their GFLOP/s and the samples/s
  *                         a trainer would reach if it did nothing but these products;
+ *   bench-gemm --kernels  one line: tsrnn's kernel level, the BLAS and its core type, and
+ *                         "hint OPENBLAS_CORETYPE=X" when OpenBLAS runs below this CPU's level;
  *   bench-gemm --peak N   the sgemm peak with N threads: a 2048^3 OpenBLAS cblas_sgemm (the
  *                         reference loops in a build without BLAS), 5 rounds of >= 0.5 s, one
  *                         line "sgemm peak: ... best B GFLOP/s, median M GFLOP/s".
@@ -134,8 +136,15 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--peak") == 0 && atoi(argv[2]) > 0)
         return report_peak(atoi(argv[2]));
+    if (argc == 2 && strcmp(argv[1], "--kernels") == 0) {
+        const char *hint = tsrnn_cpu_blas_coretype_hint();
+        printf("tsrnn kernels: %s; BLAS: %s%s%s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
+               tsrnn_cpu_blas_describe(), hint ? "; hint OPENBLAS_CORETYPE=" : "",
+               hint ? hint : "");
+        return 0;
+    }
     if (argc != 1) {
-        fprintf(stderr, "usage: bench-gemm [--peak THREADS]\n");
+        fprintf(stderr, "usage: bench-gemm [--kernels | --peak THREADS]\n");
         return 2;
     }
     /* B 64, T 64, H 256, G*H 1024, input 1: the products that hold 99.9% of the FLOPs. */
