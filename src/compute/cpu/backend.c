@@ -121,12 +121,15 @@ enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params
 static size_t cpu_describe(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes)
 {
     const struct tsrnn_cpu *cpu = (const struct tsrnn_cpu *)ctx;
-    const char *products = tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 ? "own AVX-512 products"
-                           : tsrnn_cpu_packed_kernel_available()
-                               ? "own AVX2 recurrent products, BLAS for the rest"
-                               : "BLAS for the large products";
-    return (size_t)snprintf(dst, dst_nbytes, "CPU kernels %s (%s), %d thread%s; BLAS %s",
-                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), products, cpu->thread_count,
+    const char *recurrence = tsrnn_cpu_packed_kernel_available() ? "packed" : "loops";
+    const char *large =
+        tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && cpu->blas_isa < TSRNN_CPU_ISA_AVX512
+            ? "tsrnn's blocked GEMM"
+            : "BLAS";
+    return (size_t)snprintf(dst, dst_nbytes,
+                            "CPU kernels %s (recurrent products %s, other large products %s), %d "
+                            "thread%s; BLAS %s",
+                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), recurrence, large, cpu->thread_count,
                             cpu->thread_count == 1 ? "" : "s", tsrnn_cpu_blas_describe());
 }
 

@@ -124,7 +124,8 @@ struct tsrnn_cpu {
     /* Which GEMM implementation the kernels use; tests compare them. LOOPS also turns off
      * the packed products. Set it between operations, not during one. */
     enum tsrnn_gemm_path gemm_path;
-    int thread_count; /* the parts tsrnn_cpu_parallel() splits work into */
+    int thread_count;            /* the parts tsrnn_cpu_parallel() splits work into */
+    enum tsrnn_cpu_isa blas_isa; /* tsrnn_cpu_blas_isa(), read once */
     /* Packing space of tsrnn_cpu_gemm_blocked(), one per part, allocated by the first large
      * product (freed by tsrnn_cpu_finish). */
     float *blocked_scratch[TSRNN_CPU_MAX_HELPERS + 1];

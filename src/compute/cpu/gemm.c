@@ -726,7 +726,9 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 }
 
 /* From this many multiply-adds (and k) a product goes to tsrnn_cpu_gemm_blocked() on an
- * AVX-512 CPU, as it would go to BLAS otherwise (m and n from 16: A is packed in strips of 8
+ * AVX-512 CPU whose BLAS runs narrower kernels (an OpenBLAS that does not know the CPU: 30-45
+ * GFLOP/s on these products where the blocked kernel makes 110-120; OpenBLAS's own SkylakeX
+ * kernels make 125-135, so with them BLAS keeps the products), as it would go to BLAS otherwise (m and n from 16: A is packed in strips of 8
  * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. */
 #define BLOCKED_MIN_MACS       (64 * 64 * 64)
 #define BLOCKED_MIN_K          16
@@ -739,8 +741,9 @@ bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, si
     /* Not inside a part of tsrnn_cpu_parallel(): the scratch belongs to the driving thread
      * (products there -- per-step ones of layers too small for packing -- go to BLAS). */
     return cpu->gemm_path == TSRNN_GEMM_AUTO && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 &&
-           !tsrnn_cpu_in_job && alpha == 1.0f && k >= BLOCKED_MIN_K && m >= BLOCKED_MIN_MN &&
-           n >= BLOCKED_MIN_MN && m * n * k >= BLOCKED_MIN_MACS;
+           cpu->blas_isa < TSRNN_CPU_ISA_AVX512 && !tsrnn_cpu_in_job && alpha == 1.0f &&
+           k >= BLOCKED_MIN_K && m >= BLOCKED_MIN_MN && n >= BLOCKED_MIN_MN &&
+           m * n * k >= BLOCKED_MIN_MACS;
 #else
     (void)cpu, (void)m, (void)n, (void)k, (void)alpha;
     return false;
