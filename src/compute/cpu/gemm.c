@@ -359,6 +359,26 @@ void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, siz
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/* c (M, N) = bias in every row + a[i] * b: the K = 1 case of gemm_loops_nt() with alpha 1 (so
+ * the same bits: 1 * a[i] is a[i]), as an elementwise loop at every vector level (the input
+ * projection of a univariate series, every step). */
+TSRNN_CPU_BODY bias_outer_body(float *restrict c, size_t ldc, const float *restrict a, size_t lda,
+                               const float *restrict b, const float *restrict bias, size_t m,
+                               size_t n)
+{
+    for (size_t i = 0; i < m; i++) {
+        float av = a[i * lda];
+        float *restrict row = c + i * ldc;
+        for (size_t j = 0; j < n; j++)
+            row[j] = bias[j] + av * b[j];
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(bias_outer,
+                       (float *restrict c, size_t ldc, const float *restrict a, size_t lda,
+                        const float *restrict b, const float *restrict bias, size_t m, size_t n),
+                       (c, ldc, a, lda, b, bias, m, n))
+
 void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, size_t ldb, const float *bias, float *c,
                          size_t ldc)
@@ -375,6 +395,10 @@ void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t
         for (size_t i = 0; i < m; i++)
             memcpy(c + i * ldc, bias, n * sizeof(*c));
         tsrnn_cpu_blas_gemm(cpu, false, false, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
+    if (k == 1) {
+        bias_outer(c, ldc, a, lda, b, bias, m, n);
         return;
     }
     /* The tiles start from the bias instead of C: the bits of fill_rows + gemm, one pass less. */
