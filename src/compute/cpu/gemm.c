@@ -488,7 +488,21 @@ size_t tsrnn_cpu_packed_count(size_t k, size_t n)
 void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
-    for (size_t p = 0; p < panel_count; p++)
+    if (!trans_b) { /* full panels: a row of 16 is one copy */
+        for (size_t p = 0; p < n / PANEL_COLS; p++)
+            for (size_t kk = 0; kk < k; kk++)
+                memcpy(packed + (p * k + kk) * PANEL_COLS, b + kk * ldb + p * PANEL_COLS,
+                       PANEL_COLS * sizeof(float));
+    } else { /* column j of the panel is row j of B: read along B's rows */
+        for (size_t p = 0; p < n / PANEL_COLS; p++)
+            for (size_t u = 0; u < PANEL_COLS; u++) {
+                const float *row = b + (p * PANEL_COLS + u) * ldb;
+                float *dst = packed + p * k * PANEL_COLS + u;
+                for (size_t kk = 0; kk < k; kk++)
+                    dst[kk * PANEL_COLS] = row[kk];
+            }
+    }
+    for (size_t p = n / PANEL_COLS; p < panel_count; p++) /* the last, zero-padded one */
         for (size_t kk = 0; kk < k; kk++) {
             float *dst = packed + (p * k + kk) * PANEL_COLS;
             for (size_t u = 0; u < PANEL_COLS; u++) {
@@ -662,20 +676,65 @@ static size_t blocked_scratch_count(size_t n)
     return ((n + PANEL_COLS - 1) / PANEL_COLS * PANEL_COLS + BLOCKED_MC) * BLOCKED_KC;
 }
 
-/* strips [mc/8][kc][8] of op(A) rows i0.. and columns k0.., zero rows past mc. */
-static void pack_a_strips(float *dst, const struct blocked_product *p, size_t i0, size_t mc,
-                          size_t k0, size_t kc)
+/* strips [mc/8][kc][8] of op(A) rows i0.. and columns k0.., zero rows past mc. Transposed, a
+ * strip's 8 values of one k are adjacent in A (one 32-byte copy of constant size, inlined);
+ * otherwise 8 rows are read side by side, k after k. */
+/* dst[kk * 8 + r] = src[r * ld + kk] for r, kk < 8: an 8 x 8 transpose in registers. */
+TSRNN_TARGET_AVX512_KERNEL static inline void transpose8x8(float *restrict dst,
+                                                           const float *restrict src, size_t ld)
 {
-    for (size_t s = 0; s < mc; s += 8)
-        for (size_t kk = 0; kk < kc; kk++) {
-            float *d = dst + (s * kc) + kk * 8;
-            for (size_t r = 0; r < 8; r++) {
-                size_t i = i0 + s + r, col = k0 + kk;
-                d[r] = s + r >= mc  ? 0.0f
-                       : p->trans_a ? p->a[col * p->lda + i]
-                                    : p->a[i * p->lda + col];
-            }
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
+    /* pairs of rows interleaved, then pairs of pairs, then the two 128-bit halves */
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    _mm256_storeu_ps(dst + 0, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+TSRNN_TARGET_AVX512_KERNEL static void pack_a_strips(float *restrict dst,
+                                                     const struct blocked_product *p, size_t i0,
+                                                     size_t mc, size_t k0, size_t kc)
+{
+    for (size_t s = 0; s < mc; s += 8) {
+        float *strip = dst + s * kc;
+        size_t rows = mc - s < 8 ? mc - s : 8;
+        if (rows < 8)
+            memset(strip, 0, kc * 8 * sizeof(float));
+        if (p->trans_a && rows == 8) {
+            const float *src = p->a + k0 * p->lda + i0 + s;
+            for (size_t kk = 0; kk < kc; kk++)
+                memcpy(strip + kk * 8, src + kk * p->lda, 8 * sizeof(float));
+        } else if (p->trans_a) {
+            const float *src = p->a + k0 * p->lda + i0 + s;
+            for (size_t kk = 0; kk < kc; kk++)
+                for (size_t r = 0; r < rows; r++)
+                    strip[kk * 8 + r] = src[kk * p->lda + r];
+        } else {
+            const float *src = p->a + (i0 + s) * p->lda + k0;
+            size_t kk = 0;
+            if (rows == 8)
+                for (; kk + 8 <= kc; kk += 8)
+                    transpose8x8(strip + kk * 8, src + kk, p->lda);
+            for (size_t r = 0; r < rows; r++)
+                for (size_t k1 = kk; k1 < kc; k1++)
+                    strip[k1 * 8 + r] = src[r * p->lda + k1];
         }
+    }
 }
 
 TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size_t parts)
@@ -697,12 +756,13 @@ TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size
         for (size_t i0 = i_lo; i0 < i_hi; i0 += BLOCKED_MC) {
             size_t mc = i_hi - i0 < BLOCKED_MC ? i_hi - i0 : BLOCKED_MC;
             pack_a_strips(a_pack, p, i0, mc, k0, kc);
-            for (size_t q = 0; q < panel_count; q += 2) {
-                size_t panels = q + 1 < panel_count ? 2 : 1, last = q + panels - 1;
-                size_t cols =
-                    p->n - last * PANEL_COLS < PANEL_COLS ? p->n - last * PANEL_COLS : PANEL_COLS;
-                const float *panel = b_pack + q * stride;
-                for (size_t s = 0; s < mc; s += 8) {
+            /* Strip by strip: a strip (8 KiB) stays in L1 while the panels stream from L2. */
+            for (size_t s = 0; s < mc; s += 8)
+                for (size_t q = 0; q < panel_count; q += 2) {
+                    size_t panels = q + 1 < panel_count ? 2 : 1, last = q + panels - 1;
+                    size_t cols = p->n - last * PANEL_COLS < PANEL_COLS ? p->n - last * PANEL_COLS
+                                                                        : PANEL_COLS;
+                    const float *panel = b_pack + q * stride;
                     float *cs = p->c + (i0 + s) * p->ldc + q * PANEL_COLS;
                     size_t rows = mc - s < 8 ? mc - s : 8;
                     if (panels == 2)
@@ -712,7 +772,6 @@ TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size
                         panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 1, cols,
                                  rows);
                 }
-            }
         }
     }
 }
