@@ -43,6 +43,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -143,17 +144,35 @@ def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
+# Starts argv[2:] and writes its ru_maxrss (KiB) to the fd argv[1]. Linux records, at exec, the peak RSS
+# of the memory the exec replaces: a child that Python starts (vfork, sharing this process's
+# memory) would report the suite's own peak RSS, ~18 MiB, if that is larger than its own. This
+# small interpreter (-S, nothing imported but os) is what the measured program replaces.
+RSS_HELPER = ("import os, sys\n"
+              "fd = int(sys.argv[1])\n"
+              "pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)\n"
+              "_, status, usage = os.wait4(pid, 0)\n"
+              "os.write(fd, b'%d' % usage.ru_maxrss)\n"
+              "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def run_measured(cmd, cwd=None, env=None):
-    """Runs cmd as this process's only child; returns (exit code, output, wall s, peak RSS
-    MiB). The RSS is the child's own ru_maxrss, from wait4 as it is reaped."""
+    """Runs cmd; returns (exit code, output, wall s, peak RSS MiB). The RSS is the program's own
+    ru_maxrss, from wait4 in a small helper process (RSS_HELPER says why)."""
+    cmd = [cmd[0] if os.sep in cmd[0] else (shutil.which(cmd[0]) or cmd[0])] + list(cmd[1:])
+    read_fd, write_fd = os.pipe()
     with tempfile.TemporaryFile("w+") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen([sys.executable, "-S", "-c", RSS_HELPER, str(write_fd)] + cmd,
+                                cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                pass_fds=(write_fd,))
+        os.close(write_fd)
+        proc.wait()
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        rss_kib = os.read(read_fd, 64)
+        os.close(read_fd)
         out.seek(0)
-        return proc.returncode, out.read(), wall, usage.ru_maxrss / 1024.0
+        return proc.returncode, out.read(), wall, int(rss_kib or b"0") / 1024.0
 
 
 def bench_env(args):
