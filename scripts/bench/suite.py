@@ -366,7 +366,8 @@ def tsrnn_blas(args):
     probe = ("import ctypes; l = ctypes.CDLL(%r); l.openblas_get_config.restype = "
              "l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_config()"
              ".decode().split()[1], l.openblas_get_corename().decode())" % path)
-    info = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    info = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=bench_env(args))
     if info.returncode != 0:
         return path
     version, core = info.stdout.split()
@@ -497,6 +498,8 @@ def report(args, configs, info):
         print(f"* PyTorch {info['torch'][0]} (Debian python3-torch) on {blas}"
               + (" (through LD_LIBRARY_PATH)" if args.torch_blas else "")
               + "; OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = torch.set_num_threads = thr.")
+    elif args.no_torch:
+        print("* Debian's PyTorch: skipped (--no-torch).")
     else:
         print("* PyTorch: not importable with /usr/bin/python3 (apt-get install python3-torch); "
               "its columns are left out.")
