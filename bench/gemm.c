@@ -6,6 +6,8 @@
  *                         per-step ones also as tsrnn runs them, on packed weights
  *                         (tsrnn_cpu_gemm_packed) -- and prints their GFLOP/s and the samples/s
  *                         a trainer would reach if it did nothing but these products;
+ *   bench-gemm --kernels  one line: tsrnn's kernel level, the BLAS and its core type, and
+ *                         "hint OPENBLAS_CORETYPE=X" when OpenBLAS runs below this CPU's level;
  *   bench-gemm --peak N   the sgemm peak with N threads: a 2048^3 OpenBLAS cblas_sgemm (the
  *                         reference loops in a build without BLAS), 5 rounds of >= 0.5 s, one
  *                         line "sgemm peak: ... best B GFLOP/s, median M GFLOP/s".
@@ -30,6 +32,7 @@ struct product {
     const char *what;
     bool trans_a;
     bool packed;              /* B packed once, as tsrnn's recurrence does */
+    bool blas;                /* through OpenBLAS (else tsrnn's AUTO path: its own kernels) */
     size_t m, n, k, per_step; /* per_step: how many of these one training step runs */
 };
 
@@ -53,6 +56,7 @@ static double time_product(const struct product *p)
     for (int round = 0; round < 5; round++) {
         size_t calls = 0;
         double start = tsrnn_clock_now_s(), now;
+        cpu.gemm_path = p->blas ? TSRNN_GEMM_BLAS : TSRNN_GEMM_AUTO;
         do {
             if (p->packed)
                 tsrnn_cpu_gemm_packed(&cpu, p->m, p->n, p->k, a, p->k, packed, c, p->n);
@@ -132,29 +136,40 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--peak") == 0 && atoi(argv[2]) > 0)
         return report_peak(atoi(argv[2]));
+    if (argc == 2 && strcmp(argv[1], "--kernels") == 0) {
+        const char *hint = tsrnn_cpu_blas_coretype_hint();
+        printf("tsrnn kernels: %s; BLAS: %s%s%s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
+               tsrnn_cpu_blas_describe(), hint ? "; hint OPENBLAS_CORETYPE=" : "",
+               hint ? hint : "");
+        return 0;
+    }
     if (argc != 1) {
-        fprintf(stderr, "usage: bench-gemm [--peak THREADS]\n");
+        fprintf(stderr, "usage: bench-gemm [--kernels | --peak THREADS]\n");
         return 2;
     }
     /* B 64, T 64, H 256, G*H 1024, input 1: the products that hold 99.9% of the FLOPs. */
     const struct product products[] = {
-        { "OpenBLAS forward step  h W_hh^T  64x1024x256", false, false, 64, 1024, 256, 64 },
-        { "OpenBLAS backward step d W_hh    64x256x1024", false, false, 64, 256, 1024, 64 },
-        { "OpenBLAS weight grad   d^T h 1024x256x4096", true, false, 1024, 256, 4096, 1 },
-        { "packed   forward step  h W_hh^T  64x1024x256", false, true, 64, 1024, 256, 64 },
-        { "packed   backward step d W_hh    64x256x1024", false, true, 64, 256, 1024, 64 },
+        { "OpenBLAS forward step  h W_hh^T  64x1024x256", false, false, true, 64, 1024, 256, 64 },
+        { "OpenBLAS backward step d W_hh    64x256x1024", false, false, true, 64, 256, 1024, 64 },
+        { "OpenBLAS weight grad   d^T h 1024x256x4096", true, false, true, 1024, 256, 4096, 1 },
+        { "packed   forward step  h W_hh^T  64x1024x256", false, true, false, 64, 1024, 256, 64 },
+        { "packed   backward step d W_hh    64x256x1024", false, true, false, 64, 256, 1024, 64 },
+        { "tsrnn    weight grad   d^T h 1024x256x4096", true, false, false, 1024, 256, 4096, 1 },
     };
-    double seconds[5];
-    for (size_t i = 0; i < 5; i++) {
+    printf("tsrnn kernels: %s%s; BLAS: %s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
+           tsrnn_cpu_packed_kernel_available() ? "" : " (packed products on plain loops)",
+           tsrnn_cpu_blas_describe());
+    double seconds[6];
+    for (size_t i = 0; i < 6; i++) {
         const struct product *p = &products[i];
         seconds[i] = time_product(p);
         printf("%-46s %6.1f GFLOP/s\n", p->what,
                2.0 * (double)(p->m * p->n * p->k) / seconds[i] * 1e-9);
     }
     double blas_s = 64 * (seconds[0] + seconds[1]) + seconds[2];
-    double packed_s = 64 * (seconds[3] + seconds[4]) + seconds[2];
+    double own_s = 64 * (seconds[3] + seconds[4]) + seconds[5];
     printf("products-only bound for LSTM-256 (batch 64): %.0f samples/s with OpenBLAS, %.0f "
-           "with the packed products (%.1f / %.1f ms per step)\n",
-           64.0 / blas_s, 64.0 / packed_s, blas_s * 1e3, packed_s * 1e3);
+           "with tsrnn's own products (%.1f / %.1f ms per step)\n",
+           64.0 / blas_s, 64.0 / own_s, blas_s * 1e3, own_s * 1e3);
     return 0;
 }

@@ -26,13 +26,16 @@ behind that name starts one thread per core unless OPENBLAS_NUM_THREADS says oth
 thread count (--threads, else 1) goes into OPENBLAS_NUM_THREADS and OMP_NUM_THREADS before
 torch is imported, and into torch.set_num_threads(). Which BLAS torch gets is the dynamic
 loader's choice: LD_LIBRARY_PATH pointing at an OpenBLAS folder overrides the system's
-libblas.so.3 (see scripts/bench/suite.py). Needs Debian's python3-torch (run with
-/usr/bin/python3).
+libblas.so.3 (see scripts/bench/suite.py). Runs with Debian's python3-torch
+(/usr/bin/python3) or with a PyTorch from PyPI (the virtual environment
+scripts/bench/suite.py --setup-torch makes; built with MKL and oneDNN, which ignore
+LD_LIBRARY_PATH's BLAS and take their thread count from torch.set_num_threads).
 """
 import argparse
 import ctypes
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -148,14 +151,27 @@ def train(kind, hidden, x, y, batch, epochs, max_steps):
 
 
 def blas_info():
-    """(short name, detail) of the BLAS this process loaded, read from its memory map."""
+    """(short name, detail) of the BLAS torch computes with: MKL (and oneDNN) where torch's
+    build summary names it (PyPI's wheels link them statically), else the OpenBLAS or
+    reference BLAS this process loaded, read from its memory map (numpy's own OpenBLAS, with
+    prefixed symbols, is not torch's)."""
+    config = torch.__config__.show()
+    mkl = re.search(r"Math Kernel Library Version ([0-9.]+)", config)
+    if mkl and "BLAS_INFO=mkl" in config:
+        dnn = re.search(r"(?:MKL-DNN|oneDNN) v([0-9.]+)", config)
+        capability = re.search(r"CPU capability usage: (\S+)", config)
+        return "MKL", (f"MKL {mkl.group(1)}" + (f", oneDNN {dnn.group(1)}" if dnn else "")
+                       + (f", CPU capability {capability.group(1)}" if capability else ""))
     libs = sorted({line.split()[-1] for line in open("/proc/self/maps")
                    if "blas" in line.lower() and ".so" in line})
     for path in libs:
         if "openblas" in os.path.basename(path).lower():
             lib = ctypes.CDLL(path)
-            lib.openblas_get_config.restype = ctypes.c_char_p
-            lib.openblas_get_corename.restype = ctypes.c_char_p
+            try:
+                lib.openblas_get_config.restype = ctypes.c_char_p
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+            except AttributeError:
+                continue
             config = lib.openblas_get_config().decode().split()
             version = config[1] if len(config) > 1 else "?"
             variant = os.path.basename(os.path.dirname(path)).replace("openblas-", "")

@@ -453,6 +453,17 @@ static void test_readme_command_falls_back_to_cpu(void **state)
     assert_int_equal(job_pids(&j, pids), cores);
     expect_gone(pids, cores);
     expect_file_has(j.out, "GPU available: False, used: False");
+    /* The banner names the kernels and BLAS's core; an OpenBLAS that misdetects this CPU gets
+     * its core named by the launcher (unless this environment names one). */
+    expect_file_has(j.out, "Compute: CPU kernels ");
+    const char *coretype = tsrnn_compute_cpu_blas_coretype();
+    char want[64];
+    snprintf(want, sizeof(want), "(OPENBLAS_CORETYPE=%s)",
+             getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE")
+             : coretype                  ? coretype
+                                         : "");
+    if (getenv("OPENBLAS_CORETYPE") != NULL || coretype != NULL)
+        expect_file_has(j.out, want);
     expect_file_has(j.out, "Epoch 19");
     expect_file_has(j.out, "best checkpoint");
     assert_true(tsrnn_folder_holds(run_path("Air", "checkpoints"), "best-epoch="));

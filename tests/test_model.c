@@ -294,45 +294,153 @@ static void test_packed_products_match_reference(void **state)
     (void)state;
     struct tsrnn_rng rng;
     tsrnn_rng_init(&rng, 8, 0);
-    const size_t ms[] = { 1, 3, 4, 5, 8, 13 }, ns[] = { 1, 15, 16, 17, 40 }, ks[] = { 1, 7, 64 };
-    printf("# packed kernel: %s\n", tsrnn_cpu_packed_kernel_available() ? "AVX2+FMA" : "loops");
-    for (size_t mi = 0; mi < 6; mi++)
-        for (size_t ni = 0; ni < 5; ni++)
-            for (size_t ki = 0; ki < 3; ki++)
-                for (int trans = 0; trans < 2; trans++) {
-                    size_t m = ms[mi], n = ns[ni], k = ks[ki];
+    const size_t ms[] = { 1, 3, 4, 5, 8, 13, 17 }, ns[] = { 1, 15, 16, 17, 40, 48 };
+    const size_t ks[] = { 1, 7, 64, 300 };
+    enum tsrnn_cpu_isa saved = tsrnn_cpu_isa, top = tsrnn_cpu_isa_detect();
+    for (int isa = TSRNN_CPU_ISA_BASELINE; isa <= (int)top; isa++) {
+        tsrnn_cpu_set_isa((enum tsrnn_cpu_isa)isa);
+        printf("# packed kernel: %s\n",
+               tsrnn_cpu_packed_kernel_available() ? tsrnn_cpu_isa_name(tsrnn_cpu_isa) : "loops");
+        for (size_t mi = 0; mi < 7; mi++)
+            for (size_t ni = 0; ni < 6; ni++)
+                for (size_t ki = 0; ki < 4; ki++)
+                    for (int trans = 0; trans < 2; trans++) {
+                        size_t m = ms[mi], n = ns[ni], k = ks[ki];
+                        float *a = random_floats(&rng, m * k, -1, 1);
+                        float *b = random_floats(&rng, k * n, -1, 1);
+                        float *c = random_floats(&rng, m * n, -1, 1);
+                        float *c0 = malloc(m * n * sizeof(float));
+                        float *packed = malloc(tsrnn_cpu_packed_count(k, n) * sizeof(float));
+                        memcpy(c0, c, m * n * sizeof(float));
+                        tsrnn_cpu_pack(packed, b, trans ? k : n, k, n, trans);
+                        tsrnn_cpu_gemm_packed(&cpu, m, n, k, a, k, packed, c, n);
+                        for (size_t i = 0; i < m; i++)
+                            for (size_t j = 0; j < n; j++) {
+                                double sum = c0[i * n + j], mag = fabs(c0[i * n + j]);
+                                for (size_t kk = 0; kk < k; kk++) {
+                                    double bv = trans ? b[j * k + kk] : b[kk * n + j];
+                                    sum += (double)a[i * k + kk] * bv;
+                                    mag += fabs((double)a[i * k + kk] * bv);
+                                }
+                                assert_true(fabs(c[i * n + j] - sum) <= 1e-6 * mag + 1e-7);
+                            }
+                        free(a);
+                        free(b);
+                        free(c);
+                        free(c0);
+                        free(packed);
+                    }
+    }
+    tsrnn_cpu_set_isa(saved);
+}
+
+/* tsrnn's own blocked products (AVX-512; the loops elsewhere) against a double-precision
+ * product: every transposition, beta 0 and 1, sizes around the 8-row strips, the 16-column
+ * panels, the 256-deep k blocks and the 512-row m blocks, on 1 and 2 threads. */
+static void test_blocked_products_match_reference(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 10, 0);
+    const size_t sizes[][3] = {
+        { 16, 16, 16 }, { 17, 40, 300 }, { 70, 33, 600 }, { 600, 48, 257 }, { 200, 96, 700 }
+    };
+    printf("# blocked products: %s\n",
+           tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 ? "AVX-512 kernel" : "loops (no AVX-512)");
+    for (int threads = 1; threads <= 2; threads++) {
+        tsrnn_cpu_set_thread_count(&cpu, threads);
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
                     float *a = random_floats(&rng, m * k, -1, 1);
                     float *b = random_floats(&rng, k * n, -1, 1);
                     float *c = random_floats(&rng, m * n, -1, 1);
                     float *c0 = malloc(m * n * sizeof(float));
-                    float *packed = malloc(tsrnn_cpu_packed_count(k, n) * sizeof(float));
                     memcpy(c0, c, m * n * sizeof(float));
-                    tsrnn_cpu_pack(packed, b, trans ? k : n, k, n, trans);
-                    tsrnn_cpu_gemm_packed(&cpu, m, n, k, a, k, packed, c, n);
-                    for (size_t i = 0; i < m; i++)
-                        for (size_t j = 0; j < n; j++) {
-                            double sum = c0[i * n + j], mag = fabs(c0[i * n + j]);
-                            for (size_t kk = 0; kk < k; kk++) {
-                                double bv = trans ? b[j * k + kk] : b[kk * n + j];
-                                sum += (double)a[i * k + kk] * bv;
-                                mag += fabs((double)a[i * k + kk] * bv);
-                            }
-                            assert_true(fabs(c[i * n + j] - sum) <= 1e-6 * mag + 1e-7);
-                        }
+                    float beta = (s + (size_t)ta) % 2 ? 1.0f : 0.0f;
+                    tsrnn_cpu_gemm_blocked(&cpu, ta, tb, m, n, k, a, ta ? m : k, b, tb ? k : n,
+                                           beta, c, n);
+                    expect_product(ta, tb, m, n, k, 1.0f, a, b, beta, c0, c, 1e-7);
                     free(a);
                     free(b);
                     free(c);
                     free(c0);
-                    free(packed);
                 }
+    }
+    tsrnn_cpu_set_thread_count(&cpu, 1);
+    /* The BLAS core checks agree with each other: a hint only below the CPU's level. */
+    const char *hint = tsrnn_cpu_blas_coretype_hint();
+    printf("# BLAS: %s; hint %s\n", tsrnn_cpu_blas_describe(), hint ? hint : "none");
+    if (hint != NULL)
+        assert_true(tsrnn_cpu_blas_isa() < tsrnn_cpu_isa_supported());
+    else if (tsrnn_cpu_blas_core() != NULL)
+        assert_true(tsrnn_cpu_blas_isa() >= tsrnn_cpu_isa_supported());
+}
+
+/* The elementwise loops (cells forward and backward, the bias sums, Adam) are compiled for
+ * each vector level (cpu.h) and must give the same bits on all of them: a model on the
+ * reference loops, one training step, at every level this CPU has. */
+static void test_isa_levels_are_bit_identical(void **state)
+{
+    (void)state;
+    const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
+    enum tsrnn_cpu_isa saved = tsrnn_cpu_isa, top = tsrnn_cpu_isa_detect();
+    printf("# vector levels compared: baseline .. %s\n", tsrnn_cpu_isa_name(top));
+    for (size_t kind = 0; kind < 3; kind++) {
+        const size_t B = 5, T = 7, C = 3;
+        struct tsrnn_model_dims dims = { kinds[kind], C, 37, 2, C, 0.0f };
+        struct tsrnn_model m;
+        assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
+        struct tsrnn_rng rng;
+        tsrnn_rng_init(&rng, 11, 0);
+        float *x = random_floats(&rng, B * T * C, -2, 2);
+        float *y = random_floats(&rng, B * T * C, -1, 1);
+        size_t count = m.table.total_count;
+        float *first = NULL, *moments = NULL;
+        float loss0 = 0.0f;
+        cpu.gemm_path = TSRNN_GEMM_LOOPS;
+        for (int isa = TSRNN_CPU_ISA_BASELINE; isa <= (int)top; isa++) {
+            tsrnn_cpu_set_isa((enum tsrnn_cpu_isa)isa);
+            tsrnn_model_init_params(m.params, &m.table, &dims, 5);
+            float loss = run_forward(&m, x, y, B, T, true, NULL);
+            run_backward(&m);
+            float *mv = calloc(2 * count, sizeof(float)), *p = malloc(count * sizeof(float));
+            memcpy(p, m.params, count * sizeof(float));
+            const struct tsrnn_adam_scalars sc = { 0.9f,    0.1f,  0.999f, 0.001f,
+                                                   0.0316f, 1e-8f, -1e-3f };
+            for (int step = 0; step < 3; step++)
+                tsrnn_cpu_adam_update(&cpu.base, p, mv, mv + count, m.grads, count, &sc);
+            if (isa == TSRNN_CPU_ISA_BASELINE) {
+                loss0 = loss;
+                first = malloc(2 * count * sizeof(float));
+                memcpy(first, m.grads, count * sizeof(float));
+                memcpy(first + count, p, count * sizeof(float));
+                moments = mv;
+            } else {
+                assert_memory_equal(&loss, &loss0, sizeof(loss));
+                assert_memory_equal(m.grads, first, count * sizeof(float));
+                assert_memory_equal(p, first + count, count * sizeof(float));
+                assert_memory_equal(mv, moments, 2 * count * sizeof(float));
+                free(mv);
+            }
+            free(p);
+        }
+        cpu.gemm_path = TSRNN_GEMM_AUTO;
+        tsrnn_cpu_set_isa(saved);
+        free(first);
+        free(moments);
+        free(x);
+        free(y);
+        tsrnn_model_finish(&m);
+    }
 }
 
 /* A model large enough for packed products: loss, every gradient and a forecast agree with
  * the reference loops (TSRNN_GEMM_LOOPS turns packing off) within float32 summation-order
  * differences. */
-static void test_packed_model_matches_loops(void **state)
+static void packed_model_matches_loops(void)
 {
-    (void)state;
     const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
     for (size_t kind = 0; kind < 3; kind++) {
         const size_t B = 8, T = 6, C = 2;
@@ -373,6 +481,20 @@ static void test_packed_model_matches_loops(void **state)
         free(y);
         tsrnn_model_finish(&m);
     }
+}
+
+/* ... at every vector level of the packed kernel this CPU has (AVX2, AVX-512). */
+static void test_packed_model_matches_loops(void **state)
+{
+    (void)state;
+    enum tsrnn_cpu_isa saved = tsrnn_cpu_isa, top = tsrnn_cpu_isa_detect();
+    for (int isa = TSRNN_CPU_ISA_AVX2; isa <= (int)top; isa++) {
+        tsrnn_cpu_set_isa((enum tsrnn_cpu_isa)isa);
+        packed_model_matches_loops();
+    }
+    if (top < TSRNN_CPU_ISA_AVX2)
+        packed_model_matches_loops();
+    tsrnn_cpu_set_isa(saved);
 }
 
 /* Two compute threads split a large layer's recurrence by batch rows; each row's arithmetic is
@@ -921,6 +1043,8 @@ int main(void)
         cmocka_unit_test(test_split_blas_products),
         cmocka_unit_test(test_packed_products_match_reference),
         cmocka_unit_test(test_packed_model_matches_loops),
+        cmocka_unit_test(test_isa_levels_are_bit_identical),
+        cmocka_unit_test(test_blocked_products_match_reference),
         cmocka_unit_test(test_threaded_recurrence_is_bit_identical),
         cmocka_unit_test(test_param_table_counts),
         cmocka_unit_test(test_init_is_pytorch_default),

@@ -72,6 +72,22 @@ enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute);
  * can then hand them to the network as they are. */
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute);
 
+/* One line on what the context computes with, for the banner (CPU: "CPU kernels AVX-512,
+ * 1 thread; BLAS OpenBLAS 0.3.21, core SkylakeX (OPENBLAS_CORETYPE=SkylakeX)"). Returns what
+ * snprintf does. */
+size_t tsrnn_compute_describe(const struct tsrnn_compute *compute, char *dst, size_t dst_nbytes);
+
+/* The CPU backend's BLAS on this machine. OpenBLAS releases older than the CPU run generic
+ * SSE kernels on it (Debian 12's 0.3.21 on recent Xeons) unless OPENBLAS_CORETYPE names a
+ * core, which OpenBLAS reads once, when the process loads it:
+ *   tsrnn_compute_cpu_blas_coretype: the OPENBLAS_CORETYPE that gives OpenBLAS this CPU's
+ *     vector level ("SkylakeX", "Haswell"), or NULL when it has it already (or no BLAS);
+ *     tsrnn-launch sets it for its CPU workers when the user has not set the variable;
+ *   tsrnn_compute_cpu_blas_warning: a sentence saying so, with what it costs and what to
+ *     do, or NULL. */
+const char *tsrnn_compute_cpu_blas_coretype(void);
+const char *tsrnn_compute_cpu_blas_warning(void);
+
 /* The queue a comm backend orders its work on (a cudaStream_t), or NULL (CPU). */
 void *tsrnn_compute_stream(const struct tsrnn_compute *compute);
 

@@ -61,6 +61,8 @@ struct tsrnn_compute_backend {
     void *(*stream)(const struct tsrnn_compute *ctx);
     /* TPU cores in use (optional: NULL = 0) */
     size_t (*tpu_cores)(const struct tsrnn_compute *ctx);
+    /* Optional: one line on what the context computes with (tsrnn_compute_describe). */
+    size_t (*describe)(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes);
 
     /* --- memory ------------------------------------------------------------------------ */
     enum tsrnn_status (*alloc)(struct tsrnn_compute *ctx, void **buf, size_t nbytes);

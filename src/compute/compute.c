@@ -86,6 +86,13 @@ bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute)
     return compute->backend->host_memory;
 }
 
+size_t tsrnn_compute_describe(const struct tsrnn_compute *compute, char *dst, size_t dst_nbytes)
+{
+    if (compute->backend->describe != NULL)
+        return compute->backend->describe(compute, dst, dst_nbytes);
+    return (size_t)snprintf(dst, dst_nbytes, "%s", compute->backend->name);
+}
+
 void *tsrnn_compute_stream(const struct tsrnn_compute *compute)
 {
     return compute->backend->stream ? compute->backend->stream(compute) : NULL;

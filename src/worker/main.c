@@ -16,9 +16,11 @@
 #include <string.h>
 
 #include "tsrnn/comm.h"
+#include "tsrnn/compute.h"
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
+#include "tsrnn/model.h"
 #include "tsrnn/report.h"
 #include "tsrnn/train.h"
 #include "tsrnn/world.h"
@@ -255,6 +257,18 @@ int main(int argc, char **argv)
                    "%s; started by %s)\n",
                    world.rank, world.rank + 1, world.world_size, world.local_rank,
                    tsrnn_comm_backend_name(comm), world.launcher);
+        char kernels[256];
+        tsrnn_compute_describe(compute, kernels, sizeof(kernels));
+        printf("Compute: %s\n", kernels);
+        /* Models below 128 x 128 recurrent weights (the Darts guide's) keep their products in
+         * tsrnn's loops and never reach BLAS: no warning for them. */
+        size_t weights =
+            tsrnn_model_gate_count(cfg->model) * (size_t)cfg->hidden_dim * (size_t)cfg->hidden_dim;
+        const char *blas_warning = tsrnn_compute_host_memory(compute) && weights >= 128 * 128
+                                       ? tsrnn_compute_cpu_blas_warning()
+                                       : NULL;
+        if (blas_warning != NULL)
+            fprintf(stderr, PROGRAM ": warning: %s\n", blas_warning);
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
         fflush(stdout);
     }

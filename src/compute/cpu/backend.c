@@ -1,6 +1,7 @@
 /* The CPU backend's table (backend.h): its context, memory (host memory, 64-byte aligned),
  * and the optimizer's elementwise operations. The model's operations are in model.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,11 +83,11 @@ enum tsrnn_status tsrnn_cpu_scale_check(struct tsrnn_compute *ctx, float *buf, s
 
 /* The elementwise update of torch.optim.Adam (src/optim/adam.c has the step), over arrays
  * that do not overlap (so it vectorises; every lane computes what the scalar code would). */
-TSRNN_VECTOR_CLONES static void adam_update(float *restrict params, float *restrict exp_avg,
-                                            float *restrict exp_avg_sq, const float *restrict grads,
-                                            size_t count, float beta1, float one_minus_beta1,
-                                            float beta2, float one_minus_beta2, float bc2_sqrt,
-                                            float eps, float neg_step_size)
+TSRNN_CPU_BODY adam_update_body(float *restrict params, float *restrict exp_avg,
+                                float *restrict exp_avg_sq, const float *restrict grads,
+                                size_t count, float beta1, float one_minus_beta1, float beta2,
+                                float one_minus_beta2, float bc2_sqrt, float eps,
+                                float neg_step_size)
 {
     for (size_t i = 0; i < count; i++) {
         float g = grads[i];
@@ -99,6 +100,14 @@ TSRNN_VECTOR_CLONES static void adam_update(float *restrict params, float *restr
     }
 }
 
+TSRNN_CPU_ISA_VARIANTS(adam_update,
+                       (float *restrict params, float *restrict exp_avg, float *restrict exp_avg_sq,
+                        const float *restrict grads, size_t count, float beta1,
+                        float one_minus_beta1, float beta2, float one_minus_beta2, float bc2_sqrt,
+                        float eps, float neg_step_size),
+                       (params, exp_avg, exp_avg_sq, grads, count, beta1, one_minus_beta1, beta2,
+                        one_minus_beta2, bc2_sqrt, eps, neg_step_size))
+
 enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
                                         float *exp_avg_sq, const float *grads, size_t count,
                                         const struct tsrnn_adam_scalars *s)
@@ -109,6 +118,45 @@ enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params
     return TSRNN_OK;
 }
 
+static size_t cpu_describe(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes)
+{
+    const struct tsrnn_cpu *cpu = (const struct tsrnn_cpu *)ctx;
+    const char *recurrence = tsrnn_cpu_packed_kernel_available() ? "packed" : "loops";
+    const char *large =
+        tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && cpu->blas_isa < TSRNN_CPU_ISA_AVX512
+            ? "tsrnn's blocked GEMM"
+            : "BLAS";
+    return (size_t)snprintf(dst, dst_nbytes,
+                            "CPU kernels %s (recurrent products %s, other large products %s), %d "
+                            "thread%s; BLAS %s",
+                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), recurrence, large, cpu->thread_count,
+                            cpu->thread_count == 1 ? "" : "s", tsrnn_cpu_blas_describe());
+}
+
+const char *tsrnn_compute_cpu_blas_coretype(void)
+{
+    return tsrnn_cpu_blas_coretype_hint();
+}
+
+const char *tsrnn_compute_cpu_blas_warning(void)
+{
+    static char line[512];
+    const char *hint = tsrnn_cpu_blas_coretype_hint();
+    if (hint == NULL)
+        return NULL;
+    enum tsrnn_cpu_isa level = tsrnn_cpu_isa_supported();
+    snprintf(line, sizeof(line),
+             "OpenBLAS runs its generic %s kernels on this %s CPU (its release does not know "
+             "the CPU), %s; set OPENBLAS_CORETYPE=%s (tsrnn-launch does it for its workers)",
+             tsrnn_cpu_blas_core(), tsrnn_cpu_isa_name(level),
+             level == TSRNN_CPU_ISA_AVX512 && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512
+                 ? "so tsrnn runs its large products on its own AVX-512 kernels; what still goes "
+                   "to BLAS runs at a fraction of the CPU's speed"
+                 : "so the large products run at half the CPU's speed or less",
+             hint);
+    return line;
+}
+
 const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .kind = TSRNN_COMPUTE_CPU,
     .name = "cpu",
@@ -117,6 +165,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .destroy = cpu_destroy,
     .host_memory = true,
     .stream = NULL,
+    .describe = cpu_describe,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

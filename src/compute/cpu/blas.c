@@ -3,6 +3,10 @@
  * OpenBLAS; noblas.c stands in without it. */
 #include <cblas.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "cpu.h"
 
@@ -86,4 +90,49 @@ void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b
         tsrnn_cpu_parallel((struct tsrnn_cpu *)cpu, blas_part, (void *)p, parts);
     else
         blas_part((void *)p, 0, 1);
+}
+
+const char *tsrnn_cpu_blas_core(void)
+{
+    const char *core = openblas_get_corename();
+    return core != NULL ? core : "unknown";
+}
+
+/* OpenBLAS's x86-64 core names (driver/others/dynamic.c) by the widest vector instructions
+ * their sgemm kernels use; every other name runs SSE kernels here. */
+enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void)
+{
+    static const char *const avx512[] = { "SkylakeX", "Cooperlake", "SapphireRapids" };
+    static const char *const avx2[] = { "Haswell", "Zen", "Excavator" };
+    const char *core = tsrnn_cpu_blas_core();
+    for (size_t i = 0; i < sizeof(avx512) / sizeof(avx512[0]); i++)
+        if (strcasecmp(core, avx512[i]) == 0)
+            return TSRNN_CPU_ISA_AVX512;
+    for (size_t i = 0; i < sizeof(avx2) / sizeof(avx2[0]); i++)
+        if (strcasecmp(core, avx2[i]) == 0)
+            return TSRNN_CPU_ISA_AVX2;
+    return TSRNN_CPU_ISA_BASELINE;
+}
+
+const char *tsrnn_cpu_blas_coretype_hint(void)
+{
+    enum tsrnn_cpu_isa cpu_isa = tsrnn_cpu_isa_supported();
+    if (tsrnn_cpu_blas_isa() >= cpu_isa)
+        return NULL;
+    return cpu_isa == TSRNN_CPU_ISA_AVX512 ? "SkylakeX" : "Haswell";
+}
+
+const char *tsrnn_cpu_blas_describe(void)
+{
+    static char line[160];
+    /* openblas_get_config(): "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64" */
+    const char *config = openblas_get_config(), *set = getenv("OPENBLAS_CORETYPE");
+    char version[32] = "OpenBLAS";
+    if (config != NULL && strncmp(config, "OpenBLAS ", 9) == 0)
+        snprintf(version, sizeof(version), "OpenBLAS %.*s", (int)strcspn(config + 9, " "),
+                 config + 9);
+    snprintf(line, sizeof(line), "%s, core %s (%s%s)", version, tsrnn_cpu_blas_core(),
+             set != NULL ? "OPENBLAS_CORETYPE=" : "detected, OPENBLAS_CORETYPE unset",
+             set != NULL ? set : "");
+    return line;
 }

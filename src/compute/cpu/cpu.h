@@ -27,6 +27,71 @@
 #define TSRNN_VECTOR_CLONES
 #endif
 
+/* The widest vector instructions tsrnn's own kernels use: chosen once per process from CPUID
+ * (tsrnn_cpu_isa_detect), capped by the environment variable TSRNN_CPU_ISA = avx512 | avx2 |
+ * baseline (to compare the paths on one machine; the tests switch it with
+ * tsrnn_cpu_set_isa). AVX512 means avx512f/bw/dq/vl; AVX2 means avx2 + fma. */
+enum tsrnn_cpu_isa {
+    TSRNN_CPU_ISA_BASELINE, /* x86-64 SSE2 (or whatever the compiler targets elsewhere) */
+    TSRNN_CPU_ISA_AVX2,
+    TSRNN_CPU_ISA_AVX512,
+};
+
+/* The level in use (tsrnn_cpu_init sets it from tsrnn_cpu_isa_detect). */
+extern enum tsrnn_cpu_isa tsrnn_cpu_isa;
+
+/* What this CPU supports, capped by TSRNN_CPU_ISA when that is set (a value it does not know
+ * is ignored). */
+enum tsrnn_cpu_isa tsrnn_cpu_isa_detect(void);
+
+/* Sets the level the kernels use: at most what the CPU supports (higher requests are
+ * lowered). For tests and benchmarks; call it between operations. Returns the level set. */
+enum tsrnn_cpu_isa tsrnn_cpu_set_isa(enum tsrnn_cpu_isa isa);
+
+/* "AVX-512", "AVX2", "baseline". */
+const char *tsrnn_cpu_isa_name(enum tsrnn_cpu_isa isa);
+
+/* Elementwise loops compiled once per level and chosen by tsrnn_cpu_isa at each call (the
+ * cells, Adam, the bias sums): TSRNN_CPU_ISA_VARIANTS(name, (params), (args)) defines
+ * `static void name(params)` calling `name_body(args)` -- a static inline function holding the
+ * loop -- compiled for AVX-512 (512-bit vectors), AVX2 and the baseline. The loops are written
+ * so that the vector width changes nothing but speed (elementwise operations, sums in a fixed
+ * order, no FMA: -ffp-contract=off), so every variant gives the same bits. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define TSRNN_TARGET_AVX512                                                                        \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,prefer-vector-width=512")))
+#define TSRNN_TARGET_AVX2 __attribute__((target("avx2")))
+#define TSRNN_CPU_ISA_VARIANTS(name, params, args)                                                 \
+    TSRNN_TARGET_AVX512 static void name##_avx512 params                                           \
+    {                                                                                              \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    TSRNN_TARGET_AVX2 static void name##_avx2 params                                               \
+    {                                                                                              \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    static void name##_baseline params                                                             \
+    {                                                                                              \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    static void name params                                                                        \
+    {                                                                                              \
+        if (tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512)                                                 \
+            name##_avx512 args;                                                                    \
+        else if (tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX2)                                              \
+            name##_avx2 args;                                                                      \
+        else                                                                                       \
+            name##_baseline args;                                                                  \
+    }
+#else
+#define TSRNN_CPU_ISA_VARIANTS(name, params, args)                                                 \
+    static void name params                                                                        \
+    {                                                                                              \
+        name##_body args;                                                                          \
+    }
+#endif
+#define TSRNN_CPU_BODY static inline __attribute__((always_inline)) void
+
 enum tsrnn_gemm_path {
     TSRNN_GEMM_AUTO,  /* loops below the size where BLAS wins, BLAS above */
     TSRNN_GEMM_LOOPS, /* always the reference loops (and no packed products) */
@@ -59,7 +124,12 @@ struct tsrnn_cpu {
     /* Which GEMM implementation the kernels use; tests compare them. LOOPS also turns off
      * the packed products. Set it between operations, not during one. */
     enum tsrnn_gemm_path gemm_path;
-    int thread_count; /* the parts tsrnn_cpu_parallel() splits work into */
+    int thread_count;            /* the parts tsrnn_cpu_parallel() splits work into */
+    enum tsrnn_cpu_isa blas_isa; /* tsrnn_cpu_blas_isa(), read once */
+    /* Packing space of tsrnn_cpu_gemm_blocked(), one per part, allocated by the first large
+     * product (freed by tsrnn_cpu_finish). */
+    float *blocked_scratch[TSRNN_CPU_MAX_HELPERS + 1];
+    size_t blocked_scratch_count;
     struct tsrnn_cpu_pool pool;
 };
 
@@ -115,6 +185,32 @@ bool tsrnn_cpu_blas_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_
 void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
                          size_t n, size_t k, float alpha, const float *a, size_t lda,
                          const float *b, size_t ldb, float beta, float *c, size_t ldc);
+
+/* tsrnn's own large products, on AVX-512 CPUs (in the AUTO path, where BLAS would take them
+ * otherwise): whether this one goes there (alpha must be 1), and the product itself
+ * (C = op(A) op(B) + beta C, as tsrnn_cpu_gemm), split by rows of C among the threads. */
+bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
+                             float alpha);
+void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
+                            size_t n, size_t k, const float *a, size_t lda, const float *b,
+                            size_t ldb, float beta, float *c, size_t ldc);
+
+/* What the BLAS of this process runs (blas.c; noblas.c: no BLAS, level baseline, names NULL).
+ * OpenBLAS built for many CPUs picks its kernels by CPUID when it loads, or by the
+ * environment variable OPENBLAS_CORETYPE; a release older than the CPU falls back to generic
+ * SSE kernels (OpenBLAS 0.3.21 calls an Intel family 6 model 207 "Prescott").
+ *   tsrnn_cpu_blas_core: OpenBLAS's core name ("SkylakeX", "Haswell", "Prescott", ...);
+ *   tsrnn_cpu_blas_isa: the vector level of that core's kernels;
+ *   tsrnn_cpu_blas_coretype_hint: the OPENBLAS_CORETYPE that would give this CPU's level
+ *     ("SkylakeX" on AVX-512, "Haswell" on AVX2 + FMA), or NULL when BLAS already runs it;
+ *   tsrnn_cpu_blas_describe: one line, "OpenBLAS 0.3.21, core SkylakeX (OPENBLAS_CORETYPE)". */
+const char *tsrnn_cpu_blas_core(void);
+enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void);
+const char *tsrnn_cpu_blas_coretype_hint(void);
+const char *tsrnn_cpu_blas_describe(void);
+
+/* The level this CPU supports (CPUID), before TSRNN_CPU_ISA caps it. */
+enum tsrnn_cpu_isa tsrnn_cpu_isa_supported(void);
 
 /* rows (M, N): every row = bias (N). */
 void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);

@@ -2,13 +2,15 @@
  * (cpu.h); large products go to BLAS where blas.c takes them. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define PACKED_KERNEL_X86 1
+#define PACKED_KERNEL_X86          1
+#define TSRNN_TARGET_AVX512_KERNEL __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #else
 #define PACKED_KERNEL_X86 0
 #endif
@@ -58,6 +60,7 @@ static float dot(const float *restrict a, const float *restrict b, size_t k)
  * registers in the default one. Element-wise * and + round exactly as the scalar code. */
 typedef float v8f __attribute__((vector_size(32), aligned(4)));
 typedef float v4f __attribute__((vector_size(16), aligned(4)));
+typedef float v16f __attribute__((vector_size(64), aligned(4)));
 
 /* C[i0 + r][j0 .. j0+8) += alpha * sum_k a(i0 + r, k) * B[k][j0 .. j0+8) for r < 4, where
  * a(i, k) = a[i * a_row + k * a_col]: four accumulators that stay in registers over the whole
@@ -345,6 +348,10 @@ void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, siz
 {
     if (m == 0 || n == 0)
         return;
+    if (tsrnn_cpu_blocked_takes(cpu, m, n, k, alpha)) {
+        tsrnn_cpu_gemm_blocked(cpu, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
     if (k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc)) {
         tsrnn_cpu_blas_gemm(cpu, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
@@ -352,16 +359,46 @@ void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, siz
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/* c (M, N) = bias in every row + a[i] * b: the K = 1 case of gemm_loops_nt() with alpha 1 (so
+ * the same bits: 1 * a[i] is a[i]), as an elementwise loop at every vector level (the input
+ * projection of a univariate series, every step). */
+TSRNN_CPU_BODY bias_outer_body(float *restrict c, size_t ldc, const float *restrict a, size_t lda,
+                               const float *restrict b, const float *restrict bias, size_t m,
+                               size_t n)
+{
+    for (size_t i = 0; i < m; i++) {
+        float av = a[i * lda];
+        float *restrict row = c + i * ldc;
+        for (size_t j = 0; j < n; j++)
+            row[j] = bias[j] + av * b[j];
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(bias_outer,
+                       (float *restrict c, size_t ldc, const float *restrict a, size_t lda,
+                        const float *restrict b, const float *restrict bias, size_t m, size_t n),
+                       (c, ldc, a, lda, b, bias, m, n))
+
 void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, const float *a,
                          size_t lda, const float *b, size_t ldb, const float *bias, float *c,
                          size_t ldc)
 {
     if (m == 0 || n == 0)
         return;
+    if (tsrnn_cpu_blocked_takes(cpu, m, n, k, 1.0f)) {
+        for (size_t i = 0; i < m; i++)
+            memcpy(c + i * ldc, bias, n * sizeof(*c));
+        tsrnn_cpu_gemm_blocked(cpu, false, false, m, n, k, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
     if (k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc)) {
         for (size_t i = 0; i < m; i++)
             memcpy(c + i * ldc, bias, n * sizeof(*c));
         tsrnn_cpu_blas_gemm(cpu, false, false, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
+    if (k == 1) {
+        bias_outer(c, ldc, a, lda, b, bias, m, n);
         return;
     }
     /* The tiles start from the bias instead of C: the bits of fill_rows + gemm, one pass less. */
@@ -382,9 +419,8 @@ void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n)
     }
 }
 
-TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
-                                                   const float *restrict rows, size_t m, size_t n,
-                                                   size_t ld)
+TSRNN_CPU_BODY column_sums_body(float *restrict bias_grad, const float *restrict rows, size_t m,
+                                size_t n, size_t ld)
 {
     if (n == 1) { /* the head's bias: eight partial sums, not one chain of m additions */
         float partial[8] = { 0 };
@@ -403,6 +439,12 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
      * the next column block finds them in cache. */
     for (size_t i0 = 0; i0 < m; i0 += 64) {
         size_t i1 = m - i0 < 64 ? m : i0 + 64, j = 0;
+        for (; j + 16 <= n; j += 16) { /* one AVX-512 register, two AVX2 ones */
+            v16f sum = *(const v16f *)(bias_grad + j);
+            for (size_t i = i0; i < i1; i++)
+                sum += *(const v16f *)(rows + i * ld + j);
+            *(v16f *)(bias_grad + j) = sum;
+        }
         for (; j + 8 <= n; j += 8) {
             v8f sum = *(const v8f *)(bias_grad + j);
             for (size_t i = i0; i < i1; i++)
@@ -424,6 +466,16 @@ TSRNN_VECTOR_CLONES void tsrnn_cpu_add_column_sums(float *restrict bias_grad,
     }
 }
 
+TSRNN_CPU_ISA_VARIANTS(column_sums,
+                       (float *restrict bias_grad, const float *restrict rows, size_t m, size_t n,
+                        size_t ld),
+                       (bias_grad, rows, m, n, ld))
+
+void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld)
+{
+    column_sums(bias_grad, rows, m, n, ld);
+}
+
 /* --- packed right-hand side ------------------------------------------------------------- */
 
 #define PANEL_COLS 16
@@ -436,7 +488,21 @@ size_t tsrnn_cpu_packed_count(size_t k, size_t n)
 void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
-    for (size_t p = 0; p < panel_count; p++)
+    if (!trans_b) { /* full panels: a row of 16 is one copy */
+        for (size_t p = 0; p < n / PANEL_COLS; p++)
+            for (size_t kk = 0; kk < k; kk++)
+                memcpy(packed + (p * k + kk) * PANEL_COLS, b + kk * ldb + p * PANEL_COLS,
+                       PANEL_COLS * sizeof(float));
+    } else { /* column j of the panel is row j of B: read along B's rows */
+        for (size_t p = 0; p < n / PANEL_COLS; p++)
+            for (size_t u = 0; u < PANEL_COLS; u++) {
+                const float *row = b + (p * PANEL_COLS + u) * ldb;
+                float *dst = packed + p * k * PANEL_COLS + u;
+                for (size_t kk = 0; kk < k; kk++)
+                    dst[kk * PANEL_COLS] = row[kk];
+            }
+    }
+    for (size_t p = n / PANEL_COLS; p < panel_count; p++) /* the last, zero-padded one */
         for (size_t kk = 0; kk < k; kk++) {
             float *dst = packed + (p * k + kk) * PANEL_COLS;
             for (size_t u = 0; u < PANEL_COLS; u++) {
@@ -465,7 +531,7 @@ static void panel_loops(float *c, size_t ldc, const float *a, size_t lda, const 
 #if PACKED_KERNEL_X86
 bool tsrnn_cpu_packed_kernel_available(void)
 {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return tsrnn_cpu_isa >= TSRNN_CPU_ISA_AVX2;
 }
 
 /* Four rows of C times one panel: 8 accumulators of 8 floats stay in registers for the whole
@@ -508,6 +574,207 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
         }
     }
 }
+
+/* AVX-512: ROWS (8 or 4 or 1) rows of C times PANELS (2 or 1) panels, one 16-float register
+ * per row and panel: 16 accumulators for 8 x 2, enough independent chains to keep both FMA
+ * ports busy (4 cycles of latency x 2 ports), each k step two panel loads and eight
+ * broadcasts. A(r, kk) = a[r * a_row + kk * a_col]. C += the product; cols = the columns of the
+ * last panel that exist (the rest are the pack's zero padding, not stored). */
+TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
+panel512(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col, const float *panel,
+         size_t panel_stride, size_t k, size_t rows, size_t panels, size_t cols, size_t store_rows)
+{
+    __m512 acc[8][2];
+    for (size_t r = 0; r < rows; r++)
+        for (size_t p = 0; p < panels; p++)
+            acc[r][p] = _mm512_setzero_ps();
+    for (size_t kk = 0; kk < k; kk++) {
+        __m512 b[2];
+        for (size_t p = 0; p < panels; p++)
+            b[p] = _mm512_loadu_ps(panel + p * panel_stride + kk * PANEL_COLS);
+        for (size_t r = 0; r < rows; r++) {
+            __m512 x = _mm512_set1_ps(a[r * a_row + kk * a_col]);
+            for (size_t p = 0; p < panels; p++)
+                acc[r][p] = _mm512_fmadd_ps(x, b[p], acc[r][p]);
+        }
+    }
+    for (size_t p = 0; p < panels; p++) {
+        size_t width = p + 1 == panels ? cols : PANEL_COLS;
+        __mmask16 mask = (__mmask16)((1u << width) - 1u);
+        for (size_t r = 0; r < store_rows; r++) {
+            float *cr = c + r * ldc + p * PANEL_COLS;
+            __m512 old = _mm512_maskz_loadu_ps(mask, cr);
+            _mm512_mask_storeu_ps(cr, mask, _mm512_add_ps(old, acc[r][p]));
+        }
+    }
+}
+
+/* The AVX-512 product over k in blocks of PACKED_KC (a block of two panels, 32 KiB, stays in
+ * the 48 KiB L1 while every row block of C passes over it), panels in pairs, rows in 8s, then
+ * 4s, then single rows. */
+#define PACKED_KC 256
+
+TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, size_t k,
+                                                          const float *a, size_t a_row,
+                                                          size_t a_col, const float *packed,
+                                                          float *c, size_t ldc)
+{
+    size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS, stride = k * PANEL_COLS;
+    for (size_t k0 = 0; k0 < k; k0 += PACKED_KC) {
+        size_t kc = k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+        for (size_t p = 0; p < panel_count; p += 2) {
+            size_t panels = p + 1 < panel_count ? 2 : 1;
+            size_t last = p + panels - 1;
+            size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
+            const float *panel = packed + p * stride + k0 * PANEL_COLS;
+            const float *ak = a + k0 * a_col;
+            float *cp = c + p * PANEL_COLS;
+            size_t i = 0;
+            if (panels == 2) {
+                for (; i + 8 <= m; i += 8)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
+                             2, cols, 8);
+                for (; i + 4 <= m; i += 4)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 4,
+                             2, cols, 4);
+                for (; i < m; i++)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
+                             2, cols, 1);
+            } else {
+                for (; i + 8 <= m; i += 8)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
+                             1, cols, 8);
+                for (; i < m; i++)
+                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
+                             1, cols, 1);
+            }
+        }
+    }
+}
+
+/* --- tsrnn's own large products (AVX-512) ---------------------------------------------------
+ *
+ * GotoBLAS's scheme, written for this kernel: for each block of BLOCKED_KC values of k, B's
+ * block is packed into 16-column panels ([panel][kc][16]) and, per block of BLOCKED_MC rows,
+ * A's block into 8-row strips ([strip][kc][8], the last strip zero-padded); the 8 x 32
+ * kernel then runs over strips and panel pairs. Both packings read A and B in whatever
+ * transposition they come, so every case runs the same kernel. */
+#define BLOCKED_KC 256
+#define BLOCKED_MC 512
+
+struct blocked_product {
+    bool trans_a, trans_b;
+    size_t m, n, k;
+    const float *a, *b;
+    size_t lda, ldb, ldc;
+    float *c;
+    float *const *scratch; /* per part: blocked_scratch_count(n) floats */
+};
+
+static size_t blocked_scratch_count(size_t n)
+{
+    return ((n + PANEL_COLS - 1) / PANEL_COLS * PANEL_COLS + BLOCKED_MC) * BLOCKED_KC;
+}
+
+/* strips [mc/8][kc][8] of op(A) rows i0.. and columns k0.., zero rows past mc. Transposed, a
+ * strip's 8 values of one k are adjacent in A (one 32-byte copy of constant size, inlined);
+ * otherwise 8 rows are read side by side, k after k. */
+/* dst[kk * 8 + r] = src[r * ld + kk] for r, kk < 8: an 8 x 8 transpose in registers. */
+TSRNN_TARGET_AVX512_KERNEL static inline void transpose8x8(float *restrict dst,
+                                                           const float *restrict src, size_t ld)
+{
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
+    /* pairs of rows interleaved, then pairs of pairs, then the two 128-bit halves */
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    _mm256_storeu_ps(dst + 0, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+TSRNN_TARGET_AVX512_KERNEL static void pack_a_strips(float *restrict dst,
+                                                     const struct blocked_product *p, size_t i0,
+                                                     size_t mc, size_t k0, size_t kc)
+{
+    for (size_t s = 0; s < mc; s += 8) {
+        float *strip = dst + s * kc;
+        size_t rows = mc - s < 8 ? mc - s : 8;
+        if (rows < 8)
+            memset(strip, 0, kc * 8 * sizeof(float));
+        if (p->trans_a && rows == 8) {
+            const float *src = p->a + k0 * p->lda + i0 + s;
+            for (size_t kk = 0; kk < kc; kk++)
+                memcpy(strip + kk * 8, src + kk * p->lda, 8 * sizeof(float));
+        } else if (p->trans_a) {
+            const float *src = p->a + k0 * p->lda + i0 + s;
+            for (size_t kk = 0; kk < kc; kk++)
+                for (size_t r = 0; r < rows; r++)
+                    strip[kk * 8 + r] = src[kk * p->lda + r];
+        } else {
+            const float *src = p->a + (i0 + s) * p->lda + k0;
+            size_t kk = 0;
+            if (rows == 8)
+                for (; kk + 8 <= kc; kk += 8)
+                    transpose8x8(strip + kk * 8, src + kk, p->lda);
+            for (size_t r = 0; r < rows; r++)
+                for (size_t k1 = kk; k1 < kc; k1++)
+                    strip[k1 * 8 + r] = src[r * p->lda + k1];
+        }
+    }
+}
+
+TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size_t parts)
+{
+    const struct blocked_product *p = arg;
+    size_t i_lo = p->m * part / parts / 8 * 8;
+    size_t i_hi = part + 1 == parts ? p->m : p->m * (part + 1) / parts / 8 * 8;
+    if (i_hi <= i_lo)
+        return;
+    size_t panel_count = (p->n + PANEL_COLS - 1) / PANEL_COLS;
+    float *b_pack = p->scratch[part], *a_pack = b_pack + panel_count * PANEL_COLS * BLOCKED_KC;
+    for (size_t k0 = 0; k0 < p->k; k0 += BLOCKED_KC) {
+        size_t kc = p->k - k0 < BLOCKED_KC ? p->k - k0 : BLOCKED_KC;
+        size_t stride = kc * PANEL_COLS;
+        if (p->trans_b)
+            tsrnn_cpu_pack(b_pack, p->b + k0, p->ldb, kc, p->n, true);
+        else
+            tsrnn_cpu_pack(b_pack, p->b + k0 * p->ldb, p->ldb, kc, p->n, false);
+        for (size_t i0 = i_lo; i0 < i_hi; i0 += BLOCKED_MC) {
+            size_t mc = i_hi - i0 < BLOCKED_MC ? i_hi - i0 : BLOCKED_MC;
+            pack_a_strips(a_pack, p, i0, mc, k0, kc);
+            /* Strip by strip: a strip (8 KiB) stays in L1 while the panels stream from L2. */
+            for (size_t s = 0; s < mc; s += 8)
+                for (size_t q = 0; q < panel_count; q += 2) {
+                    size_t panels = q + 1 < panel_count ? 2 : 1, last = q + panels - 1;
+                    size_t cols = p->n - last * PANEL_COLS < PANEL_COLS ? p->n - last * PANEL_COLS
+                                                                        : PANEL_COLS;
+                    const float *panel = b_pack + q * stride;
+                    float *cs = p->c + (i0 + s) * p->ldc + q * PANEL_COLS;
+                    size_t rows = mc - s < 8 ? mc - s : 8;
+                    if (panels == 2)
+                        panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 2, cols,
+                                 rows);
+                    else
+                        panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 1, cols,
+                                 rows);
+                }
+        }
+    }
+}
 #else
 bool tsrnn_cpu_packed_kernel_available(void)
 {
@@ -519,6 +786,12 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
                            const float *a, size_t lda, const float *packed, float *c, size_t ldc)
 {
     bool kernel = cpu->gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_packed_kernel_available();
+#if PACKED_KERNEL_X86
+    if (kernel && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512) {
+        gemm_packed_avx512(m, n, k, a, lda, 1, packed, c, ldc);
+        return;
+    }
+#endif
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
     for (size_t p = 0; p < panel_count; p++) {
         const float *panel = packed + p * k * PANEL_COLS;
@@ -533,4 +806,89 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 #endif
         panel_loops(c + i * ldc + p * PANEL_COLS, ldc, a + i * lda, lda, panel, k, m - i, cols);
     }
+}
+
+/* From this many multiply-adds (and k) a product goes to tsrnn_cpu_gemm_blocked() on an
+ * AVX-512 CPU whose BLAS runs narrower kernels (an OpenBLAS that does not know the CPU: 30-45
+ * GFLOP/s on these products where the blocked kernel makes 110-120; OpenBLAS's own SkylakeX
+ * kernels make 125-135, so with them BLAS keeps the products), as it would go to BLAS otherwise (m and n from 16: A is packed in strips of 8
+ * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. */
+#define BLOCKED_MIN_MACS       (64 * 64 * 64)
+#define BLOCKED_MIN_K          16
+#define BLOCKED_MIN_MN         16
+#define SPLIT_MIN_BLOCKED_MACS (1u << 23)
+
+bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, float alpha)
+{
+#if PACKED_KERNEL_X86
+    /* Not inside a part of tsrnn_cpu_parallel(): the scratch belongs to the driving thread
+     * (products there -- per-step ones of layers too small for packing -- go to BLAS). */
+    return cpu->gemm_path == TSRNN_GEMM_AUTO && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 &&
+           cpu->blas_isa < TSRNN_CPU_ISA_AVX512 && !tsrnn_cpu_in_job && alpha == 1.0f &&
+           k >= BLOCKED_MIN_K && m >= BLOCKED_MIN_MN && n >= BLOCKED_MIN_MN &&
+           m * n * k >= BLOCKED_MIN_MACS;
+#else
+    (void)cpu, (void)m, (void)n, (void)k, (void)alpha;
+    return false;
+#endif
+}
+
+void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu_const, bool trans_a, bool trans_b, size_t m,
+                            size_t n, size_t k, const float *a, size_t lda, const float *b,
+                            size_t ldb, float beta, float *c, size_t ldc)
+{
+    struct tsrnn_cpu *cpu = (struct tsrnn_cpu *)cpu_const;
+    scale_rows(c, ldc, m, n, beta);
+#if PACKED_KERNEL_X86
+    if (tsrnn_cpu_isa != TSRNN_CPU_ISA_AVX512) { /* called directly (tests) on a CPU without */
+        gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
+    size_t parts = (size_t)cpu->thread_count;
+    if (parts > m / 8)
+        parts = m / 8 > 0 ? m / 8 : 1;
+    if (m * n * k < SPLIT_MIN_BLOCKED_MACS)
+        parts = 1;
+    /* Scratch per part, kept in the context: allocated by the first large product (and by
+     * a wider one), not in every step. A part without its scratch is not started. Only the
+     * thread that drives the context gets here (tsrnn_cpu_blocked_takes). */
+    size_t need = blocked_scratch_count(n);
+    float *const *scratch = cpu->blocked_scratch;
+    for (size_t i = 0; i < parts; i++)
+        if (cpu->blocked_scratch_count < need || cpu->blocked_scratch[i] == NULL) {
+            if (cpu->blocked_scratch_count < need)
+                for (size_t j = 0; j <= TSRNN_CPU_MAX_HELPERS; j++) {
+                    free(cpu->blocked_scratch[j]);
+                    cpu->blocked_scratch[j] = NULL;
+                }
+            cpu->blocked_scratch_count = need;
+            cpu->blocked_scratch[i] = aligned_alloc(64, need * sizeof(float));
+        }
+    while (parts > 1 && cpu->blocked_scratch[parts - 1] == NULL)
+        parts--;
+    if (scratch[0] == NULL) { /* out of memory: the loops need none */
+        gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+        return;
+    }
+    const struct blocked_product product = {
+        .trans_a = trans_a,
+        .trans_b = trans_b,
+        .m = m,
+        .n = n,
+        .k = k,
+        .a = a,
+        .b = b,
+        .lda = lda,
+        .ldb = ldb,
+        .ldc = ldc,
+        .c = c,
+        .scratch = scratch,
+    };
+    if (parts > 1)
+        tsrnn_cpu_parallel(cpu, blocked_part, (void *)&product, parts);
+    else
+        blocked_part((void *)&product, 0, 1);
+#else
+    gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+#endif
 }

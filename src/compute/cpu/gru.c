@@ -9,9 +9,9 @@
 
 /* One sample: gates (3H) in place from pre-activations to r, z, n; hn and h. Pointers to
  * distinct arrays (restrict), so the loop vectorises. */
-TSRNN_VECTOR_CLONES static void gru_forward_row(float *restrict gates, float *restrict hn,
-                                                float *restrict h, const float *restrict hg,
-                                                const float *restrict h_prev, size_t H)
+static inline __attribute__((always_inline)) void
+gru_forward_row(float *restrict gates, float *restrict hn, float *restrict h,
+                const float *restrict hg, const float *restrict h_prev, size_t H)
 {
     for (size_t j = 0; j < H; j++) {
         float r = tsrnn_sigmoidf(hg[j] + gates[j]);
@@ -25,7 +25,8 @@ TSRNN_VECTOR_CLONES static void gru_forward_row(float *restrict gates, float *re
     }
 }
 
-static void gru_forward(const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count)
+TSRNN_CPU_BODY gru_forward_body(const struct tsrnn_cell_step *s, size_t batch_count,
+                                size_t hidden_count)
 {
     size_t H = hidden_count;
     for (size_t b = 0; b < batch_count; b++)
@@ -33,10 +34,14 @@ static void gru_forward(const struct tsrnn_cell_step *s, size_t batch_count, siz
                         s->h_prev + b * H, H);
 }
 
+TSRNN_CPU_ISA_VARIANTS(gru_forward,
+                       (const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count),
+                       (s, batch_count, hidden_count))
+
 /*     dn = dh (1 - z)    dz = dh (h - n)    dh_prev (direct) = dh z
  *     dn_pre = dn (1 - n^2): the input part of n's gradient; the recurrent part is dn_pre r
  *     dr_pre = dn_pre hn r (1 - r)    dz_pre = dz z (1 - z) */
-TSRNN_VECTOR_CLONES static void
+static inline __attribute__((always_inline)) void
 gru_backward_row(float *restrict d_xg, float *restrict d_hg, float *restrict dh_prev,
                  const float *restrict gates, const float *restrict h_prev,
                  const float *restrict hn, const float *restrict dh, size_t H)
@@ -56,14 +61,19 @@ gru_backward_row(float *restrict d_xg, float *restrict d_hg, float *restrict dh_
     }
 }
 
-static void gru_backward(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
-                         size_t batch_count, size_t hidden_count)
+TSRNN_CPU_BODY gru_backward_body(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                                 size_t batch_count, size_t hidden_count)
 {
     size_t H = hidden_count;
     for (size_t b = 0; b < batch_count; b++)
         gru_backward_row(g->d_xg + b * 3 * H, g->d_hg + b * 3 * H, g->dh_prev + b * H,
                          s->gates + b * 3 * H, s->h_prev + b * H, s->aux + b * H, g->dh + b * H, H);
 }
+
+TSRNN_CPU_ISA_VARIANTS(gru_backward,
+                       (const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                        size_t batch_count, size_t hidden_count),
+                       (g, s, batch_count, hidden_count))
 
 const struct tsrnn_cell tsrnn_cell_gru = {
     .name = "GRU",

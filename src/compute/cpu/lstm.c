@@ -8,10 +8,9 @@
 
 /* One sample: gates (4H) in place from pre-activations to activations, then c, tanh(c), h.
  * Pointers to distinct arrays (restrict), so the loops vectorise. */
-TSRNN_VECTOR_CLONES static void lstm_forward_row(float *restrict gates, const float *restrict hg,
-                                                 const float *restrict c_prev, float *restrict c,
-                                                 float *restrict tanh_c, float *restrict h,
-                                                 size_t H)
+static inline __attribute__((always_inline)) void
+lstm_forward_row(float *restrict gates, const float *restrict hg, const float *restrict c_prev,
+                 float *restrict c, float *restrict tanh_c, float *restrict h, size_t H)
 {
     for (size_t j = 0; j < 2 * H; j++) /* i, f */
         gates[j] = tsrnn_sigmoidf(hg[j] + gates[j]);
@@ -27,7 +26,8 @@ TSRNN_VECTOR_CLONES static void lstm_forward_row(float *restrict gates, const fl
     }
 }
 
-static void lstm_forward(const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count)
+TSRNN_CPU_BODY lstm_forward_body(const struct tsrnn_cell_step *s, size_t batch_count,
+                                 size_t hidden_count)
 {
     size_t H = hidden_count;
     for (size_t b = 0; b < batch_count; b++)
@@ -35,15 +35,18 @@ static void lstm_forward(const struct tsrnn_cell_step *s, size_t batch_count, si
                          s->aux + b * H, s->h + b * H, H);
 }
 
+TSRNN_CPU_ISA_VARIANTS(lstm_forward,
+                       (const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count),
+                       (s, batch_count, hidden_count))
+
 /* With dc the gradient flowing into c' from step t+1:
  *     dc' = dc + dh * o * (1 - tanh(c')^2)
  *     di = dc' g    df = dc' c    dg = dc' i    do = dh tanh(c')    dc_prev = dc' f
  * then through the activations: sigmoid' = s (1 - s), tanh' = 1 - t^2. */
-TSRNN_VECTOR_CLONES static void lstm_backward_row(float *restrict d_pre, float *restrict dc,
-                                                  const float *restrict gates,
-                                                  const float *restrict c_prev,
-                                                  const float *restrict tanh_c,
-                                                  const float *restrict dh, size_t H)
+static inline __attribute__((always_inline)) void
+lstm_backward_row(float *restrict d_pre, float *restrict dc, const float *restrict gates,
+                  const float *restrict c_prev, const float *restrict tanh_c,
+                  const float *restrict dh, size_t H)
 {
     for (size_t j = 0; j < H; j++) {
         float i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
@@ -59,14 +62,19 @@ TSRNN_VECTOR_CLONES static void lstm_backward_row(float *restrict d_pre, float *
     }
 }
 
-static void lstm_backward(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
-                          size_t batch_count, size_t hidden_count)
+TSRNN_CPU_BODY lstm_backward_body(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                                  size_t batch_count, size_t hidden_count)
 {
     size_t H = hidden_count;
     for (size_t b = 0; b < batch_count; b++)
         lstm_backward_row(g->d_xg + b * 4 * H, g->dc + b * H, s->gates + b * 4 * H,
                           s->c_prev + b * H, s->aux + b * H, g->dh + b * H, H);
 }
+
+TSRNN_CPU_ISA_VARIANTS(lstm_backward,
+                       (const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                        size_t batch_count, size_t hidden_count),
+                       (g, s, batch_count, hidden_count))
 
 const struct tsrnn_cell tsrnn_cell_lstm = {
     .name = "LSTM",

@@ -1,4 +1,6 @@
 /* The CPU backend without BLAS (cpu.h): every product stays in the loops of gemm.c. */
+#include <stddef.h>
+
 #include "cpu.h"
 
 void tsrnn_cpu_blas_init(void)
@@ -19,4 +21,24 @@ void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b
     /* Never called: tsrnn_cpu_blas_takes() takes nothing. */
     (void)cpu, (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a;
     (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+}
+
+const char *tsrnn_cpu_blas_core(void)
+{
+    return NULL;
+}
+
+enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void)
+{
+    return TSRNN_CPU_ISA_BASELINE;
+}
+
+const char *tsrnn_cpu_blas_coretype_hint(void)
+{
+    return NULL;
+}
+
+const char *tsrnn_cpu_blas_describe(void)
+{
+    return "none (built without OpenBLAS)";
 }

@@ -45,6 +45,11 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
+static void detect_isa(void)
+{
+    tsrnn_cpu_isa = tsrnn_cpu_isa_detect();
+}
+
 enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count)
 {
     *cpu = (struct tsrnn_cpu){ .base.backend = &tsrnn_compute_backend_cpu, .thread_count = 1 };
@@ -52,7 +57,10 @@ enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count)
         pthread_cond_init(&cpu->pool.start, NULL) != 0 ||
         pthread_cond_init(&cpu->pool.done, NULL) != 0)
         return tsrnn_error(TSRNN_ERR_NOMEM, "cannot create the CPU backend's thread pool");
+    static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+    pthread_once(&isa_once, detect_isa); /* once: a level the tests set stays */
     tsrnn_cpu_blas_init();
+    cpu->blas_isa = tsrnn_cpu_blas_isa();
     tsrnn_cpu_set_thread_count(cpu, thread_count);
     return TSRNN_OK;
 }
@@ -66,6 +74,8 @@ void tsrnn_cpu_finish(struct tsrnn_cpu *cpu)
     pthread_mutex_unlock(&pool->lock);
     for (size_t i = 0; i < pool->helper_count; i++)
         pthread_join(pool->threads[i], NULL);
+    for (size_t i = 0; i <= TSRNN_CPU_MAX_HELPERS; i++)
+        free(cpu->blocked_scratch[i]);
     pthread_cond_destroy(&pool->start);
     pthread_cond_destroy(&pool->done);
     pthread_mutex_destroy(&pool->lock);

@@ -4,8 +4,8 @@
 #include "activation.h"
 #include "cpu.h"
 
-TSRNN_VECTOR_CLONES static void rnn_forward(const struct tsrnn_cell_step *s, size_t batch_count,
-                                            size_t hidden_count)
+TSRNN_CPU_BODY rnn_forward_body(const struct tsrnn_cell_step *s, size_t batch_count,
+                                size_t hidden_count)
 {
     size_t n = batch_count * hidden_count;
     for (size_t i = 0; i < n; i++) {
@@ -15,10 +15,13 @@ TSRNN_VECTOR_CLONES static void rnn_forward(const struct tsrnn_cell_step *s, siz
     }
 }
 
+TSRNN_CPU_ISA_VARIANTS(rnn_forward,
+                       (const struct tsrnn_cell_step *s, size_t batch_count, size_t hidden_count),
+                       (s, batch_count, hidden_count))
+
 /* d(pre-activation) = dh * (1 - h'^2); the same for the input and the recurrent part. */
-TSRNN_VECTOR_CLONES static void rnn_backward(const struct tsrnn_cell_grads *g,
-                                             const struct tsrnn_cell_step *s, size_t batch_count,
-                                             size_t hidden_count)
+TSRNN_CPU_BODY rnn_backward_body(const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                                 size_t batch_count, size_t hidden_count)
 {
     size_t n = batch_count * hidden_count;
     for (size_t i = 0; i < n; i++) {
@@ -26,6 +29,11 @@ TSRNN_VECTOR_CLONES static void rnn_backward(const struct tsrnn_cell_grads *g,
         g->d_xg[i] = g->dh[i] * (1.0f - h * h);
     }
 }
+
+TSRNN_CPU_ISA_VARIANTS(rnn_backward,
+                       (const struct tsrnn_cell_grads *g, const struct tsrnn_cell_step *s,
+                        size_t batch_count, size_t hidden_count),
+                       (g, s, batch_count, hidden_count))
 
 const struct tsrnn_cell tsrnn_cell_rnn = {
     .name = "RNN",
