@@ -27,6 +27,12 @@ struct trainer {
     bool owns_compute;             /* made here, not by the caller */
     struct tsrnn_model model;
     struct tsrnn_adam adam;
+    struct tsrnn_lr_scheduler scheduler; /* [training] lr_scheduler_cls */
+    struct tsrnn_early_stopping early_stopping;
+    bool stop_early;       /* early stopping ended the run after this epoch */
+    double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
+    char stop_reason[256]; /* and why, in Lightning's words */
+    float *grads_host;     /* (param count) gradient clipping's copy; NULL without it */
     struct tsrnn_sampler sampler;
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
@@ -74,6 +80,11 @@ static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
 {
     /* Lightning raises when asked for a GPU it cannot use; so does tsrnn. */
+    if (cfg->loss_fn != TSRNN_LOSS_MSE)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] loss_fn = L1Loss is not implemented yet; accepted: "
+                           "MSELoss",
+                           tsrnn_config_origin(cfg, "training", "loss_fn"));
     char why[256];
     enum tsrnn_compute_kind kind = compute_kind(cfg);
     if (!tsrnn_compute_available(kind, why, sizeof(why)))
@@ -201,6 +212,15 @@ static enum tsrnn_status resume_from(struct trainer *tr, const char *resume)
             tr->start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
             tr->state.best_value = st->best_value;
             tr->state.best_epoch = st->best_epoch;
+            if (st->has_controls) { /* checkpoints before the training controls lack them */
+                tr->adam.lr = st->lr;
+                tr->scheduler.last_epoch = st->sched_last_epoch;
+                tr->scheduler.best = st->sched_best;
+                tr->scheduler.num_bad_epochs = st->sched_num_bad_epochs;
+                tr->scheduler.cooldown_counter = st->sched_cooldown_counter;
+                tr->early_stopping.wait_count = st->es_wait_count;
+                tr->early_stopping.best_score = (float)st->es_best_score;
+            }
             warn_config_changes(&ck->config, tr->cfg, path);
             if (tr->out != NULL)
                 fprintf(tr->out,
@@ -438,6 +458,9 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
+    tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
+    tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
+    tsrnn_early_stopping_init(&tr->early_stopping, cfg);
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0')
@@ -464,8 +487,10 @@ static enum tsrnn_status setup(struct trainer *tr)
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
     tr->batch_se = malloc(B * sizeof(double));
+    if (cfg->gradient_clip_val > 0.0)
+        tr->grads_host = malloc(tr->model.table.total_count * sizeof(float) + 1);
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
-        tr->batch_se == NULL)
+        tr->batch_se == NULL || (cfg->gradient_clip_val > 0.0 && tr->grads_host == NULL))
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
     /* Validation shards without padding: each window is evaluated exactly once. */
     for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
@@ -492,6 +517,7 @@ static void finish(struct trainer *tr)
     free(tr->val_idx);
     free(tr->val_se);
     free(tr->batch_se);
+    free(tr->grads_host);
     tsrnn_run_lock_release(&tr->lock);
 }
 
@@ -500,6 +526,32 @@ static void finish(struct trainer *tr)
 static bool steps_done(const struct trainer *tr)
 {
     return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
+}
+
+/* torch.nn.utils.clip_grad_norm_(parameters, max_norm), as Lightning's gradient_clip_val
+ * calls it: each tensor's 2-norm (float32), the 2-norm of those (float32), clip_coef =
+ * (total + 1e-6)^-1 * max_norm (Tensor.__rtruediv__ is reciprocal() * other), clamped to 1,
+ * multiplying every gradient. The norms are summed in double here. */
+static enum tsrnn_status clip_grad_norm(struct trainer *tr)
+{
+    const struct tsrnn_param_table *table = &tr->model.table;
+    TSRNN_TRY(tsrnn_compute_download(tr->compute, tr->grads_host, tr->model.grads,
+                                     table->total_count * sizeof(float)));
+    double total_sq = 0.0;
+    for (size_t e = 0; e < table->entry_count; e++) {
+        const float *g = tr->grads_host + table->entries[e].offset;
+        double sq = 0.0;
+        for (size_t i = 0; i < table->entries[e].count; i++)
+            sq += (double)g[i] * (double)g[i];
+        float norm = (float)sqrt(sq);
+        total_sq += (double)norm * (double)norm;
+    }
+    float total = (float)sqrt(total_sq);
+    float coef = (1.0f / (total + 1e-6f)) * (float)tr->cfg->gradient_clip_val;
+    if (!(coef < 1.0f))
+        return TSRNN_OK; /* clamp(max=1): multiplying by 1 changes nothing */
+    bool finite;
+    return tsrnn_model_scale_grads(&tr->model, coef, &finite);
 }
 
 /* One optimizer step on the B windows idx (batch `batch_idx` of the epoch); *loss gets its
@@ -548,6 +600,10 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
                            (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
+    /* After the allreduce, on the mean gradient: DDP has reduced the gradients before
+     * Lightning clips them. */
+    if (tr->cfg->gradient_clip_val > 0.0)
+        TSRNN_TRY(clip_grad_norm(tr));
     return tsrnn_adam_step(&tr->adam, model->params, model->grads);
 }
 
@@ -638,6 +694,7 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
                                    bool complete, double monitor_value)
 {
     struct tsrnn_train_state *st = &tr->state;
+    double epoch_lr = tr->adam.lr; /* the rate this epoch trained with */
 
     st->epoch = epoch;
     st->batches_done = (int64_t)batches_done;
@@ -649,11 +706,31 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         st->best_value = monitor_value;
         st->best_epoch = epoch;
     }
+    /* Lightning at the end of a whole epoch: EarlyStopping on the validation's end, then the
+     * scheduler (interval "epoch"). The checkpoint below holds their new state. */
+    if (complete) {
+        const struct tsrnn_config *cfg = tr->cfg;
+        bool on_val = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS;
+        /* Darts logs train_loss per step: Lightning's callback_metrics hold the last one. */
+        tr->stop_early = tsrnn_early_stopping_check(
+            &tr->early_stopping, on_val ? "val_loss" : "train_loss",
+            on_val ? monitor_value : tr->last_step_loss, tr->stop_reason, sizeof(tr->stop_reason));
+        tr->adam.lr =
+            tsrnn_lr_scheduler_step(&tr->scheduler, tr->adam.lr, (double)(float)monitor_value);
+    }
+    st->has_controls = true;
+    st->lr = tr->adam.lr;
+    st->sched_last_epoch = tr->scheduler.last_epoch;
+    st->sched_best = tr->scheduler.best;
+    st->sched_num_bad_epochs = tr->scheduler.num_bad_epochs;
+    st->sched_cooldown_counter = tr->scheduler.cooldown_counter;
+    st->es_wait_count = tr->early_stopping.wait_count;
+    st->es_best_score = tr->early_stopping.best_score;
     if (!tr->writes_files)
         return TSRNN_OK;
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
     if (tr->tb.fd >= 0) {
-        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->cfg->lr, tr->step - 1));
+        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)epoch_lr, tr->step - 1));
         TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
     }
     return tr->cfg->save_checkpoints ? save_checkpoints(tr) : TSRNN_OK;
@@ -713,6 +790,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         if (tr->step == 1) /* the run's step 0 just finished */
             r->first_step_loss = loss;
         r->last_step_loss = loss;
+        tr->last_step_loss = loss;
         tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
         tsrnn_progress_update(&tr->progress, b + 1, t1);
     }
@@ -750,6 +828,8 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     }
     r->epoch_count = epoch + 1;
     r->step_count = tr->step;
+    r->final_lr = tr->adam.lr;
+    r->stopped_early = tr->stop_early;
     return TSRNN_OK;
 }
 
@@ -900,17 +980,25 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     r.param_count = tr.model.table.total_count;
     r.first_step = r.step_count = tr.step;
     r.epoch_count = tr.start_epoch;
+    r.final_lr = tr.adam.lr;
     if (status == TSRNN_OK && !options->quiet)
         print_banner(&tr, out, options->print_devices);
     tsrnn_progress_init(&tr.progress, out,
                         options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
     for (int64_t epoch = tr.start_epoch;
-         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr); epoch++)
+         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.stop_early; epoch++)
         status = run_epoch(&tr, epoch, epoch == tr.start_epoch ? tr.start_batch : 0, &r);
     tsrnn_progress_finish(&tr.progress);
-    if (status == TSRNN_OK && !options->quiet)
+    if (status == TSRNN_OK && tr.stop_early) {
+        /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
+         * to the launcher too. */
+        fprintf(out, "Early stopping after epoch %lld: %s\n", (long long)r.epoch_count - 1,
+                tr.stop_reason);
+        tsrnn_world_report(tr.world, "early_stopping", "%s", tr.stop_reason);
+    } else if (status == TSRNN_OK && !options->quiet) {
         tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
                                  steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
+    }
     if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
         status = save_untrained(&tr);
     if (status == TSRNN_OK && ds->val_length > 0)
