@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate the PyTorch fixtures of tsrnn's training controls: AdamW, SGD with momentum,
-ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
+L1Loss, ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
 EarlyStopping, each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
 (RNN, hidden 20, batch 16, training_length 20, shuffle off, the initial weights of
 tests/fixtures/air_rnn_init.safetensors).
@@ -59,6 +59,7 @@ CASES = {
     "early": dict(epochs=300, lr=2e-2, early=dict(patience=4, min_delta=1e-4),
                   sets=["early_stopping.monitor=val_loss", "early_stopping.patience=4",
                         "early_stopping.min_delta=0.0001"]),
+    "l1": dict(epochs=40, lr=5e-3, loss="L1Loss", sets=["training.loss_fn=L1Loss"]),
 }
 
 
@@ -75,6 +76,16 @@ def make_optimizer(model, lr, spec):
     return cls(model.parameters(), lr=lr, foreach=False, **kwargs)
 
 
+def evaluate(model, inputs, targets, loss_fn):
+    """Lightning's epoch val_loss: batch-size-weighted mean of the batch losses."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for x, y in gf.batches(inputs, targets, gf.AIR_BATCH):
+            total += loss_fn(model(x)[0], y).item() * len(x)
+            count += len(x)
+    return total / count
+
+
 def run_case(name, case, months, values):
     n_train = months.index(gf.AIR_SPLIT_AFTER) + 1
     scale, min_ = gf.fit_min_max(values[:n_train])
@@ -83,6 +94,7 @@ def run_case(name, case, months, values):
     val_x, val_y = gf.shifted_windows(scaled[n_train:], gf.AIR_TRAINING_LENGTH)
 
     model = build_model()
+    loss_fn = getattr(nn, case.get("loss", "MSELoss"))()
     optimizer = make_optimizer(model, case["lr"], case.get("optimizer"))
     scheduler = None
     if "scheduler" in case:
@@ -101,7 +113,7 @@ def run_case(name, case, months, values):
         for x, y in gf.batches(train_x, train_y, gf.AIR_BATCH):
             optimizer.zero_grad()
             out, _ = model(x)
-            loss = nn.functional.mse_loss(out, y)
+            loss = loss_fn(out, y)
             loss.backward()
             if "clip" in case:
                 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), case["clip"])
@@ -109,7 +121,7 @@ def run_case(name, case, months, values):
             optimizer.step()
             rows.append((epoch, step, f"{loss.item():.9g}", ""))
             step += 1
-        val_loss = gf.evaluate(model, val_x, val_y)
+        val_loss = evaluate(model, val_x, val_y, loss_fn)
         rows.append((epoch, step - 1, "", f"{val_loss:.9g}"))
         current = torch.tensor(val_loss, dtype=torch.float32)  # Lightning's logged value
         stop = False

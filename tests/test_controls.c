@@ -1,4 +1,4 @@
-/* The training controls Darts users set beside Adam and MSE: AdamW, SGD with momentum,
+/* The training controls Darts users set beside Adam and MSE: AdamW, SGD with momentum, L1Loss,
  * ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
  * EarlyStopping, each compared step by step with real PyTorch / Lightning
  * (scripts/gen-controls-fixtures.py, tests/fixtures/controls-fixtures.md): the same initial
@@ -59,6 +59,7 @@ static const struct control_case cases[] = {
       "300",
       { "early_stopping.monitor=val_loss", "early_stopping.patience=4",
         "early_stopping.min_delta=0.0001" } },
+    { "l1", "0.005", "40", { "training.loss_fn=L1Loss" } },
 };
 
 static double rel(double a, double b)
@@ -171,6 +172,7 @@ CASE_TEST(2, exponential_lr)
 CASE_TEST(3, step_lr)
 CASE_TEST(4, reduce_lr_on_plateau)
 CASE_TEST(5, gradient_clip)
+CASE_TEST(7, l1_loss)
 
 /* Early stopping ends the run after Lightning's epoch, says why, and the run's summary is
  * that of its last epoch. */
@@ -300,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_reduce_lr_on_plateau_matches_pytorch),
         cmocka_unit_test(test_gradient_clip_matches_pytorch),
         cmocka_unit_test(test_early_stopping_matches_lightning),
+        cmocka_unit_test(test_l1_loss_matches_pytorch),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
         cmocka_unit_test(test_refused_settings_name_the_key),
     };

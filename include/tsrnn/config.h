@@ -55,12 +55,6 @@ enum tsrnn_optimizer_kind {
     TSRNN_OPTIMIZER_SGD,
 };
 
-/* [training] loss_fn. */
-enum tsrnn_loss_kind {
-    TSRNN_LOSS_MSE, /* nn.MSELoss() */
-    TSRNN_LOSS_L1,  /* nn.L1Loss() */
-};
-
 /* [training] lr_scheduler_cls: PyTorch's scheduler, stepped once per epoch (Darts' interval). */
 enum tsrnn_lr_scheduler_kind {
     TSRNN_LR_SCHEDULER_NONE,

@@ -80,11 +80,6 @@ static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
 {
     /* Lightning raises when asked for a GPU it cannot use; so does tsrnn. */
-    if (cfg->loss_fn != TSRNN_LOSS_MSE)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [training] loss_fn = L1Loss is not implemented yet; accepted: "
-                           "MSELoss",
-                           tsrnn_config_origin(cfg, "training", "loss_fn"));
     char why[256];
     enum tsrnn_compute_kind kind = compute_kind(cfg);
     if (!tsrnn_compute_available(kind, why, sizeof(why)))
@@ -456,6 +451,8 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
+    tr->model.loss = cfg->loss_fn;
+    TSRNN_TRY(tsrnn_model_check_loss(&tr->model));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
@@ -607,8 +604,8 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     return tsrnn_adam_step(&tr->adam, model->params, model->grads);
 }
 
-/* The validation loss: squared errors over every validation window / their count. Each rank
- * evaluates its windows; the per-window sums meet in one allreduce (every window's entry is
+/* The validation loss: squared (MSELoss) or absolute (L1Loss) errors over every validation
+ * window / their count. Each rank evaluates its windows; the per-window sums meet in one allreduce (every window's entry is
  * non-zero on one rank only, so the sum is exact) and are added in window order: the same
  * value, bit for bit, as one process evaluating them all. */
 static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
@@ -624,7 +621,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         tsrnn_windows_gather(val, idx, count, tr->x, tr->y);
         TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
         TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
-        TSRNN_TRY(tsrnn_model_window_squared_errors(&tr->model, se));
+        TSRNN_TRY(tsrnn_model_window_errors(&tr->model, se));
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
