@@ -17,7 +17,10 @@ It writes, under tests/fixtures/:
 * ctl_<case>_metrics.csv -- epoch, step, train_loss, val_loss of every step and epoch, as
   tsrnn's metrics.csv;
 * ctl_<case>_lr.csv -- epoch, the learning rate that epoch trained with;
-* controls-fixtures.md -- each case's settings (as tsrnn --set values) and figures.
+* controls-fixtures.md -- each case's settings (as tsrnn --set values) and figures;
+* darts_hparams_controls.yaml -- with --darts-hparams only (needs Darts and the AirPassengers
+  CSV at ~/.darts/datasets/, as scripts/gen-darts-fixtures.py): the logs/hparams.yaml real
+  Darts writes for an RNNModel with SGD(momentum), StepLR, L1Loss and gradient clipping.
 
 Single-threaded float32, deterministic: running it twice gives the same files.
 """
@@ -147,7 +150,35 @@ def run_case(name, case, months, values):
     return summary
 
 
+def darts_hparams():
+    """One epoch of real Darts with the controls on; copies its hparams.yaml."""
+    import tempfile
+
+    from darts.dataprocessing.transformers import Scaler
+    from darts.datasets import AirPassengersDataset
+    from darts.models import RNNModel
+
+    series = Scaler().fit_transform(AirPassengersDataset().load().astype("float32"))
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            model="RNN", hidden_dim=20, dropout=0, input_chunk_length=14, training_length=20,
+            n_epochs=1, batch_size=16, optimizer_cls=torch.optim.SGD,
+            optimizer_kwargs={"lr": 0.05, "momentum": 0.9},
+            lr_scheduler_cls=torch.optim.lr_scheduler.StepLR,
+            lr_scheduler_kwargs={"step_size": 7, "gamma": 0.5}, loss_fn=torch.nn.L1Loss(),
+            log_tensorboard=True, model_name="h", work_dir=work_dir, force_reset=True,
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "gradient_clip_val": 0.3})
+        model.fit(series)
+        found = list(Path(work_dir).rglob("hparams.yaml"))
+        (FIXTURES / "darts_hparams_controls.yaml").write_text(found[0].read_text())
+
+
 def main():
+    import sys
+    if "--darts-hparams" in sys.argv:
+        darts_hparams()
+        return
     months, values = gf.load_air_passengers()
     lines = [run_case(name, case, months, values) for name, case in CASES.items()]
     import pytorch_lightning

@@ -255,6 +255,34 @@ static void test_resume_with_every_control_is_bit_identical(void **state)
     free(mb);
 }
 
+/* logs/hparams.yaml names the optimizer and scheduler classes and the kwargs given, as real
+ * Darts 0.48.1 writes them (tests/fixtures/darts_hparams_controls.yaml: SGD with momentum,
+ * StepLR, L1Loss, gradient_clip_val 0.3 — the last two are not hyperparameters Darts logs). */
+static void test_hparams_name_the_classes_as_darts(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=1",
+                           "training.optimizer_cls=SGD",
+                           "training.lr=0.05",
+                           "training.momentum=0.9",
+                           "training.lr_scheduler_cls=StepLR",
+                           "lr_scheduler_kwargs.step_size=7",
+                           "lr_scheduler_kwargs.gamma=0.5",
+                           "training.loss_fn=L1Loss",
+                           "trainer.gradient_clip_val=0.3",
+                           "forecast.n=0",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(&result, "hparams", sets, 60), 0);
+    char *ours = tu_read(run_file("hparams", "logs/hparams.yaml"));
+    char *darts = tu_read(tu_source("tests/fixtures/darts_hparams_controls.yaml"));
+    assert_non_null(ours);
+    assert_non_null(darts);
+    assert_string_equal(ours, darts);
+    free(ours);
+    free(darts);
+}
+
 /* What PyTorch, Lightning or tsrnn refuse: exit code 2, the key, where it was set, what is
  * accepted. */
 static void test_refused_settings_name_the_key(void **state)
@@ -304,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_early_stopping_matches_lightning),
         cmocka_unit_test(test_l1_loss_matches_pytorch),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
+        cmocka_unit_test(test_hparams_name_the_classes_as_darts),
         cmocka_unit_test(test_refused_settings_name_the_key),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);

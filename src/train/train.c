@@ -129,31 +129,105 @@ static void shortest_double(char *out, size_t size, double x)
     }
 }
 
+/* Whether the config file or --set gave [section] key (Darts records only the kwargs a user
+ * passes). */
+static bool given(const struct tsrnn_config *cfg, const char *section, const char *key)
+{
+    return strcmp(tsrnn_config_origin(cfg, section, key), "default") != 0;
+}
+
+/* The kwargs of the optimizer and scheduler as Darts' hparams.yaml lists them: the keys the
+ * user set, sorted, two spaces in. */
+static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler)
+{
+    static const char *const sched_keys[] = { "cooldown",  "factor",    "gamma",
+                                              "min_lr",    "mode",      "patience",
+                                              "step_size", "threshold", "threshold_mode" };
+    char number[32];
+    if (!scheduler) {
+        shortest_double(number, sizeof(number), cfg->lr);
+        fprintf(f, "  lr: %s\n", number);
+        if (cfg->optimizer_cls == TSRNN_OPTIMIZER_SGD && given(cfg, "training", "momentum")) {
+            shortest_double(number, sizeof(number), cfg->momentum);
+            fprintf(f, "  momentum: %s\n", number);
+        }
+        if (cfg->weight_decay >= 0.0 && given(cfg, "training", "weight_decay")) {
+            shortest_double(number, sizeof(number), cfg->weight_decay);
+            fprintf(f, "  weight_decay: %s\n", number);
+        }
+        return;
+    }
+    for (size_t k = 0; k < sizeof(sched_keys) / sizeof(sched_keys[0]); k++) {
+        const char *key = sched_keys[k];
+        if (!given(cfg, "lr_scheduler_kwargs", key))
+            continue;
+        if (strcmp(key, "gamma") == 0 || strcmp(key, "factor") == 0 || strcmp(key, "min_lr") == 0 ||
+            strcmp(key, "threshold") == 0)
+            shortest_double(number, sizeof(number),
+                            key[0] == 'g'   ? cfg->lr_gamma
+                            : key[0] == 'f' ? cfg->lr_factor
+                            : key[0] == 'm' ? cfg->lr_min_lr
+                                            : cfg->lr_threshold);
+        else if (strcmp(key, "mode") == 0)
+            snprintf(number, sizeof(number), "%s",
+                     cfg->lr_mode == TSRNN_MONITOR_MIN ? "min" : "max");
+        else if (strcmp(key, "threshold_mode") == 0)
+            snprintf(number, sizeof(number), "%s",
+                     cfg->lr_threshold_mode == TSRNN_THRESHOLD_REL ? "rel" : "abs");
+        else
+            snprintf(number, sizeof(number), "%d",
+                     key[0] == 'c'   ? cfg->lr_cooldown
+                     : key[0] == 'p' ? cfg->lr_patience
+                                     : cfg->lr_step_size);
+        fprintf(f, "  %s: %s\n", key, number);
+    }
+}
+
 /* logs/hparams.yaml as Lightning's TensorBoardLogger saves Darts' module hyperparameters
- * (PyYAML, keys sorted) for this model: no covariates, no likelihood, Adam with `lr`. */
+ * (PyYAML, keys sorted) for this model: no covariates, no likelihood; the optimizer and
+ * scheduler classes with the kwargs the config gave. */
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
+    static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
+    static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
+                                              "ReduceLROnPlateau" };
     const struct tsrnn_config *cfg = tr->cfg;
     size_t C = tr->ds->series.component_count;
-    char path[PATH_MAX + 32], dropout[32], lr[32];
+    char path[PATH_MAX + 32], dropout[32];
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
     shortest_double(dropout, sizeof(dropout), cfg->dropout);
-    shortest_double(lr, sizeof(lr), cfg->lr);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     fprintf(af.file,
             "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
-            "likelihood: null\nlr_scheduler_cls: null\nlr_scheduler_kwargs: null\nname: %s\n"
-            "nr_params: 1\nnum_layers: %d\n"
-            "optimizer_cls: !!python/name:torch.optim.adam.Adam ''\noptimizer_kwargs:\n"
-            "  lr: %s\noutput_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
+            "likelihood: null\n",
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C);
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_NONE) {
+        fprintf(af.file, "lr_scheduler_cls: null\nlr_scheduler_kwargs: null\n");
+    } else {
+        fprintf(af.file,
+                "lr_scheduler_cls: !!python/name:torch.optim.lr_scheduler.%s ''\n"
+                "lr_scheduler_kwargs:%s\n",
+                schedulers[cfg->lr_scheduler_cls],
+                cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_EXPONENTIAL &&
+                        !given(cfg, "lr_scheduler_kwargs", "gamma")
+                    ? " {}"
+                    : "");
+        write_kwargs(af.file, cfg, true);
+    }
+    fprintf(af.file,
+            "name: %s\nnr_params: 1\nnum_layers: %d\n"
+            "optimizer_cls: !!python/name:torch.optim.%s ''\noptimizer_kwargs:\n",
+            tsrnn_model_kind_name(cfg->model), cfg->n_rnn_layers, optimizers[cfg->optimizer_cls]);
+    write_kwargs(af.file, cfg, false);
+    fprintf(af.file,
+            "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
             "train_sample_shape:\n  future_covariates: null\n"
             "  future_target: !!python/tuple\n  - %d\n  - %zu\n"
             "  historic_future_covariates: null\n  past_covariates: null\n"
             "  past_target: !!python/tuple\n  - %d\n  - %zu\n  static_covariates: null\n"
             "use_reversible_instance_norm: false\n",
-            dropout, cfg->hidden_dim, cfg->input_chunk_length, C, tsrnn_model_kind_name(cfg->model),
-            cfg->n_rnn_layers, lr, C, cfg->training_length, C, cfg->training_length, C);
+            C, cfg->training_length, C, cfg->training_length, C);
     return tsrnn_atomic_file_commit(&af);
 }
 
