@@ -187,6 +187,48 @@ static void test_early_stopping_matches_lightning(void **state)
     assert_null(strstr(result.out, "max_epochs"));
 }
 
+/* Without validation, EarlyStopping on train_loss watches the last step's loss of each
+ * epoch (what Lightning's callback metrics hold, Darts logging train_loss per step): the
+ * epoch it stops after is recomputed here from metrics.csv by Lightning's rule. */
+static void test_early_stopping_on_train_loss(void **state)
+{
+    (void)state;
+    const char *sets[] = { "data.split_after=",
+                           "training.lr=0.02",
+                           "early_stopping.monitor=train_loss",
+                           "early_stopping.patience=2",
+                           "training.n_epochs=100",
+                           "forecast.n=0",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(&result, "train_loss", sets, 60), 0);
+    static struct tu_metrics_row rows[MAX_ROWS];
+    size_t n = tu_read_metrics(run_file("train_loss", "metrics.csv"), rows, MAX_ROWS);
+    float best = INFINITY;
+    long wait = 0, stop_epoch = -1;
+    for (size_t i = 0; i < n && stop_epoch < 0; i++) {
+        if (i + 1 < n && rows[i + 1].epoch == rows[i].epoch)
+            continue; /* not the epoch's last step */
+        float current = (float)rows[i].train_loss;
+        if (current < best) {
+            best = current;
+            wait = 0;
+        } else if (++wait >= 2) {
+            stop_epoch = rows[i].epoch;
+        }
+    }
+    assert_true(stop_epoch > 0 && stop_epoch < 99);
+    assert_int_equal(rows[n - 1].epoch, stop_epoch); /* nothing trained after it */
+    char expected[160];
+    snprintf(expected, sizeof(expected),
+             "Early stopping after epoch %ld: Monitored metric train_loss did not improve in the "
+             "last 2 records. Best score: %.3f.",
+             stop_epoch, (double)best);
+    tu_expect_in(result.out, expected);
+    printf("# train_loss: stopped after epoch %ld, best last-step loss %.9g\n", stop_epoch,
+           (double)best);
+}
+
 /* Everything on at once (AdamW, ReduceLROnPlateau, clipping, early stopping, shuffling), in
  * one go and stopped after RESUME_AT epochs then resumed: the same weights, moments, learning
  * rate, scheduler and early-stopping state, and metrics.csv, byte for byte. */
@@ -331,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_gradient_clip_matches_pytorch),
         cmocka_unit_test(test_early_stopping_matches_lightning),
         cmocka_unit_test(test_l1_loss_matches_pytorch),
+        cmocka_unit_test(test_early_stopping_on_train_loss),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
         cmocka_unit_test(test_hparams_name_the_classes_as_darts),
         cmocka_unit_test(test_refused_settings_name_the_key),

@@ -319,8 +319,9 @@ static const struct key schema[] = {
     ENUM("early_stopping", "monitor", es_monitor, "none", es_monitor_choices,
          .doc = "Stop training when this metric stops improving (Lightning's `EarlyStopping`, "
                 "checked after each epoch's validation): `val_loss` needs a validation part; "
-                "`train_loss` is the epoch's mean. The reason is printed and kept in the "
-                "checkpoints' state.",
+                "`train_loss` is the epoch's last step's loss (Darts logs it per step, so "
+                "that is what Lightning's callback metrics hold). The reason is printed; the "
+                "checkpoints keep the callback's state.",
          .darts = "`pl_trainer_kwargs={\"callbacks\": [EarlyStopping(monitor=\"val_loss\", "
                   "...)]}`",
          .example = "val_loss", .default_doc = "none: no early stopping"),
