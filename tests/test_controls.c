@@ -229,7 +229,7 @@ static void test_early_stopping_on_train_loss(void **state)
            (double)best);
 }
 
-/* Everything on at once (AdamW, ReduceLROnPlateau, clipping, early stopping, shuffling), in
+/* Everything on at once (AdamW, ReduceLROnPlateau, clipping, early stopping, L1Loss, shuffling), in
  * one go and stopped after RESUME_AT epochs then resumed: the same weights, moments, learning
  * rate, scheduler and early-stopping state, and metrics.csv, byte for byte. */
 #define RESUME_AT "10"
@@ -244,6 +244,7 @@ static void test_resume_with_every_control_is_bit_identical(void **state)
                           "trainer.gradient_clip_val=0.05",
                           "early_stopping.monitor=val_loss",
                           "early_stopping.patience=4",
+                          "training.loss_fn=L1Loss",
                           "output.log_tensorboard=false",
                           "forecast.n=0",
                           "--quiet" };
