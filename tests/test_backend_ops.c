@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -714,12 +715,17 @@ static void dev_free(void *buf)
 
 /* --- the draws ---------------------------------------------------------------------------- */
 
-/* A model and batch shape; 0 (and dropout < 0) are drawn at random. */
+/* A model and batch shape; 0 (and dropout < 0) are drawn at random. device_only: shapes for
+ * a GPU backend (the issue's hidden 256, batch 100, T 64, one or two at a time: all three at
+ * once takes the reference minutes, and its 6400-term weight-gradient sums exceed this
+ * test's tolerance model in the CPU's sequential loops); the CPU backend skips them to keep
+ * its run short (they pass on it: checked when they were added). */
 struct draw_spec {
     enum tsrnn_model_kind kind;
     size_t B, T, C, H, L;
     float dropout;
     const char *why;
+    bool device_only;
 };
 
 /* Random draws per cell kind, then the shapes the backends branch on: univariate and tiny H,
@@ -727,19 +733,24 @@ struct draw_spec {
  * the packed AVX2 products, a batch and window that the CPU splits between threads and hands
  * to OpenBLAS, and a forecast's B = T = 1. */
 static const struct draw_spec draw_specs[] = {
-    { TSRNN_MODEL_RNN, 0, 0, 0, 0, 0, -1.0f, "random" },
-    { TSRNN_MODEL_LSTM, 0, 0, 0, 0, 0, -1.0f, "random" },
-    { TSRNN_MODEL_GRU, 0, 0, 0, 0, 0, -1.0f, "random" },
-    { TSRNN_MODEL_RNN, 0, 0, 1, 0, 2, 0.25f, "univariate, dropout" },
-    { TSRNN_MODEL_LSTM, 0, 0, 1, 2, 2, 0.25f, "univariate, tiny H, dropout" },
-    { TSRNN_MODEL_GRU, 0, 0, 1, 1, 2, 0.5f, "H = 1, dropout" },
-    { TSRNN_MODEL_LSTM, 0, 0, 11, 0, 2, 0.0f, "C > 8: input projection in one GEMM" },
-    { TSRNN_MODEL_GRU, 0, 0, 9, 0, 3, 0.25f, "C > 8, three layers, dropout" },
-    { TSRNN_MODEL_RNN, 5, 3, 2, 128, 2, 0.25f, "H = 128: packed products" },
-    { TSRNN_MODEL_GRU, 4, 4, 1, 80, 2, 0.0f, "H = 80: packed products" },
-    { TSRNN_MODEL_LSTM, 16, 32, 1, 128, 2, 0.25f, "split recurrence, BLAS, dropout" },
-    { TSRNN_MODEL_GRU, 16, 44, 2, 128, 1, 0.0f, "split recurrence, BLAS" },
-    { TSRNN_MODEL_LSTM, 1, 1, 3, 5, 2, 0.25f, "B = T = 1" },
+    { TSRNN_MODEL_RNN, 0, 0, 0, 0, 0, -1.0f, "random", false },
+    { TSRNN_MODEL_LSTM, 0, 0, 0, 0, 0, -1.0f, "random", false },
+    { TSRNN_MODEL_GRU, 0, 0, 0, 0, 0, -1.0f, "random", false },
+    { TSRNN_MODEL_RNN, 0, 0, 1, 0, 2, 0.25f, "univariate, dropout", false },
+    { TSRNN_MODEL_LSTM, 0, 0, 1, 2, 2, 0.25f, "univariate, tiny H, dropout", false },
+    { TSRNN_MODEL_GRU, 0, 0, 1, 1, 2, 0.5f, "H = 1, dropout", false },
+    { TSRNN_MODEL_LSTM, 0, 0, 11, 0, 2, 0.0f, "C > 8: input projection in one GEMM", false },
+    { TSRNN_MODEL_GRU, 0, 0, 9, 0, 3, 0.25f, "C > 8, three layers, dropout", false },
+    { TSRNN_MODEL_RNN, 5, 3, 2, 128, 2, 0.25f, "H = 128: packed products", false },
+    { TSRNN_MODEL_GRU, 4, 4, 1, 80, 2, 0.0f, "H = 80: packed products", false },
+    { TSRNN_MODEL_LSTM, 16, 32, 1, 128, 2, 0.25f, "split recurrence, BLAS, dropout", false },
+    { TSRNN_MODEL_GRU, 16, 44, 2, 128, 1, 0.0f, "split recurrence, BLAS", false },
+    { TSRNN_MODEL_LSTM, 1, 1, 3, 5, 2, 0.25f, "B = T = 1", false },
+    { TSRNN_MODEL_LSTM, 16, 20, 1, 256, 1, 0.0f, "device: H = 256", true },
+    { TSRNN_MODEL_RNN, 100, 20, 2, 64, 2, 0.25f, "device: B = 100, dropout", true },
+    { TSRNN_MODEL_GRU, 16, 64, 3, 20, 3, 0.25f, "device: T = 64, three layers", true },
+    { TSRNN_MODEL_LSTM, 100, 64, 1, 20, 1, 0.0f, "device: B = 100, T = 64", true },
+    { TSRNN_MODEL_GRU, 1, 20, 1, 1, 1, 0.0f, "device: H = 1, B = 1", true },
 };
 #define DRAW_COUNT (sizeof(draw_specs) / sizeof(draw_specs[0]))
 
@@ -1261,9 +1272,10 @@ static void run_memory(struct tsrnn_rng *rng)
 
 /* --- per backend -------------------------------------------------------------------------- */
 
-static void print_table(const char *backend, struct config *configs, size_t config_count)
+static void print_table(const char *backend, struct config *configs, size_t config_count,
+                        size_t draw_count)
 {
-    printf("# %s: %zu draws; tolerance |err| <= %g * magnitude + %g\n", backend, DRAW_COUNT, RTOL,
+    printf("# %s: %zu draws; tolerance |err| <= %g * magnitude + %g\n", backend, draw_count, RTOL,
            ATOL);
     printf("# %-16s %-34s %9s %10s %8s  %s\n", "config", "op", "checked", "max |err|", "err/tol",
            "worst at");
@@ -1275,16 +1287,48 @@ static void print_table(const char *backend, struct config *configs, size_t conf
         }
 }
 
-static const enum tsrnn_compute_kind kinds[] = { TSRNN_COMPUTE_CPU, TSRNN_COMPUTE_CUDA };
+static const enum tsrnn_compute_kind kinds[] = { TSRNN_COMPUTE_CPU, TSRNN_COMPUTE_CUDA,
+                                                 TSRNN_COMPUTE_PJRT };
+
+/* pjrt: its plugin (TSRNN_PJRT_PLUGIN, else where scripts/install-deps.sh unpacks XLA's CPU
+ * plugin), or NULL with the reason. */
+static const char *pjrt_plugin(char *why, size_t why_nbytes)
+{
+    const char *env = getenv("TSRNN_PJRT_PLUGIN");
+    const char *path = env != NULL && env[0] ? env : getenv("TSRNN_PJRT_PLUGIN_DEFAULT");
+    if (path == NULL || access(path, R_OK) != 0) {
+        snprintf(why, why_nbytes, "no PJRT plugin at %s (scripts/install-deps.sh caches one)",
+                 path ? path : "(TSRNN_PJRT_PLUGIN unset)");
+        return NULL;
+    }
+    return path;
+}
 
 static void test_backend(void **state)
 {
     enum tsrnn_compute_kind kind = *(const enum tsrnn_compute_kind *)*state;
     char why[256] = "";
     cur_backend = tsrnn_compute_kind_name(kind);
-    if (!tsrnn_compute_available(kind, why, sizeof(why))) {
+    const char *plugin = NULL;
+    if (!tsrnn_compute_available(kind, why, sizeof(why)) ||
+        (kind == TSRNN_COMPUTE_PJRT && (plugin = pjrt_plugin(why, sizeof(why))) == NULL)) {
         printf("# %s: skipped: %s\n", cur_backend, why);
         skip();
+    }
+    if (kind == TSRNN_COMPUTE_PJRT) {
+        /* Memory only: its model ops are whole programs (train_step, model_forward; the
+         * per-layer entries answer TSRNN_ERR_USAGE), checked against the CPU backend step by
+         * step by test_pjrt. */
+        struct config pjrt = { .name = "XLA CPU plugin", .thread_count = 1, .gemm_path = -1 };
+        struct tsrnn_compute_options options = { .kind = kind, .plugin_path = plugin };
+        struct tsrnn_rng rng;
+        cur_config = &pjrt;
+        OK(tsrnn_compute_create(&pjrt.ctx, &options));
+        tsrnn_rng_init(&rng, SEED, 1000);
+        run_memory(&rng);
+        print_table(cur_backend, &pjrt, 1, 0);
+        tsrnn_compute_destroy(pjrt.ctx);
+        return;
     }
 
     struct config cpu_configs[] = {
@@ -1307,7 +1351,11 @@ static void test_backend(void **state)
             ((struct tsrnn_cpu *)configs[c].ctx)->gemm_path =
                 (enum tsrnn_gemm_path)configs[c].gemm_path;
     }
+    size_t draw_count = 0;
     for (size_t i = 0; i < DRAW_COUNT; i++) {
+        if (cpu && draw_specs[i].device_only)
+            continue;
+        draw_count++;
         struct draw d;
         draw_init(&d, i);
         printf("# draw %2zu: %-34s T2=%zu capacity %zux%zu: %s\n", i, d.label, d.T2,
@@ -1326,12 +1374,12 @@ static void test_backend(void **state)
         run_adam_update(&rng);
         run_memory(&rng);
     }
-    print_table(cur_backend, configs, config_count);
+    print_table(cur_backend, configs, config_count, draw_count);
 
     /* The fast path must have been under test where this CPU has it. */
     if (cpu && tsrnn_cpu_packed_kernel_available()) {
         printf("# packed products ran in %zu of %zu draws (auto)\n", configs[0].packed_draws,
-               DRAW_COUNT);
+               draw_count);
         assert_true(configs[0].packed_draws > 0 && configs[1].packed_draws > 0);
     }
     for (size_t c = 0; c < config_count; c++)

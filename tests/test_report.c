@@ -166,19 +166,36 @@ static void test_devices(void **state)
     (void)state;
     struct capture c;
     capture_open(&c);
-    tsrnn_report_devices(c.f, false, false);
+    tsrnn_report_devices(c.f, false, false, 0);
     assert_string_equal(capture_text(&c), "GPU available: False, used: False\n"
                                           "TPU available: False, using: 0 TPU cores\n");
     capture_close(&c);
 
     capture_open(&c);
-    tsrnn_report_devices(c.f, true, true);
+    tsrnn_report_devices(c.f, false, false, 4);
+    assert_string_equal(capture_text(&c), "GPU available: False, used: False\n"
+                                          "TPU available: True, using: 4 TPU cores\n");
+    capture_close(&c);
+
+    capture_open(&c);
+    tsrnn_report_devices(c.f, true, true, 0);
     tsrnn_report_fit_stopped(c.f, "max_epochs", 300);
     tsrnn_report_fit_stopped(c.f, "max_steps", 40);
     assert_string_equal(capture_text(&c), "GPU available: True (cuda), used: True\n"
                                           "TPU available: False, using: 0 TPU cores\n"
                                           "`Trainer.fit` stopped: `max_epochs=300` reached.\n"
                                           "`Trainer.fit` stopped: `max_steps=40` reached.\n");
+    capture_close(&c);
+
+    /* Lightning's line for a GPU process: the GPUs it was shown (tsrnn-launch sets one). */
+    setenv("CUDA_VISIBLE_DEVICES", "2", 1);
+    capture_open(&c);
+    tsrnn_report_cuda_devices(c.f, 0);
+    setenv("CUDA_VISIBLE_DEVICES", "0,3", 1);
+    tsrnn_report_cuda_devices(c.f, 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    assert_string_equal(capture_text(&c), "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [2]\n"
+                                          "LOCAL_RANK: 1 - CUDA_VISIBLE_DEVICES: [0,3]\n");
     capture_close(&c);
 }
 

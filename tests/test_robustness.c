@@ -292,7 +292,7 @@ static const struct ini_key ini_keys[] = {
       "auto",
       "auto",
       { "auto", "cpu", "gpu", "CPU" },
-      { "tpu", "" } },
+      { "ipu", "" } },
     { "trainer",
       "devices",
       INI_TEXT,
@@ -727,7 +727,7 @@ static char *check_accepted(const struct tsrnn_config *cfg)
     IN_RANGE(max_steps, -1, INT_MAX);
     IN_RANGE(lr, DBL_MIN * DBL_EPSILON, 1e6);
     assert_true(cfg->random_state <= UINT32_MAX); /* unsigned: no lower bound to check */
-    IN_RANGE(accelerator, TSRNN_ACCELERATOR_AUTO, TSRNN_ACCELERATOR_GPU);
+    IN_RANGE(accelerator, TSRNN_ACCELERATOR_AUTO, TSRNN_ACCELERATOR_TPU);
     assert_true(cfg->devices[0] != '\0');
     IN_RANGE(num_threads, 1, 1024);
     IN_RANGE(timeout_s, DBL_MIN * DBL_EPSILON, 86400);

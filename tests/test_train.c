@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tsrnn/compute.h"
 #include "tsrnn/safetensors.h"
 
 /* Epochs of a long run in the short versions: enough for the loss to fall 7-9 fold. */
@@ -517,13 +518,34 @@ static void test_multivariate_two_layers_dropout_learns(void **state)
     assert_null(strstr(result.out, "MAPE"));
 }
 
-static void test_gpu_is_refused_until_the_cuda_backend(void **state)
+/* accelerator = gpu where no GPU can be used (CI: a CUDA build on a machine without one, or a
+ * build without the CUDA toolkit) stops before anything is written, with exit 2 and the
+ * reason; tsrnn-predict --accelerator gpu likewise. On a GPU machine tests/test_gpu.c trains. */
+static void test_gpu_is_refused_without_a_gpu(void **state)
 {
     (void)state;
+    if (tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0)) {
+        printf("# a GPU is usable here: test_gpu trains on it\n");
+        skip();
+    }
     const char *sets[] = { "trainer.accelerator=gpu", NULL };
     assert_int_equal(train("gpu", sets, 60), 2);
-    tu_expect_in(result.err, "--set trainer.accelerator=gpu: [trainer] accelerator = gpu");
+    tu_expect_in(result.err, "--set trainer.accelerator=gpu: [trainer] accelerator = gpu, but ");
+    tu_expect_in(result.err, tsrnn_compute_compiled(TSRNN_COMPUTE_CUDA)
+                                 ? "no GPU is usable here"
+                                 : "built without the CUDA toolkit");
     assert_string_equal(result.out, "");
+
+    /* The refused run wrote nothing; a CPU run gives tsrnn-predict a checkpoint to refuse. */
+    const char *cpu[] = { "training.n_epochs=1", "--quiet", NULL };
+    assert_int_equal(train("gpu", cpu, 60), 0);
+    char run[PATH_MAX];
+    snprintf(run, sizeof(run), "%s/gpu", tu_run_dir());
+    const char *argv[] = { tu_env("TSRNN_PREDICT"), "--run", run, "--n", "2",
+                           "--accelerator",         "gpu",   NULL };
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "accepted here: --accelerator cpu");
 }
 
 /* --- runs that must stop --------------------------------------------------------------- */
@@ -645,7 +667,7 @@ int main(void)
         cmocka_unit_test(test_imported_adam_state),
         cmocka_unit_test(test_outputs_and_console),
         cmocka_unit_test(test_multivariate_two_layers_dropout_learns),
-        cmocka_unit_test(test_gpu_is_refused_until_the_cuda_backend),
+        cmocka_unit_test(test_gpu_is_refused_without_a_gpu),
         cmocka_unit_test(test_bad_init_weights_stop_before_writing),
         cmocka_unit_test(test_divergence_names_epoch_and_step),
         cmocka_unit_test(test_interrupt_stops_between_steps),

@@ -258,8 +258,8 @@ static const struct bad_case config_cases[] = {
     { DATA "[model\n", { "bad.ini:4:", "syntax error" } },
     { "hidden_dim = 20\n", { "bad.ini:1:", "before any [section]" } },
     { "[model]\nhidden_dim = 20\n", { "[data] path is not set" } },
-    { DATA "[trainer]\naccelerator = tpu\n",
-      { "bad.ini:5:", "accelerator = 'tpu'", "auto, cpu or gpu" } },
+    { DATA "[trainer]\naccelerator = ipu\n",
+      { "bad.ini:5:", "accelerator = 'ipu'", "auto, cpu, gpu, xla or tpu" } },
 };
 
 /* Each bad CSV (with a valid config): the data and what the message must contain. */

@@ -1,7 +1,9 @@
 /* tsrnn compute: the device a model trains on, behind one backend table (DESIGN.md §9).
  *
  *     cpu    this process's cores: the reference loops, packed AVX2 products, OpenBLAS
- *     cuda   one NVIDIA GPU (planned: cuDNN's RNN API, cuBLAS, own kernels)
+ *     cuda   one NVIDIA GPU: cuDNN's RNN API, cuBLAS, own kernels (src/compute/cuda/)
+ *     pjrt   any XLA device through a PJRT plugin (libtpu.so for TPUs, XLA's CPU plugin):
+ *            the training step compiled from StableHLO as one program
  *
  * A compute context owns its device's memory: the model's parameters, gradients, Adam's
  * moments and activations live there, and the rest of tsrnn reaches host copies only through
@@ -24,6 +26,7 @@
 enum tsrnn_compute_kind {
     TSRNN_COMPUTE_CPU,
     TSRNN_COMPUTE_CUDA,
+    TSRNN_COMPUTE_PJRT,
 };
 
 struct tsrnn_compute_options {
@@ -31,12 +34,24 @@ struct tsrnn_compute_options {
     int thread_count; /* cpu: threads for the recurrence and large products (>= 1) */
     int device_index; /* cuda: which visible GPU (0 under tsrnn-launch: it sets
                          CUDA_VISIBLE_DEVICES to the worker's one) */
+    /* pjrt: the plugin (NULL: $TSRNN_PJRT_PLUGIN, $TPU_LIBRARY_PATH, libtpu.so), the platform
+     * it must be (NULL: any; "tpu" for accelerator = tpu), replicas of the training step
+     * inside this process (one per device; 0 = 1, -1 = every device), and the CPU plugin's
+     * device count (0: its default) */
+    const char *plugin_path;
+    const char *platform;
+    int replica_count;
+    int cpu_device_count;
 };
 
 struct tsrnn_compute;
 
-/* The backend's name as the config and messages spell it: "cpu", "cuda". */
+/* The backend's name as the config and messages spell it: "cpu", "cuda", "pjrt". */
 const char *tsrnn_compute_kind_name(enum tsrnn_compute_kind kind);
+
+/* Whether this build has the backend, without asking the machine (no CUDA call: the launcher
+ * uses it before it forks). */
+bool tsrnn_compute_compiled(enum tsrnn_compute_kind kind);
 
 /* Whether this build has the backend and this machine can run it. On false, `why` (when not
  * NULL) gets a sentence a user can act on ("this tsrnn was built without CUDA ..."). */
@@ -50,12 +65,19 @@ enum tsrnn_status tsrnn_compute_create(struct tsrnn_compute **compute,
 /* Frees the context; accepts NULL. Every buffer must have been freed first. */
 void tsrnn_compute_destroy(struct tsrnn_compute *compute);
 
+/* The backend a context runs on (the banner's "GPU used"). */
+enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute);
+
 /* Whether the context's device pointers are host memory (the CPU backend): a comm backend
  * can then hand them to the network as they are. */
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute);
 
 /* The queue a comm backend orders its work on (a cudaStream_t), or NULL (CPU). */
 void *tsrnn_compute_stream(const struct tsrnn_compute *compute);
+
+/* The TPU cores the context trains on (pjrt on a "tpu" platform: its replicas), else 0;
+ * for Lightning's "TPU available: True, using: N TPU cores". */
+size_t tsrnn_compute_tpu_cores(const struct tsrnn_compute *compute);
 
 /* Device memory: nbytes (> 0) uninitialised; free accepts NULL. */
 enum tsrnn_status tsrnn_compute_alloc(struct tsrnn_compute *compute, void **buf, size_t nbytes);

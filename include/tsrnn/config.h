@@ -86,6 +86,8 @@ enum tsrnn_accelerator {
     TSRNN_ACCELERATOR_AUTO,
     TSRNN_ACCELERATOR_CPU,
     TSRNN_ACCELERATOR_GPU,
+    TSRNN_ACCELERATOR_XLA, /* any PJRT plugin (the pjrt backend): XLA's CPU plugin in CI */
+    TSRNN_ACCELERATOR_TPU, /* the pjrt backend on a plugin whose platform is "tpu" */
 };
 
 struct tsrnn_config {
@@ -146,7 +148,8 @@ struct tsrnn_config {
 
     /* [trainer] */
     enum tsrnn_accelerator accelerator;
-    char devices[64]; /* "auto", "-1", "N" or "i,j,..." */
+    char pjrt_plugin[PATH_MAX]; /* "" = $TSRNN_PJRT_PLUGIN, $TPU_LIBRARY_PATH, libtpu.so */
+    char devices[64];           /* "auto", "-1", "N" or "i,j,..." */
     int num_threads;
     double timeout_s;         /* the longest wait for a peer: rendezvous and each collective */
     int max_restarts;         /* tsrnn-launch: relaunches of the whole job after a failure */

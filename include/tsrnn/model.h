@@ -205,6 +205,20 @@ enum tsrnn_status tsrnn_model_scale_grads(struct tsrnn_model *model, float scale
 /* The outputs of step t of the last forward, (B, O), to the host. */
 enum tsrnn_status tsrnn_model_download_output(struct tsrnn_model *model, size_t t, float *out);
 
+struct tsrnn_adam;
+
+/* Whether the model's backend runs the training step as one program (pjrt): then
+ * tsrnn_model_train_step() replaces forward + loss + backward + Adam, and the gradients are
+ * not materialised (nor allreduced across processes: replicas live inside the program). */
+bool tsrnn_model_fused_step(const struct tsrnn_model *model);
+
+/* One optimizer step on the batch loaded, as one program: dropout masks drawn from
+ * dropout_rng in the order tsrnn_model_forward() draws them, the MSE into *loss, *finite =
+ * every gradient was finite (when not, nothing was updated), Adam's step counted. Only for a
+ * model whose tsrnn_model_fused_step() is true. */
+enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn_adam *adam,
+                                         struct tsrnn_rng *dropout_rng, float *loss, bool *finite);
+
 /* Darts' RNNModel.predict for one series: feeds `context` (T0, C) from zero state, takes the
  * output of the last step as the first forecast, then feeds each forecast back as the next
  * input carrying the hidden state, `horizon` times. forecast is (horizon, O), host memory.

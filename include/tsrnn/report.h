@@ -48,8 +48,12 @@ size_t tsrnn_report_format_count(char *dst, size_t dst_nbytes, int64_t count);
 /* --- startup lines and model summary (Lightning's rank-zero log lines) ------------------ */
 
 /* "GPU available: False, used: False" (or "True (cuda)") and
- * "TPU available: False, using: 0 TPU cores". */
-void tsrnn_report_devices(FILE *out, bool gpu_available, bool gpu_used);
+ * "TPU available: False, using: 0 TPU cores" (True and the count when tpu_cores > 0). */
+void tsrnn_report_devices(FILE *out, bool gpu_available, bool gpu_used, size_t tpu_cores);
+
+/* "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]": the GPUs this process was shown (the
+ * environment's list, or every GPU the driver lists when it is unset). */
+void tsrnn_report_cuda_devices(FILE *out, int local_rank);
 
 /* One row of the model summary: a child module of Darts' PL module. */
 struct tsrnn_report_layer {

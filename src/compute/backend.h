@@ -59,6 +59,8 @@ struct tsrnn_compute_backend {
     void (*destroy)(struct tsrnn_compute *ctx);
     bool host_memory; /* device pointers are host pointers */
     void *(*stream)(const struct tsrnn_compute *ctx);
+    /* TPU cores in use (optional: NULL = 0) */
+    size_t (*tpu_cores)(const struct tsrnn_compute *ctx);
 
     /* --- memory ------------------------------------------------------------------------ */
     enum tsrnn_status (*alloc)(struct tsrnn_compute *ctx, void **buf, size_t nbytes);
@@ -146,6 +148,23 @@ struct tsrnn_compute_backend {
     enum tsrnn_status (*adam_update)(struct tsrnn_compute *ctx, float *params, float *exp_avg,
                                      float *exp_avg_sq, const float *grads, size_t count,
                                      const struct tsrnn_adam_scalars *s);
+
+    /* --- whole programs (optional; NULL where the backend runs the ops above) ----------- */
+    /* A backend that compiles the model into programs (pjrt: XLA runs a whole program well
+     * and a chain of small ones badly) provides these two instead of the per-layer ops,
+     * which then answer TSRNN_ERR_USAGE (docs/architecture.md "The pjrt backend").
+     * model_forward: the layer stack and the head over the batch loaded, no dropout, from
+     * zero or saved states; leaves the outputs and final states as the layer ops would.
+     * train_step: forward, MSE, backward and Adam on the batch loaded, in place on params,
+     * exp_avg and exp_avg_sq (whole flat buffers); masks (L-1, T, B, H) the dropout draws
+     * (NULL without dropout). *loss the batch's MSE (a host float), *finite whether every
+     * gradient was finite; when not, the parameters and moments are left unchanged. */
+    enum tsrnn_status (*model_forward)(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                       const float *params, enum tsrnn_initial_state initial_state);
+    enum tsrnn_status (*train_step)(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                    float *params, float *exp_avg, float *exp_avg_sq,
+                                    const float *masks, const struct tsrnn_adam_scalars *s,
+                                    float *loss, bool *finite);
 };
 
 /* The table of a context's backend: every context begins with it (as its first member). */
@@ -153,8 +172,14 @@ struct tsrnn_compute {
     const struct tsrnn_compute_backend *backend;
 };
 
-/* The backends a build may register (compute.c's list); cuda/ is planned. */
+/* The backends a build may register (compute.c's list; cuda/ where the toolkit was found). */
 extern const struct tsrnn_compute_backend tsrnn_compute_backend_cpu;
 extern const struct tsrnn_compute_backend tsrnn_compute_backend_cuda;
+extern const struct tsrnn_compute_backend tsrnn_compute_backend_pjrt;
+
+struct tsrnn_adam;
+/* Counts one more Adam step and gives its scalars (src/optim/adam.c): for a backend's
+ * train_step, which runs the update inside its program. */
+void tsrnn_adam_next_scalars(struct tsrnn_adam *adam, struct tsrnn_adam_scalars *s);
 
 #endif

@@ -11,6 +11,9 @@ static const struct tsrnn_compute_backend *const backends[] = {
 #if TSRNN_HAVE_CUDA_BACKEND
     &tsrnn_compute_backend_cuda,
 #endif
+#if TSRNN_HAVE_PJRT_BACKEND
+    &tsrnn_compute_backend_pjrt,
+#endif
 };
 
 static const struct tsrnn_compute_backend *find_backend(enum tsrnn_compute_kind kind)
@@ -28,8 +31,15 @@ const char *tsrnn_compute_kind_name(enum tsrnn_compute_kind kind)
         return "cpu";
     case TSRNN_COMPUTE_CUDA:
         return "cuda";
+    case TSRNN_COMPUTE_PJRT:
+        return "pjrt";
     }
     return "?";
+}
+
+bool tsrnn_compute_compiled(enum tsrnn_compute_kind kind)
+{
+    return find_backend(kind) != NULL;
 }
 
 bool tsrnn_compute_available(enum tsrnn_compute_kind kind, char *why, size_t why_nbytes)
@@ -39,8 +49,12 @@ bool tsrnn_compute_available(enum tsrnn_compute_kind kind, char *why, size_t why
         if (why != NULL && why_nbytes > 0)
             snprintf(why, why_nbytes, "this tsrnn has no %s compute backend%s",
                      tsrnn_compute_kind_name(kind),
-                     kind == TSRNN_COMPUTE_CUDA ? " yet (it is planned; this build trains on CPUs)"
-                                                : "");
+                     kind == TSRNN_COMPUTE_CUDA ? " (it was built without the CUDA toolkit: nvcc, "
+                                                  "cuBLAS and cuDNN 9; this build trains on CPUs)"
+                     : kind == TSRNN_COMPUTE_PJRT
+                         ? " (it was built without the PJRT header: run scripts/install-deps.sh, "
+                           "then reconfigure with -Dpjrt=enabled)"
+                         : "");
         return false;
     }
     return b->probe == NULL || b->probe(why, why_nbytes);
@@ -62,6 +76,11 @@ void tsrnn_compute_destroy(struct tsrnn_compute *compute)
         compute->backend->destroy(compute);
 }
 
+enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute)
+{
+    return compute->backend->kind;
+}
+
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute)
 {
     return compute->backend->host_memory;
@@ -70,6 +89,11 @@ bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute)
 void *tsrnn_compute_stream(const struct tsrnn_compute *compute)
 {
     return compute->backend->stream ? compute->backend->stream(compute) : NULL;
+}
+
+size_t tsrnn_compute_tpu_cores(const struct tsrnn_compute *compute)
+{
+    return compute->backend->tpu_cores ? compute->backend->tpu_cores(compute) : 0;
 }
 
 enum tsrnn_status tsrnn_compute_alloc(struct tsrnn_compute *compute, void **buf, size_t nbytes)

@@ -69,7 +69,7 @@ static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
 static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const fill_choices[] = { "none", "interpolate", NULL };
 static const char *const rng_compat_choices[] = { "lightning2", "lightning1", NULL };
-static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", NULL };
+static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", "xla", "tpu", NULL };
 static const char *const optimizer_choices[] = { "Adam", "AdamW", "SGD", NULL };
 static const char *const loss_choices[] = { "MSELoss", "L1Loss", NULL };
 static const char *const lr_scheduler_choices[] = { "none", "ExponentialLR", "StepLR",
@@ -337,9 +337,20 @@ static const struct key schema[] = {
          .example = "min"),
 
     ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices,
-         .doc = "The kind of device to train on. `gpu` is refused (exit code 2) until tsrnn "
-                "has a GPU backend; `auto` trains on the CPU.",
+         .doc = "The kind of device to train on. `gpu` trains on the first visible GPU "
+                "through the CUDA backend (a build with the CUDA toolkit), and is refused (exit "
+                "code 2) where none can be used; `auto` takes the GPU where there is one, "
+                "else the CPU. `xla`: the training step as one StableHLO program on the device "
+                "of a PJRT plugin (`pjrt_plugin`); `tpu`: the same on a TPU through libtpu (exit "
+                "code 2 when there is none).",
          .darts = "`pl_trainer_kwargs={\"accelerator\": ...}`", .example = "cpu"),
+    TEXT("trainer", "pjrt_plugin", KEY_PATH, pjrt_plugin, "",
+         "the path of a PJRT plugin (a shared library exporting GetPjrtApi)",
+         .doc = "The PJRT plugin `accelerator = xla` or `tpu` loads: `libtpu.so`, XLA's CPU "
+                "plugin (`xla_cpu_pjrt.so`, which `scripts/install-deps.sh` caches), or another.",
+         .darts = "JAX's and PyTorch/XLA's `TPU_LIBRARY_PATH`", .example = "/opt/libtpu.so",
+         .default_doc = "`$TSRNN_PJRT_PLUGIN`, else `$TPU_LIBRARY_PATH`, else `libtpu.so` from "
+                        "the loader's search path"),
     TEXT("trainer", "devices", KEY_DEVICES, devices, "auto",
          "auto, -1 (every device), a count N >= 1, or a list of device indices like 0,2",
          .doc = "Which devices, as Lightning: `tsrnn-launch` starts one worker per device (CPU "

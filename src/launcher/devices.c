@@ -12,6 +12,7 @@
 
 #include "job.h"
 #include "tsrnn/comm.h"
+#include "tsrnn/compute.h"
 
 /* The NVIDIA driver lists one folder per GPU here; reading it does not initialise CUDA,
  * which would not survive the fork that follows (reference/distributed.md A2). */
@@ -121,8 +122,19 @@ enum tsrnn_status resolve_devices(struct launch *l)
     cpu_set_t allowed;
     int64_t count;
 
-    l->gpu = cfg->accelerator == TSRNN_ACCELERATOR_GPU;
-    printf("GPU available: %s, used: %s\n", gpus > 0 ? "True" : "False",
+    /* The pjrt backend runs its replicas inside one process, one per device of its plugin,
+     * with the gradients summed inside the program (docs/architecture.md "The pjrt
+     * backend"): nothing for a launcher to spread. */
+    if (cfg->accelerator == TSRNN_ACCELERATOR_XLA || cfg->accelerator == TSRNN_ACCELERATOR_TPU)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: accelerator = %s trains in one process (a replica per device "
+                           "inside it): run tsrnn-worker, with [trainer] devices = the count",
+                           accel_origin, cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : "xla");
+    /* Lightning's "auto": the GPUs when there are any and this build can train on them. */
+    bool cuda_built = tsrnn_compute_compiled(TSRNN_COMPUTE_CUDA);
+    l->gpu = cfg->accelerator == TSRNN_ACCELERATOR_GPU ||
+             (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && gpus > 0 && cuda_built);
+    printf("GPU available: %s, used: %s\n", gpus > 0 ? "True (cuda)" : "False",
            l->gpu && gpus > 0 ? "True" : "False");
     fflush(stdout);
     if (l->gpu && gpus == 0) {
@@ -137,11 +149,11 @@ enum tsrnn_status resolve_devices(struct launch *l)
                            "them); accepted: cpu or auto (or --accelerator cpu)",
                            accel_origin);
     }
-    if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && gpus > 0)
+    if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && gpus > 0 && !cuda_built)
         fprintf(stderr,
-                PROGRAM ": warning: %zu GPU%s visible, but this build trains on CPUs only (no "
-                        "GPU training backend yet): starting CPU workers; --accelerator cpu "
-                        "silences this\n",
+                PROGRAM ": warning: %zu GPU%s visible, but this tsrnn was built without the CUDA "
+                        "backend (no CUDA toolkit with cuDNN 9 at build time): starting CPU "
+                        "workers; --accelerator cpu silences this\n",
                 gpus, gpus == 1 ? " is" : "s are");
     if (!l->gpu && sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
         return tsrnn_error_errno(TSRNN_ERR_IO, errno,
@@ -149,8 +161,8 @@ enum tsrnn_status resolve_devices(struct launch *l)
                                  "use (sched_getaffinity)");
     size_t available = l->gpu ? gpus : (size_t)CPU_COUNT(&allowed);
 
-    if (strcasecmp(devices, "auto") == 0)
-        count = l->gpu ? (int64_t)gpus : 1;
+    if (strcasecmp(devices, "auto") == 0) /* every GPU where they can talk (NCCL), else one */
+        count = l->gpu && tsrnn_comm_backend_available("nccl") ? (int64_t)gpus : 1;
     else if (strcmp(devices, "-1") == 0)
         count = (int64_t)available;
     else if (strchr(devices, ',') == NULL && tsrnn_parse_int64(devices, &count)) {
@@ -201,7 +213,8 @@ enum tsrnn_status resolve_devices(struct launch *l)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] devices = '%s' asks for %lld GPU workers, but they "
                            "would talk through NCCL, and tsrnn has no nccl comm backend yet; "
-                           "accepted: --accelerator cpu (CPU workers talk through Gloo)",
+                           "accepted: --devices 1 (one GPU), or --accelerator cpu (CPU workers "
+                           "talk through Gloo)",
                            origin, devices, (long long)count);
     l->count = (int)count;
     l->workers = calloc((size_t)count, sizeof(*l->workers));

@@ -8,6 +8,7 @@
 
 #include "src/compute/backend.h"
 #include "tsrnn/model.h"
+#include "tsrnn/optim.h"
 
 /* The backend table and context of a model. */
 #define OPS(model) ((model)->compute->backend)
@@ -36,8 +37,10 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, struct tsrnn_compu
     if (status == TSRNN_OK)
         status = tsrnn_compute_zero(compute, model->grads, (count + 2) * sizeof(float));
     if (status == TSRNN_OK && dims->layer_count > 1 && dims->dropout > 0.0f) {
+        /* One layer's draw at a time; a whole-step program takes all L-1 at once. */
+        size_t layers = OPS(model)->train_step != NULL ? dims->layer_count - 1 : 1;
         model->dropout_mask =
-            malloc(step_capacity * batch_capacity * dims->hidden_count * sizeof(float));
+            malloc(layers * step_capacity * batch_capacity * dims->hidden_count * sizeof(float));
         if (model->dropout_mask == NULL)
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the dropout masks");
     }
@@ -101,6 +104,14 @@ static enum tsrnn_status forward(struct tsrnn_model *model, bool training,
     size_t mask_count = model->step_count * model->batch_count * d->hidden_count;
 
     model->dropout_applied = training && model->dropout_mask != NULL && d->dropout > 0.0f;
+    if (OPS(model)->model_forward != NULL) {
+        if (model->dropout_applied)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "the %s backend trains through "
+                               "tsrnn_model_train_step(), not a training forward",
+                               OPS(model)->name);
+        return OPS(model)->model_forward(CTX(model), model->ws, model->params, initial_state);
+    }
     for (size_t l = 0; l < d->layer_count; l++) {
         const float *mask = NULL;
         if (l > 0 && model->dropout_applied) {
@@ -184,6 +195,29 @@ enum tsrnn_status tsrnn_model_scale_grads(struct tsrnn_model *model, float scale
 enum tsrnn_status tsrnn_model_download_output(struct tsrnn_model *model, size_t t, float *out)
 {
     return OPS(model)->output_download(CTX(model), model->ws, t, out);
+}
+
+bool tsrnn_model_fused_step(const struct tsrnn_model *model)
+{
+    return OPS(model)->train_step != NULL;
+}
+
+enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn_adam *adam,
+                                         struct tsrnn_rng *dropout_rng, float *loss, bool *finite)
+{
+    const struct tsrnn_model_dims *d = &model->dims;
+    const float *masks = NULL;
+    if (model->dropout_mask != NULL && d->dropout > 0.0f) {
+        size_t per_layer = model->step_count * model->batch_count * d->hidden_count;
+        for (size_t l = 1; l < d->layer_count; l++)
+            draw_dropout(model->dropout_mask + (l - 1) * per_layer, per_layer, d->dropout,
+                         dropout_rng);
+        masks = model->dropout_mask;
+    }
+    struct tsrnn_adam_scalars s;
+    tsrnn_adam_next_scalars(adam, &s);
+    return OPS(model)->train_step(CTX(model), model->ws, model->params, adam->exp_avg,
+                                  adam->exp_avg_sq, masks, &s, loss, finite);
 }
 
 enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast,

@@ -67,6 +67,23 @@ static enum tsrnn_status sgd_step(struct tsrnn_adam *adam, float *params, const 
                                                adam->exp_avg_sq, grads, adam->count, &s);
 }
 
+void tsrnn_adam_next_scalars(struct tsrnn_adam *adam, struct tsrnn_adam_scalars *s)
+{
+    adam->step++;
+    double step = (double)adam->step;
+    double bias_correction1 = 1.0 - pow(adam->beta1, step);
+    double bias_correction2 = 1.0 - pow(adam->beta2, step);
+    *s = (struct tsrnn_adam_scalars){
+        .beta1 = (float)adam->beta1,
+        .one_minus_beta1 = (float)(1.0 - adam->beta1),
+        .beta2 = (float)adam->beta2,
+        .one_minus_beta2 = (float)(1.0 - adam->beta2),
+        .bias_correction2_sqrt = (float)sqrt(bias_correction2),
+        .eps = (float)adam->eps,
+        .neg_step_size = (float)-(adam->lr / bias_correction1),
+    };
+}
+
 enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads)
 {
     if (adam->kind == TSRNN_OPTIMIZER_SGD)
@@ -78,19 +95,8 @@ enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const 
                                                       (float)(1.0 - adam->lr * adam->weight_decay),
                                                       &finite));
     }
-    adam->step++;
-    double step = (double)adam->step;
-    double bias_correction1 = 1.0 - pow(adam->beta1, step);
-    double bias_correction2 = 1.0 - pow(adam->beta2, step);
-    struct tsrnn_adam_scalars s = {
-        .beta1 = (float)adam->beta1,
-        .one_minus_beta1 = (float)(1.0 - adam->beta1),
-        .beta2 = (float)adam->beta2,
-        .one_minus_beta2 = (float)(1.0 - adam->beta2),
-        .bias_correction2_sqrt = (float)sqrt(bias_correction2),
-        .eps = (float)adam->eps,
-        .neg_step_size = (float)-(adam->lr / bias_correction1),
-    };
+    struct tsrnn_adam_scalars s;
+    tsrnn_adam_next_scalars(adam, &s);
     return adam->compute->backend->adam_update(adam->compute, params, adam->exp_avg,
                                                adam->exp_avg_sq, grads, adam->count, &s);
 }

@@ -47,6 +47,8 @@ static void usage(FILE *out)
             "  -o, --out FILE         write the forecast CSV there (default: standard output)\n"
             "  -p, --plot FILE        draw history, actual values and forecast into a PNG\n"
             "      --size WxH         the picture's size in pixels (default 1000x500)\n"
+            "      --accelerator WHICH cpu (default: one window at a time is the CPU's work) or\n"
+            "                           gpu (the CUDA backend; exit 2 where there is none)\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
             "\n"
@@ -62,6 +64,7 @@ struct options {
     bool checkpoint_given; /* --checkpoint on the command line, not the default "best" */
     long long n;
     int width, height;
+    bool gpu; /* --accelerator gpu */
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -76,11 +79,17 @@ static int usage_error(const char *fmt, const char *arg)
 static int parse_options(int argc, char **argv, struct options *o)
 {
     static const struct option long_options[] = {
-        { "run", required_argument, NULL, 'r' },    { "checkpoint", required_argument, NULL, 'c' },
-        { "series", required_argument, NULL, 's' }, { "n", required_argument, NULL, 'n' },
-        { "out", required_argument, NULL, 'o' },    { "plot", required_argument, NULL, 'p' },
-        { "size", required_argument, NULL, 'S' },   { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
+        { "run", required_argument, NULL, 'r' },
+        { "checkpoint", required_argument, NULL, 'c' },
+        { "series", required_argument, NULL, 's' },
+        { "n", required_argument, NULL, 'n' },
+        { "out", required_argument, NULL, 'o' },
+        { "plot", required_argument, NULL, 'p' },
+        { "size", required_argument, NULL, 'S' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { "accelerator", required_argument, NULL, 'A' },
+        { NULL, 0, NULL, 0 },
     };
     int opt;
     int64_t n;
@@ -117,6 +126,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                 return usage_error("--size %s: accepted: WIDTHxHEIGHT in pixels from 200x150 to "
                                    "8000x8000, e.g. 1000x500",
                                    optarg);
+            break;
+        case 'A':
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
+                return usage_error("--accelerator %s: accepted: cpu or gpu", optarg);
+            o->gpu = strcmp(optarg, "gpu") == 0;
             break;
         case 'h':
             usage(stdout);
@@ -257,10 +271,16 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
     tsrnn_run_lock_release(&lock);
-    /* A forecast is one window at a time: the CPU serves it, whatever trained the model. */
-    struct tsrnn_compute_options cpu = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
+    /* A forecast is one window at a time: the CPU serves it, whatever trained the model,
+     * unless --accelerator gpu asks for the CUDA backend. */
+    struct tsrnn_compute_options device = {
+        .kind = o->gpu ? TSRNN_COMPUTE_CUDA : TSRNN_COMPUTE_CPU,
+        .thread_count = 1,
+    };
     if (status == TSRNN_OK)
-        status = tsrnn_compute_create(&compute, &cpu);
+        status = tsrnn_compute_create(&compute, &device);
+    if (status == TSRNN_ERR_USAGE && o->gpu)
+        status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
     if (status == TSRNN_OK)
         status = tsrnn_model_init(&model, compute, &ck->dims, 1, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)

@@ -5,9 +5,11 @@
  * get_formatted_model_size), 2.4/2.5 layout; shared reference/ecosystem-formats.md §7.
  * Python's format specs are spelled out where C's printf differs (the "," grouping).
  */
+#include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tsrnn/report.h"
@@ -63,11 +65,33 @@ size_t tsrnn_report_format_count(char *dst, size_t dst_nbytes, int64_t count)
     return (size_t)snprintf(dst, dst_nbytes, "%s %s", grouped, units[index]);
 }
 
-void tsrnn_report_devices(FILE *out, bool gpu_available, bool gpu_used)
+void tsrnn_report_devices(FILE *out, bool gpu_available, bool gpu_used, size_t tpu_cores)
 {
     fprintf(out, "GPU available: %s, used: %s\n", gpu_available ? "True (cuda)" : "False",
             gpu_used ? "True" : "False");
-    fputs("TPU available: False, using: 0 TPU cores\n", out);
+    fprintf(out, "TPU available: %s, using: %zu TPU cores\n", tpu_cores > 0 ? "True" : "False",
+            tpu_cores);
+}
+
+void tsrnn_report_cuda_devices(FILE *out, int local_rank)
+{
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    fprintf(out, "LOCAL_RANK: %d - CUDA_VISIBLE_DEVICES: [", local_rank);
+    if (env != NULL) {
+        fputs(env, out);
+    } else { /* the driver's folder per GPU; reading it does not touch CUDA */
+        DIR *dir = opendir("/proc/driver/nvidia/gpus");
+        struct dirent *e;
+        int count = 0;
+        while (dir != NULL && (e = readdir(dir)) != NULL)
+            if (e->d_name[0] != '.') {
+                fprintf(out, "%s%d", count > 0 ? "," : "", count);
+                count++;
+            }
+        if (dir != NULL)
+            closedir(dir);
+    }
+    fputs("]\n", out);
 }
 
 enum {

@@ -68,6 +68,9 @@ static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
     switch (cfg->accelerator) {
     case TSRNN_ACCELERATOR_GPU:
         return TSRNN_COMPUTE_CUDA;
+    case TSRNN_ACCELERATOR_XLA:
+    case TSRNN_ACCELERATOR_TPU:
+        return TSRNN_COMPUTE_PJRT;
     case TSRNN_ACCELERATOR_AUTO:
         return tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0) ? TSRNN_COMPUTE_CUDA
                                                                     : TSRNN_COMPUTE_CPU;
@@ -86,7 +89,34 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] accelerator = %s, but %s; accepted here: cpu or auto",
                            tsrnn_config_origin(cfg, "trainer", "accelerator"),
-                           cfg->accelerator == TSRNN_ACCELERATOR_GPU ? "gpu" : "auto", why);
+                           cfg->accelerator == TSRNN_ACCELERATOR_GPU   ? "gpu"
+                           : cfg->accelerator == TSRNN_ACCELERATOR_XLA ? "xla"
+                           : cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu"
+                                                                       : "auto",
+                           why);
+    return TSRNN_OK;
+}
+
+/* The pjrt backend's replicas in this one process from [trainer] devices: a count N is N;
+ * -1 is every device of the plugin; auto is every TPU core for tpu and 1 for xla (whose
+ * devices may be virtual CPU devices, no faster together). Device lists are refused: a
+ * replica set is the plugin's first N devices. */
+static enum tsrnn_status pjrt_replicas(const struct tsrnn_config *cfg, int *replicas)
+{
+    const char *d = cfg->devices;
+    if (strcmp(d, "auto") == 0)
+        *replicas = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? -1 : 1;
+    else if (strcmp(d, "-1") == 0)
+        *replicas = -1;
+    else if (strchr(d, ',') == NULL && atoi(d) >= 1)
+        *replicas = atoi(d);
+    else
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = %s: accelerator = %s takes a count of devices "
+                           "(replicas of the training step in this process), -1 or auto, not a "
+                           "list",
+                           tsrnn_config_origin(cfg, "trainer", "devices"), d,
+                           cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : "xla");
     return TSRNN_OK;
 }
 
@@ -95,9 +125,15 @@ enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
 {
     *compute = NULL;
     TSRNN_TRY(tsrnn_train_check(cfg));
+    int replicas = 1;
+    if (compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
+        TSRNN_TRY(pjrt_replicas(cfg, &replicas));
     struct tsrnn_compute_options options = {
         .kind = compute_kind(cfg),
         .thread_count = cfg->num_threads,
+        .plugin_path = cfg->pjrt_plugin,
+        .platform = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : NULL,
+        .replica_count = replicas,
     };
     return tsrnn_compute_create(compute, &options);
 }
@@ -492,6 +528,27 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
     return status;
 }
 
+/* A backend that runs the whole step as one program (pjrt) has Adam and MSELoss inside it:
+ * the other optimizers, L1Loss and clipping are refused there, not silently dropped. The
+ * learning-rate schedulers and early stopping run on the host and work everywhere. */
+static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
+{
+    const char *what = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM ? "optimizer_cls"
+                       : cfg->loss_fn != TSRNN_LOSS_MSE           ? "loss_fn"
+                       : cfg->gradient_clip_val > 0.0             ? "gradient_clip_val"
+                                                                  : NULL;
+    if (what == NULL)
+        return TSRNN_OK;
+    const char *section = strcmp(what, "gradient_clip_val") == 0 ? "trainer" : "training";
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: [%s] %s: the %s backend's compiled training step has Adam and "
+                       "MSELoss only, without clipping; accepted there: optimizer_cls = Adam, "
+                       "loss_fn = MSELoss, gradient_clip_val = 0 (or [trainer] accelerator = "
+                       "cpu)",
+                       tsrnn_config_origin(cfg, section, what), section, what,
+                       tsrnn_compute_kind_name(compute_kind(cfg)));
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -532,6 +589,13 @@ static enum tsrnn_status setup(struct trainer *tr)
     tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
     tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
     tsrnn_early_stopping_init(&tr->early_stopping, cfg);
+    if (tsrnn_model_fused_step(&tr->model) && tr->world_size > 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the %s backend trains in one process (its replicas live inside the "
+                           "program); run tsrnn-worker alone, not %d workers",
+                           tsrnn_compute_kind_name(compute_kind(cfg)), tr->world_size);
+    if (tsrnn_model_fused_step(&tr->model))
+        TSRNN_TRY(check_fused_controls(cfg));
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0')
@@ -637,11 +701,21 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_windows_gather(&tr->ds->train, idx, B, tr->x, tr->y);
     TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->train.training_length));
-    TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
-    TSRNN_TRY(tsrnn_model_loss(model, loss));
-    TSRNN_TRY(tsrnn_model_backward(model));
     bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
-    if (tr->world_size > 1) {
+    bool fused = tsrnn_model_fused_step(model); /* one program, one process (setup) */
+    if (fused) {
+        TSRNN_TRY(tsrnn_model_train_step(model, &tr->adam, &dropout_rng, loss, &finite));
+    } else {
+        TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
+        /* The loss after the backward, which does not need it: on a GPU, reading it waits for
+         * the whole step's queued work once, instead of stalling the queue between forward
+         * and backward. The same numbers either way. */
+        TSRNN_TRY(tsrnn_model_backward(model));
+        TSRNN_TRY(tsrnn_model_loss(model, loss));
+    }
+    if (fused) {
+        /* the program checked the gradients and applied Adam */
+    } else if (tr->world_size > 1) {
         /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
          * rank then holds the same mean gradient, mean loss and decision, so all of them
          * fail, stop or go on together. */
@@ -671,6 +745,8 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
                            (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
+    if (fused)
+        return TSRNN_OK;
     /* After the allreduce, on the mean gradient: DDP has reduced the gradients before
      * Lightning clips them. */
     if (tr->cfg->gradient_clip_val > 0.0)
@@ -961,8 +1037,12 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
 
 static void print_banner(const struct trainer *tr, FILE *out, bool devices)
 {
+    bool gpu_used = tsrnn_compute_kind(tr->compute) == TSRNN_COMPUTE_CUDA;
     if (devices)
-        tsrnn_report_devices(out, false, false);
+        tsrnn_report_devices(out, gpu_used || tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0),
+                             gpu_used, tsrnn_compute_tpu_cores(tr->compute));
+    if (gpu_used)
+        tsrnn_report_cuda_devices(out, tr->world ? tr->world->local_rank : 0);
     tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
                                (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);

@@ -1,0 +1,365 @@
+/* The CUDA backend's table (backend.h): probing for a GPU, its context (one device, one
+ * stream, a cuBLAS and a cuDNN handle), memory, the optimizer's elementwise operations and
+ * error reporting. The model's operations are in layers.c, the kernels in kernels.cu.
+ *
+ * No driver, no GPU: cudart loads the driver (libcuda.so.1) with dlopen on its first call,
+ * so a CUDA build links and starts on any machine; probe() then says why the GPU cannot be
+ * used, and `accelerator = auto` trains on the CPU. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cuda.h"
+
+/* Our kernels are built for compute capability 9.0 (sm_90 code and compute_90 PTX, which
+ * newer GPUs compile when loading); older GPUs cannot run them. */
+#define MIN_COMPUTE_MAJOR 9
+
+/* --- cuBLAS and cuDNN, loaded on first use (cuda.h) ---------------------------------------- */
+
+struct tsrnn_cuda_libs tsrnn_cuda_libs;
+
+#define STRINGIFY(x) #x
+#define SYMBOL(name) STRINGIFY(name) /* after expansion: cublasCreate -> "cublasCreate_v2" */
+#define SONAME(a, b) "lib" a ".so." STRINGIFY(b)
+
+static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
+static bool libs_loaded;
+static char libs_why[512];
+
+/* dlopen with the library's soname (found through the executable's run path, which points at
+ * the toolkit the build used, then the usual places), then in that toolkit folder itself. */
+static void *open_library(const char *soname)
+{
+    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", TSRNN_CUDA_LIBDIR, soname);
+        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (lib == NULL)
+        snprintf(libs_why, sizeof(libs_why),
+                 "this machine lacks %s, which the CUDA backend was built against (%s)", soname,
+                 dlerror());
+    return lib;
+}
+
+#define LOAD_SYMBOL(lib, name)                                                                     \
+    if (ok) {                                                                                      \
+        *(void **)&tsrnn_cuda_libs.name = dlsym(lib, SYMBOL(name));                                \
+        if (tsrnn_cuda_libs.name == NULL) {                                                        \
+            snprintf(libs_why, sizeof(libs_why),                                                   \
+                     "%s has no %s: an older library than the "                                    \
+                     "build's",                                                                    \
+                     #lib, SYMBOL(name));                                                          \
+            ok = false;                                                                            \
+        }                                                                                          \
+    }
+#define LOAD_CUBLAS(name) LOAD_SYMBOL(cublas, name)
+#define LOAD_CUDNN(name)  LOAD_SYMBOL(cudnn, name)
+
+static void load_libs(void)
+{
+    /* Handles stay open for the life of the process: the backend may be created again. */
+    void *cublas = open_library(SONAME("cublas", CUBLAS_VER_MAJOR));
+    void *cudnn = cublas != NULL ? open_library(SONAME("cudnn", CUDNN_MAJOR)) : NULL;
+    bool ok = cublas != NULL && cudnn != NULL;
+    TSRNN_CUBLAS_FUNCTIONS(LOAD_CUBLAS)
+    TSRNN_CUDNN_FUNCTIONS(LOAD_CUDNN)
+    libs_loaded = ok;
+}
+
+bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes)
+{
+    pthread_once(&libs_once, load_libs);
+    if (!libs_loaded && why != NULL && why_nbytes > 0)
+        snprintf(why, why_nbytes, "%s", libs_why);
+    return libs_loaded;
+}
+
+/* --- errors ----------------------------------------------------------------------------------- */
+
+static void describe(const struct tsrnn_cuda *cuda, char *buf, size_t nbytes)
+{
+    if (cuda == NULL)
+        snprintf(buf, nbytes, "the GPU");
+    else
+        snprintf(buf, nbytes, "GPU %d (%s)", cuda->device, cuda->device_name);
+}
+
+enum tsrnn_status tsrnn_cuda_check(cudaError_t e, const struct tsrnn_cuda *cuda, const char *what)
+{
+    if (e == cudaSuccess)
+        return TSRNN_OK;
+    char dev[300];
+    describe(cuda, dev, sizeof(dev));
+    return tsrnn_error(e == cudaErrorMemoryAllocation ? TSRNN_ERR_NOMEM : TSRNN_ERR_IO,
+                       "CUDA failed on %s while %s: %s (%s)", dev, what, cudaGetErrorString(e),
+                       cudaGetErrorName(e));
+}
+
+enum tsrnn_status tsrnn_cublas_check(cublasStatus_t s, const struct tsrnn_cuda *cuda,
+                                     const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return TSRNN_OK;
+    char dev[300];
+    describe(cuda, dev, sizeof(dev));
+    return tsrnn_error(s == CUBLAS_STATUS_ALLOC_FAILED ? TSRNN_ERR_NOMEM : TSRNN_ERR_IO,
+                       "cuBLAS failed on %s while %s: %s", dev, what, DL(cublasGetStatusString)(s));
+}
+
+enum tsrnn_status tsrnn_cudnn_check(cudnnStatus_t s, const struct tsrnn_cuda *cuda,
+                                    const char *what)
+{
+    if (s == CUDNN_STATUS_SUCCESS)
+        return TSRNN_OK;
+    char dev[300], detail[512] = "";
+    describe(cuda, dev, sizeof(dev));
+    DL(cudnnGetLastErrorString)(detail, sizeof(detail));
+    return tsrnn_error(s == CUDNN_STATUS_ALLOC_FAILED ? TSRNN_ERR_NOMEM : TSRNN_ERR_IO,
+                       "cuDNN failed on %s while %s: %s%s%s", dev, what, DL(cudnnGetErrorString)(s),
+                       detail[0] ? ": " : "", detail);
+}
+
+enum tsrnn_status tsrnn_cuda_malloc(struct tsrnn_cuda *cuda, void **buf, size_t nbytes,
+                                    const char *for_what)
+{
+    *buf = NULL;
+    cudaError_t e = cudaMalloc(buf, nbytes ? nbytes : 1);
+    if (e == cudaSuccess)
+        return TSRNN_OK;
+    *buf = NULL;
+    (void)cudaGetLastError(); /* an allocation failure is not sticky: clear it */
+    size_t free_nbytes = 0, total_nbytes = 0;
+    (void)cudaMemGetInfo(&free_nbytes, &total_nbytes);
+    char dev[300];
+    describe(cuda, dev, sizeof(dev));
+    return tsrnn_error(e == cudaErrorMemoryAllocation ? TSRNN_ERR_NOMEM : TSRNN_ERR_IO,
+                       "%s: cannot allocate %.3g MB for %s (%.3g MB free of %.3g MB): %s", dev,
+                       (double)nbytes * 1e-6, for_what, (double)free_nbytes * 1e-6,
+                       (double)total_nbytes * 1e-6, cudaGetErrorString(e));
+}
+
+static bool cuda_probe(char *why, size_t why_nbytes)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    struct stat st;
+    if (e == cudaSuccess && count > 0 && !tsrnn_cuda_libs_load(why, why_nbytes))
+        return false;
+    if (e != cudaSuccess || count == 0) {
+        if (why != NULL && why_nbytes > 0) {
+            if (stat("/proc/driver/nvidia", &st) != 0)
+                snprintf(why, why_nbytes,
+                         "no GPU is usable here: no NVIDIA driver is loaded "
+                         "(/proc/driver/nvidia is missing; CUDA says: %s)",
+                         e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+            else
+                snprintf(why, why_nbytes,
+                         "no GPU is usable here (CUDA says: %s; CUDA_VISIBLE_DEVICES=%s)",
+                         e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device",
+                         getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES")
+                                                        : "(unset)");
+        }
+        (void)cudaGetLastError();
+        return false;
+    }
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) == cudaSuccess &&
+        major < MIN_COMPUTE_MAJOR) {
+        if (why != NULL && why_nbytes > 0)
+            snprintf(why, why_nbytes,
+                     "GPU 0 has compute capability %d.%d, and this tsrnn's CUDA kernels are "
+                     "built for %d.0 (Hopper) and newer",
+                     major, minor, MIN_COMPUTE_MAJOR);
+        return false;
+    }
+    return true;
+}
+
+static void cuda_destroy(struct tsrnn_compute *ctx)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    if (cuda == NULL)
+        return;
+    if (cuda->stream != NULL)
+        (void)cudaStreamSynchronize(cuda->stream);
+    if (cuda->flag != NULL)
+        (void)cudaFree(cuda->flag);
+    if (cuda->flag_host != NULL)
+        (void)cudaFreeHost(cuda->flag_host);
+    if (cuda->cudnn != NULL)
+        (void)DL(cudnnDestroy)(cuda->cudnn);
+    if (cuda->cublas != NULL)
+        (void)DL(cublasDestroy)(cuda->cublas);
+    if (cuda->stream != NULL)
+        (void)cudaStreamDestroy(cuda->stream);
+    free(cuda);
+}
+
+static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
+                                     const struct tsrnn_compute_options *options)
+{
+    char why[512];
+    *ctx = NULL;
+    if (!tsrnn_cuda_libs_load(why, sizeof(why)))
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s", why);
+    struct tsrnn_cuda *cuda = calloc(1, sizeof(*cuda));
+    if (cuda == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the CUDA backend");
+    cuda->base.backend = &tsrnn_compute_backend_cuda;
+    cuda->device = options->device_index;
+    struct cudaDeviceProp prop;
+    enum tsrnn_status status =
+        tsrnn_cuda_check(cudaSetDevice(cuda->device), cuda, "selecting the device (cudaSetDevice)");
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_check(cudaGetDeviceProperties(&prop, cuda->device), cuda,
+                                  "reading the device's properties");
+    if (status == TSRNN_OK)
+        snprintf(cuda->device_name, sizeof(cuda->device_name), "%s", prop.name);
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_check(cudaStreamCreateWithFlags(&cuda->stream, cudaStreamNonBlocking),
+                                  cuda, "creating a stream");
+    if (status == TSRNN_OK)
+        status = tsrnn_cublas_check(DL(cublasCreate)(&cuda->cublas), cuda, "starting cuBLAS");
+    if (status == TSRNN_OK)
+        status = tsrnn_cublas_check(DL(cublasSetStream)(cuda->cublas, cuda->stream), cuda,
+                                    "giving cuBLAS the stream");
+    /* Full float32 products: no TF32 tensor-core conversion (cuBLAS uses it only when asked
+     * with CUBLAS_TF32_TENSOR_OP_MATH). */
+    if (status == TSRNN_OK)
+        status = tsrnn_cublas_check(DL(cublasSetMathMode)(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
+                                    "setting cuBLAS's math mode");
+    if (status == TSRNN_OK)
+        status = tsrnn_cudnn_check(DL(cudnnCreate)(&cuda->cudnn), cuda, "starting cuDNN");
+    if (status == TSRNN_OK)
+        status = tsrnn_cudnn_check(DL(cudnnSetStream)(cuda->cudnn, cuda->stream), cuda,
+                                   "giving cuDNN the stream");
+    if (status == TSRNN_OK)
+        status =
+            tsrnn_cuda_malloc(cuda, (void **)&cuda->flag, sizeof(int), "the gradient check's flag");
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_check(cudaMallocHost((void **)&cuda->flag_host, sizeof(int)), cuda,
+                                  "allocating pinned host memory");
+    if (status != TSRNN_OK) {
+        cuda_destroy(&cuda->base);
+        return status;
+    }
+    *ctx = &cuda->base;
+    return TSRNN_OK;
+}
+
+static void *cuda_stream(const struct tsrnn_compute *ctx)
+{
+    return ((const struct tsrnn_cuda *)ctx)->stream;
+}
+
+static enum tsrnn_status cuda_alloc(struct tsrnn_compute *ctx, void **buf, size_t nbytes)
+{
+    return tsrnn_cuda_malloc((struct tsrnn_cuda *)ctx, buf, nbytes, "the model's buffers");
+}
+
+static void cuda_free(struct tsrnn_compute *ctx, void *buf)
+{
+    (void)ctx;
+    (void)cudaFree(buf); /* cudaFree waits for the device: never inside a step */
+}
+
+static enum tsrnn_status cuda_copy(struct tsrnn_cuda *cuda, void *dst, const void *src,
+                                   size_t nbytes, enum cudaMemcpyKind kind, const char *what)
+{
+    TSRNN_TRY(tsrnn_cuda_check(cudaMemcpyAsync(dst, src, nbytes, kind, cuda->stream), cuda, what));
+    return tsrnn_cuda_check(cudaStreamSynchronize(cuda->stream), cuda, what);
+}
+
+static enum tsrnn_status cuda_upload(struct tsrnn_compute *ctx, void *dst, const void *src,
+                                     size_t nbytes)
+{
+    return cuda_copy((struct tsrnn_cuda *)ctx, dst, src, nbytes, cudaMemcpyHostToDevice,
+                     "copying to the GPU");
+}
+
+static enum tsrnn_status cuda_download(struct tsrnn_compute *ctx, void *dst, const void *src,
+                                       size_t nbytes)
+{
+    return cuda_copy((struct tsrnn_cuda *)ctx, dst, src, nbytes, cudaMemcpyDeviceToHost,
+                     "copying from the GPU");
+}
+
+static enum tsrnn_status cuda_zero(struct tsrnn_compute *ctx, void *buf, size_t nbytes)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    return tsrnn_cuda_check(cudaMemsetAsync(buf, 0, nbytes, cuda->stream), cuda,
+                            "zeroing GPU memory");
+}
+
+static enum tsrnn_status cuda_synchronize(struct tsrnn_compute *ctx)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    return tsrnn_cuda_check(cudaStreamSynchronize(cuda->stream), cuda,
+                            "waiting for the GPU's queued work");
+}
+
+static enum tsrnn_status cuda_scale_check(struct tsrnn_compute *ctx, float *buf, size_t count,
+                                          float scale, bool *finite)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    const char *what = "scaling and checking the gradients";
+    TSRNN_TRY(
+        tsrnn_cuda_check(cudaMemsetAsync(cuda->flag, 0, sizeof(int), cuda->stream), cuda, what));
+    TSRNN_TRY(tsrnn_cuda_check(
+        tsrnn_kernel_scale_check(buf, count, scale, cuda->flag, cuda->stream), cuda, what));
+    TSRNN_TRY(tsrnn_cuda_check(cudaMemcpyAsync(cuda->flag_host, cuda->flag, sizeof(int),
+                                               cudaMemcpyDeviceToHost, cuda->stream),
+                               cuda, what));
+    TSRNN_TRY(tsrnn_cuda_check(cudaStreamSynchronize(cuda->stream), cuda, what));
+    *finite = *cuda->flag_host == 0;
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status cuda_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
+                                          float *exp_avg_sq, const float *grads, size_t count,
+                                          const struct tsrnn_adam_scalars *s)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    return tsrnn_cuda_check(tsrnn_kernel_adam_update(params, exp_avg, exp_avg_sq, grads, count,
+                                                     s->beta1, s->one_minus_beta1, s->beta2,
+                                                     s->one_minus_beta2, s->bias_correction2_sqrt,
+                                                     s->eps, s->neg_step_size, cuda->stream),
+                            cuda, "updating the parameters (Adam)");
+}
+
+const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
+    .kind = TSRNN_COMPUTE_CUDA,
+    .name = "cuda",
+    .probe = cuda_probe,
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .host_memory = false,
+    .stream = cuda_stream,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .zero = cuda_zero,
+    .synchronize = cuda_synchronize,
+    .workspace_create = tsrnn_cuda_workspace_create,
+    .workspace_destroy = tsrnn_cuda_workspace_destroy,
+    .batch_load = tsrnn_cuda_batch_load,
+    .layer_forward = tsrnn_cuda_layer_forward,
+    .layer_backward = tsrnn_cuda_layer_backward,
+    .state_save = tsrnn_cuda_state_save,
+    .head_forward = tsrnn_cuda_head_forward,
+    .head_backward = tsrnn_cuda_head_backward,
+    .mse_forward = tsrnn_cuda_mse_forward,
+    .mse_backward = tsrnn_cuda_mse_backward,
+    .window_squared_errors = tsrnn_cuda_window_squared_errors,
+    .output_download = tsrnn_cuda_output_download,
+    .scale_check = cuda_scale_check,
+    .adam_update = cuda_adam_update,
+};

@@ -1,0 +1,260 @@
+/* The CUDA backend's own kernels (cuda.h): only what no library does. Compiled with
+ * --fmad=false and IEEE division and square root, so that each float operation rounds as the
+ * CPU backend's does (-ffp-contract=off): Adam is then the CPU's update bit for bit, and the
+ * loss's sums differ from the CPU's only in their order. Reductions run in one fixed order
+ * (a block's tree), so every run gives the same bits. */
+#include "cuda.h"
+
+namespace
+{
+
+constexpr unsigned threads_per_block = 256;
+constexpr size_t max_blocks = 4096;
+
+unsigned blocks_for(size_t count)
+{
+    size_t blocks = (count + threads_per_block - 1) / threads_per_block;
+    return (unsigned)(blocks < max_blocks ? blocks : max_blocks);
+}
+
+/* for (i = this thread's first; i < count; i += every thread of the grid) */
+#define GRID_STRIDE(i, count)                                                                      \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (count);                    \
+         i += (size_t)gridDim.x * blockDim.x)
+
+__global__ void to_time_major_kernel(float *dst, const float *src, size_t B, size_t T, size_t n)
+{
+    GRID_STRIDE(i, B * T * n)
+    {
+        size_t k = i % n, tb = i / n, b = tb % B, t = tb / B;
+        dst[i] = src[(b * T + t) * n + k];
+    }
+}
+
+__global__ void multiply_kernel(float *dst, const float *src, const float *mask, size_t count)
+{
+    GRID_STRIDE(i, count)
+    {
+        dst[i] = src[i] * mask[i];
+    }
+}
+
+__global__ void add_kernel(float *dst, const float *src, size_t count)
+{
+    GRID_STRIDE(i, count)
+    {
+        dst[i] += src[i];
+    }
+}
+
+__global__ void fill_rows_kernel(float *rows, const float *bias, size_t m, size_t n)
+{
+    GRID_STRIDE(i, m * n)
+    {
+        rows[i] = bias[i % n];
+    }
+}
+
+/* One block per column: each thread sums a strided share of the rows, then the block's tree. */
+__global__ void add_column_sums_kernel(float *bias_grad, const float *rows, size_t m, size_t n)
+{
+    __shared__ float part[threads_per_block];
+    size_t col = blockIdx.x;
+    float sum = 0.0f;
+    for (size_t r = threadIdx.x; r < m; r += blockDim.x)
+        sum += rows[r * n + col];
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        bias_grad[col] += part[0];
+}
+
+/* One block: each square rounded to float (as the CPU's), summed in double. */
+__global__ void mse_forward_kernel(float *loss, const float *out, const float *y, size_t count)
+{
+    __shared__ double part[threads_per_block];
+    double sum = 0.0;
+    for (size_t i = threadIdx.x; i < count; i += blockDim.x) {
+        float e = out[i] - y[i];
+        sum += (double)(e * e);
+    }
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        *loss = (float)(part[0] / (double)count);
+}
+
+__global__ void mse_backward_kernel(float *d_out, const float *out, const float *y, size_t count,
+                                    float norm)
+{
+    GRID_STRIDE(i, count)
+    {
+        d_out[i] = (out[i] - y[i]) * norm;
+    }
+}
+
+/* One thread per window, in the CPU's order (t, then o). */
+__global__ void window_squared_errors_kernel(double *se, const float *out, const float *y, size_t B,
+                                             size_t T, size_t O)
+{
+    GRID_STRIDE(b, B)
+    {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++) {
+                float e = out[(t * B + b) * O + o] - y[(t * B + b) * O + o];
+                sum += (double)(e * e);
+            }
+        se[b] = sum;
+    }
+}
+
+__global__ void scale_check_kernel(float *buf, size_t count, float scale, int *flag)
+{
+    GRID_STRIDE(i, count)
+    {
+        float v = buf[i];
+        if (scale != 1.0f) {
+            v *= scale;
+            buf[i] = v;
+        }
+        if (!isfinite(v))
+            *flag = 1; /* every writer writes the same value */
+    }
+}
+
+__global__ void adam_update_kernel(float *params, float *exp_avg, float *exp_avg_sq,
+                                   const float *grads, size_t count, float beta1,
+                                   float one_minus_beta1, float beta2, float one_minus_beta2,
+                                   float bc2_sqrt, float eps, float neg_step_size)
+{
+    GRID_STRIDE(i, count)
+    {
+        float g = grads[i];
+        float m = exp_avg[i] * beta1 + one_minus_beta1 * g;
+        float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
+        exp_avg[i] = m;
+        exp_avg_sq[i] = v;
+        float denom = sqrtf(v) / bc2_sqrt + eps;
+        params[i] = params[i] + neg_step_size * m / denom;
+    }
+}
+
+__global__ void fill_int_kernel(int32_t *dst, size_t count, int32_t value)
+{
+    GRID_STRIDE(i, count)
+    {
+        dst[i] = value;
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+cudaError_t tsrnn_kernel_to_time_major(float *dst, const float *src, size_t B, size_t T, size_t n,
+                                       cudaStream_t stream)
+{
+    if (B * T * n > 0)
+        to_time_major_kernel<<<blocks_for(B * T * n), threads_per_block, 0, stream>>>(dst, src, B,
+                                                                                      T, n);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_multiply(float *dst, const float *src, const float *mask, size_t count,
+                                  cudaStream_t stream)
+{
+    if (count > 0)
+        multiply_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(dst, src, mask, count);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_add(float *dst, const float *src, size_t count, cudaStream_t stream)
+{
+    if (count > 0)
+        add_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(dst, src, count);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_fill_rows(float *rows, const float *bias, size_t m, size_t n,
+                                   cudaStream_t stream)
+{
+    if (m * n > 0)
+        fill_rows_kernel<<<blocks_for(m * n), threads_per_block, 0, stream>>>(rows, bias, m, n);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n,
+                                         cudaStream_t stream)
+{
+    if (n > 0)
+        add_column_sums_kernel<<<(unsigned)n, threads_per_block, 0, stream>>>(bias_grad, rows, m,
+                                                                              n);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_mse_forward(float *loss, const float *out, const float *y, size_t count,
+                                     cudaStream_t stream)
+{
+    mse_forward_kernel<<<1, threads_per_block, 0, stream>>>(loss, out, y, count);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_mse_backward(float *d_out, const float *out, const float *y, size_t count,
+                                      float norm, cudaStream_t stream)
+{
+    if (count > 0)
+        mse_backward_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(d_out, out, y,
+                                                                                 count, norm);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_window_squared_errors(double *se, const float *out, const float *y,
+                                               size_t B, size_t T, size_t O, cudaStream_t stream)
+{
+    if (B > 0)
+        window_squared_errors_kernel<<<blocks_for(B), threads_per_block, 0, stream>>>(se, out, y, B,
+                                                                                      T, O);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_scale_check(float *buf, size_t count, float scale, int *flag,
+                                     cudaStream_t stream)
+{
+    if (count > 0)
+        scale_check_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(buf, count, scale,
+                                                                                flag);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_adam_update(float *params, float *exp_avg, float *exp_avg_sq,
+                                     const float *grads, size_t count, float beta1,
+                                     float one_minus_beta1, float beta2, float one_minus_beta2,
+                                     float bias_correction2_sqrt, float eps, float neg_step_size,
+                                     cudaStream_t stream)
+{
+    if (count > 0)
+        adam_update_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(
+            params, exp_avg, exp_avg_sq, grads, count, beta1, one_minus_beta1, beta2,
+            one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size);
+    return cudaGetLastError();
+}
+
+cudaError_t tsrnn_kernel_fill_int(int32_t *dst, size_t count, int32_t value, cudaStream_t stream)
+{
+    if (count > 0)
+        fill_int_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(dst, count, value);
+    return cudaGetLastError();
+}
+
+} // extern "C"
