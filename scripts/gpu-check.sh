@@ -9,6 +9,12 @@
 #   bash scripts/gpu-check.sh            # build folder build-gpu, scratch in build-gpu/gpu-check
 #   TSRNN_GPU_CHECK_PYTHON=python3.11 bash scripts/gpu-check.sh
 #
+# The multi-worker checks on one GPU: NCCL with world size 1 through the whole path (launcher,
+# bootstrap, non-blocking communicator, collectives on the stream), 2 workers sharing the GPU
+# over Gloo against 1 worker with twice the batch, and a worker killed (SIGKILL) or stopped
+# (SIGSTOP) mid-run, which must end the job within timeout_s + 10 s with no worker left and
+# the last checkpoint loadable. Two NCCL ranks need two GPUs: not checked here.
+#
 # Exit status: 0 when every check passed, 1 otherwise (each check runs whatever the others
 # did; the table says which failed and the log above it why).
 set -uo pipefail
@@ -76,11 +82,11 @@ fi
 cudnn=$(sed -n 's/^#define CUDNN_MAJOR \([0-9]*\)/\1/p;s/^#define CUDNN_MINOR \([0-9]*\)/\1/p;s/^#define CUDNN_PATCHLEVEL \([0-9]*\)/\1/p' \
     "$(dirname "$(command -v nvcc)")/../include/cudnn_version.h" 2>/dev/null | paste -sd.)
 
-say "GPU tests (backend_ops: every op against the reference; gpu: whole runs)"
+say "GPU tests (backend_ops: every op against the reference; gpu: whole runs; nccl_gpu: the nccl backend)"
 if [ $tests = true ]; then
-    for t in backend_ops gpu; do
+    for t in backend_ops gpu nccl_gpu; do
         if timeout 420 meson test -C "$build" "$t" --print-errorlogs >"$work/$t.log" 2>&1; then
-            out=$(grep -h -E '^# (cuda|GPU|seed|steps_|[a-z_]+ vs )' "$build/meson-logs/testlog.txt" | tail -3)
+            out=$(grep -h -E '^# (cuda|GPU|seed|steps_|[a-z_]+ vs |allreduce|rank 1 never)' "$build/meson-logs/testlog.txt" | tail -3)
             if grep -q "SKIP" "$work/$t.log" || grep -q "cuda: skipped" "$build/meson-logs/testlog.txt"; then
                 row "test $t" "SKIPPED: no usable GPU (see the log)" FAIL
             else
@@ -114,6 +120,104 @@ else
     tail -20 "$work/air.log"
     row "AirPassengers (launch, GPU)" "FAILED ($work/air.log)" FAIL
 fi
+
+say "multi-worker on one GPU: NCCL world 1, 2 workers sharing the GPU over Gloo, killed and stopped workers"
+launch() { # log, model_name, more tsrnn-launch arguments...
+    local log=$1 name=$2
+    shift 2
+    timeout 180 "$build/tsrnn-launch" --accelerator gpu examples/air_passengers.ini \
+        --set output.work_dir="$work/runs" --set output.model_name="$name" \
+        --set output.force_reset=true "$@" >"$log" 2>&1
+}
+# NCCL, world size 1: the same numbers as the local backend (a sum over one rank is itself).
+if launch "$work/nccl1.log" nccl1 --devices 1 --set trainer.comm=nccl --set training.n_epochs=20 &&
+    launch "$work/local1.log" local1 --devices 1 --set training.n_epochs=20; then
+    a=$(sed -n 's/^val_loss \([0-9.e-]*\) .*/\1/p' "$work/nccl1.log" | tail -1)
+    b=$(sed -n 's/^val_loss \([0-9.e-]*\) .*/\1/p' "$work/local1.log" | tail -1)
+    verdict=FAIL
+    grep -q "Launching 1 worker process (gpu, nccl)" "$work/nccl1.log" &&
+        "$python" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 1e-5 * abs(b))" \
+            "${a:-nan}" "${b:-nan}" && verdict=ok
+    row "NCCL world 1 (whole path)" "$verdict: val_loss $a over nccl, $b over local" "$verdict"
+else
+    tail -n 20 "$work/nccl1.log" "$work/local1.log" 2>/dev/null
+    row "NCCL world 1 (whole path)" "FAILED ($work/nccl1.log)" FAIL
+fi
+# 2 workers x batch 8 sharing the GPU over Gloo = 1 worker x batch 16 (DESIGN.md §3).
+same=(--set model.training_length=21 --set training.shuffle=false --set training.n_epochs=6
+    --set model.model=LSTM --set model.hidden_dim=16)
+if launch "$work/gloo2.log" gloo2 --devices 2 --set trainer.comm=gloo --set training.batch_size=8 "${same[@]}" &&
+    launch "$work/gloo1.log" gloo1 --devices 1 --set training.batch_size=16 "${same[@]}"; then
+    verdict=$("$python" - "$work/runs/gloo2" "$work/runs/gloo1" <<'PY'
+import array, glob, json, struct, sys
+def weights(run):
+    path = glob.glob(run + "/checkpoints/last-*.safetensors")[0]
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__" or name.startswith("optim.") or t["dtype"] != "F32":
+            continue
+        lo, hi = t["data_offsets"]
+        out[name] = array.array("f", data[8 + n + lo:8 + n + hi])
+    return out
+a, b = weights(sys.argv[1]), weights(sys.argv[2])
+worst = max(abs(x - y) / max(abs(y), 1e-3) for k in b for x, y in zip(a[k], b[k]))
+count = sum(len(v) for v in b.values())
+ok = sorted(a) == sorted(b) and worst <= 1e-5
+print(f"{'ok' if ok else 'FAIL'}: {count} weights, worst relative difference {worst:.2e} (<= 1e-5)")
+PY
+)
+    grep -q "Launching 2 worker processes (gpu, gloo)" "$work/gloo2.log" || verdict="FAIL: not 2 gloo workers"
+    row "2 workers on 1 GPU (gloo) = 1 x 2b" "$verdict" "${verdict%%:*}"
+else
+    tail -n 20 "$work/gloo2.log" "$work/gloo1.log" 2>/dev/null
+    row "2 workers on 1 GPU (gloo) = 1 x 2b" "FAILED ($work/gloo2.log)" FAIL
+fi
+# A worker killed or stopped mid-run: the job ends within timeout_s + 10 s, nobody is left,
+# the last checkpoint loads (tsrnn-predict forecasts from it).
+failure_check() { # signal
+    local sig=$1 name=fail_${1,,} log pid1 pids launcher t0 took rc left verdict
+    log="$work/$name.log"
+    timeout 240 "$build/tsrnn-launch" --accelerator gpu --devices 2 examples/air_passengers.ini \
+        --set trainer.comm=gloo --set trainer.timeout_s=10 --set training.n_epochs=100000 \
+        --set model.model=LSTM --set model.hidden_dim=32 --set output.work_dir="$work/runs" \
+        --set output.model_name="$name" --set output.force_reset=true >"$log" 2>&1 &
+    launcher=$!
+    for _ in $(seq 600); do # up to 60 s for training to start and a last checkpoint
+        ls "$work/runs/$name/checkpoints"/last-* >/dev/null 2>&1 && break
+        kill -0 $launcher 2>/dev/null || break
+        sleep 0.1
+    done
+    pids=$(sed -n 's/^ *rank [0-9]* (local [0-9]*): pid \([0-9]*\).*/\1/p' "$log")
+    pid1=$(sed -n 's/^ *rank 1 (local 1): pid \([0-9]*\).*/\1/p' "$log")
+    if [ -z "$pid1" ] || ! ls "$work/runs/$name/checkpoints"/last-* >/dev/null 2>&1; then
+        kill $launcher 2>/dev/null
+        wait $launcher
+        tail -n 20 "$log"
+        row "worker $sig mid-run" "FAILED: the job did not start training ($log)" FAIL
+        return
+    fi
+    t0=$(date +%s.%N)
+    kill -"$sig" "$pid1"
+    wait $launcher
+    rc=$?
+    took=$("$python" -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+    left=""
+    for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+    verdict=ok
+    "$python" -c "import sys; sys.exit(float(sys.argv[1]) > 20)" "$took" || verdict=FAIL
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || verdict=FAIL
+    [ -z "$left" ] || verdict=FAIL
+    "$build/tsrnn-predict" --run "$work/runs/$name" --checkpoint last --n 3 \
+        --out "$work/$name.csv" >>"$log" 2>&1 || verdict=FAIL
+    [ "$verdict" = ok ] || tail -n 15 "$log"
+    row "worker $sig mid-run" "$verdict: job ended in $took s (<= 10 + 10), exit $rc, left:${left:- none}, last checkpoint loads" "$verdict"
+    for p in $left; do kill -KILL "$p" 2>/dev/null; done
+}
+failure_check KILL
+failure_check STOP
 
 say "every step against PyTorch on the same GPU (same initial weights, shuffle off, 43 epochs)"
 if timeout 120 "$python" scripts/gpu_torch.py steps examples/data/air_passengers.csv \

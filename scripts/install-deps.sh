@@ -12,9 +12,9 @@
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc g++ libc6-dev libinih-dev libjansson-dev libopenblas-dev
-    libcairo2-dev fonts-dejavu-core libgloo-dev)
+    libcairo2-dev fonts-dejavu-core libgloo-dev libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-    packages+=(libcmocka-dev clang-format python3 python3-pip clang libclang-rt-dev)
+    packages+=(libcmocka-dev clang-format python3 python3-pip clang libclang-rt-dev iproute2)
 fi
 
 missing=()

@@ -21,10 +21,11 @@ configure() { # dir, extra meson options...
         rm -rf "$dir"
     fi
     if [ -f "$dir/build.ninja" ]; then
-        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled \
+        meson setup --reconfigure "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled -Dmpi=enabled \
             -Dpjrt_cache="$pjrt_cache" "$@"
     else
-        meson setup "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled -Dpjrt_cache="$pjrt_cache" "$@"
+        meson setup "$dir" -Dwerror=true -Dtests=true -Dgloo=enabled -Dmpi=enabled \
+            -Dpjrt_cache="$pjrt_cache" "$@"
     fi | sed -n '/^tsrnn /,$p' # meson's summary: which optional backends were found
     meson compile -C "$dir"
 }

@@ -9,6 +9,11 @@
    and every command of its sh blocks runs, with `build/` standing for this build's folder.
    Each must exit 0; a `--plot FILE` must leave a PNG and a forecast printed to standard
    output must have one row per step.
+3. Cluster: the README's "## Running on a cluster" commands that run `mpirun -np 2` on this
+   machine run as written, from a folder that holds the repository's examples/ (as root with
+   Open MPI's two variables for root, which the README tells a reader to pass as an
+   option): exit 0, two ranks, rank 0's run folder written. Skipped without mpirun
+   (TSRNN_MPIRUN empty) or in a build without MPI.
 
 Run by meson (tests/meson.build) with TSRNN_SOURCE_ROOT and TSRNN_LAUNCH set. Prints one
 line per check and exits 1 on the first failure, with what and where.
@@ -133,9 +138,49 @@ def run_quick_start():
             print(f"ok: `{command}` exited 0")
 
 
+def run_cluster_recipe():
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    match = re.search(r"^## Running on a cluster[^\n]*\n(.*?)(?=^## )", text, re.M | re.S)
+    if match is None:
+        fail("README.md has no '## Running on a cluster' section")
+    commands = [line.strip() for body in re.findall(r"^```sh\n(.*?)^```", match.group(1),
+                                                     re.M | re.S)
+                for line in body.splitlines() if line.strip().startswith("mpirun -np 2 ")]
+    if not commands:
+        fail("README.md's cluster section has no `mpirun -np 2 ...` command to run")
+    build_h = open(os.path.join(BUILD, "tsrnn_build.h")).read()
+    if not os.environ.get("TSRNN_MPIRUN") or "TSRNN_HAVE_MPI_BACKEND 1" not in build_h:
+        print("skip: README cluster recipe (no mpirun, or a build without MPI)")
+        return
+    env = dict(os.environ)
+    if "LSAN_OPTIONS" in env:  # the ASan build: whole stacks, for tests/lsan.supp's Open MPI lines
+        env["LSAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    if os.getuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    with tempfile.TemporaryDirectory(prefix="tsrnn-readme-mpi-") as folder:
+        os.symlink(os.path.join(ROOT, "examples"), os.path.join(folder, "examples"))
+        os.symlink(BUILD, os.path.join(folder, "build"))
+        for command in commands:
+            argv = shlex.split(command)
+            argv[0] = env["TSRNN_MPIRUN"]
+            result = subprocess.run(argv, cwd=folder, capture_output=True, text=True,
+                                    timeout=300, env=env)
+            if result.returncode != 0:
+                fail(f"README cluster recipe: `{command}` exited {result.returncode}:\n"
+                     f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+            for needle in ("MEMBER: 1/2", "MEMBER: 2/2", "Run folder: darts_logs/"):
+                if needle not in result.stdout:
+                    fail(f"README cluster recipe: `{command}` printed no '{needle}':\n"
+                         f"{result.stdout[-2000:]}")
+            if not os.path.exists(os.path.join(folder, "darts_logs/Air_RNN/metrics.csv")):
+                fail(f"README cluster recipe: `{command}` wrote no darts_logs/Air_RNN/metrics.csv")
+            print(f"ok: `{command}` exited 0 with 2 ranks")
+
+
 def main():
     check_links()
     run_quick_start()
+    run_cluster_recipe()
 
 
 if __name__ == "__main__":

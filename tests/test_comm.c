@@ -459,8 +459,9 @@ static void test_backend_names(void **state)
     assert_false(tsrnn_comm_backend_known(""));
     assert_false(tsrnn_comm_backend_known(NULL));
     tsrnn_comm_backend_list(list, sizeof(list));
-    assert_string_equal(list, "local, gloo");
-    tsrnn_comm_backend_list(cut, sizeof(cut)); /* cut to fit, terminated */
+    assert_string_equal(list, "local, gloo, mpi, nccl");
+    assert_true(tsrnn_comm_backend_known("nccl")); /* known even to a build without CUDA */
+    tsrnn_comm_backend_list(cut, sizeof(cut));     /* cut to fit, terminated */
     assert_string_equal(cut, "local, ");
 }
 
@@ -489,7 +490,7 @@ static void test_bad_options(void **state)
     o = ok, o.timeout_s = NAN;
     expect_usage(o, "timeout nan s");
     o = ok, o.backend = "nccl2";
-    expect_usage(o, "unknown backend \"nccl2\": accepted are local, gloo");
+    expect_usage(o, "unknown backend \"nccl2\": accepted are local, gloo, mpi");
     o = ok, o.backend = "local", o.world_size = 2;
     expect_usage(o, "\"local\" runs a world of 1 rank, not 2");
 

@@ -512,9 +512,10 @@ static void test_workers_are_told_the_comm_backend(void **state)
     assert_int_equal(job_wait(&j, 60), 0);
     expect_file_has(j.out, "Launching 2 worker processes (cpu, gloo)");
     expect_file_has(j.err, "[rank 1] told TSRNN_COMM_BACKEND=gloo\n");
-    expect_file_has(j.out, "GLOBAL_RANK: 0, MEMBER: 1/2 (local rank 0, gloo)");
+    expect_file_has(j.out,
+                    "GLOBAL_RANK: 0, MEMBER: 1/2 (local rank 0, gloo; started by tsrnn-launch)");
     expect_file_has(run_path("backend2", "logs/rank-1.log"),
-                    "GLOBAL_RANK: 1, MEMBER: 2/2 (local rank 1, gloo)");
+                    "GLOBAL_RANK: 1, MEMBER: 2/2 (local rank 1, gloo; started by tsrnn-launch)");
     expect_file_has(j.out, "tsrnn-launch: 2 workers (cpu, gloo) finished");
 
     const char *one[] = { wrapper("backend-rank0.sh", 0,

@@ -1,6 +1,10 @@
 /* The rendezvous store (src/comm/store.h): values between processes, binary values, the
  * deadline and its message, key names, and that a reader never sees half a value.
  *
+ * Then NCCL's unique id through the store (src/comm/nccl_id.c, the nccl backend's bootstrap
+ * under tsrnn-launch): an opaque 128-byte blob from rank 0 to every rank, the deadline, and
+ * the error when rank 0 never publishes. No GPU or NCCL is needed: the id is made here.
+ *
  * A child process checks its own side and exits 0, or prints why and exits non-zero
  * (cmocka's asserts belong to the parent only); the parent reaps it with a deadline.
  */
@@ -21,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "../src/comm/backend.h"
 #include "../src/comm/store.h"
 #include "testutil.h"
 
@@ -373,6 +378,111 @@ static void test_bad_open(void **state)
     tsrnn_store_close(NULL);
 }
 
+/* 5. NCCL's unique id (nccl_id.c) */
+
+static int id_rank; /* the rank a child plays */
+
+static enum tsrnn_status make_id(void *id, size_t nbytes, void *arg)
+{
+    (void)arg;
+    assert_int_equal(nbytes, ID_NBYTES);
+    fill_id(id, 42);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status make_no_id(void *id, size_t nbytes, void *arg)
+{
+    (void)id, (void)nbytes, (void)arg;
+    return tsrnn_error(TSRNN_ERR_COMM, "ncclGetUniqueId failed: no network interface");
+}
+
+static int id_child(const char *dir)
+{
+    char rendezvous[PATH_MAX + 8];
+    snprintf(rendezvous, sizeof(rendezvous), "file:%s", dir);
+    uint8_t got[ID_NBYTES], want[ID_NBYTES];
+    memset(got, 0xff, sizeof(got));
+    if (tsrnn_comm_nccl_id_exchange(got, sizeof(got), id_rank, rendezvous, 5, make_no_id, NULL) !=
+        TSRNN_OK)
+        return FAIL("rank %d: %s", id_rank, tsrnn_last_error());
+    fill_id(want, 42);
+    if (memcmp(got, want, ID_NBYTES) != 0)
+        return FAIL("rank %d got another id than rank 0's", id_rank);
+    return 0;
+}
+
+/* Ranks 1..3 (processes) wait for rank 0 (this one), which publishes after 0.3 s: every rank
+ * ends with rank 0's 128 bytes, and only rank 0 made an id (the others' generator fails). */
+static void test_nccl_id_reaches_every_rank(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    pid_t children[3];
+    for (int r = 1; r <= 3; r++) {
+        id_rank = r;
+        children[r - 1] = start_child(id_child, dir);
+    }
+    sleep_s(0.3);
+    char rendezvous[PATH_MAX + 8];
+    snprintf(rendezvous, sizeof(rendezvous), "file:%s", dir);
+    uint8_t id[ID_NBYTES], want[ID_NBYTES];
+    assert_int_equal(tsrnn_comm_nccl_id_exchange(id, sizeof(id), 0, rendezvous, 5, make_id, NULL),
+                     TSRNN_OK);
+    fill_id(want, 42);
+    assert_memory_equal(id, want, ID_NBYTES);
+    for (int r = 1; r <= 3; r++)
+        assert_int_equal(reap(children[r - 1], 10), 0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Rank 0 never publishes: rank 1 gives up at its deadline, saying so. A value of another
+ * size is refused; a failing generator on rank 0 publishes nothing. */
+static void test_nccl_id_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char rendezvous[PATH_MAX + 8], want[PATH_MAX + 160];
+    snprintf(rendezvous, sizeof(rendezvous), "file:%s", dir);
+    uint8_t id[ID_NBYTES];
+    double start = tsrnn_clock_now_s();
+    assert_int_equal(tsrnn_comm_nccl_id_exchange(id, sizeof(id), 1, rendezvous, 0.5, make_id, NULL),
+                     TSRNN_ERR_COMM);
+    double took = tsrnn_clock_now_s() - start;
+    print_message("rank 1 gave up after %.3f s: %s\n", took, tsrnn_last_error());
+    assert_true(took >= 0.45 && took < 1.0);
+    snprintf(want, sizeof(want),
+             "rank 0 did not publish NCCL's unique id (key \"nccl-id\") in %s within 0.5 s: it "
+             "died, is stalled, or never started",
+             dir);
+    tu_expect_in(tsrnn_last_error(), want);
+
+    assert_int_equal(
+        tsrnn_comm_nccl_id_exchange(id, sizeof(id), 0, rendezvous, 1, make_no_id, NULL),
+        TSRNN_ERR_COMM);
+    tu_expect_in(tsrnn_last_error(), "ncclGetUniqueId failed: no network interface");
+    struct tsrnn_store store;
+    open_store(&store, dir, 1);
+    bool found = true;
+    assert_int_equal(tsrnn_store_has(&store, "nccl-id", &found), TSRNN_OK);
+    assert_false(found);
+
+    const size_t sizes[] = { 16, 200 };
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t other[200] = { 0 };
+        assert_int_equal(tsrnn_store_set(&store, "nccl-id", other, sizes[i]), TSRNN_OK);
+        assert_int_equal(
+            tsrnn_comm_nccl_id_exchange(id, sizeof(id), 2, rendezvous, 1, make_id, NULL),
+            TSRNN_ERR_COMM);
+        snprintf(want, sizeof(want), "the NCCL unique id in %s has %zu bytes, not 128", dir,
+                 sizes[i]);
+        tu_expect_in(tsrnn_last_error(), want);
+    }
+    tsrnn_store_close(&store);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +492,8 @@ int main(void)
         cmocka_unit_test(test_missing_key_times_out),
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_bad_open),
+        cmocka_unit_test(test_nccl_id_reaches_every_rank),
+        cmocka_unit_test(test_nccl_id_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

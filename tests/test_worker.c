@@ -174,14 +174,14 @@ static void test_comm_backend_from_the_launcher(void **state)
     } refused[] = {
         { { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=2", rendezvous, "TSRNN_COMM_BACKEND=bogus" },
           { "environment variable TSRNN_COMM_BACKEND=bogus: unknown comm backend",
-            "accepted: local, gloo" } },
+            "accepted: local, gloo, mpi, nccl" } },
         { { "TSRNN_RANK=1", "TSRNN_WORLD_SIZE=2", rendezvous, "TSRNN_COMM_BACKEND=" },
-          { "TSRNN_COMM_BACKEND=: unknown comm backend", "accepted: local, gloo" } },
+          { "TSRNN_COMM_BACKEND=: unknown comm backend", "accepted: local, gloo, mpi, nccl" } },
         { { "-u", "TSRNN_COMM_BACKEND", "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=2", rendezvous },
-          { "TSRNN_WORLD_SIZE=2 needs TSRNN_COMM_BACKEND (accepted: local, gloo)" } },
+          { "TSRNN_WORLD_SIZE=2 needs TSRNN_COMM_BACKEND (accepted: local, gloo, mpi, nccl)" } },
         { { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=3", rendezvous, "TSRNN_COMM_BACKEND=local" },
           { "TSRNN_COMM_BACKEND=local runs a world of 1 rank, but TSRNN_WORLD_SIZE=3",
-            "accepted: a backend other than local (tsrnn knows local, gloo)" } },
+            "accepted: a backend other than local (tsrnn knows local, gloo, mpi, nccl)" } },
         { { "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=1", "TSRNN_COMM_BACKEND=gloo" },
           { "TSRNN_COMM_BACKEND=gloo with TSRNN_WORLD_SIZE=1", "accepted: local" } },
     };

@@ -5,6 +5,10 @@
  *     gloo    CPU workers: Gloo over TCP (127.0.0.1 by default), rendezvous through the
  *             rendezvous store (src/comm/store.h: one file per key) in the launcher's private
  *             folder
+ *     mpi     CPU ranks started by mpirun or srun: MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier
+ *             polled against timeout_s; MPI_Init is the rendezvous (no folder)
+ *     nccl    GPU workers, one per GPU: NCCL on the compute stream, non-blocking and polled
+ *             against timeout_s; rank 0's unique id through the rendezvous store (or MPI)
  *
  * Each backend lives in its own file of src/comm/ behind the table of src/comm/backend.h;
  * comm.c checks the options and the arguments and dispatches to it, and words every failure
@@ -40,7 +44,7 @@ struct tsrnn_comm_options {
     const char *rendezvous;
     const char *host; /* the address this rank listens on; NULL = "127.0.0.1" */
     double timeout_s; /* > 0: the longest wait for the rendezvous and for each collective */
-    /* "local", "gloo", or NULL: local for world 1, else gloo. The NULL default is for
+    /* "local", "gloo", "mpi", "nccl", or NULL: local for world 1, else gloo. The NULL default is for
      * library users; tsrnn-worker passes what the launcher chose (TSRNN_COMM_BACKEND,
      * include/tsrnn/world.h), and nothing else in tsrnn picks a backend. */
     const char *backend;
@@ -71,7 +75,7 @@ enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_
 
 /* The same two collectives on device memory of options.compute: the model's gradients and
  * parameters, where the compute backend keeps them. A comm backend that takes device buffers
- * (NCCL, planned) gets them as they are, on the compute stream; the others (local, gloo) get
+ * (NCCL) gets them as they are, on the compute stream; the others (local, gloo) get
  * them staged through host memory, except where the device's memory is host memory (the CPU
  * backend), which they take as it is: no copy. */
 enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void *buf, size_t count,
@@ -85,8 +89,14 @@ enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm);
 /* After an error (or to stop at once): tears the connections down without waiting for the
  * peers, so they fail fast instead of waiting out their timeout. Later collectives fail
  * (TSRNN_ERR_COMM) without touching the network; so do those after a failed collective.
- * Not safe to call while another thread is inside a collective of `comm`. */
+ * Not safe to call while another thread is inside a collective of `comm`.
+ * mpi: MPI can stop the peers only by ending the whole job, so this is MPI_Abort and does
+ * not return (exit code 3 here; tsrnn_comm_abort_job() chooses it): print first. */
 void tsrnn_comm_abort(struct tsrnn_comm *comm);
+
+/* tsrnn_comm_abort(), and where the backend ends the job to stop the peers (mpi), the exit
+ * code the launcher sees (core.h's TSRNN_EXIT_*). */
+void tsrnn_comm_abort_job(struct tsrnn_comm *comm, int exit_code);
 
 /* Frees the communicator; accepts NULL. A healthy one first waits (up to timeout_s) until
  * every rank has come to close it, as MPI_Finalize does: a collective may return on one rank
@@ -99,14 +109,15 @@ int tsrnn_comm_rank(const struct tsrnn_comm *comm);
 int tsrnn_comm_world_size(const struct tsrnn_comm *comm);
 const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm);
 
-/* Whether this build has the backend `name` ("local" always; "gloo" with libgloo-dev). */
+/* Whether this build has the backend `name` ("local" always; "gloo" with libgloo-dev; "mpi"
+ * with libopenmpi-dev; "nccl" with the CUDA backend and NCCL's header). */
 bool tsrnn_comm_backend_available(const char *name);
 
-/* Whether `name` is a backend tsrnn knows ("local", "gloo"), in this build or not: a known
+/* Whether `name` is a backend tsrnn knows ("local", "gloo", "mpi", "nccl"), in this build or not: a known
  * one this build lacks is refused by tsrnn_comm_open() with what the build needs. NULL: no. */
 bool tsrnn_comm_backend_known(const char *name);
 
-/* Writes the names of the backends tsrnn knows, "local, gloo", for messages (cut to fit
+/* Writes the names of the backends tsrnn knows, "local, gloo, mpi", for messages (cut to fit
  * `capacity`, NUL-terminated). */
 void tsrnn_comm_backend_list(char *out, size_t capacity);
 

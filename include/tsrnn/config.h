@@ -90,6 +90,13 @@ enum tsrnn_accelerator {
     TSRNN_ACCELERATOR_TPU, /* the pjrt backend on a plugin whose platform is "tpu" */
 };
 
+/* How tsrnn-launch's workers talk ([trainer] comm); src/launcher/devices.c decides. */
+enum tsrnn_comm_choice {
+    TSRNN_COMM_CHOICE_AUTO, /* local for 1 worker, gloo for CPU workers, nccl for GPU workers */
+    TSRNN_COMM_CHOICE_GLOO, /* also GPU workers, staged through host memory: may share a GPU */
+    TSRNN_COMM_CHOICE_NCCL, /* GPU workers, one per GPU; with 1 worker too */
+};
+
 struct tsrnn_config {
     /* [data] */
     char data_path[PATH_MAX];
@@ -150,6 +157,7 @@ struct tsrnn_config {
     enum tsrnn_accelerator accelerator;
     char pjrt_plugin[PATH_MAX]; /* "" = $TSRNN_PJRT_PLUGIN, $TPU_LIBRARY_PATH, libtpu.so */
     char devices[64];           /* "auto", "-1", "N" or "i,j,..." */
+    enum tsrnn_comm_choice comm;
     int num_threads;
     double timeout_s;         /* the longest wait for a peer: rendezvous and each collective */
     int max_restarts;         /* tsrnn-launch: relaunches of the whole job after a failure */

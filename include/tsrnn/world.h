@@ -8,15 +8,26 @@
  *     TSRNN_RESTART_COUNT                       0, then 1, 2, ... after --max-restarts
  *     TSRNN_REPORT_FD                           rank 0 only: a pipe to the launcher
  *     TSRNN_COMM_BACKEND                        the comm backend every rank opens (comm.h)
- * Without TSRNN_RANK the process is a world of its own (size 1, rank 0, backend local) and
- * none of these is read. tsrnn-launch runs one machine: local rank = rank, local world
- * size = world size.
+ * tsrnn-launch runs one machine: local rank = rank, local world size = world size.
  *
- * The launcher alone chooses the comm backend (DESIGN.md §9), once for all ranks: local
- * for 1 worker, gloo for CPU workers, nccl for GPU workers (not in tsrnn yet: the launcher
- * refuses more than one GPU worker until it is). A worker uses what it is told and derives
- * nothing from its world size or device. TSRNN_COMM_BACKEND must name a backend tsrnn knows
- * (tsrnn_comm_backend_known(): local, gloo); it is required when TSRNN_WORLD_SIZE > 1, may
+ * Without TSRNN_RANK, a process started by an MPI launcher finds its place from that
+ * launcher's variables, read before MPI_Init, the first set of these that is present:
+ *     mpirun (Open MPI)  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
+ *     PMI (MPICH, Intel MPI's hydra, srun --mpi=pmi2)  PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
+ *                        MPI_LOCALNRANKS
+ *     srun (Slurm)       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ * Its comm backend is mpi (there is no launcher to choose; world size 1: local), and a
+ * build without MPI refuses a world of more than one rank (TSRNN_ERR_USAGE: its ranks would
+ * train separate models). GPU ranks use GPU device_index = the local rank among the GPUs
+ * the process sees. Without any of these the process is a world of its own (size 1, rank 0,
+ * backend local).
+ *
+ * Under tsrnn-launch the launcher alone chooses the comm backend (DESIGN.md §9), once for
+ * all ranks: local for 1 worker, gloo for CPU workers, nccl for GPU workers (not in tsrnn
+ * yet: the launcher refuses more than one GPU worker until it is). A worker uses what it is
+ * told and derives nothing from its world size or device. (Under an MPI launcher this file
+ * is the one place that chooses, as above.) TSRNN_COMM_BACKEND must name a backend tsrnn
+ * knows (tsrnn_comm_backend_known(): local, gloo, mpi); it is required when TSRNN_WORLD_SIZE > 1, may
  * be left out for a world of 1 (= local), and must be local exactly when the world size is
  * 1. A known backend this build lacks is refused later, when the worker joins.
  *
@@ -49,7 +60,12 @@ struct tsrnn_world {
     int restart_count;
     char rendezvous[PATH_MAX + 8]; /* "file:<dir>"; "" for a world of one */
     int report_fd;                 /* -1: nobody to report to */
-    const char *launcher;          /* "tsrnn-launch" or "none" */
+    const char *launcher;          /* "tsrnn-launch", "mpirun (Open MPI)", "PMI",
+                                      "srun (Slurm)" or "none" */
+    bool mpi;                      /* started by an MPI launcher (not tsrnn-launch) */
+    int device_index;              /* the GPU among the visible ones: 0 under tsrnn-launch
+                                      (CUDA_VISIBLE_DEVICES holds one), the local rank under
+                                      MPI (every rank of a node sees all its GPUs) */
     char comm_backend[16];         /* TSRNN_COMM_BACKEND; "local" for a world of one */
 };
 

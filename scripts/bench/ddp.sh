@@ -3,9 +3,11 @@
 # 100,000-point synthetic series (bench/synthetic.awk), trained with tsrnn-launch
 # --accelerator cpu --devices 1|2 (one thread per worker, Gloo allreduce, 30 steps) next to
 # PyTorch DistributedDataParallel over Gloo with torch.multiprocessing.spawn (ddp_spawn's
-# mechanism; scripts/bench_torch.py ddp256). Prints a Markdown table -- samples/s of the whole
-# job, scaling efficiency, the allreduce time per step, the speed-up -- then the bare allreduce
-# times (bench/allreduce.c). Each figure is the best of 3 runs (the VMs this runs on are noisy).
+# mechanism; scripts/bench_torch.py ddp256), and the same workers started by mpirun -np 1|2
+# (the mpi comm backend). Prints a Markdown table -- samples/s of the whole job, scaling
+# efficiency, the allreduce time per step, the speed-up -- then the bare allreduce times
+# (bench/allreduce.c, Gloo and MPI). Each figure is the best of 3 runs (the VMs this runs on
+# are noisy).
 # Usage: scripts/bench/ddp.sh
 set -euo pipefail
 
@@ -47,6 +49,17 @@ tsrnn_ddp() {
              END { if (x) print x, m; else print x1, 0 }'
 }
 
+# mpi_ddp N: the same as tsrnn_ddp, the N workers started by mpirun (the mpi comm backend).
+mpi_ddp() {
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 mpirun "${mpirun_root[@]}" -np "$1" \
+        "$build/tsrnn-worker" --set trainer.accelerator=cpu --set trainer.num_threads=1 \
+        --progress=none "$work/lstm256.ini" |
+        awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
+                                                   if ($i == "ms") m = substr($(i-1), 2) } }
+             /steps\/s, / && !x1 { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") x1 = $i }
+             END { if (x) print x, m; else print x1, 0 }'
+}
+
 # torch_ddp N: PyTorch DDP's samples/s with N processes, on the suite's OpenBLAS.
 torch_ddp() {
     LD_LIBRARY_PATH="$torch_blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -67,34 +80,50 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%
 scaling() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / (2 * b); else print "-" }'; }
 
 row() {
-    printf '| %-7s | %15s | %7s | %18s | %15s | %7s | %8s |\n' "$@"
+    printf '| %-7s | %15s | %7s | %18s | %13s | %7s | %14s | %15s | %7s | %8s |\n' "$@"
 }
 
 main() {
     write_inputs
-    local d1 d2 p1="n/a" p2="n/a"
+    local d1 d2 p1="n/a" p2="n/a" m1="n/a" m2="n/a n/a"
     d1=$(best_of3 tsrnn_ddp 1)
     d2=$(best_of3 tsrnn_ddp 2)
+    if command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/tsrnn_build.h"; then
+        m1=$(best_of3 mpi_ddp 1)
+        m2=$(best_of3 mpi_ddp 2)
+    fi
     if /usr/bin/python3 -c "import torch" 2>/dev/null; then
         torch_blas=$(torch_blas_dir)
         p1=$(best_of3 torch_ddp 1)
         p2=$(best_of3 torch_ddp 2)
     fi
     echo "Data-parallel LSTM-256, batch 64 per worker, T 64, one thread per worker, 30 steps, best of 3"
-    echo "(tsrnn-launch --accelerator cpu --devices N; PyTorch: DistributedDataParallel, Gloo, spawn):"
+    echo "(tsrnn-launch --accelerator cpu --devices N, Gloo; mpirun -np N tsrnn-worker, MPI;"
+    echo "PyTorch: DistributedDataParallel, Gloo, spawn):"
     echo
-    row "workers" "tsrnn samples/s" "scaling" "collective ms/step" "PyTorch samp/s" "scaling" \
-        "speed-up"
-    printf '|%s|%s|%s|%s|%s|%s|%s|\n' "---------" "----------------:" "--------:" \
-        "-------------------:" "----------------:" "--------:" "---------:"
-    row 1 "${d1%% *}" "-" "-" "${p1%% *}" "-" "$(ratio "${d1%% *}" "${p1%% *}")"
-    row 2 "${d2%% *}" "$(scaling "${d2%% *}" "${d1%% *}")" "${d2##* }" "${p2%% *}" \
+    row "workers" "tsrnn samples/s" "scaling" "Gloo ms/step" "MPI samples/s" "scaling" \
+        "MPI ms/step" "PyTorch samp/s" "scaling" "speed-up"
+    printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' "---------" "----------------:" "--------:" \
+        "-------------------:" "--------------:" "--------:" "---------------:" \
+        "----------------:" "--------:" "---------:"
+    row 1 "${d1%% *}" "-" "-" "${m1%% *}" "-" "-" "${p1%% *}" "-" "$(ratio "${d1%% *}" "${p1%% *}")"
+    row 2 "${d2%% *}" "$(scaling "${d2%% *}" "${d1%% *}")" "${d2##* }" "${m2%% *}" \
+        "$(scaling "${m2%% *}" "${m1%% *}")" "${m2##* }" "${p2%% *}" \
         "$(scaling "${p2%% *}" "${p1%% *}")" "$(ratio "${d2%% *}" "${p2%% *}")"
     echo
-    echo "(collective ms/step: time in the step's allreduce, waiting for the slower worker included)"
+    echo "(ms/step: time in the step's allreduce, waiting for the slower worker included;"
+    echo "speed-up: tsrnn-launch against PyTorch)"
     echo
     "$build/bench-allreduce"
+    if [ "${m1%% *}" != n/a ]; then
+        mpirun "${mpirun_root[@]}" -np 2 "$build/bench-allreduce"
+    fi
 }
 
 torch_blas=""
+# Open MPI refuses root unless told; this benchmark runs its own jobs, so it tells it.
+mpirun_root=()
+if [ "$(id -u)" -eq 0 ]; then
+    mpirun_root=(--allow-run-as-root)
+fi
 main

@@ -17,11 +17,12 @@ bench_build() {
     bash "$bench_root/scripts/install-deps.sh" >&2
     # A folder configured before libgloo-dev was installed: configure it afresh (meson keeps
     # failed header checks).
-    if grep -qs 'TSRNN_HAVE_GLOO 0' "$build/tsrnn_build.h"; then
+    if grep -qs 'TSRNN_HAVE_GLOO 0\|TSRNN_HAVE_MPI_BACKEND 0' "$build/tsrnn_build.h"; then
         rm -rf "$build"
     fi
     if [ ! -f "$build/build.ninja" ]; then
-        meson setup "$build" "$bench_root" --buildtype=release -Dtests=false -Dgloo=enabled >&2
+        meson setup "$build" "$bench_root" --buildtype=release -Dtests=false -Dgloo=enabled \
+            -Dmpi=enabled >&2
     fi
     ninja -C "$build" "$@" >/dev/null
     echo "$build"

@@ -36,8 +36,10 @@ struct tsrnn_comm_backend {
                                        enum tsrnn_comm_dtype dtype);
     enum tsrnn_status (*broadcast)(void *state, void *buf, size_t nbytes, int root);
     enum tsrnn_status (*barrier)(void *state);
-    /* Tears the connections down without waiting; close() still follows. */
-    void (*abort)(void *state);
+    /* Tears the connections down without waiting; close() still follows. A backend that can
+     * only stop its peers by ending the job (MPI_Abort) does so with exit_code and does not
+     * return. */
+    void (*abort)(void *state, int exit_code);
     /* Frees `state`. Never waits for a peer (the dispatcher's closing barrier did). */
     void (*close)(void *state);
 };
@@ -45,5 +47,31 @@ struct tsrnn_comm_backend {
 /* The backends, each in its own file; comm.c's table says which ones this build has. */
 extern const struct tsrnn_comm_backend tsrnn_comm_local_backend; /* local.c */
 extern const struct tsrnn_comm_backend tsrnn_comm_gloo_backend;  /* gloo.c, with gloo.cc */
+extern const struct tsrnn_comm_backend tsrnn_comm_mpi_backend;   /* mpi.c */
+extern const struct tsrnn_comm_backend tsrnn_comm_nccl_backend;  /* nccl.c */
+
+/* nccl_id.c (every build): the nccl backend's bootstrap under tsrnn-launch. Rank 0 calls
+ * generate(id, nbytes, arg) (ncclGetUniqueId) and publishes the `nbytes` of `id` under the key
+ * "nccl-id" of the store `rendezvous`; every other rank waits for them, until timeout_s after
+ * the call, and copies them into `id`. TSRNN_ERR_COMM when rank 0 never published within the
+ * deadline ("rank 0 did not publish NCCL's unique id ... within 5 s") or published a value
+ * of another size; TSRNN_ERR_USAGE/IO as tsrnn_store_open() and tsrnn_store_set() say. */
+enum tsrnn_status tsrnn_comm_nccl_id_exchange(
+    void *id, size_t nbytes, int rank, const char *rendezvous, double timeout_s,
+    enum tsrnn_status (*generate)(void *id, size_t nbytes, void *arg), void *arg);
+
+/* mpi.c, for a GPU backend under mpirun or srun (DESIGN.md §9: "NCCL's unique id from rank 0
+ * by MPI_Bcast"). The hook the nccl backend's open() uses when the world is an MPI one
+ * (struct tsrnn_world.mpi; its comm options then carry no rendezvous):
+ *     tsrnn_comm_mpi_hold(rank, world_size);        MPI_Init once, checked against the world
+ *     if (rank == 0) ncclGetUniqueId(&id);
+ *     tsrnn_comm_mpi_bootstrap_broadcast(&id, sizeof(id), timeout_s);   rank 0's id to all
+ *     ... cudaSetDevice(world.device_index); ncclCommInitRankConfig(...) ...
+ *     tsrnn_comm_mpi_release();                     in close(): MPI_Finalize by the last holder
+ * MPI then carries nothing else: NCCL does the collectives. The broadcast is bounded by
+ * timeout_s like every collective of the mpi backend. */
+enum tsrnn_status tsrnn_comm_mpi_hold(int rank, int world_size);
+enum tsrnn_status tsrnn_comm_mpi_bootstrap_broadcast(void *buf, size_t nbytes, double timeout_s);
+void tsrnn_comm_mpi_release(void);
 
 #endif

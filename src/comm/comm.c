@@ -1,7 +1,8 @@
 /* tsrnn comm: the dispatcher of comm.h and the one table of backends.
  *
  * A backend (backend.h) is a table of functions (open .. close) and a state pointer, in its
- * own file: local.c, gloo.c (with gloo.cc, the C++ shim). This file checks what every backend
+ * own file: local.c, gloo.c (with gloo.cc, the C++ shim), mpi.c,
+ * nccl.c. This file checks what every backend
  * would check (options, ranks, sizes, roots), skips empty collectives, refuses collectives on
  * a communicator that failed or was aborted, and words every failure the same way ("rank 1:
  * allreduce of 483 floats failed (timeout 60 s): " + the backend's own text), so a backend
@@ -50,6 +51,16 @@ static const struct {
     { "gloo", &tsrnn_comm_gloo_backend, "libgloo-dev" },
 #else
     { "gloo", NULL, "libgloo-dev" },
+#endif
+#if TSRNN_HAVE_MPI_BACKEND
+    { "mpi", &tsrnn_comm_mpi_backend, "libopenmpi-dev" },
+#else
+    { "mpi", NULL, "libopenmpi-dev" },
+#endif
+#if TSRNN_HAVE_NCCL_BACKEND
+    { "nccl", &tsrnn_comm_nccl_backend, NULL },
+#else
+    { "nccl", NULL, "the CUDA backend (CUDA toolkit with cuDNN 9) and NCCL's header" },
 #endif
 };
 
@@ -334,12 +345,17 @@ enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm)
                           comm->timeout_s);
 }
 
-void tsrnn_comm_abort(struct tsrnn_comm *comm)
+void tsrnn_comm_abort_job(struct tsrnn_comm *comm, int exit_code)
 {
     if (!comm || comm->aborted)
         return;
     comm->aborted = true;
-    comm->backend->abort(comm->state);
+    comm->backend->abort(comm->state, exit_code);
+}
+
+void tsrnn_comm_abort(struct tsrnn_comm *comm)
+{
+    tsrnn_comm_abort_job(comm, TSRNN_EXIT_PEER);
 }
 
 void tsrnn_comm_close(struct tsrnn_comm *comm)

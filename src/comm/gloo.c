@@ -122,8 +122,9 @@ static enum tsrnn_status gloo_barrier(void *state)
     return TSRNN_OK;
 }
 
-static void gloo_abort(void *state)
+static void gloo_abort(void *state, int exit_code)
 {
+    (void)exit_code; /* the peers see the connections close */
     tsrnn_gloo_abort(state);
 }
 

@@ -32,9 +32,9 @@ static enum tsrnn_status local_barrier(void *state)
     return TSRNN_OK;
 }
 
-static void local_abort(void *state)
+static void local_abort(void *state, int exit_code)
 {
-    (void)state;
+    (void)state, (void)exit_code;
 }
 
 static void local_close(void *state)

@@ -77,6 +77,7 @@ static const char *const lr_scheduler_choices[] = { "none", "ExponentialLR", "St
 static const char *const mode_choices[] = { "min", "max", NULL };
 static const char *const threshold_mode_choices[] = { "rel", "abs", NULL };
 static const char *const es_monitor_choices[] = { "none", "val_loss", "train_loss", NULL };
+static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
 #define SIZE(f)  sizeof(((struct tsrnn_config *)0)->f)
@@ -357,6 +358,14 @@ static const struct key schema[] = {
                 "workers: `auto` = 1, `-1` = one per core it may use, `N` = N, `0,2` = one "
                 "pinned to each listed core).",
          .darts = "`pl_trainer_kwargs={\"devices\": ...}`", .example = "2"),
+    ENUM("trainer", "comm", comm, "auto", comm_choices,
+         .doc = "How `tsrnn-launch`'s workers talk: `auto` = `local` for one worker, `gloo` for "
+                "CPU workers, `nccl` for GPU workers (one per GPU). `gloo` with GPU workers "
+                "stages the gradients through host memory and lets 2 or more workers share one "
+                "GPU, which NCCL refuses; `nccl` with one GPU worker runs the NCCL path alone "
+                "(a check on a one-GPU machine).",
+         .darts = "`pl_trainer_kwargs={\"strategy\": DDPStrategy(process_group_backend=...)}`",
+         .example = "gloo"),
     INT("trainer", "num_threads", num_threads, "1", 1, 1024,
         .doc = "Compute threads of one worker: each large layer's recurrence and each large "
                "BLAS product is split into this many parts (OpenBLAS itself runs "

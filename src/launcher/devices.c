@@ -15,10 +15,13 @@
 #include "tsrnn/compute.h"
 
 /* The NVIDIA driver lists one folder per GPU here; reading it does not initialise CUDA,
- * which would not survive the fork that follows (reference/distributed.md A2). */
+ * which would not survive the fork that follows (reference/distributed.md A2). For tests
+ * only, TSRNN_TEST_NVIDIA_GPUS_DIR names another folder to count (a simulated GPU list:
+ * tests/test_launch_plan.c; docs/distributed.md "Testing without a GPU"). */
 static int count_gpus(void)
 {
-    DIR *dir = opendir("/proc/driver/nvidia/gpus");
+    const char *fake = getenv("TSRNN_TEST_NVIDIA_GPUS_DIR");
+    DIR *dir = opendir(fake != NULL ? fake : "/proc/driver/nvidia/gpus");
     int count = 0;
     struct dirent *e;
     if (dir == NULL)
@@ -166,14 +169,17 @@ enum tsrnn_status resolve_devices(struct launch *l)
     else if (strcmp(devices, "-1") == 0)
         count = (int64_t)available;
     else if (strchr(devices, ',') == NULL && tsrnn_parse_int64(devices, &count)) {
-        /* More CPU workers than cores is allowed (slow, but a valid test of N ranks). */
-        if (l->gpu && (size_t)count > gpus)
+        /* More CPU workers than cores is allowed (slow, but a valid test of N ranks); more
+         * GPU workers than GPUs only over Gloo, which lets workers share a GPU (NCCL
+         * refuses two ranks on one GPU). */
+        if (l->gpu && (size_t)count > gpus && cfg->comm != TSRNN_COMM_CHOICE_GLOO)
             return tsrnn_error(TSRNN_ERR_USAGE,
-                               "%s: [trainer] devices = '%s' asks for %lld GPUs, but %zu %s "
-                               "visible; accepted: 1 to %zu, -1 (all) or a list of indices "
-                               "below %zu",
-                               origin, devices, (long long)count, gpus, gpus == 1 ? "is" : "are",
-                               gpus, gpus);
+                               "%s: [trainer] devices = '%s' asks for %lld GPU workers, but %zu "
+                               "GPU%s %s visible and NCCL runs one worker per GPU; accepted: 1 "
+                               "to %zu, -1 (all), a list of indices below %zu, or [trainer] "
+                               "comm = gloo to let workers share GPUs",
+                               origin, devices, (long long)count, gpus, gpus == 1 ? "" : "s",
+                               gpus == 1 ? "is" : "are", gpus, gpus);
     } else {
         list_count = parse_device_list(devices, list, 64);
         count = (int64_t)list_count;
@@ -199,23 +205,38 @@ enum tsrnn_status resolve_devices(struct launch *l)
         }
     }
 
+    if (!l->gpu && cfg->comm == TSRNN_COMM_CHOICE_NCCL)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] comm = nccl needs GPU workers, but these are CPU "
+                           "workers (accelerator %s); accepted: comm = auto or gloo, or "
+                           "--accelerator gpu",
+                           tsrnn_config_origin(cfg, "trainer", "comm"),
+                           cfg->accelerator == TSRNN_ACCELERATOR_CPU ? "cpu" : "auto, no GPU");
+
     /* The one place the comm backend is chosen (DESIGN.md §9): every worker is told it
      * (TSRNN_COMM_BACKEND, world.h) and derives nothing itself. One this build lacks stops
-     * the job here, before any worker starts. */
-    l->comm_backend = count == 1 ? "local" : l->gpu ? "nccl" : "gloo";
-    if (!l->gpu && !tsrnn_comm_backend_available(l->comm_backend))
+     * the job here, before any worker starts. 1 worker: local, except where comm = nccl asks
+     * for the NCCL path on its own; CPU workers: gloo; GPU workers: nccl, or gloo where
+     * comm = gloo says so. */
+    if (l->gpu && cfg->comm == TSRNN_COMM_CHOICE_NCCL)
+        l->comm_backend = "nccl";
+    else
+        l->comm_backend = count == 1                                      ? "local"
+                          : l->gpu && cfg->comm != TSRNN_COMM_CHOICE_GLOO ? "nccl"
+                                                                          : "gloo";
+    if (strcmp(l->comm_backend, "gloo") == 0 && !tsrnn_comm_backend_available("gloo"))
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [trainer] devices = '%s' asks for %lld CPU workers, but this "
+                           "%s: [trainer] devices = '%s' asks for %lld %s workers, but this "
                            "tsrnn was built without Gloo (libgloo-dev), which they need to "
                            "talk; install it and rebuild, or use one device",
-                           origin, devices, (long long)count);
-    if (l->gpu && !tsrnn_comm_backend_available(l->comm_backend))
+                           origin, devices, (long long)count, l->gpu ? "GPU" : "CPU");
+    if (strcmp(l->comm_backend, "nccl") == 0 && !tsrnn_comm_backend_available("nccl"))
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [trainer] devices = '%s' asks for %lld GPU workers, but they "
-                           "would talk through NCCL, and tsrnn has no nccl comm backend yet; "
-                           "accepted: --devices 1 (one GPU), or --accelerator cpu (CPU workers "
-                           "talk through Gloo)",
-                           origin, devices, (long long)count);
+                           "%s: [trainer] devices = '%s' asks for %lld GPU worker%s talking "
+                           "through NCCL, but this tsrnn was built without the nccl comm "
+                           "backend (it needs the CUDA backend and NCCL's header); accepted: "
+                           "--devices 1, [trainer] comm = gloo, or --accelerator cpu",
+                           origin, devices, (long long)count, count == 1 ? "" : "s");
     l->count = (int)count;
     l->workers = calloc((size_t)count, sizeof(*l->workers));
     l->pollfds = calloc(2 + 2 * (size_t)count, sizeof(*l->pollfds));
@@ -227,8 +248,9 @@ enum tsrnn_status resolve_devices(struct launch *l)
         struct worker *w = &l->workers[r];
         w->rank = r;
         w->core = !l->gpu && list_count > 0 ? (int)list[r] : -1;
+        /* More workers than GPUs (comm = gloo only): they take the GPUs in turn. */
         if (l->gpu)
-            memcpy(w->gpu, ids[list_count > 0 ? list[r] : r], GPU_ID_MAX);
+            memcpy(w->gpu, ids[list_count > 0 ? list[r] : (int64_t)((size_t)r % gpus)], GPU_ID_MAX);
         w->out.fd = w->err.fd = w->log_fd = -1;
     }
     l->report_stream.fd = -1;

@@ -165,6 +165,8 @@ static void build_env(struct launch *l, const struct worker *w)
         snprintf(l->env_own[own++], cap, "TSRNN_REPORT_FD=%d", REPORT_FD);
     if (l->gpu) {
         snprintf(l->env_own[own++], cap, "CUDA_VISIBLE_DEVICES=%s", w->gpu);
+        /* PyTorch's name, which NCCL's and CUDA's tools (and users' scripts) read. */
+        snprintf(l->env_own[own++], cap, "LOCAL_RANK=%d", w->rank);
     } else {
         /* One thread per CPU worker: W workers already use W cores. */
         snprintf(l->env_own[own++], cap, "OPENBLAS_NUM_THREADS=1");

@@ -427,11 +427,20 @@ static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, s
 }
 
 /* What every rank must share to train one model: the resolved config and the series as
- * read. */
+ * read. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
+ * would be does not matter (under mpirun or srun a rank may start in another folder, on
+ * another machine). */
 static uint32_t job_fingerprint(const struct trainer *tr)
 {
     const struct tsrnn_series *s = &tr->ds->series;
-    char *text = tsrnn_config_text(tr->cfg);
+    struct tsrnn_config *shared = malloc(sizeof(*shared));
+    char *text = NULL;
+    if (shared != NULL) {
+        *shared = *tr->cfg;
+        shared->work_dir[0] = '\0';
+        text = tsrnn_config_text(shared);
+        free(shared);
+    }
     uint32_t crc = text ? tsrnn_crc32c(0, text, strlen(text)) : 0;
     free(text);
     crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));
@@ -459,6 +468,28 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
     TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->model.params, nbytes, 0));
     if (tr->cfg->resume[0] == '\0')
         return TSRNN_OK;
+    /* Resuming, rank 0 alone read the checkpoint (resume_from()): the others get where it
+     * left off with its weights and moments, so no rank but 0 needs to see the run folder
+     * (a cluster without a shared file system resumes too). */
+    struct {
+        int64_t step, start_epoch, start_batch, best_epoch;
+        uint64_t adam_step;
+        double best_value;
+    } where = {
+        .step = tr->step,
+        .start_epoch = tr->start_epoch,
+        .start_batch = (int64_t)tr->start_batch,
+        .best_epoch = tr->state.best_epoch,
+        .adam_step = tr->adam.step,
+        .best_value = tr->state.best_value,
+    };
+    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &where, sizeof(where), 0));
+    tr->step = where.step;
+    tr->start_epoch = where.start_epoch;
+    tr->start_batch = (size_t)where.start_batch;
+    tr->state.best_epoch = where.best_epoch;
+    tr->adam.step = where.adam_step;
+    tr->state.best_value = where.best_value;
     TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg, nbytes, 0));
     return tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
 }
@@ -598,7 +629,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         TSRNN_TRY(check_fused_controls(cfg));
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
-    if (cfg->resume[0] != '\0')
+    if (cfg->resume[0] != '\0' && tr->writes_files)
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
@@ -1173,7 +1204,8 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     }
     snprintf(r.best_checkpoint, sizeof(r.best_checkpoint), "%s", tr.best_checkpoint);
     snprintf(r.last_checkpoint, sizeof(r.last_checkpoint), "%s", tr.last_checkpoint);
-    if (status == TSRNN_OK)
+    /* A quiet rank other than 0 says nothing: rank 0 speaks for all (ranks > 0 under MPI). */
+    if (status == TSRNN_OK && !(options->quiet && tr.rank > 0))
         print_result(&tr, &r, out);
     finish(&tr);
     *result = r;

@@ -46,8 +46,9 @@ static void usage(FILE *out)
             "  -V, --version                show the version and exit\n"
             "\n"
             "Started by tsrnn-launch, it reads its rank from TSRNN_RANK, TSRNN_WORLD_SIZE,\n"
-            "TSRNN_LOCAL_RANK, TSRNN_RENDEZVOUS and TSRNN_COMM_BACKEND; without them it\n"
-            "trains alone.\n"
+            "TSRNN_LOCAL_RANK, TSRNN_RENDEZVOUS and TSRNN_COMM_BACKEND; started by mpirun\n"
+            "or srun, from OMPI_COMM_WORLD_*, PMI_* or SLURM_* and talks through MPI;\n"
+            "without any of them it trains alone.\n"
             "\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error, 3 a peer\n"
             "failed or timed out, 130 interrupted (SIGINT/SIGTERM stop it between two\n"
@@ -207,7 +208,7 @@ int main(int argc, char **argv)
     struct tsrnn_config *cfg = malloc(sizeof(*cfg));
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_sampler sampler = { 0 };
-    struct tsrnn_world world;
+    struct tsrnn_world world = { .world_size = 1 };
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_comm *comm = NULL;
     enum tsrnn_status status = cfg ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
@@ -228,6 +229,9 @@ int main(int argc, char **argv)
     install_stop_handlers();
     if (status == TSRNN_OK && world.world_size > 1)
         status = join_world(&comm, &world, cfg, compute);
+    /* Under mpirun or srun every rank's output meets on one terminal: rank 0 speaks for all,
+     * as Lightning's rank_zero_only (the others print their banner line and errors only). */
+    bool rank_quiet = world.mpi && world.rank > 0;
     if (status == TSRNN_OK)
         status = tsrnn_dataset_load(&ds, cfg);
     /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
@@ -236,14 +240,21 @@ int main(int argc, char **argv)
         status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size,
                                     cfg->shuffle ? &summary_shuffle : NULL, (size_t)world.rank,
                                     (size_t)world.world_size);
+    if (status == TSRNN_OK && !train_options.quiet && rank_quiet)
+        printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, %s; "
+               "started by %s)\n",
+               world.rank, world.rank + 1, world.world_size, world.local_rank,
+               tsrnn_comm_backend_name(comm), world.launcher);
+    if (rank_quiet)
+        train_options.quiet = true;
     if (status == TSRNN_OK && !train_options.quiet) {
         printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
                tsrnn_model_kind_name(cfg->model));
         if (world.world_size > 1)
             printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, "
-                   "%s)\n",
+                   "%s; started by %s)\n",
                    world.rank, world.rank + 1, world.world_size, world.local_rank,
-                   tsrnn_comm_backend_name(comm));
+                   tsrnn_comm_backend_name(comm), world.launcher);
         tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
         fflush(stdout);
     }
@@ -259,21 +270,24 @@ int main(int argc, char **argv)
             report_result(&world, &result);
     }
 
-done:
-    /* After a failed collective no rank waits for this one: tear down, do not say goodbye. */
-    if (status != TSRNN_OK && comm != NULL)
-        tsrnn_comm_abort(comm);
+done:;
+    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
+     * their logs, not to the launcher's error stream). */
+    int code = tsrnn_status_exit_code(status);
+    if (status == TSRNN_ERR_INTERRUPTED && world.rank > 0)
+        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
+    else if (status != TSRNN_OK)
+        fail(status);
+    /* After a failure no rank waits for this one: tear down, do not say goodbye. Under MPI
+     * that ends the whole job (MPI_Abort does not return), hence the message first. At an
+     * interrupt every rank stops after the same step: they close as after a success. */
+    if (status != TSRNN_OK && status != TSRNN_ERR_INTERRUPTED && comm != NULL)
+        tsrnn_comm_abort_job(comm, code);
     tsrnn_comm_close(comm);
     tsrnn_compute_destroy(compute);
     tsrnn_sampler_finish(&sampler);
     tsrnn_dataset_finish(&ds);
     free(cfg);
     free(overrides);
-    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
-     * their logs, not to the launcher's error stream). */
-    if (status == TSRNN_ERR_INTERRUPTED && world.rank > 0) {
-        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
-        return tsrnn_status_exit_code(status);
-    }
-    return status == TSRNN_OK ? TSRNN_EXIT_OK : fail(status);
+    return code;
 }

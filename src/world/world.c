@@ -11,6 +11,9 @@
 #include "tsrnn/comm.h"
 #include "tsrnn/world.h"
 
+/* The launcher whose variables are being read, for messages. */
+static _Thread_local const char *reading_for = "tsrnn-launch";
+
 /* Reads the integer variable `name` into *value; absent leaves *value as it is. */
 static enum tsrnn_status env_int(const char *name, int *value, int64_t lo, int64_t hi)
 {
@@ -21,8 +24,8 @@ static enum tsrnn_status env_int(const char *name, int *value, int64_t lo, int64
     if (!tsrnn_parse_int64(text, &v) || v < lo || v > hi)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "environment variable %s=%s: accepted: an integer from %lld to %lld "
-                           "(tsrnn-launch sets it for every worker)",
-                           name, text, (long long)lo, (long long)hi);
+                           "(%s sets it for every worker)",
+                           name, text, (long long)lo, (long long)hi, reading_for);
     *value = (int)v;
     return TSRNN_OK;
 }
@@ -54,13 +57,64 @@ static enum tsrnn_status comm_backend_from_env(struct tsrnn_world *w)
                            "rank, but TSRNN_WORLD_SIZE=%d; accepted: a backend other than "
                            "local (tsrnn knows %s)",
                            w->world_size, accepted);
-    if (!local && w->world_size == 1)
+    /* nccl with one rank is allowed: [trainer] comm = nccl runs the NCCL path on one GPU. */
+    if (!local && w->world_size == 1 && strcmp(name, "nccl") != 0)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "environment variable TSRNN_COMM_BACKEND=%s with TSRNN_WORLD_SIZE=1: "
                            "a world of 1 rank talks to nobody; accepted: local (or leave it "
                            "unset)",
                            name);
     memcpy(w->comm_backend, name, strlen(name) + 1);
+    return TSRNN_OK;
+}
+
+/* The variables one MPI launcher sets for each process (DESIGN.md §2), read before MPI_Init:
+ * the world and this process's place in it. local_size may be NULL (the launcher does not
+ * say how many ranks share the node). */
+struct mpi_launcher {
+    const char *name; /* struct tsrnn_world.launcher */
+    const char *rank, *size, *local_rank, *local_size;
+};
+
+static const struct mpi_launcher mpi_launchers[] = {
+    { "mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
+    { "PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
+    { "srun (Slurm)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL },
+};
+
+/* A process started by an MPI launcher: its rank, world and local rank from the launcher's
+ * variables; the comm backend is mpi (no tsrnn-launch is there to choose it). */
+static enum tsrnn_status world_from_mpi(struct tsrnn_world *w, const struct mpi_launcher *l)
+{
+    w->launcher = l->name;
+    w->mpi = true;
+    reading_for = l->name;
+    if (getenv(l->size) == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "environment variable %s=%s without %s: started by %s, but the world "
+                           "size is missing; accepted: both set by the launcher",
+                           l->rank, getenv(l->rank), l->size, l->name);
+    TSRNN_TRY(env_int(l->size, &w->world_size, 1, 1 << 20));
+    TSRNN_TRY(env_int(l->rank, &w->rank, 0, w->world_size - 1));
+    w->local_world_size = w->world_size;
+    if (l->local_size != NULL)
+        TSRNN_TRY(env_int(l->local_size, &w->local_world_size, 1, w->world_size));
+    /* Without the launcher's local rank every rank is taken to have a node of its own. */
+    w->local_rank = 0;
+    TSRNN_TRY(env_int(l->local_rank, &w->local_rank, 0, w->local_world_size - 1));
+    w->device_index = w->local_rank;
+    if (w->world_size == 1)
+        return TSRNN_OK; /* local: MPI is not even initialised */
+    if (!tsrnn_comm_backend_available("mpi"))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "started by %s as rank %d of %d (%s=%d, %s=%d), but this "
+                           "tsrnn-worker was built without MPI: its ranks would train %d "
+                           "separate models; rebuild with libopenmpi-dev installed "
+                           "(meson -Dmpi=enabled), or start the workers with tsrnn-launch",
+                           l->name, w->rank, w->world_size, l->rank, w->rank, l->size,
+                           w->world_size, w->world_size);
+    snprintf(w->comm_backend, sizeof(w->comm_backend), "mpi");
     return TSRNN_OK;
 }
 
@@ -73,8 +127,13 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
         .launcher = "none",
         .comm_backend = "local",
     };
-    if (getenv("TSRNN_RANK") == NULL)
+    reading_for = "tsrnn-launch";
+    if (getenv("TSRNN_RANK") == NULL) {
+        for (size_t i = 0; i < sizeof(mpi_launchers) / sizeof(mpi_launchers[0]); i++)
+            if (getenv(mpi_launchers[i].rank) != NULL)
+                return world_from_mpi(w, &mpi_launchers[i]);
         return TSRNN_OK;
+    }
 
     w->launcher = "tsrnn-launch";
     TSRNN_TRY(env_int("TSRNN_WORLD_SIZE", &w->world_size, 1, 1 << 20));
@@ -83,6 +142,7 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
     TSRNN_TRY(env_int("TSRNN_LOCAL_WORLD_SIZE", &w->local_world_size, 1, w->world_size));
     w->local_rank = w->rank;
     TSRNN_TRY(env_int("TSRNN_LOCAL_RANK", &w->local_rank, 0, w->local_world_size - 1));
+    w->device_index = 0; /* the launcher's CUDA_VISIBLE_DEVICES holds this worker's GPU only */
     TSRNN_TRY(env_int("TSRNN_RESTART_COUNT", &w->restart_count, 0, 1 << 20));
     TSRNN_TRY(env_int("TSRNN_REPORT_FD", &w->report_fd, 0, 1 << 20));
     if (w->report_fd >= 0 && fcntl(w->report_fd, F_GETFD) < 0)
