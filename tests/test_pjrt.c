@@ -468,6 +468,45 @@ static void test_worker(void **state)
 
 #endif
 
+/* The training controls on the fused step: the learning-rate scheduler runs on the host and
+ * feeds each step's lr into the program (StepLR on xla = on the CPU, step by step); what the
+ * compiled step cannot do (other optimizers, L1Loss, clipping) is refused with exit 2. */
+static void test_training_controls(void **state)
+{
+    (void)state;
+    struct tu_result r;
+    setenv("TSRNN_PJRT_PLUGIN", plugin, 1);
+    const char *xla[] = { "trainer.accelerator=xla",          "training.n_epochs=3",
+                          "training.lr_scheduler_cls=StepLR", "lr_scheduler_kwargs.step_size=1",
+                          "lr_scheduler_kwargs.gamma=0.1",    NULL };
+    expect_train("xla_steplr", xla, 0);
+    const char *cpu[] = { "trainer.accelerator=cpu",          "training.n_epochs=3",
+                          "training.lr_scheduler_cls=StepLR", "lr_scheduler_kwargs.step_size=1",
+                          "lr_scheduler_kwargs.gamma=0.1",    NULL };
+    expect_train("cpu_steplr", cpu, 0);
+    struct tu_metrics_row rx[64], rc[64];
+    size_t nx = read_metrics("xla_steplr", rx, 64), nc = read_metrics("cpu_steplr", rc, 64);
+    assert_int_equal(nx, nc);
+    double worst = 0.0;
+    for (size_t i = 0; i < nx; i++)
+        if (!isnan(rc[i].train_loss))
+            worst = fmax(worst, fabs(rx[i].train_loss - rc[i].train_loss) / rc[i].train_loss);
+    printf("# StepLR on xla against the CPU, %zu rows: worst step loss rel diff %.2e\n", nx, worst);
+    assert_true(worst <= 1e-5);
+
+    static const char *const refused[][2] = {
+        { "training.optimizer_cls=SGD", "[training] optimizer_cls: the pjrt backend's compiled" },
+        { "trainer.gradient_clip_val=1", "[trainer] gradient_clip_val: the pjrt backend's" },
+        { "training.loss_fn=L1Loss", "the pjrt compute backend has no L1Loss yet" },
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const char *sets[] = { "trainer.accelerator=xla", refused[i][0], NULL };
+        assert_int_equal(tu_train(&r, "refused", sets, 60), 2);
+        tu_expect_in(r.err, refused[i][1]);
+    }
+    unsetenv("TSRNN_PJRT_PLUGIN");
+}
+
 int main(void)
 {
 #if !TSRNN_HAVE_PJRT_BACKEND
@@ -486,9 +525,10 @@ int main(void)
         printf("# TSRNN_TEST_SHORT: of the training cases, LSTM 2 layers with dropout only\n");
     pjrt1 = new_pjrt(1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_runtime),    cmocka_unit_test(test_train_rnn),
-        cmocka_unit_test(test_train_lstm), cmocka_unit_test(test_train_gru),
-        cmocka_unit_test(test_replicas),   cmocka_unit_test(test_worker),
+        cmocka_unit_test(test_runtime),           cmocka_unit_test(test_train_rnn),
+        cmocka_unit_test(test_train_lstm),        cmocka_unit_test(test_train_gru),
+        cmocka_unit_test(test_replicas),          cmocka_unit_test(test_worker),
+        cmocka_unit_test(test_training_controls),
     };
     int failed = cmocka_run_group_tests_name("pjrt", tests, tu_setup_run_dir, tu_teardown_run_dir);
     tsrnn_compute_destroy(pjrt1);

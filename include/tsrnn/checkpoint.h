@@ -23,6 +23,14 @@
  *     tsrnn.monitor           "val_loss" (or "train_loss" for a run without validation)
  *     tsrnn.monitor_value     its value at this epoch; tsrnn.best_value / tsrnn.best_epoch
  *                             the best so far (lowest)
+ *     tsrnn.lr                the learning rate of the next step (a scheduler moves it)
+ *     tsrnn.lr_scheduler      "last_epoch=N best=X num_bad_epochs=N cooldown_counter=N":
+ *                             PyTorch's scheduler state (best: ReduceLROnPlateau's, inf first)
+ *     tsrnn.early_stopping    "wait_count=N best_score=X": Lightning's EarlyStopping state
+ *                             These three are absent from checkpoints written before them;
+ *                             reading one without them restarts the controls from the config.
+ *                             With optimizer_cls = SGD, optim.exp_avg.* hold PyTorch's
+ *                             momentum_buffer and optim.exp_avg_sq.* zeros.
  *     tsrnn.model             JSON: model, input_size, hidden_dim, n_rnn_layers, output_size,
  *                             dropout, input_chunk_length, training_length
  *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
@@ -60,6 +68,15 @@ struct tsrnn_train_state {
     double monitor_value; /* at `epoch` */
     double best_value;    /* lowest monitor_value so far; NaN before the first epoch */
     int64_t best_epoch;   /* its epoch; -1 likewise */
+    /* The training controls' state after this epoch (tsrnn.lr, tsrnn.lr_scheduler,
+     * tsrnn.early_stopping); false in checkpoints written before them: the config's lr and
+     * fresh scheduler and early-stopping state. */
+    bool has_controls;
+    double lr; /* the learning rate of the next step */
+    int64_t sched_last_epoch, sched_num_bad_epochs, sched_cooldown_counter;
+    double sched_best;
+    int64_t es_wait_count;
+    double es_best_score; /* a float32 value */
 };
 
 /* What a run's data looked like to the model: saved so that a checkpoint alone can forecast

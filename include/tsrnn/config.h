@@ -28,7 +28,7 @@
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
-#define TSRNN_CONFIG_MAX_KEYS 48  /* room in origins[] for the schema's keys */
+#define TSRNN_CONFIG_MAX_KEYS 64  /* room in origins[] for the schema's keys */
 
 enum tsrnn_scaler_kind {
     TSRNN_SCALER_MINMAX,
@@ -46,6 +46,40 @@ enum tsrnn_fill_missing {
 enum tsrnn_rng_compat {
     TSRNN_RNG_COMPAT_LIGHTNING2, /* today's Darts: the sanity check draws nothing */
     TSRNN_RNG_COMPAT_LIGHTNING1, /* the Darts guide's era: its sanity check drew one number */
+};
+
+/* [training] optimizer_cls: PyTorch's optimizer (include/tsrnn/optim.h). */
+enum tsrnn_optimizer_kind {
+    TSRNN_OPTIMIZER_ADAM,
+    TSRNN_OPTIMIZER_ADAMW,
+    TSRNN_OPTIMIZER_SGD,
+};
+
+/* [training] lr_scheduler_cls: PyTorch's scheduler, stepped once per epoch (Darts' interval). */
+enum tsrnn_lr_scheduler_kind {
+    TSRNN_LR_SCHEDULER_NONE,
+    TSRNN_LR_SCHEDULER_EXPONENTIAL, /* ExponentialLR */
+    TSRNN_LR_SCHEDULER_STEP,        /* StepLR */
+    TSRNN_LR_SCHEDULER_PLATEAU,     /* ReduceLROnPlateau, on val_loss */
+};
+
+/* mode of ReduceLROnPlateau and of Lightning's EarlyStopping. */
+enum tsrnn_monitor_mode {
+    TSRNN_MONITOR_MIN,
+    TSRNN_MONITOR_MAX,
+};
+
+/* ReduceLROnPlateau's threshold_mode. */
+enum tsrnn_threshold_mode {
+    TSRNN_THRESHOLD_REL,
+    TSRNN_THRESHOLD_ABS,
+};
+
+/* [early_stopping] monitor. */
+enum tsrnn_early_stopping_monitor {
+    TSRNN_EARLY_STOPPING_NONE,
+    TSRNN_EARLY_STOPPING_VAL_LOSS,
+    TSRNN_EARLY_STOPPING_TRAIN_LOSS,
 };
 
 enum tsrnn_accelerator {
@@ -96,6 +130,28 @@ struct tsrnn_config {
     /* "" = a new run; "last" / "best" = that checkpoint of this run folder; else the absolute
      * path of a checkpoint file. */
     char resume[PATH_MAX];
+    enum tsrnn_optimizer_kind optimizer_cls;
+    double weight_decay; /* -1 = the optimizer's default: AdamW 0.01, Adam and SGD 0 */
+    double momentum;     /* SGD's */
+    enum tsrnn_loss_kind loss_fn;
+    enum tsrnn_lr_scheduler_kind lr_scheduler_cls;
+
+    /* [lr_scheduler_kwargs] */
+    double lr_gamma;  /* ExponentialLR, StepLR */
+    int lr_step_size; /* StepLR; 0 = not set */
+    double lr_factor; /* ReduceLROnPlateau: factor, patience, threshold, ... */
+    int lr_patience;
+    double lr_threshold;
+    enum tsrnn_threshold_mode lr_threshold_mode;
+    int lr_cooldown;
+    double lr_min_lr;
+    enum tsrnn_monitor_mode lr_mode;
+
+    /* [early_stopping]: Lightning's EarlyStopping callback */
+    enum tsrnn_early_stopping_monitor es_monitor;
+    int es_patience;
+    double es_min_delta;
+    enum tsrnn_monitor_mode es_mode;
 
     /* [trainer] */
     enum tsrnn_accelerator accelerator;
@@ -103,9 +159,10 @@ struct tsrnn_config {
     char devices[64];           /* "auto", "-1", "N" or "i,j,..." */
     enum tsrnn_comm_choice comm;
     int num_threads;
-    double timeout_s;      /* the longest wait for a peer: rendezvous and each collective */
-    int max_restarts;      /* tsrnn-launch: relaunches of the whole job after a failure */
-    int log_every_n_steps; /* TensorBoard: train_loss every this many steps (Lightning's) */
+    double timeout_s;         /* the longest wait for a peer: rendezvous and each collective */
+    int max_restarts;         /* tsrnn-launch: relaunches of the whole job after a failure */
+    int log_every_n_steps;    /* TensorBoard: train_loss every this many steps (Lightning's) */
+    double gradient_clip_val; /* clip_grad_norm_'s max_norm; 0 = no clipping */
 
     /* [output] */
     char work_dir[PATH_MAX];

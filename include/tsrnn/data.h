@@ -245,6 +245,36 @@ size_t tsrnn_windows_start(const struct tsrnn_windows *w, size_t idx);
 void tsrnn_windows_gather(const struct tsrnn_windows *w, const size_t *idx, size_t batch_count,
                           float *input, float *target);
 
+/* --- windows over several series (Darts' global models) ---------------------------------
+ * Darts' ShiftedTorchTrainingDataset over a list of S series, each with its own windows
+ * (struct tsrnn_windows, index 0 its most recent): every series gets the same number M of
+ * sample indices, M = min(max_samples_per_ts, the most windows any series has), so the
+ * dataset holds S * M samples and sample i is window (i mod M) mod N_s of series s = i / M
+ * (N_s: that series' window count). A series with fewer windows than M repeats its windows
+ * — Darts oversamples the shorter series — and max_samples_per_ts keeps each series' M most
+ * recent. Windows are index arithmetic over the series' values, never copies. */
+struct tsrnn_window_list {
+    const struct tsrnn_windows *series; /* (S) not owned */
+    size_t series_count;                /* S */
+    size_t samples_per_series;          /* M */
+    size_t count;                       /* S * M */
+};
+
+/* max_samples_per_ts = 0: no cap. TSRNN_ERR_DATA when no series has a window, or when one
+ * series has none (Darts raises both), naming the series by its index. */
+enum tsrnn_status tsrnn_window_list_init(struct tsrnn_window_list *list,
+                                         const struct tsrnn_windows *series, size_t series_count,
+                                         size_t max_samples_per_ts);
+
+/* Which series sample `idx` comes from and which of that series' windows it is. */
+void tsrnn_window_list_locate(const struct tsrnn_window_list *list, size_t idx, size_t *series_idx,
+                              size_t *window_idx);
+
+/* Copies samples idx[0..B) into input and target, each (B, T, C) row-major, as
+ * tsrnn_windows_gather(). Every series has the same T and C. */
+void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t *idx,
+                              size_t batch_count, float *input, float *target);
+
 /* --- the dataset of a run -------------------------------------------------------------- */
 
 /* A loaded, split and scaled series with its training and validation windows: everything

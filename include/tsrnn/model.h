@@ -124,8 +124,15 @@ enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param
 
 struct tsrnn_workspace; /* the backend's activations (src/compute/backend.h) */
 
+/* The training loss ([training] loss_fn). */
+enum tsrnn_loss_kind {
+    TSRNN_LOSS_MSE, /* nn.MSELoss(): the default, 0 */
+    TSRNN_LOSS_L1,  /* nn.L1Loss() */
+};
+
 struct tsrnn_model {
     struct tsrnn_model_dims dims;
+    enum tsrnn_loss_kind loss; /* what tsrnn_model_loss/_backward/_window_errors compute */
     struct tsrnn_param_table table;
     struct tsrnn_compute *compute; /* the device it runs on; not owned */
     struct tsrnn_workspace *ws;
@@ -172,14 +179,21 @@ enum tsrnn_status tsrnn_model_load_batch(struct tsrnn_model *model, const float 
 enum tsrnn_status tsrnn_model_forward(struct tsrnn_model *model, bool training,
                                       struct tsrnn_rng *dropout_rng);
 
-/* The MSE of the last forward against the batch's y, PyTorch's nn.MSELoss() (mean over
- * B*T*O), into model->grads' loss slot and *loss. */
+/* The loss of the last forward against the batch's y, PyTorch's nn.MSELoss() or, with
+ * model->loss = TSRNN_LOSS_L1, nn.L1Loss() (mean over B*T*O), into model->grads' loss slot
+ * and *loss. TSRNN_ERR_USAGE when the backend has no L1Loss. */
 enum tsrnn_status tsrnn_model_loss(struct tsrnn_model *model, float *loss);
+
+/* TSRNN_ERR_USAGE when model->loss needs ops the compute backend lacks (L1Loss is optional). */
+enum tsrnn_status tsrnn_model_check_loss(const struct tsrnn_model *model);
 
 /* Each window's sum of squared errors of the last forward against y, in double: se[b] for
  * window b, independent of the other windows of the batch, so validation can add them up in
  * one fixed order however the windows were spread over batches and ranks. */
 enum tsrnn_status tsrnn_model_window_squared_errors(struct tsrnn_model *model, double *se);
+
+/* The same for the model's loss: squared errors (MSELoss) or absolute errors (L1Loss). */
+enum tsrnn_status tsrnn_model_window_errors(struct tsrnn_model *model, double *sums);
 
 /* Backward of the last forward + loss: overwrites the gradients with dLoss/dparams. */
 enum tsrnn_status tsrnn_model_backward(struct tsrnn_model *model);

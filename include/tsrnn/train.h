@@ -33,6 +33,27 @@
 /* A checkpoint's path: {work_dir}/{model_name}/checkpoints/<name of up to 255 bytes>. */
 #define TSRNN_CHECKPOINT_PATH_MAX (PATH_MAX + 512)
 
+/* Lightning's EarlyStopping callback ([early_stopping]): after each epoch's validation (or,
+ * monitoring train_loss, its epoch mean), in float32 as Lightning compares tensors. With
+ * mode min, min_delta d and best b (+inf at first): `current + d < b` improves (b = current,
+ * wait = 0); else wait += 1 and wait >= patience stops. A metric that is not finite stops at
+ * once. */
+struct tsrnn_early_stopping {
+    bool enabled;
+    enum tsrnn_monitor_mode mode;
+    float min_delta; /* signed as Lightning keeps it: -|d| for min, +|d| for max */
+    int64_t patience;
+    /* The state a checkpoint keeps (Lightning's state_dict): */
+    int64_t wait_count;
+    float best_score;
+};
+
+void tsrnn_early_stopping_init(struct tsrnn_early_stopping *es, const struct tsrnn_config *cfg);
+
+/* Checks one epoch's metric; true: stop, with Lightning's reason in `reason`. */
+bool tsrnn_early_stopping_check(struct tsrnn_early_stopping *es, const char *monitor, double metric,
+                                char *reason, size_t reason_nbytes);
+
 struct tsrnn_train_options {
     FILE *out;                         /* where the run's report goes (stdout) */
     enum tsrnn_progress_mode progress; /* the epoch bar */
@@ -62,6 +83,8 @@ struct tsrnn_train_result {
     double val_loss;                 /* of the last epoch; NaN without validation */
     double best_val_loss;            /* lowest val_loss; NaN without validation */
     int64_t best_epoch;              /* its epoch; -1 without validation */
+    bool stopped_early;              /* [early_stopping] ended the run */
+    double final_lr;                 /* the learning rate after the last epoch's scheduler step */
     double mape;           /* % over the validation horizon, original scale; NaN if not computed */
     size_t forecast_count; /* points forecast (the validation part's length) */
     double train_s;        /* the optimizer steps: batch gather, forward, backward, Adam */

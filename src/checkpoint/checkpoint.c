@@ -116,7 +116,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
         }
 
     char epoch[32], batches[32], step[32], adam_step[32], version[16], crc_text[16], meta_crc[16];
-    char value[32], best[32], best_epoch[32];
+    char value[32], best[32], best_epoch[32], lr[32], sched[160], es[96];
     snprintf(epoch, sizeof(epoch), "%" PRId64, state->epoch);
     snprintf(batches, sizeof(batches), "%" PRId64, state->batches_done);
     snprintf(step, sizeof(step), "%" PRId64, state->global_step);
@@ -126,6 +126,14 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     snprintf(value, sizeof(value), "%.17g", state->monitor_value);
     snprintf(best, sizeof(best), "%.17g", state->best_value);
     snprintf(best_epoch, sizeof(best_epoch), "%" PRId64, state->best_epoch);
+    snprintf(lr, sizeof(lr), "%.17g", state->has_controls ? state->lr : adam->lr);
+    snprintf(sched, sizeof(sched),
+             "last_epoch=%" PRId64 " best=%.17g num_bad_epochs=%" PRId64
+             " cooldown_counter=%" PRId64,
+             state->sched_last_epoch, state->has_controls ? state->sched_best : INFINITY,
+             state->sched_num_bad_epochs, state->sched_cooldown_counter);
+    snprintf(es, sizeof(es), "wait_count=%" PRId64 " best_score=%.9g", state->es_wait_count,
+             state->has_controls ? state->es_best_score : INFINITY);
 
     json_t *rng =
         json_pack("{s:I, s:I, s:I}", "random_state", (json_int_t)state->random_state, "next_epoch",
@@ -158,6 +166,9 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             { "tsrnn.monitor_value", value },
             { "tsrnn.best_value", best },
             { "tsrnn.best_epoch", best_epoch },
+            { "tsrnn.lr", lr },
+            { "tsrnn.lr_scheduler", sched },
+            { "tsrnn.early_stopping", es },
             { "tsrnn.model", model_text },
             { "tsrnn.scaler", scaler_text },
             { "tsrnn.series", series_text },
@@ -376,6 +387,42 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
     return status;
 }
 
+/* tsrnn.lr, tsrnn.lr_scheduler and tsrnn.early_stopping: all three or none (a checkpoint
+ * written before the training controls). */
+static enum tsrnn_status read_controls(struct tsrnn_checkpoint *ck)
+{
+    struct tsrnn_train_state *st = &ck->state;
+    const char *lr = tsrnn_safetensors_metadata(&ck->file, "tsrnn.lr");
+    const char *sched = tsrnn_safetensors_metadata(&ck->file, "tsrnn.lr_scheduler");
+    const char *es = tsrnn_safetensors_metadata(&ck->file, "tsrnn.early_stopping");
+    if (lr == NULL && sched == NULL && es == NULL)
+        return TSRNN_OK;
+    TSRNN_TRY(need_double(ck, "tsrnn.lr", &st->lr));
+    if (!(st->lr > 0.0) || !isfinite(st->lr))
+        return bad_json(ck, "tsrnn.lr", "expected a finite learning rate > 0");
+    long long last_epoch, bad, cooldown, wait;
+    int used = 0;
+    TSRNN_TRY(need(ck, "tsrnn.lr_scheduler", &sched));
+    if (sscanf(sched, "last_epoch=%lld best=%lf num_bad_epochs=%lld cooldown_counter=%lld%n",
+               &last_epoch, &st->sched_best, &bad, &cooldown, &used) != 4 ||
+        sched[used] != '\0' || last_epoch < 0 || bad < 0 || cooldown < 0 || isnan(st->sched_best))
+        return bad_json(ck, "tsrnn.lr_scheduler",
+                        "expected \"last_epoch=N best=X num_bad_epochs=N cooldown_counter=N\" "
+                        "with counts >= 0");
+    used = 0;
+    TSRNN_TRY(need(ck, "tsrnn.early_stopping", &es));
+    if (sscanf(es, "wait_count=%lld best_score=%lf%n", &wait, &st->es_best_score, &used) != 2 ||
+        es[used] != '\0' || wait < 0 || isnan(st->es_best_score))
+        return bad_json(ck, "tsrnn.early_stopping",
+                        "expected \"wait_count=N best_score=X\" with a count >= 0");
+    st->sched_last_epoch = last_epoch;
+    st->sched_num_bad_epochs = bad;
+    st->sched_cooldown_counter = cooldown;
+    st->es_wait_count = wait;
+    st->has_controls = true;
+    return TSRNN_OK;
+}
+
 static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
 {
     struct tsrnn_train_state *st = &ck->state;
@@ -417,7 +464,7 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     if (rc != 0 || random_state < 0 || random_state > UINT32_MAX)
         return bad_json(ck, "tsrnn.rng_state", "random_state is missing or out of range");
     st->random_state = (uint32_t)random_state;
-    return TSRNN_OK;
+    return read_controls(ck);
 }
 
 enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char *path)

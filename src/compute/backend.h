@@ -127,6 +127,16 @@ struct tsrnn_compute_backend {
      * over t then o of (out - y)^2, each square rounded to float first. */
     enum tsrnn_status (*window_squared_errors)(struct tsrnn_compute *ctx,
                                                struct tsrnn_workspace *ws, double *se);
+    /* nn.L1Loss(), optional (NULL: the backend has none; training with it is refused):
+     * l1_forward: the mean of |out - y| over B*T*O, summed in double, rounded once;
+     * l1_backward: dLoss/d(out) = sign(out - y) * (1 / (B*T*O)) (sign(0) = 0, as
+     * torch.sgn), overwritten; window_abs_errors: each window's sum of |out - y| in double
+     * (as window_squared_errors). */
+    enum tsrnn_status (*l1_forward)(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                    float *loss);
+    enum tsrnn_status (*l1_backward)(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
+    enum tsrnn_status (*window_abs_errors)(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                           double *ae);
     /* Copies the outputs of step t, (B, O), to the host. */
     enum tsrnn_status (*output_download)(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
                                          size_t t, float *out);

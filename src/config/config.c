@@ -70,6 +70,13 @@ static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const fill_choices[] = { "none", "interpolate", NULL };
 static const char *const rng_compat_choices[] = { "lightning2", "lightning1", NULL };
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", "xla", "tpu", NULL };
+static const char *const optimizer_choices[] = { "Adam", "AdamW", "SGD", NULL };
+static const char *const loss_choices[] = { "MSELoss", "L1Loss", NULL };
+static const char *const lr_scheduler_choices[] = { "none", "ExponentialLR", "StepLR",
+                                                    "ReduceLROnPlateau", NULL };
+static const char *const mode_choices[] = { "min", "max", NULL };
+static const char *const threshold_mode_choices[] = { "rel", "abs", NULL };
+static const char *const es_monitor_choices[] = { "none", "val_loss", "train_loss", NULL };
 static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
@@ -248,6 +255,87 @@ static const struct key schema[] = {
                 "command line of `tsrnn-worker` and `tsrnn-launch` sets it too.",
          .darts = "`fit(..., ckpt_path=...)` / `RNNModel.load_from_checkpoint(...)`",
          .example = "last", .default_doc = "a new run"),
+    ENUM("training", "optimizer_cls", optimizer_cls, "Adam", optimizer_choices,
+         .doc = "The optimizer, with PyTorch's update rule: `Adam`, `AdamW` (decoupled weight "
+                "decay: each step first multiplies the weights by 1 - lr·weight_decay) or `SGD` "
+                "(with `momentum`; dampening 0, not Nesterov). Betas (0.9, 0.999) and eps 1e-8 "
+                "as PyTorch's defaults.",
+         .darts = "`RNNModel(optimizer_cls=torch.optim.AdamW)`", .example = "AdamW"),
+    DOUBLE("training", "weight_decay", weight_decay, "-1", -1, 1e6, 0,
+           .doc = "AdamW's decoupled weight decay; `-1` takes the optimizer's PyTorch default "
+                  "(AdamW 0.01, Adam and SGD 0). Adam's and SGD's L2 penalty (a non-zero value "
+                  "with them) is not implemented and is refused.",
+           .darts = "`optimizer_kwargs={\"weight_decay\": ...}`", .example = "0.05",
+           .default_doc = "the optimizer's default"),
+    DOUBLE("training", "momentum", momentum, "0", 0, 1e6, 0,
+           .doc = "SGD's momentum (PyTorch's momentum_buffer, kept in the checkpoint); only "
+                  "with `optimizer_cls = SGD`.",
+           .darts = "`optimizer_kwargs={\"momentum\": ...}`", .example = "0.9"),
+    ENUM("training", "loss_fn", loss_fn, "MSELoss", loss_choices,
+         .doc = "The training and validation loss: `MSELoss` (mean squared error) or `L1Loss` "
+                "(mean absolute error), each the mean over every window, step and component.",
+         .darts = "`RNNModel(loss_fn=torch.nn.L1Loss())`", .example = "L1Loss"),
+    ENUM("training", "lr_scheduler_cls", lr_scheduler_cls, "none", lr_scheduler_choices,
+         .doc = "A learning-rate scheduler with PyTorch's semantics, stepped after every epoch "
+                "(after its validation) as Darts configures it; `ReduceLROnPlateau` watches "
+                "`val_loss`, so it needs a validation part (as Lightning's strict monitor). Its "
+                "arguments are the `[lr_scheduler_kwargs]` section. The `lr` TensorBoard scalar is "
+                "the rate "
+                "each epoch trained with.",
+         .darts = "`RNNModel(lr_scheduler_cls=torch.optim.lr_scheduler.StepLR)`",
+         .example = "ReduceLROnPlateau", .default_doc = "none: a constant `lr`"),
+
+    DOUBLE("lr_scheduler_kwargs", "gamma", lr_gamma, "0.1", 0, 1e6, MIN_OPEN,
+           .doc = "`ExponentialLR` and `StepLR`: the factor of each decay (PyTorch's `StepLR` "
+                  "default; `ExponentialLR` has none in PyTorch, set it).",
+           .darts = "`lr_scheduler_kwargs={\"gamma\": ...}`", .example = "0.95"),
+    INT("lr_scheduler_kwargs", "step_size", lr_step_size, "0", 0, 2147483647,
+        .doc = "`StepLR`: decay every this many epochs (required with `StepLR`, as in PyTorch).",
+        .darts = "`lr_scheduler_kwargs={\"step_size\": ...}`", .example = "10",
+        .default_doc = "not set"),
+    DOUBLE("lr_scheduler_kwargs", "factor", lr_factor, "0.1", 0, 1, MIN_OPEN | MAX_OPEN,
+           .doc = "`ReduceLROnPlateau`: the new rate is the old times this.",
+           .darts = "`lr_scheduler_kwargs={\"factor\": ...}`", .example = "0.5"),
+    INT("lr_scheduler_kwargs", "patience", lr_patience, "10", 0, 2147483647,
+        .doc = "`ReduceLROnPlateau`: epochs without improvement before the rate drops.",
+        .darts = "`lr_scheduler_kwargs={\"patience\": ...}`", .example = "5"),
+    DOUBLE("lr_scheduler_kwargs", "threshold", lr_threshold, "0.0001", 0, 1e6, 0,
+           .doc = "`ReduceLROnPlateau`: how much better counts as an improvement (see "
+                  "`threshold_mode`).",
+           .darts = "`lr_scheduler_kwargs={\"threshold\": ...}`", .example = "0.001"),
+    ENUM("lr_scheduler_kwargs", "threshold_mode", lr_threshold_mode, "rel", threshold_mode_choices,
+         .doc = "`ReduceLROnPlateau`: `rel` (better than best·(1 ∓ threshold)) or `abs` (better "
+                "than best ∓ threshold).",
+         .darts = "`lr_scheduler_kwargs={\"threshold_mode\": ...}`", .example = "abs"),
+    INT("lr_scheduler_kwargs", "cooldown", lr_cooldown, "0", 0, 2147483647,
+        .doc = "`ReduceLROnPlateau`: epochs to wait after a drop before counting again.",
+        .darts = "`lr_scheduler_kwargs={\"cooldown\": ...}`", .example = "2"),
+    DOUBLE("lr_scheduler_kwargs", "min_lr", lr_min_lr, "0", 0, 1e6, 0,
+           .doc = "`ReduceLROnPlateau`: the rate never drops below this.",
+           .darts = "`lr_scheduler_kwargs={\"min_lr\": ...}`", .example = "1e-5"),
+    ENUM("lr_scheduler_kwargs", "mode", lr_mode, "min", mode_choices,
+         .doc = "`ReduceLROnPlateau`: `min` (a loss should fall) or `max`.",
+         .darts = "`lr_scheduler_kwargs={\"mode\": ...}`", .example = "min"),
+
+    ENUM("early_stopping", "monitor", es_monitor, "none", es_monitor_choices,
+         .doc = "Stop training when this metric stops improving (Lightning's `EarlyStopping`, "
+                "checked after each epoch's validation): `val_loss` needs a validation part; "
+                "`train_loss` is the epoch's last step's loss (Darts logs it per step, so "
+                "that is what Lightning's callback metrics hold). The reason is printed; the "
+                "checkpoints keep the callback's state.",
+         .darts = "`pl_trainer_kwargs={\"callbacks\": [EarlyStopping(monitor=\"val_loss\", "
+                  "...)]}`",
+         .example = "val_loss", .default_doc = "none: no early stopping"),
+    INT("early_stopping", "patience", es_patience, "3", 0, 2147483647,
+        .doc = "Checks without improvement after which training stops.",
+        .darts = "`EarlyStopping(patience=...)`", .example = "5"),
+    DOUBLE("early_stopping", "min_delta", es_min_delta, "0", 0, 1e6, 0,
+           .doc = "The least change that counts as an improvement (compared in float32, as "
+                  "Lightning compares tensors).",
+           .darts = "`EarlyStopping(min_delta=...)`", .example = "0.0001"),
+    ENUM("early_stopping", "mode", es_mode, "min", mode_choices,
+         .doc = "`min`: the metric should fall; `max`: rise.", .darts = "`EarlyStopping(mode=...)`",
+         .example = "min"),
 
     ENUM("trainer", "accelerator", accelerator, "auto", accelerator_choices,
          .doc = "The kind of device to train on. `gpu` trains on the first visible GPU "
@@ -296,6 +384,12 @@ static const struct key schema[] = {
         .doc = "TensorBoard gets `train_loss` (and `epoch`) every this many optimizer steps, "
                "as Lightning logs; `1` logs every step. `metrics.csv` always holds every step.",
         .darts = "`pl_trainer_kwargs={\"log_every_n_steps\": ...}`", .example = "1"),
+    DOUBLE("trainer", "gradient_clip_val", gradient_clip_val, "0", 0, 1e30, 0,
+           .doc = "Clip the gradients' global 2-norm to this before each optimizer step "
+                  "(`torch.nn.utils.clip_grad_norm_`, Lightning's default algorithm `norm`); in "
+                  "data-parallel runs after the allreduce, as DDP. `0` does not clip.",
+           .darts = "`pl_trainer_kwargs={\"gradient_clip_val\": ...}`", .example = "1.0",
+           .default_doc = "no clipping"),
 
     TEXT("output", "work_dir", KEY_PATH, work_dir, NULL,
          "a folder path (relative to the INI file's folder)",
@@ -1035,6 +1129,48 @@ static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const ch
 }
 
 /* Each rule here is also stated in the .doc of the keys it involves (docs/configuration.md). */
+/* What PyTorch's and Lightning's constructors would refuse in the optimizer, scheduler and
+ * early-stopping keys, or what tsrnn does not implement of them. */
+static enum tsrnn_status check_training_controls(const struct tsrnn_config *cfg)
+{
+    bool validation = cfg->split_after[0] != '\0' || cfg->val_fraction > 0.0;
+    if (cfg->weight_decay > 0.0 && cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAMW)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] weight_decay = %g with optimizer_cls = %s: Adam's and "
+                           "SGD's L2 penalty is not implemented; accepted: 0 or -1, or "
+                           "optimizer_cls = AdamW (decoupled weight decay)",
+                           tsrnn_config_origin(cfg, "training", "weight_decay"), cfg->weight_decay,
+                           optimizer_choices[cfg->optimizer_cls]);
+    if (cfg->weight_decay < 0.0 && cfg->weight_decay != -1.0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] weight_decay = %g; accepted: a number >= 0, or -1 for "
+                           "the optimizer's default",
+                           tsrnn_config_origin(cfg, "training", "weight_decay"), cfg->weight_decay);
+    if (cfg->momentum > 0.0 && cfg->optimizer_cls != TSRNN_OPTIMIZER_SGD)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] momentum = %g, but optimizer_cls = %s has no momentum; "
+                           "accepted: 0, or optimizer_cls = SGD",
+                           tsrnn_config_origin(cfg, "training", "momentum"), cfg->momentum,
+                           optimizer_choices[cfg->optimizer_cls]);
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_STEP && cfg->lr_step_size == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = StepLR needs [lr_scheduler_kwargs] "
+                           "step_size (epochs between decays, >= 1), as PyTorch's StepLR does",
+                           tsrnn_config_origin(cfg, "training", "lr_scheduler_cls"));
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_PLATEAU && !validation)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = ReduceLROnPlateau watches val_loss, "
+                           "but there is no validation part; set [data] split_after or "
+                           "val_fraction (Lightning refuses a monitor it never logs)",
+                           tsrnn_config_origin(cfg, "training", "lr_scheduler_cls"));
+    if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS && !validation)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [early_stopping] monitor = val_loss, but there is no validation "
+                           "part; set [data] split_after or val_fraction, or monitor = train_loss",
+                           tsrnn_config_origin(cfg, "early_stopping", "monitor"));
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
 {
     if (cfg->data_path[0] == '\0')
@@ -1062,6 +1198,7 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
                            tsrnn_config_origin(cfg, "training", "resume"), cfg->resume,
                            tsrnn_config_origin(cfg, "output", "force_reset"));
 
+    TSRNN_TRY(check_training_controls(cfg));
     /* Darts' RNNModel raises when training_length < input_chunk_length. */
     if (cfg->training_length < cfg->input_chunk_length)
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -1188,6 +1325,10 @@ static const struct {
               "([data.md](data.md) tells each step)." },
     { "model", "The network, as Darts' `RNNModel` arguments describe it." },
     { "training", "The optimisation: batches, epochs, learning rate, seed, resuming." },
+    { "lr_scheduler_kwargs", "The arguments of `[training] lr_scheduler_cls`, under PyTorch's "
+                             "names (Darts' `lr_scheduler_kwargs`)." },
+    { "early_stopping", "Lightning's `EarlyStopping` callback, as Darts users add it to "
+                        "`pl_trainer_kwargs`." },
     { "trainer", "Where the training runs and how its workers wait for each other: Lightning's "
                  "`Trainer` (`pl_trainer_kwargs`) and the launcher." },
     { "output", "The run folder `{work_dir}/{model_name}/` and what goes into it." },

@@ -30,3 +30,49 @@ void tsrnn_windows_gather(const struct tsrnn_windows *w, const size_t *idx, size
         memcpy(target + b * row_count, src + w->component_count, row_count * sizeof(float));
     }
 }
+
+enum tsrnn_status tsrnn_window_list_init(struct tsrnn_window_list *list,
+                                         const struct tsrnn_windows *series, size_t series_count,
+                                         size_t max_samples_per_ts)
+{
+    size_t most = 0;
+    *list = (struct tsrnn_window_list){ .series = series, .series_count = series_count };
+    for (size_t s = 0; s < series_count; s++)
+        most = series[s].count > most ? series[s].count : most;
+    if (most == 0)
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "none of the %zu series is long enough for one window of "
+                           "training_length %zu + 1 points",
+                           series_count, series_count ? series[0].training_length : 0);
+    for (size_t s = 0; s < series_count; s++)
+        if (series[s].count == 0)
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "series %zu has %zu points, too few for one window of "
+                               "training_length %zu + 1 points (Darts refuses it too)",
+                               s, series[s].length, series[s].training_length);
+    list->samples_per_series =
+        max_samples_per_ts > 0 && max_samples_per_ts < most ? max_samples_per_ts : most;
+    list->count = series_count * list->samples_per_series;
+    return TSRNN_OK;
+}
+
+void tsrnn_window_list_locate(const struct tsrnn_window_list *list, size_t idx, size_t *series_idx,
+                              size_t *window_idx)
+{
+    size_t M = list->samples_per_series;
+    *series_idx = idx / M;
+    *window_idx = (idx % M) % list->series[*series_idx].count;
+}
+
+void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t *idx,
+                              size_t batch_count, float *input, float *target)
+{
+    const struct tsrnn_windows *first = &list->series[0];
+    size_t row_count = first->training_length * first->component_count; /* T * C */
+    for (size_t b = 0; b < batch_count; b++) {
+        size_t s, w;
+        tsrnn_window_list_locate(list, idx[b], &s, &w);
+        tsrnn_windows_gather(&list->series[s], &w, 1, input + b * row_count,
+                             target + b * row_count);
+    }
+}

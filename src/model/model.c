@@ -130,10 +130,31 @@ enum tsrnn_status tsrnn_model_forward(struct tsrnn_model *model, bool training,
     return forward(model, training, dropout_rng, TSRNN_STATE_ZERO, false);
 }
 
+/* The backend, which must have the L1Loss ops (tsrnn_model_check_loss() said so). */
+static const struct tsrnn_compute_backend *l1_op(const struct tsrnn_model *model)
+{
+    return OPS(model);
+}
+
+enum tsrnn_status tsrnn_model_check_loss(const struct tsrnn_model *model)
+{
+    const struct tsrnn_compute_backend *ops = OPS(model);
+    if (model->loss == TSRNN_LOSS_L1 &&
+        (ops->l1_forward == NULL || ops->l1_backward == NULL || ops->window_abs_errors == NULL))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "[training] loss_fn = L1Loss: the %s compute backend has no L1Loss "
+                           "yet; accepted here: MSELoss, or [trainer] accelerator = cpu",
+                           ops->name);
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_model_loss(struct tsrnn_model *model, float *loss)
 {
     float *slot = model->grads + TSRNN_MODEL_LOSS_SLOT(model);
-    TSRNN_TRY(OPS(model)->mse_forward(CTX(model), model->ws, slot));
+    if (model->loss == TSRNN_LOSS_L1)
+        TSRNN_TRY(l1_op(model)->l1_forward(CTX(model), model->ws, slot));
+    else
+        TSRNN_TRY(OPS(model)->mse_forward(CTX(model), model->ws, slot));
     return tsrnn_compute_download(model->compute, loss, slot, sizeof(float));
 }
 
@@ -142,11 +163,21 @@ enum tsrnn_status tsrnn_model_window_squared_errors(struct tsrnn_model *model, d
     return OPS(model)->window_squared_errors(CTX(model), model->ws, se);
 }
 
+enum tsrnn_status tsrnn_model_window_errors(struct tsrnn_model *model, double *sums)
+{
+    if (model->loss == TSRNN_LOSS_L1)
+        return l1_op(model)->window_abs_errors(CTX(model), model->ws, sums);
+    return OPS(model)->window_squared_errors(CTX(model), model->ws, sums);
+}
+
 enum tsrnn_status tsrnn_model_backward(struct tsrnn_model *model)
 {
     TSRNN_TRY(
         tsrnn_compute_zero(model->compute, model->grads, model->table.total_count * sizeof(float)));
-    TSRNN_TRY(OPS(model)->mse_backward(CTX(model), model->ws));
+    if (model->loss == TSRNN_LOSS_L1)
+        TSRNN_TRY(l1_op(model)->l1_backward(CTX(model), model->ws));
+    else
+        TSRNN_TRY(OPS(model)->mse_backward(CTX(model), model->ws));
     TSRNN_TRY(
         OPS(model)->head_backward(CTX(model), model->ws, model->p.v_w, model->g.v_w, model->g.v_b));
     for (size_t l = model->dims.layer_count; l-- > 0;)

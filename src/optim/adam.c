@@ -31,6 +31,16 @@ enum tsrnn_status tsrnn_adam_init(struct tsrnn_adam *adam, struct tsrnn_compute 
     return TSRNN_OK;
 }
 
+void tsrnn_adam_set_rule(struct tsrnn_adam *adam, enum tsrnn_optimizer_kind kind,
+                         double weight_decay, double momentum)
+{
+    adam->kind = kind;
+    adam->weight_decay = weight_decay >= 0.0             ? weight_decay
+                         : kind == TSRNN_OPTIMIZER_ADAMW ? 0.01
+                                                         : 0.0;
+    adam->momentum = momentum;
+}
+
 void tsrnn_adam_finish(struct tsrnn_adam *adam)
 {
     if (adam == NULL || adam->compute == NULL)
@@ -38,6 +48,23 @@ void tsrnn_adam_finish(struct tsrnn_adam *adam)
     tsrnn_compute_free(adam->compute, adam->exp_avg);
     tsrnn_compute_free(adam->compute, adam->exp_avg_sq);
     *adam = (struct tsrnn_adam){ 0 };
+}
+
+/* torch.optim.SGD (single-tensor path, dampening 0) through Adam's op: see optim.h. */
+static enum tsrnn_status sgd_step(struct tsrnn_adam *adam, float *params, const float *grads)
+{
+    adam->step++;
+    struct tsrnn_adam_scalars s = {
+        .beta1 = (float)adam->momentum,
+        .one_minus_beta1 = 1.0f,
+        .beta2 = 0.0f,
+        .one_minus_beta2 = 0.0f,
+        .bias_correction2_sqrt = 1.0f,
+        .eps = 1.0f,
+        .neg_step_size = (float)-adam->lr,
+    };
+    return adam->compute->backend->adam_update(adam->compute, params, adam->exp_avg,
+                                               adam->exp_avg_sq, grads, adam->count, &s);
 }
 
 void tsrnn_adam_next_scalars(struct tsrnn_adam *adam, struct tsrnn_adam_scalars *s)
@@ -59,6 +86,15 @@ void tsrnn_adam_next_scalars(struct tsrnn_adam *adam, struct tsrnn_adam_scalars 
 
 enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads)
 {
+    if (adam->kind == TSRNN_OPTIMIZER_SGD)
+        return sgd_step(adam, params, grads);
+    if (adam->kind == TSRNN_OPTIMIZER_ADAMW && adam->weight_decay != 0.0) {
+        /* param.mul_(1 - lr * weight_decay): the Python float becomes a float32 operand. */
+        bool finite;
+        TSRNN_TRY(adam->compute->backend->scale_check(adam->compute, params, adam->count,
+                                                      (float)(1.0 - adam->lr * adam->weight_decay),
+                                                      &finite));
+    }
     struct tsrnn_adam_scalars s;
     tsrnn_adam_next_scalars(adam, &s);
     return adam->compute->backend->adam_update(adam->compute, params, adam->exp_avg,

@@ -27,6 +27,12 @@ struct trainer {
     bool owns_compute;             /* made here, not by the caller */
     struct tsrnn_model model;
     struct tsrnn_adam adam;
+    struct tsrnn_lr_scheduler scheduler; /* [training] lr_scheduler_cls */
+    struct tsrnn_early_stopping early_stopping;
+    bool stop_early;       /* early stopping ended the run after this epoch */
+    double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
+    char stop_reason[256]; /* and why, in Lightning's words */
+    float *grads_host;     /* (param count) gradient clipping's copy; NULL without it */
     struct tsrnn_sampler sampler;
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
@@ -159,31 +165,105 @@ static void shortest_double(char *out, size_t size, double x)
     }
 }
 
+/* Whether the config file or --set gave [section] key (Darts records only the kwargs a user
+ * passes). */
+static bool given(const struct tsrnn_config *cfg, const char *section, const char *key)
+{
+    return strcmp(tsrnn_config_origin(cfg, section, key), "default") != 0;
+}
+
+/* The kwargs of the optimizer and scheduler as Darts' hparams.yaml lists them: the keys the
+ * user set, sorted, two spaces in. */
+static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler)
+{
+    static const char *const sched_keys[] = { "cooldown",  "factor",    "gamma",
+                                              "min_lr",    "mode",      "patience",
+                                              "step_size", "threshold", "threshold_mode" };
+    char number[32];
+    if (!scheduler) {
+        shortest_double(number, sizeof(number), cfg->lr);
+        fprintf(f, "  lr: %s\n", number);
+        if (cfg->optimizer_cls == TSRNN_OPTIMIZER_SGD && given(cfg, "training", "momentum")) {
+            shortest_double(number, sizeof(number), cfg->momentum);
+            fprintf(f, "  momentum: %s\n", number);
+        }
+        if (cfg->weight_decay >= 0.0 && given(cfg, "training", "weight_decay")) {
+            shortest_double(number, sizeof(number), cfg->weight_decay);
+            fprintf(f, "  weight_decay: %s\n", number);
+        }
+        return;
+    }
+    for (size_t k = 0; k < sizeof(sched_keys) / sizeof(sched_keys[0]); k++) {
+        const char *key = sched_keys[k];
+        if (!given(cfg, "lr_scheduler_kwargs", key))
+            continue;
+        if (strcmp(key, "gamma") == 0 || strcmp(key, "factor") == 0 || strcmp(key, "min_lr") == 0 ||
+            strcmp(key, "threshold") == 0)
+            shortest_double(number, sizeof(number),
+                            key[0] == 'g'   ? cfg->lr_gamma
+                            : key[0] == 'f' ? cfg->lr_factor
+                            : key[0] == 'm' ? cfg->lr_min_lr
+                                            : cfg->lr_threshold);
+        else if (strcmp(key, "mode") == 0)
+            snprintf(number, sizeof(number), "%s",
+                     cfg->lr_mode == TSRNN_MONITOR_MIN ? "min" : "max");
+        else if (strcmp(key, "threshold_mode") == 0)
+            snprintf(number, sizeof(number), "%s",
+                     cfg->lr_threshold_mode == TSRNN_THRESHOLD_REL ? "rel" : "abs");
+        else
+            snprintf(number, sizeof(number), "%d",
+                     key[0] == 'c'   ? cfg->lr_cooldown
+                     : key[0] == 'p' ? cfg->lr_patience
+                                     : cfg->lr_step_size);
+        fprintf(f, "  %s: %s\n", key, number);
+    }
+}
+
 /* logs/hparams.yaml as Lightning's TensorBoardLogger saves Darts' module hyperparameters
- * (PyYAML, keys sorted) for this model: no covariates, no likelihood, Adam with `lr`. */
+ * (PyYAML, keys sorted) for this model: no covariates, no likelihood; the optimizer and
+ * scheduler classes with the kwargs the config gave. */
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
+    static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
+    static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
+                                              "ReduceLROnPlateau" };
     const struct tsrnn_config *cfg = tr->cfg;
     size_t C = tr->ds->series.component_count;
-    char path[PATH_MAX + 32], dropout[32], lr[32];
+    char path[PATH_MAX + 32], dropout[32];
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
     shortest_double(dropout, sizeof(dropout), cfg->dropout);
-    shortest_double(lr, sizeof(lr), cfg->lr);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     fprintf(af.file,
             "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
-            "likelihood: null\nlr_scheduler_cls: null\nlr_scheduler_kwargs: null\nname: %s\n"
-            "nr_params: 1\nnum_layers: %d\n"
-            "optimizer_cls: !!python/name:torch.optim.adam.Adam ''\noptimizer_kwargs:\n"
-            "  lr: %s\noutput_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
+            "likelihood: null\n",
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C);
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_NONE) {
+        fprintf(af.file, "lr_scheduler_cls: null\nlr_scheduler_kwargs: null\n");
+    } else {
+        fprintf(af.file,
+                "lr_scheduler_cls: !!python/name:torch.optim.lr_scheduler.%s ''\n"
+                "lr_scheduler_kwargs:%s\n",
+                schedulers[cfg->lr_scheduler_cls],
+                cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_EXPONENTIAL &&
+                        !given(cfg, "lr_scheduler_kwargs", "gamma")
+                    ? " {}"
+                    : "");
+        write_kwargs(af.file, cfg, true);
+    }
+    fprintf(af.file,
+            "name: %s\nnr_params: 1\nnum_layers: %d\n"
+            "optimizer_cls: !!python/name:torch.optim.%s ''\noptimizer_kwargs:\n",
+            tsrnn_model_kind_name(cfg->model), cfg->n_rnn_layers, optimizers[cfg->optimizer_cls]);
+    write_kwargs(af.file, cfg, false);
+    fprintf(af.file,
+            "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
             "train_sample_shape:\n  future_covariates: null\n"
             "  future_target: !!python/tuple\n  - %d\n  - %zu\n"
             "  historic_future_covariates: null\n  past_covariates: null\n"
             "  past_target: !!python/tuple\n  - %d\n  - %zu\n  static_covariates: null\n"
             "use_reversible_instance_norm: false\n",
-            dropout, cfg->hidden_dim, cfg->input_chunk_length, C, tsrnn_model_kind_name(cfg->model),
-            cfg->n_rnn_layers, lr, C, cfg->training_length, C, cfg->training_length, C);
+            C, cfg->training_length, C, cfg->training_length, C);
     return tsrnn_atomic_file_commit(&af);
 }
 
@@ -237,6 +317,15 @@ static enum tsrnn_status resume_from(struct trainer *tr, const char *resume)
             tr->start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
             tr->state.best_value = st->best_value;
             tr->state.best_epoch = st->best_epoch;
+            if (st->has_controls) { /* checkpoints before the training controls lack them */
+                tr->adam.lr = st->lr;
+                tr->scheduler.last_epoch = st->sched_last_epoch;
+                tr->scheduler.best = st->sched_best;
+                tr->scheduler.num_bad_epochs = st->sched_num_bad_epochs;
+                tr->scheduler.cooldown_counter = st->sched_cooldown_counter;
+                tr->early_stopping.wait_count = st->es_wait_count;
+                tr->early_stopping.best_score = (float)st->es_best_score;
+            }
             warn_config_changes(&ck->config, tr->cfg, path);
             if (tr->out != NULL)
                 fprintf(tr->out,
@@ -470,6 +559,27 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
     return status;
 }
 
+/* A backend that runs the whole step as one program (pjrt) has Adam and MSELoss inside it:
+ * the other optimizers, L1Loss and clipping are refused there, not silently dropped. The
+ * learning-rate schedulers and early stopping run on the host and work everywhere. */
+static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
+{
+    const char *what = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM ? "optimizer_cls"
+                       : cfg->loss_fn != TSRNN_LOSS_MSE           ? "loss_fn"
+                       : cfg->gradient_clip_val > 0.0             ? "gradient_clip_val"
+                                                                  : NULL;
+    if (what == NULL)
+        return TSRNN_OK;
+    const char *section = strcmp(what, "gradient_clip_val") == 0 ? "trainer" : "training";
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: [%s] %s: the %s backend's compiled training step has Adam and "
+                       "MSELoss only, without clipping; accepted there: optimizer_cls = Adam, "
+                       "loss_fn = MSELoss, gradient_clip_val = 0 (or [trainer] accelerator = "
+                       "cpu)",
+                       tsrnn_config_origin(cfg, section, what), section, what,
+                       tsrnn_compute_kind_name(compute_kind(cfg)));
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -503,13 +613,20 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
+    tr->model.loss = cfg->loss_fn;
+    TSRNN_TRY(tsrnn_model_check_loss(&tr->model));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
+    tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
+    tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
+    tsrnn_early_stopping_init(&tr->early_stopping, cfg);
     if (tsrnn_model_fused_step(&tr->model) && tr->world_size > 1)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "the %s backend trains in one process (its replicas live inside the "
                            "program); run tsrnn-worker alone, not %d workers",
                            tsrnn_compute_kind_name(compute_kind(cfg)), tr->world_size);
+    if (tsrnn_model_fused_step(&tr->model))
+        TSRNN_TRY(check_fused_controls(cfg));
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0' && tr->writes_files)
@@ -536,8 +653,10 @@ static enum tsrnn_status setup(struct trainer *tr)
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
     tr->batch_se = malloc(B * sizeof(double));
+    if (cfg->gradient_clip_val > 0.0)
+        tr->grads_host = malloc(tr->model.table.total_count * sizeof(float) + 1);
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
-        tr->batch_se == NULL)
+        tr->batch_se == NULL || (cfg->gradient_clip_val > 0.0 && tr->grads_host == NULL))
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
     /* Validation shards without padding: each window is evaluated exactly once. */
     for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
@@ -564,6 +683,7 @@ static void finish(struct trainer *tr)
     free(tr->val_idx);
     free(tr->val_se);
     free(tr->batch_se);
+    free(tr->grads_host);
     tsrnn_run_lock_release(&tr->lock);
 }
 
@@ -572,6 +692,32 @@ static void finish(struct trainer *tr)
 static bool steps_done(const struct trainer *tr)
 {
     return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
+}
+
+/* torch.nn.utils.clip_grad_norm_(parameters, max_norm), as Lightning's gradient_clip_val
+ * calls it: each tensor's 2-norm (float32), the 2-norm of those (float32), clip_coef =
+ * (total + 1e-6)^-1 * max_norm (Tensor.__rtruediv__ is reciprocal() * other), clamped to 1,
+ * multiplying every gradient. The norms are summed in double here. */
+static enum tsrnn_status clip_grad_norm(struct trainer *tr)
+{
+    const struct tsrnn_param_table *table = &tr->model.table;
+    TSRNN_TRY(tsrnn_compute_download(tr->compute, tr->grads_host, tr->model.grads,
+                                     table->total_count * sizeof(float)));
+    double total_sq = 0.0;
+    for (size_t e = 0; e < table->entry_count; e++) {
+        const float *g = tr->grads_host + table->entries[e].offset;
+        double sq = 0.0;
+        for (size_t i = 0; i < table->entries[e].count; i++)
+            sq += (double)g[i] * (double)g[i];
+        float norm = (float)sqrt(sq);
+        total_sq += (double)norm * (double)norm;
+    }
+    float total = (float)sqrt(total_sq);
+    float coef = (1.0f / (total + 1e-6f)) * (float)tr->cfg->gradient_clip_val;
+    if (!(coef < 1.0f))
+        return TSRNN_OK; /* clamp(max=1): multiplying by 1 changes nothing */
+    bool finite;
+    return tsrnn_model_scale_grads(&tr->model, coef, &finite);
 }
 
 /* One optimizer step on the B windows idx (batch `batch_idx` of the epoch); *loss gets its
@@ -630,11 +776,17 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
                            (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
-    return fused ? TSRNN_OK : tsrnn_adam_step(&tr->adam, model->params, model->grads);
+    if (fused)
+        return TSRNN_OK;
+    /* After the allreduce, on the mean gradient: DDP has reduced the gradients before
+     * Lightning clips them. */
+    if (tr->cfg->gradient_clip_val > 0.0)
+        TSRNN_TRY(clip_grad_norm(tr));
+    return tsrnn_adam_step(&tr->adam, model->params, model->grads);
 }
 
-/* The validation loss: squared errors over every validation window / their count. Each rank
- * evaluates its windows; the per-window sums meet in one allreduce (every window's entry is
+/* The validation loss: squared (MSELoss) or absolute (L1Loss) errors over every validation
+ * window / their count. Each rank evaluates its windows; the per-window sums meet in one allreduce (every window's entry is
  * non-zero on one rank only, so the sum is exact) and are added in window order: the same
  * value, bit for bit, as one process evaluating them all. */
 static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
@@ -650,7 +802,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         tsrnn_windows_gather(val, idx, count, tr->x, tr->y);
         TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
         TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
-        TSRNN_TRY(tsrnn_model_window_squared_errors(&tr->model, se));
+        TSRNN_TRY(tsrnn_model_window_errors(&tr->model, se));
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
@@ -720,6 +872,7 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
                                    bool complete, double monitor_value)
 {
     struct tsrnn_train_state *st = &tr->state;
+    double epoch_lr = tr->adam.lr; /* the rate this epoch trained with */
 
     st->epoch = epoch;
     st->batches_done = (int64_t)batches_done;
@@ -731,11 +884,31 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         st->best_value = monitor_value;
         st->best_epoch = epoch;
     }
+    /* Lightning at the end of a whole epoch: EarlyStopping on the validation's end, then the
+     * scheduler (interval "epoch"). The checkpoint below holds their new state. */
+    if (complete) {
+        const struct tsrnn_config *cfg = tr->cfg;
+        bool on_val = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS;
+        /* Darts logs train_loss per step: Lightning's callback_metrics hold the last one. */
+        tr->stop_early = tsrnn_early_stopping_check(
+            &tr->early_stopping, on_val ? "val_loss" : "train_loss",
+            on_val ? monitor_value : tr->last_step_loss, tr->stop_reason, sizeof(tr->stop_reason));
+        tr->adam.lr =
+            tsrnn_lr_scheduler_step(&tr->scheduler, tr->adam.lr, (double)(float)monitor_value);
+    }
+    st->has_controls = true;
+    st->lr = tr->adam.lr;
+    st->sched_last_epoch = tr->scheduler.last_epoch;
+    st->sched_best = tr->scheduler.best;
+    st->sched_num_bad_epochs = tr->scheduler.num_bad_epochs;
+    st->sched_cooldown_counter = tr->scheduler.cooldown_counter;
+    st->es_wait_count = tr->early_stopping.wait_count;
+    st->es_best_score = tr->early_stopping.best_score;
     if (!tr->writes_files)
         return TSRNN_OK;
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
     if (tr->tb.fd >= 0) {
-        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->cfg->lr, tr->step - 1));
+        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)epoch_lr, tr->step - 1));
         TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
     }
     return tr->cfg->save_checkpoints ? save_checkpoints(tr) : TSRNN_OK;
@@ -795,6 +968,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         if (tr->step == 1) /* the run's step 0 just finished */
             r->first_step_loss = loss;
         r->last_step_loss = loss;
+        tr->last_step_loss = loss;
         tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
         tsrnn_progress_update(&tr->progress, b + 1, t1);
     }
@@ -832,6 +1006,8 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     }
     r->epoch_count = epoch + 1;
     r->step_count = tr->step;
+    r->final_lr = tr->adam.lr;
+    r->stopped_early = tr->stop_early;
     return TSRNN_OK;
 }
 
@@ -986,17 +1162,25 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     r.param_count = tr.model.table.total_count;
     r.first_step = r.step_count = tr.step;
     r.epoch_count = tr.start_epoch;
+    r.final_lr = tr.adam.lr;
     if (status == TSRNN_OK && !options->quiet)
         print_banner(&tr, out, options->print_devices);
     tsrnn_progress_init(&tr.progress, out,
                         options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
     for (int64_t epoch = tr.start_epoch;
-         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr); epoch++)
+         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.stop_early; epoch++)
         status = run_epoch(&tr, epoch, epoch == tr.start_epoch ? tr.start_batch : 0, &r);
     tsrnn_progress_finish(&tr.progress);
-    if (status == TSRNN_OK && !options->quiet)
+    if (status == TSRNN_OK && tr.stop_early) {
+        /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
+         * to the launcher too. */
+        fprintf(out, "Early stopping after epoch %lld: %s\n", (long long)r.epoch_count - 1,
+                tr.stop_reason);
+        tsrnn_world_report(tr.world, "early_stopping", "%s", tr.stop_reason);
+    } else if (status == TSRNN_OK && !options->quiet) {
         tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
                                  steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
+    }
     if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
         status = save_untrained(&tr);
     if (status == TSRNN_OK && ds->val_length > 0)

@@ -306,6 +306,11 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrn
 enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
                                         float *loss);
 enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
+enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                       float *loss);
+enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
+enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                              double *ae);
 enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
                                                   struct tsrnn_workspace *ws, double *se);
 enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,

@@ -2,6 +2,7 @@
  * time-major, (T, B, .), so that one GEMM covers the input projection of all steps and one
  * covers each weight gradient; only the recurrence walks the steps, split by batch rows among
  * the context's threads for large layers. The cell math lives in rnn.c / lstm.c / gru.c. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -594,6 +595,47 @@ enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
                 sum += (double)(e * e);
             }
         se[b] = sum;
+    }
+    return TSRNN_OK;
+}
+
+/* nn.L1Loss(): (out - y).abs().mean(). */
+enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                       float *loss)
+{
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    double sum = 0.0;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)fabsf(ws->out[i] - ws->y[i]);
+    *loss = (float)(sum / (double)n);
+    return TSRNN_OK;
+}
+
+/* Autograd's mean backward (grad / numel) then abs backward (grad * sgn(out - y)). */
+enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+{
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    float inv = 1.0f / (float)n;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++) {
+        float e = ws->out[i] - ws->y[i];
+        ws->d_out[i] = e > 0.0f ? inv : e < 0.0f ? -inv : 0.0f;
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+                                              double *ae)
+{
+    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    (void)ctx;
+    for (size_t b = 0; b < B; b++) {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++)
+                sum += (double)fabsf(ws->out[(t * B + b) * O + o] - ws->y[(t * B + b) * O + o]);
+        ae[b] = sum;
     }
     return TSRNN_OK;
 }

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Generate the PyTorch fixtures of tsrnn's training controls: AdamW, SGD with momentum,
+L1Loss, ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
+EarlyStopping, each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
+(RNN, hidden 20, batch 16, training_length 20, shuffle off, the initial weights of
+tests/fixtures/air_rnn_init.safetensors).
+
+Needs torch and pytorch_lightning (the real classes are used: torch.optim.AdamW / SGD,
+torch.optim.lr_scheduler.*, torch.nn.utils.clip_grad_norm_, and Lightning's
+EarlyStopping._evaluate_stopping_criteria), e.g. the Darts virtual environment of
+CONTRIBUTING.md:
+
+    /tmp/venv-darts/bin/python scripts/gen-controls-fixtures.py
+
+It writes, under tests/fixtures/:
+
+* ctl_<case>_metrics.csv -- epoch, step, train_loss, val_loss of every step and epoch, as
+  tsrnn's metrics.csv;
+* ctl_<case>_lr.csv -- epoch, the learning rate that epoch trained with;
+* controls-fixtures.md -- each case's settings (as tsrnn --set values) and figures;
+* darts_hparams_controls.yaml -- with --darts-hparams only (needs Darts and the AirPassengers
+  CSV at ~/.darts/datasets/, as scripts/gen-darts-fixtures.py): the logs/hparams.yaml real
+  Darts writes for an RNNModel with SGD(momentum), StepLR, L1Loss and gradient clipping.
+
+Single-threaded float32, deterministic: running it twice gives the same files.
+"""
+
+import csv
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+_spec = importlib.util.spec_from_file_location("gen_fixtures", ROOT / "scripts" / "gen-fixtures.py")
+gf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gf)
+
+# Each case: tsrnn's --set values, and the same run in PyTorch terms.
+CASES = {
+    "adamw": dict(epochs=40, lr=3e-3, optimizer=("AdamW", {"weight_decay": 0.05}),
+                  sets=["training.optimizer_cls=AdamW", "training.weight_decay=0.05"]),
+    "sgd": dict(epochs=40, lr=0.05, optimizer=("SGD", {"momentum": 0.9}),
+                sets=["training.optimizer_cls=SGD", "training.momentum=0.9"]),
+    "explr": dict(epochs=40, lr=5e-3, scheduler=("ExponentialLR", {"gamma": 0.9}),
+                  sets=["training.lr_scheduler_cls=ExponentialLR", "lr_scheduler_kwargs.gamma=0.9"]),
+    "steplr": dict(epochs=40, lr=5e-3, scheduler=("StepLR", {"step_size": 7, "gamma": 0.5}),
+                   sets=["training.lr_scheduler_cls=StepLR", "lr_scheduler_kwargs.step_size=7",
+                         "lr_scheduler_kwargs.gamma=0.5"]),
+    "plateau": dict(epochs=60, lr=2e-2,
+                    scheduler=("ReduceLROnPlateau", {"patience": 2, "factor": 0.5,
+                                                     "threshold": 0.01, "cooldown": 1}),
+                    sets=["training.lr_scheduler_cls=ReduceLROnPlateau",
+                          "lr_scheduler_kwargs.patience=2", "lr_scheduler_kwargs.factor=0.5",
+                          "lr_scheduler_kwargs.threshold=0.01", "lr_scheduler_kwargs.cooldown=1"]),
+    "clip": dict(epochs=40, lr=0.003, clip=0.3, sets=["trainer.gradient_clip_val=0.3"]),
+    "early": dict(epochs=300, lr=2e-2, early=dict(patience=4, min_delta=1e-4),
+                  sets=["early_stopping.monitor=val_loss", "early_stopping.patience=4",
+                        "early_stopping.min_delta=0.0001"]),
+    "l1": dict(epochs=40, lr=5e-3, loss="L1Loss", sets=["training.loss_fn=L1Loss"]),
+}
+
+
+def build_model():
+    model = gf.RNNModule("RNN", 1, gf.AIR_HIDDEN, 1)
+    tensors, _ = gf.read_safetensors(FIXTURES / "air_rnn_init.safetensors")
+    model.load_state_dict(tensors, strict=True)
+    return model
+
+
+def make_optimizer(model, lr, spec):
+    name, kwargs = spec or ("Adam", {})
+    cls = getattr(torch.optim, name)
+    return cls(model.parameters(), lr=lr, foreach=False, **kwargs)
+
+
+def evaluate(model, inputs, targets, loss_fn):
+    """Lightning's epoch val_loss: batch-size-weighted mean of the batch losses."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for x, y in gf.batches(inputs, targets, gf.AIR_BATCH):
+            total += loss_fn(model(x)[0], y).item() * len(x)
+            count += len(x)
+    return total / count
+
+
+def run_case(name, case, months, values):
+    n_train = months.index(gf.AIR_SPLIT_AFTER) + 1
+    scale, min_ = gf.fit_min_max(values[:n_train])
+    scaled = values * scale + min_
+    train_x, train_y = gf.shifted_windows(scaled[:n_train], gf.AIR_TRAINING_LENGTH)
+    val_x, val_y = gf.shifted_windows(scaled[n_train:], gf.AIR_TRAINING_LENGTH)
+
+    model = build_model()
+    loss_fn = getattr(nn, case.get("loss", "MSELoss"))()
+    optimizer = make_optimizer(model, case["lr"], case.get("optimizer"))
+    scheduler = None
+    if "scheduler" in case:
+        sname, skw = case["scheduler"]
+        scheduler = getattr(torch.optim.lr_scheduler, sname)(optimizer, **skw)
+    early = None
+    if "early" in case:
+        from pytorch_lightning.callbacks import EarlyStopping
+        early = EarlyStopping(monitor="val_loss", mode="min", **case["early"])
+
+    rows = [("epoch", "step", "train_loss", "val_loss")]
+    lrs = [("epoch", "lr")]
+    step, clipped, stop_reason = 0, 0, ""
+    for epoch in range(case["epochs"]):
+        lrs.append((epoch, repr(optimizer.param_groups[0]["lr"])))
+        for x, y in gf.batches(train_x, train_y, gf.AIR_BATCH):
+            optimizer.zero_grad()
+            out, _ = model(x)
+            loss = loss_fn(out, y)
+            loss.backward()
+            if "clip" in case:
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), case["clip"])
+                clipped += int(norm > case["clip"])
+            optimizer.step()
+            rows.append((epoch, step, f"{loss.item():.9g}", ""))
+            step += 1
+        val_loss = evaluate(model, val_x, val_y, loss_fn)
+        rows.append((epoch, step - 1, "", f"{val_loss:.9g}"))
+        current = torch.tensor(val_loss, dtype=torch.float32)  # Lightning's logged value
+        stop = False
+        if early is not None:
+            stop, stop_reason = early._evaluate_stopping_criteria(current)
+        if scheduler is not None:
+            if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                scheduler.step(current)
+            else:
+                scheduler.step()
+        if stop:
+            break
+    with open(FIXTURES / f"ctl_{name}_metrics.csv", "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    with open(FIXTURES / f"ctl_{name}_lr.csv", "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(lrs)
+    distinct = len({r[1] for r in lrs[1:]})
+    summary = (f"| {name} | `{' '.join(case['sets'])}` | {case['lr']} | {epoch + 1} | {step} | "
+               f"{rows[1][2]} | {rows[-2][2]} | {val_loss:.6g} | {distinct} |"
+               + (f" {clipped} of {step} steps clipped |" if "clip" in case else "")
+               + (f" {stop_reason} |" if stop_reason else ""))
+    print(summary)
+    return summary
+
+
+def darts_hparams():
+    """One epoch of real Darts with the controls on; copies its hparams.yaml."""
+    import tempfile
+
+    from darts.dataprocessing.transformers import Scaler
+    from darts.datasets import AirPassengersDataset
+    from darts.models import RNNModel
+
+    series = Scaler().fit_transform(AirPassengersDataset().load().astype("float32"))
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            model="RNN", hidden_dim=20, dropout=0, input_chunk_length=14, training_length=20,
+            n_epochs=1, batch_size=16, optimizer_cls=torch.optim.SGD,
+            optimizer_kwargs={"lr": 0.05, "momentum": 0.9},
+            lr_scheduler_cls=torch.optim.lr_scheduler.StepLR,
+            lr_scheduler_kwargs={"step_size": 7, "gamma": 0.5}, loss_fn=torch.nn.L1Loss(),
+            log_tensorboard=True, model_name="h", work_dir=work_dir, force_reset=True,
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "gradient_clip_val": 0.3})
+        model.fit(series)
+        found = list(Path(work_dir).rglob("hparams.yaml"))
+        (FIXTURES / "darts_hparams_controls.yaml").write_text(found[0].read_text())
+
+
+def main():
+    import sys
+    if "--darts-hparams" in sys.argv:
+        darts_hparams()
+        return
+    months, values = gf.load_air_passengers()
+    lines = [run_case(name, case, months, values) for name, case in CASES.items()]
+    import pytorch_lightning
+    text = f"""# Training-control fixtures (`ctl_*`)
+
+Generated by `scripts/gen-controls-fixtures.py` with torch {torch.__version__} and
+pytorch_lightning {pytorch_lightning.__version__}, single-threaded. Every case trains the
+whole-run AirPassengers RNN of `air_rnn_*` (hidden 20, batch 16, training_length 20, no
+shuffle, initial weights `air_rnn_init.safetensors`) with the controls below, as
+`tsrnn-worker --set model.init_weights=... --set training.shuffle=false --set
+training.lr=LR --set training.n_epochs=EPOCHS` plus the case's settings.
+`ctl_<case>_metrics.csv` holds every step's train_loss and every epoch's val_loss;
+`ctl_<case>_lr.csv` the learning rate each epoch trained with.
+
+| case | tsrnn settings | lr | epochs run | steps | first train_loss | last train_loss | last val_loss | distinct lrs | notes |
+|---|---|---|---|---|---|---|---|---|---|
+""" + "\n".join(lines) + "\n"
+    (FIXTURES / "controls-fixtures.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,383 @@
+/* The training controls Darts users set beside Adam and MSE: AdamW, SGD with momentum, L1Loss,
+ * ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
+ * EarlyStopping, each compared step by step with real PyTorch / Lightning
+ * (scripts/gen-controls-fixtures.py, tests/fixtures/controls-fixtures.md): the same initial
+ * weights and sample order as the air_rnn whole-run fixture, every step's train_loss and
+ * every epoch's val_loss within 1e-5 relative, the same number of epochs (early stopping)
+ * and, from the TensorBoard `lr` scalar, the learning rate of every epoch. Then a run with
+ * all of them on, interrupted and resumed, gives the same bytes as the run in one go; and
+ * the settings PyTorch or tsrnn refuse stop with exit code 2 and a message naming them. */
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tfevents.h"
+#include "tsrnn/safetensors.h"
+
+#define MAX_ROWS 3000
+
+static struct tu_result result;
+
+struct control_case {
+    const char *name; /* ctl_<name>_*.csv */
+    const char *lr, *epochs;
+    const char *sets[6];
+};
+
+/* As scripts/gen-controls-fixtures.py's CASES. */
+static const struct control_case cases[] = {
+    { "adamw", "0.003", "40", { "training.optimizer_cls=AdamW", "training.weight_decay=0.05" } },
+    { "sgd", "0.05", "40", { "training.optimizer_cls=SGD", "training.momentum=0.9" } },
+    { "explr",
+      "0.005",
+      "40",
+      { "training.lr_scheduler_cls=ExponentialLR", "lr_scheduler_kwargs.gamma=0.9" } },
+    { "steplr",
+      "0.005",
+      "40",
+      { "training.lr_scheduler_cls=StepLR", "lr_scheduler_kwargs.step_size=7",
+        "lr_scheduler_kwargs.gamma=0.5" } },
+    { "plateau",
+      "0.02",
+      "60",
+      { "training.lr_scheduler_cls=ReduceLROnPlateau", "lr_scheduler_kwargs.patience=2",
+        "lr_scheduler_kwargs.factor=0.5", "lr_scheduler_kwargs.threshold=0.01",
+        "lr_scheduler_kwargs.cooldown=1" } },
+    { "clip", "0.003", "40", { "trainer.gradient_clip_val=0.3" } },
+    { "early",
+      "0.02",
+      "300",
+      { "early_stopping.monitor=val_loss", "early_stopping.patience=4",
+        "early_stopping.min_delta=0.0001" } },
+    { "l1", "0.005", "40", { "training.loss_fn=L1Loss" } },
+};
+
+static double rel(double a, double b)
+{
+    return fabs(a - b) / fabs(b);
+}
+
+static const char *run_file(const char *model_name, const char *file)
+{
+    static char path[2 * PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/%s", tu_run_dir(), model_name, file);
+    return path;
+}
+
+/* The `lr` scalars of the run's (only) TensorBoard file, in step order, into lrs. */
+static size_t read_lr_scalars(const char *model_name, double *lrs, size_t capacity)
+{
+    char logs[2 * PATH_MAX], path[3 * PATH_MAX] = "";
+    snprintf(logs, sizeof(logs), "%s", run_file(model_name, "logs"));
+    DIR *dir = opendir(logs);
+    assert_non_null(dir);
+    for (struct dirent *e = readdir(dir); e != NULL; e = readdir(dir))
+        if (strstr(e->d_name, "tfevents") != NULL)
+            snprintf(path, sizeof(path), "%s/%s", logs, e->d_name);
+    closedir(dir);
+    assert_true(path[0] != '\0');
+    struct tfev_event *events;
+    size_t count, n = 0;
+    char err[256];
+    if (tfev_read(path, &events, &count, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    for (size_t i = 0; i < count; i++)
+        for (size_t v = 0; v < events[i].value_count; v++)
+            if (strcmp(events[i].values[v].tag, "lr") == 0 && n < capacity)
+                lrs[n++] = events[i].values[v].value;
+    tfev_free(events);
+    return n;
+}
+
+static void check_case(const struct control_case *c)
+{
+    char init[PATH_MAX + 64], lr[64], epochs[64], file[96];
+    snprintf(init, sizeof(init), "model.init_weights=%s",
+             tu_source("tests/fixtures/air_rnn_init.safetensors"));
+    snprintf(lr, sizeof(lr), "training.lr=%s", c->lr);
+    snprintf(epochs, sizeof(epochs), "training.n_epochs=%s", c->epochs);
+    const char *sets[16] = { init,
+                             lr,
+                             epochs,
+                             "training.shuffle=false",
+                             "output.save_checkpoints=false",
+                             "forecast.n=0",
+                             "--progress=none" };
+    size_t n = 7;
+    for (size_t i = 0; i < 6 && c->sets[i] != NULL; i++)
+        sets[n++] = c->sets[i];
+    sets[n] = NULL;
+    if (tu_train(&result, c->name, sets, 120) != 0)
+        fail_msg("%s: %s", c->name, result.err);
+
+    static struct tu_metrics_row ours[MAX_ROWS], torch[MAX_ROWS];
+    size_t rows = tu_read_metrics(run_file(c->name, "metrics.csv"), ours, MAX_ROWS);
+    snprintf(file, sizeof(file), "tests/fixtures/ctl_%s_metrics.csv", c->name);
+    size_t torch_rows = tu_read_metrics(tu_source(file), torch, MAX_ROWS);
+    assert_int_equal(rows, torch_rows); /* early stopping: the same epochs */
+    double worst = 0.0;
+    for (size_t i = 0; i < rows; i++) {
+        assert_int_equal(ours[i].epoch, torch[i].epoch);
+        assert_int_equal(ours[i].step, torch[i].step);
+        assert_int_equal(isnan(ours[i].train_loss), isnan(torch[i].train_loss));
+        worst =
+            fmax(worst, isnan(torch[i].train_loss) ? rel(ours[i].val_loss, torch[i].val_loss)
+                                                   : rel(ours[i].train_loss, torch[i].train_loss));
+    }
+
+    /* The learning rate of every epoch, as PyTorch's param group held it (float32 in the
+     * event file). */
+    static double lrs[MAX_ROWS];
+    size_t lr_count = read_lr_scalars(c->name, lrs, MAX_ROWS);
+    snprintf(file, sizeof(file), "tests/fixtures/ctl_%s_lr.csv", c->name);
+    char *text = tu_read(tu_source(file));
+    assert_non_null(text);
+    size_t epoch_count = 0, distinct = 0;
+    double previous = NAN;
+    for (char *line = strchr(text, '\n') + 1; *line != '\0'; line = strchr(line, '\n') + 1) {
+        double torch_lr = strtod(strchr(line, ',') + 1, NULL);
+        assert_true(epoch_count < lr_count);
+        assert_float_equal(lrs[epoch_count], (float)torch_lr, 0.0);
+        distinct += torch_lr != previous;
+        previous = torch_lr;
+        epoch_count++;
+    }
+    assert_int_equal(epoch_count, lr_count);
+    free(text);
+    printf("# %s: %zu metrics rows, %zu epochs, %zu learning rates: worst relative difference "
+           "to PyTorch %.2e\n",
+           c->name, rows, epoch_count, distinct, worst);
+    assert_true(worst <= 1e-5);
+}
+
+#define CASE_TEST(i, name)                                                                         \
+    static void test_##name##_matches_pytorch(void **state)                                        \
+    {                                                                                              \
+        (void)state;                                                                               \
+        check_case(&cases[i]);                                                                     \
+    }
+CASE_TEST(0, adamw)
+CASE_TEST(1, sgd)
+CASE_TEST(2, exponential_lr)
+CASE_TEST(3, step_lr)
+CASE_TEST(4, reduce_lr_on_plateau)
+CASE_TEST(5, gradient_clip)
+CASE_TEST(7, l1_loss)
+
+/* Early stopping ends the run after Lightning's epoch, says why, and the run's summary is
+ * that of its last epoch. */
+static void test_early_stopping_matches_lightning(void **state)
+{
+    (void)state;
+    check_case(&cases[6]);
+    tu_expect_in(result.out, "Early stopping after epoch 16: Monitored metric val_loss did not "
+                             "improve in the last 4 records. Best score: 0.020. Signaling "
+                             "Trainer to stop.\n");
+    tu_expect_in(result.out, "Trained 17 epochs (119 steps)");
+    assert_null(strstr(result.out, "max_epochs"));
+}
+
+/* Without validation, EarlyStopping on train_loss watches the last step's loss of each
+ * epoch (what Lightning's callback metrics hold, Darts logging train_loss per step): the
+ * epoch it stops after is recomputed here from metrics.csv by Lightning's rule. */
+static void test_early_stopping_on_train_loss(void **state)
+{
+    (void)state;
+    const char *sets[] = { "data.split_after=",
+                           "training.lr=0.02",
+                           "early_stopping.monitor=train_loss",
+                           "early_stopping.patience=2",
+                           "training.n_epochs=100",
+                           "forecast.n=0",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(&result, "train_loss", sets, 60), 0);
+    static struct tu_metrics_row rows[MAX_ROWS];
+    size_t n = tu_read_metrics(run_file("train_loss", "metrics.csv"), rows, MAX_ROWS);
+    float best = INFINITY;
+    long wait = 0, stop_epoch = -1;
+    for (size_t i = 0; i < n && stop_epoch < 0; i++) {
+        if (i + 1 < n && rows[i + 1].epoch == rows[i].epoch)
+            continue; /* not the epoch's last step */
+        float current = (float)rows[i].train_loss;
+        if (current < best) {
+            best = current;
+            wait = 0;
+        } else if (++wait >= 2) {
+            stop_epoch = rows[i].epoch;
+        }
+    }
+    assert_true(stop_epoch > 0 && stop_epoch < 99);
+    assert_int_equal(rows[n - 1].epoch, stop_epoch); /* nothing trained after it */
+    char expected[160];
+    snprintf(expected, sizeof(expected),
+             "Early stopping after epoch %ld: Monitored metric train_loss did not improve in the "
+             "last 2 records. Best score: %.3f.",
+             stop_epoch, (double)best);
+    tu_expect_in(result.out, expected);
+    printf("# train_loss: stopped after epoch %ld, best last-step loss %.9g\n", stop_epoch,
+           (double)best);
+}
+
+/* Everything on at once (AdamW, ReduceLROnPlateau, clipping, early stopping, L1Loss, shuffling), in
+ * one go and stopped after RESUME_AT epochs then resumed: the same weights, moments, learning
+ * rate, scheduler and early-stopping state, and metrics.csv, byte for byte. */
+#define RESUME_AT "10"
+static void test_resume_with_every_control_is_bit_identical(void **state)
+{
+    (void)state;
+    const char *all[] = { "model.hidden_dim=8",
+                          "training.lr=0.01",
+                          "training.optimizer_cls=AdamW",
+                          "training.lr_scheduler_cls=ReduceLROnPlateau",
+                          "lr_scheduler_kwargs.patience=1",
+                          "trainer.gradient_clip_val=0.05",
+                          "early_stopping.monitor=val_loss",
+                          "early_stopping.patience=4",
+                          "training.loss_fn=L1Loss",
+                          "output.log_tensorboard=false",
+                          "forecast.n=0",
+                          "--quiet" };
+    enum {
+        ALL = sizeof(all) / sizeof(all[0])
+    };
+    const char *sets_full[ALL + 2], *sets_part[ALL + 2], *sets_resume[ALL + 4];
+    for (size_t i = 0; i < ALL; i++)
+        sets_full[i] = sets_part[i] = sets_resume[i] = all[i];
+    sets_full[ALL] = "training.n_epochs=60";
+    sets_part[ALL] = "training.n_epochs=" RESUME_AT;
+    sets_resume[ALL] = "training.n_epochs=60";
+    sets_resume[ALL + 1] = "--resume=last";
+    sets_resume[ALL + 2] = "output.force_reset=false";
+    sets_full[ALL + 1] = sets_part[ALL + 1] = sets_resume[ALL + 3] = NULL;
+
+    assert_int_equal(tu_train(&result, "full", sets_full, 120), 0);
+    const char *stop = strstr(result.out, "Early stopping after epoch ");
+    assert_non_null(stop);
+    long last_epoch = strtol(stop + strlen("Early stopping after epoch "), NULL, 10);
+    assert_true(last_epoch > atol(RESUME_AT) && last_epoch < 59);
+    assert_int_equal(tu_train(&result, "part", sets_part, 120), 0);
+    assert_int_equal(tu_train(&result, "part", sets_resume, 120), 0);
+    tu_expect_in(result.out, stop);
+
+    char name[64];
+    snprintf(name, sizeof(name), "checkpoints/last-epoch=%ld.safetensors", last_epoch);
+    struct tsrnn_safetensors a = { 0 }, b = { 0 };
+    assert_int_equal(tsrnn_safetensors_read(&a, run_file("full", name)), TSRNN_OK);
+    assert_int_equal(tsrnn_safetensors_read(&b, run_file("part", name)), TSRNN_OK);
+    size_t data_a = 8 + a.header_nbytes, data_b = 8 + b.header_nbytes;
+    assert_int_equal(a.nbytes - data_a, b.nbytes - data_b);
+    assert_memory_equal(a.bytes + data_a, b.bytes + data_b, a.nbytes - data_a);
+    const char *keys[] = { "tsrnn.lr", "tsrnn.lr_scheduler", "tsrnn.early_stopping",
+                           "tsrnn.global_step", "tsrnn.adam_step" };
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+        assert_string_equal(tsrnn_safetensors_metadata(&a, keys[k]),
+                            tsrnn_safetensors_metadata(&b, keys[k]));
+    printf("# stopped early after epoch %ld, resumed after epoch %s: %zu bytes of weights and "
+           "moments identical; lr %s; %s; %s\n",
+           last_epoch, RESUME_AT, a.nbytes - data_a, tsrnn_safetensors_metadata(&a, "tsrnn.lr"),
+           tsrnn_safetensors_metadata(&a, "tsrnn.lr_scheduler"),
+           tsrnn_safetensors_metadata(&a, "tsrnn.early_stopping"));
+    assert_string_not_equal(tsrnn_safetensors_metadata(&a, "tsrnn.lr"), "0.01"); /* it moved */
+    tsrnn_safetensors_finish(&a);
+    tsrnn_safetensors_finish(&b);
+    char *ma = tu_read(run_file("full", "metrics.csv")),
+         *mb = tu_read(run_file("part", "metrics.csv"));
+    assert_string_equal(ma, mb);
+    free(ma);
+    free(mb);
+}
+
+/* logs/hparams.yaml names the optimizer and scheduler classes and the kwargs given, as real
+ * Darts 0.48.1 writes them (tests/fixtures/darts_hparams_controls.yaml: SGD with momentum,
+ * StepLR, L1Loss, gradient_clip_val 0.3 — the last two are not hyperparameters Darts logs). */
+static void test_hparams_name_the_classes_as_darts(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=1",
+                           "training.optimizer_cls=SGD",
+                           "training.lr=0.05",
+                           "training.momentum=0.9",
+                           "training.lr_scheduler_cls=StepLR",
+                           "lr_scheduler_kwargs.step_size=7",
+                           "lr_scheduler_kwargs.gamma=0.5",
+                           "training.loss_fn=L1Loss",
+                           "trainer.gradient_clip_val=0.3",
+                           "forecast.n=0",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(&result, "hparams", sets, 60), 0);
+    char *ours = tu_read(run_file("hparams", "logs/hparams.yaml"));
+    char *darts = tu_read(tu_source("tests/fixtures/darts_hparams_controls.yaml"));
+    assert_non_null(ours);
+    assert_non_null(darts);
+    assert_string_equal(ours, darts);
+    free(ours);
+    free(darts);
+}
+
+/* What PyTorch, Lightning or tsrnn refuse: exit code 2, the key, where it was set, what is
+ * accepted. */
+static void test_refused_settings_name_the_key(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sets[3];
+        const char *message;
+    } refused[] = {
+        { { "training.weight_decay=0.1" },
+          "--set training.weight_decay=0.1: [training] weight_decay = 0.1 with optimizer_cls = "
+          "Adam: Adam's and SGD's L2 penalty is not implemented; accepted: 0 or -1, or "
+          "optimizer_cls = AdamW" },
+        { { "training.momentum=0.9" },
+          "[training] momentum = 0.9, but optimizer_cls = Adam has no momentum; accepted: 0, or "
+          "optimizer_cls = SGD" },
+        { { "training.lr_scheduler_cls=StepLR" },
+          "[training] lr_scheduler_cls = StepLR needs [lr_scheduler_kwargs] step_size" },
+        { { "training.lr_scheduler_cls=ReduceLROnPlateau", "data.split_after=" },
+          "lr_scheduler_cls = ReduceLROnPlateau watches val_loss, but there is no validation "
+          "part" },
+        { { "early_stopping.monitor=val_loss", "data.split_after=" },
+          "[early_stopping] monitor = val_loss, but there is no validation part" },
+        { { "lr_scheduler_kwargs.factor=1" }, "lr_scheduler_kwargs" },
+        { { "training.optimizer_cls=Adagrad" }, "accepted: Adam, AdamW or SGD" },
+        { { "trainer.gradient_clip_val=-1" }, "gradient_clip_val" },
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const char *sets[6] = { refused[i].sets[0], refused[i].sets[1], refused[i].sets[2] };
+        size_t n = refused[i].sets[1] == NULL ? 1 : refused[i].sets[2] == NULL ? 2 : 3;
+        sets[n] = "--quiet";
+        sets[n + 1] = NULL;
+        assert_int_equal(tu_train(&result, "refused", sets, 30), 2);
+        tu_expect_in(result.err, refused[i].message);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_adamw_matches_pytorch),
+        cmocka_unit_test(test_sgd_matches_pytorch),
+        cmocka_unit_test(test_exponential_lr_matches_pytorch),
+        cmocka_unit_test(test_step_lr_matches_pytorch),
+        cmocka_unit_test(test_reduce_lr_on_plateau_matches_pytorch),
+        cmocka_unit_test(test_gradient_clip_matches_pytorch),
+        cmocka_unit_test(test_early_stopping_matches_lightning),
+        cmocka_unit_test(test_l1_loss_matches_pytorch),
+        cmocka_unit_test(test_early_stopping_on_train_loss),
+        cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
+        cmocka_unit_test(test_hparams_name_the_classes_as_darts),
+        cmocka_unit_test(test_refused_settings_name_the_key),
+    };
+    return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
+}
