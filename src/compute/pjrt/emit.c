@@ -319,6 +319,43 @@ static void unpack_params(struct program *pg, struct val p)
     pg->v_b = slice1(e, p, pg->N, v[1].offset, v[1].count);
 }
 
+/* The block arguments of a region: "^bb0(%a: type, ...):". */
+static void block_args(struct emit *e, const struct val *arg, const char (*types)[64], size_t n)
+{
+    out(e, "    ^bb0(");
+    for (size_t i = 0; i < n; i++)
+        out(e, "%s%s: %s", i ? ", " : "", arg[i].s, types[i]);
+    out(e, "):\n");
+}
+
+/* Opens a stablehlo.while over the n values init (of the given types; the first is the i32
+ * step counter): emits the condition region, "counter <direction> bound", and the body's
+ * block arguments, which it leaves in arg. The caller emits the body, its return and the
+ * close. The loop's results are result(loop, k). */
+static struct val while_open(struct emit *e, const struct val *init, const char (*types)[64],
+                             size_t n, const char *direction, struct val bound, struct val *arg)
+{
+    struct val loop = fresh(e);
+    out(e, "    %s:%zu = \"stablehlo.while\"(", loop.s, n);
+    for (size_t i = 0; i < n; i++)
+        out(e, "%s%s", i ? ", " : "", init[i].s);
+    out(e, ") ({\n");
+    for (size_t i = 0; i < n; i++)
+        arg[i] = fresh(e);
+    block_args(e, arg, types, n);
+    struct val cond = fresh(e);
+    out(e,
+        "    %s = \"stablehlo.compare\"(%s, %s) {comparison_direction = "
+        "#stablehlo<comparison_direction %s>} : (" I32 ", " I32 ") -> " PRED "\n",
+        cond.s, arg[0].s, bound.s, direction);
+    out(e, "    \"stablehlo.return\"(%s) : (" PRED ") -> ()\n", cond.s);
+    out(e, "    }, {\n");
+    for (size_t i = 0; i < n; i++)
+        arg[i] = fresh(e);
+    block_args(e, arg, types, n);
+    return loop;
+}
+
 /* One layer's forward over T steps from h0 (and c0), in a stablehlo.while. */
 static void layer_forward(struct program *pg, size_t l, struct val h0, struct val c0)
 {
@@ -365,31 +402,8 @@ static void layer_forward(struct program *pg, size_t l, struct val h0, struct va
         snprintf(types[k++], 64, "%s", T3(e, T, B, H));
     }
 
-    struct val loop = fresh(e);
-    out(e, "    %s:%zu = \"stablehlo.while\"(", loop.s, n);
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", init[i].s);
-    out(e, ") ({\n");
     struct val arg[8];
-    for (size_t i = 0; i < n; i++)
-        arg[i] = fresh(e);
-    out(e, "    ^bb0(");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s: %s", i ? ", " : "", arg[i].s, types[i]);
-    out(e, "):\n");
-    struct val cond = fresh(e);
-    out(e,
-        "    %s = \"stablehlo.compare\"(%s, %s) {comparison_direction = "
-        "#stablehlo<comparison_direction LT>} : (" I32 ", " I32 ") -> " PRED "\n",
-        cond.s, arg[0].s, last.s);
-    out(e, "    \"stablehlo.return\"(%s) : (" PRED ") -> ()\n", cond.s);
-    out(e, "    }, {\n");
-    for (size_t i = 0; i < n; i++)
-        arg[i] = fresh(e);
-    out(e, "    ^bb0(");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s: %s", i ? ", " : "", arg[i].s, types[i]);
-    out(e, "):\n");
+    struct val loop = while_open(e, init, types, n, "LT", last, arg);
 
     struct val t = arg[0], h = arg[1], hs = arg[2];
     struct val xg_t = step_get(e, xg, T, B, GH, t, pg->zero_i);
@@ -536,31 +550,8 @@ static struct val layer_backward(struct program *pg, size_t l, struct val dy, st
     if (gru)
         snprintf(types[3], 64, "%s", T3(e, T, B, GH));
 
-    struct val loop = fresh(e);
-    out(e, "    %s:%zu = \"stablehlo.while\"(", loop.s, n);
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", init[i].s);
-    out(e, ") ({\n");
     struct val arg[5];
-    for (size_t i = 0; i < n; i++)
-        arg[i] = fresh(e);
-    out(e, "    ^bb0(");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s: %s", i ? ", " : "", arg[i].s, types[i]);
-    out(e, "):\n");
-    struct val cond = fresh(e);
-    out(e,
-        "    %s = \"stablehlo.compare\"(%s, %s) {comparison_direction = "
-        "#stablehlo<comparison_direction GE>} : (" I32 ", " I32 ") -> " PRED "\n",
-        cond.s, arg[0].s, pg->zero_i.s);
-    out(e, "    \"stablehlo.return\"(%s) : (" PRED ") -> ()\n", cond.s);
-    out(e, "    }, {\n");
-    for (size_t i = 0; i < n; i++)
-        arg[i] = fresh(e);
-    out(e, "    ^bb0(");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s: %s", i ? ", " : "", arg[i].s, types[i]);
-    out(e, "):\n");
+    struct val loop = while_open(e, init, types, n, "GE", pg->zero_i, arg);
 
     char tbh[64];
     snprintf(tbh, sizeof(tbh), "%s", T2(e, B, H));
