@@ -330,8 +330,8 @@ static void block_args(struct emit *e, const struct val *arg, const char (*types
 
 /* Opens a stablehlo.while over the n values init (of the given types; the first is the i32
  * step counter): emits the condition region, "counter <direction> bound", and the body's
- * block arguments, which it leaves in arg. The caller emits the body, its return and the
- * close. The loop's results are result(loop, k). */
+ * block arguments, which it leaves in arg. The caller emits the body and closes the loop
+ * with while_close(). The loop's results are result(loop, k). */
 static struct val while_open(struct emit *e, const struct val *init, const char (*types)[64],
                              size_t n, const char *direction, struct val bound, struct val *arg)
 {
@@ -354,6 +354,27 @@ static struct val while_open(struct emit *e, const struct val *init, const char 
         arg[i] = fresh(e);
     block_args(e, arg, types, n);
     return loop;
+}
+
+/* Closes a loop opened by while_open(): the body returns next (m == n values, of the loop's
+ * types), then the loop's signature. */
+static void while_close(struct emit *e, const struct val *next, size_t m, const char (*types)[64],
+                        size_t n)
+{
+    out(e, "    \"stablehlo.return\"(");
+    for (size_t i = 0; i < m; i++)
+        out(e, "%s%s", i ? ", " : "", next[i].s);
+    out(e, ") : (");
+    for (size_t i = 0; i < n; i++)
+        out(e, "%s%s", i ? ", " : "", types[i]);
+    out(e, ") -> ()\n");
+    out(e, "    }) : (");
+    for (size_t i = 0; i < n; i++)
+        out(e, "%s%s", i ? ", " : "", types[i]);
+    out(e, ") -> (");
+    for (size_t i = 0; i < n; i++)
+        out(e, "%s%s", i ? ", " : "", types[i]);
+    out(e, ")\n");
 }
 
 /* One layer's forward over T steps from h0 (and c0), in a stablehlo.while. */
@@ -457,20 +478,7 @@ static void layer_forward(struct program *pg, size_t l, struct val h0, struct va
         next[m++] = step_set(e, a, T, B, GH, join_cols(e, parts, 3, B, H), t, pg->zero_i);
         next[m++] = step_set(e, aux, T, B, H, hn, t, pg->zero_i);
     }
-    out(e, "    \"stablehlo.return\"(");
-    for (size_t i = 0; i < m; i++)
-        out(e, "%s%s", i ? ", " : "", next[i].s);
-    out(e, ") : (");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", types[i]);
-    out(e, ") -> ()\n");
-    out(e, "    }) : (");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", types[i]);
-    out(e, ") -> (");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", types[i]);
-    out(e, ")\n");
+    while_close(e, next, m, types, n);
 
     lv->h_last = result(loop, 1);
     lv->hs = result(loop, 2);
@@ -607,20 +615,7 @@ static struct val layer_backward(struct program *pg, size_t l, struct val dy, st
         next[m++] = step_set(e, dxg, T, B, GH, dx, t, pg->zero_i);
         next[m++] = step_set(e, dhg, T, B, GH, dhh, t, pg->zero_i);
     }
-    out(e, "    \"stablehlo.return\"(");
-    for (size_t i = 0; i < m; i++)
-        out(e, "%s%s", i ? ", " : "", next[i].s);
-    out(e, ") : (");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", types[i]);
-    out(e, ") -> ()\n");
-    out(e, "    }) : (");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", types[i]);
-    out(e, ") -> (");
-    for (size_t i = 0; i < n; i++)
-        out(e, "%s%s", i ? ", " : "", types[i]);
-    out(e, ")\n");
+    while_close(e, next, m, types, n);
 
     struct val dx_all = result(loop, 2);
     struct val dh_all = gru ? result(loop, 3) : dx_all;
