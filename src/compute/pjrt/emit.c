@@ -28,6 +28,16 @@ struct emit {
     int type_next;
 };
 
+/* An empty program text with room for cap bytes (it grows); false when out of memory. */
+static bool emit_init(struct emit *e, size_t cap)
+{
+    *e = (struct emit){ .cap = cap, .buf = malloc(cap) };
+    if (e->buf == NULL)
+        return false;
+    e->buf[0] = '\0';
+    return true;
+}
+
 static void out(struct emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void out(struct emit *e, const char *fmt, ...)
@@ -652,11 +662,9 @@ static char *finish(struct emit *e)
 char *tsrnn_pjrt_emit_train_step(const struct tsrnn_model_dims *dims, size_t batch_count,
                                  size_t step_count, size_t replica_count, bool dropout)
 {
-    struct emit e = { .cap = 1 << 16 };
-    e.buf = malloc(e.cap);
-    if (e.buf == NULL)
+    struct emit e;
+    if (!emit_init(&e, 1 << 16))
         return NULL;
-    e.buf[0] = '\0';
     struct program pg;
     program_init(&pg, &e, dims, batch_count, step_count);
     size_t B = pg.B, T = pg.T, H = pg.H, O = pg.O, N = pg.N, L = dims->layer_count;
@@ -784,11 +792,9 @@ char *tsrnn_pjrt_emit_train_step(const struct tsrnn_model_dims *dims, size_t bat
 char *tsrnn_pjrt_emit_forward(const struct tsrnn_model_dims *dims, size_t batch_count,
                               size_t step_count)
 {
-    struct emit e = { .cap = 1 << 15 };
-    e.buf = malloc(e.cap);
-    if (e.buf == NULL)
+    struct emit e;
+    if (!emit_init(&e, 1 << 15))
         return NULL;
-    e.buf[0] = '\0';
     struct program pg;
     program_init(&pg, &e, dims, batch_count, step_count);
     size_t B = pg.B, T = pg.T, H = pg.H, O = pg.O, N = pg.N, L = dims->layer_count;
