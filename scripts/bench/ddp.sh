@@ -20,23 +20,7 @@ trap 'rm -rf "$work"' EXIT
 
 write_inputs() {
     awk -f "$bench_root/bench/synthetic.awk" -v n=100000 >"$work/synthetic.csv"
-    cat >"$work/lstm256.ini" <<INI
-[data]
-path = synthetic.csv
-value_cols = value
-[model]
-model = LSTM
-hidden_dim = 256
-training_length = 64
-input_chunk_length = 64
-[training]
-batch_size = 64
-n_epochs = 1
-max_steps = 30
-[output]
-work_dir = runs
-model_name = lstm256
-INI
+    cp "$bench_root/bench/lstm256.ini" "$work/lstm256.ini"
 }
 
 # tsrnn-launch --devices N: rank 0's "N ranks (gloo): X samples/s in all; collectives S s

@@ -53,23 +53,7 @@ AGENT
 chmod +x "$work/agent"
 
 awk -f "$bench_root/bench/synthetic.awk" -v n=100000 >"$work/synthetic.csv"
-cat >"$work/lstm256.ini" <<INI
-[data]
-path = synthetic.csv
-value_cols = value
-[model]
-model = LSTM
-hidden_dim = 256
-training_length = 64
-input_chunk_length = 64
-[training]
-batch_size = 64
-n_epochs = 1
-max_steps = 30
-[output]
-work_dir = runs
-model_name = lstm256
-INI
+cp "$bench_root/bench/lstm256.ini" "$work/lstm256.ini"
 
 two_hosts=(ip netns exec "${ns[0]}" mpirun --allow-run-as-root --hostfile "$work/hosts"
     --mca plm_rsh_agent "$work/agent" --mca oob_tcp_if_include "$subnet"
