@@ -1,15 +1,18 @@
 /* tsrnn-predict: forecasts with a trained model, as Darts' RNNModel.load_from_checkpoint(...)
- * followed by predict(n) would.
+ * followed by predict(n) would, or backtests it, as historical_forecasts(retrain=False) and
+ * backtest() would.
  *
  * The checkpoint carries everything needed: the weights, the model's dimensions, the scaler
  * fitted on the training part, the series' columns and time format, and the run's config
  * (which names the training series). The forecast starts after the training part of that
  * series (where the validation part gives actual values to score against), or after the end
- * of a series given with --series.
+ * of a series given with --series. A backtest forecasts from every --stride-th point of the
+ * series from --start on, each forecast --horizon steps inside the series.
  *
  * Exit codes: 0 ok, 1 runtime failure (a file could not be written), 2 usage, bad
  * checkpoint or bad series.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -33,8 +36,12 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: " PROGRAM " --run DIR [--checkpoint best|last|FILE] [--series CSV] --n N\n"
             "                     [--out FILE.csv] [--plot FILE.png] [--size WxH]\n"
+            "       " PROGRAM " --run DIR [--checkpoint ...] [--series CSV] --backtest\n"
+            "                     --horizon H [--start WHEN] [--stride S] [--last-points-only]\n"
+            "                     [--out DIR] [--plot FILE.png] [--size WxH]\n"
             "\n"
-            "Forecasts N steps with a model trained by tsrnn-worker / tsrnn-launch.\n"
+            "Forecasts N steps with a model trained by tsrnn-worker / tsrnn-launch, or\n"
+            "backtests it: Darts' historical_forecasts(retrain=False) and backtest().\n"
             "\n"
             "Options:\n"
             "  -r, --run DIR          the run folder ({work_dir}/{model_name})\n"
@@ -44,8 +51,17 @@ static void usage(FILE *out)
             "                         the training data); default: after the training part of\n"
             "                         the training series, scored against the values after it\n"
             "  -n, --n N              steps to forecast (N >= 1)\n"
-            "  -o, --out FILE         write the forecast CSV there (default: standard output)\n"
+            "  -o, --out FILE         write the forecast CSV there (default: standard output);\n"
+            "                         with --backtest the folder of its files (default: --run)\n"
             "  -p, --plot FILE        draw history, actual values and forecast into a PNG\n"
+            "                         (--backtest: default DIR/backtest.png)\n"
+            "  -b, --backtest         forecast from every stride-th point from --start on\n"
+            "      --horizon H        steps of each backtest forecast (Darts' forecast_horizon)\n"
+            "      --start WHEN       the first forecast's first point: a date of the series,\n"
+            "                         an integer (position; an integer index's value) or a\n"
+            "                         fraction in [0, 1] (default: after the training part)\n"
+            "      --stride S         points between two forecasts' starts (default 1)\n"
+            "      --last-points-only keep and score the last point of each forecast\n"
             "      --size WxH         the picture's size in pixels (default 1000x500)\n"
             "      --accelerator WHICH cpu (default: one window at a time is the CPU's work) or\n"
             "                           gpu (the CUDA backend; exit 2 where there is none)\n"
@@ -65,6 +81,10 @@ struct options {
     long long n;
     int width, height;
     bool gpu; /* --accelerator gpu */
+    bool backtest;
+    const char *start; /* --start, or NULL */
+    long long horizon, stride;
+    bool last_points_only;
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -73,6 +93,41 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n");
     return TSRNN_EXIT_USAGE;
+}
+
+/* The options of a backtest (-1 to go on, else the exit code). */
+static int check_backtest_options(struct options *o)
+{
+    if (o->n >= 0)
+        return usage_error("--n belongs to a forecast%s; a backtest forecasts --horizon steps "
+                           "from every start: give --horizon H instead",
+                           "");
+    if (o->horizon < 0)
+        return usage_error("%s--backtest needs --horizon H, the steps of each forecast "
+                           "(Darts' forecast_horizon), e.g. --horizon 12",
+                           "");
+    if (o->stride < 0)
+        o->stride = 1;
+    if (o->out_path == NULL && o->run_dir == NULL)
+        return usage_error("%s--backtest writes its files into the run folder: give --run DIR "
+                           "or --out DIR",
+                           "");
+    return -1;
+}
+
+/* The options of a forecast (-1 to go on, else the exit code). */
+static int check_forecast_options(const struct options *o)
+{
+    const char *extra = o->horizon >= 0       ? "--horizon"
+                        : o->stride >= 0      ? "--stride"
+                        : o->start != NULL    ? "--start"
+                        : o->last_points_only ? "--last-points-only"
+                                              : NULL;
+    if (extra != NULL)
+        return usage_error("%s belongs to a backtest: add --backtest", extra);
+    if (o->n < 0)
+        return usage_error("%s--n N is required", "");
+    return -1;
 }
 
 /* Returns -1 to go on, else the exit code. */
@@ -89,14 +144,21 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { "accelerator", required_argument, NULL, 'A' },
+        { "backtest", no_argument, NULL, 'b' },
+        { "horizon", required_argument, NULL, 'H' },
+        { "start", required_argument, NULL, 'T' },
+        { "stride", required_argument, NULL, 'R' },
+        { "last-points-only", no_argument, NULL, 'L' },
         { NULL, 0, NULL, 0 },
     };
     int opt;
     int64_t n;
     char tail;
 
-    *o = (struct options){ .checkpoint = "best", .n = -1, .width = 1000, .height = 500 };
-    while ((opt = getopt_long(argc, argv, "r:c:s:n:o:p:hV", long_options, NULL)) != -1) {
+    *o = (struct options){
+        .checkpoint = "best", .n = -1, .width = 1000, .height = 500, .horizon = -1, .stride = -1
+    };
+    while ((opt = getopt_long(argc, argv, "r:c:s:n:o:p:bhV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'r':
             o->run_dir = optarg;
@@ -127,6 +189,25 @@ static int parse_options(int argc, char **argv, struct options *o)
                                    "8000x8000, e.g. 1000x500",
                                    optarg);
             break;
+        case 'b':
+            o->backtest = true;
+            break;
+        case 'H':
+        case 'R':
+            if (!tsrnn_parse_int64(optarg, &n) || n < 1 || n > 100000000)
+                return usage_error(opt == 'H' ? "--horizon %s: accepted: an integer from 1 to "
+                                                "100000000"
+                                              : "--stride %s: accepted: an integer from 1 to "
+                                                "100000000",
+                                   optarg);
+            *(opt == 'H' ? &o->horizon : &o->stride) = n;
+            break;
+        case 'T':
+            o->start = optarg;
+            break;
+        case 'L':
+            o->last_points_only = true;
+            break;
         case 'A':
             if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
                 return usage_error("--accelerator %s: accepted: cpu or gpu", optarg);
@@ -145,8 +226,9 @@ static int parse_options(int argc, char **argv, struct options *o)
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
-    if (o->n < 0)
-        return usage_error("%s--n N is required", "");
+    int code = o->backtest ? check_backtest_options(o) : check_forecast_options(o);
+    if (code >= 0)
+        return code;
     if (o->plot_path != NULL && !tsrnn_plot_available())
         return usage_error("--plot %s: this tsrnn-predict was built without cairo; install "
                            "libcairo2-dev and rebuild",
@@ -227,6 +309,130 @@ static void print_scores(const struct tsrnn_forecast *f, const struct tsrnn_seri
     fprintf(stderr, " MAE %.6g RMSE %.6g\n", f->mae, f->rmse);
 }
 
+static void print_loaded(const struct tsrnn_checkpoint *ck, const char *path)
+{
+    if (ck->state.global_step == 0)
+        fprintf(stderr, "Loaded %s (%s, untrained: saved by a max_steps = 0 run)\n",
+                tsrnn_display_path(path), tsrnn_model_kind_name(ck->dims.kind));
+    else
+        fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
+                tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch, ck->state.monitor,
+                ck->state.monitor_value);
+}
+
+/* "<model_name> <kind>": the pictures' title. */
+static void plot_title(const struct tsrnn_checkpoint *ck, char *out, size_t capacity)
+{
+    snprintf(out, capacity, "%s %s", ck->config.model_name, tsrnn_model_kind_name(ck->dims.kind));
+}
+
+static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                  const char *path, struct tsrnn_model *model,
+                                  const struct tsrnn_dataset *ds, size_t origin)
+{
+    struct tsrnn_forecast f;
+    TSRNN_TRY(tsrnn_forecast_run(&f, model, &ck->scaler, &ds->series, origin,
+                                 (size_t)ck->input_chunk_length, (size_t)o->n));
+    print_loaded(ck, path);
+    print_scores(&f, &ds->series);
+    enum tsrnn_status status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds->series, o->out_path)
+                                           : tsrnn_forecast_write_csv(&f, &ds->series, stdout);
+    if (status == TSRNN_OK && o->plot_path != NULL) {
+        char title[TSRNN_NAME_MAX + 32];
+        plot_title(ck, title, sizeof(title));
+        status = tsrnn_forecast_plot(&f, &ds->series, title, o->width, o->height, o->plot_path);
+    }
+    tsrnn_forecast_finish(&f);
+    return status;
+}
+
+/* A score as the CSVs write it. */
+static void print_score(FILE *out, const char *name, double value)
+{
+    if (isnan(value))
+        fprintf(out, " %s nan", name);
+    else
+        fprintf(out, " %s %.9g", name, value);
+}
+
+/* Where the backtest's first forecast starts, and how many forecasts a batch holds. */
+static enum tsrnn_status backtest_plan(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                       const struct tsrnn_dataset *ds, size_t origin, size_t *first,
+                                       size_t *batch)
+{
+    enum tsrnn_status status =
+        tsrnn_backtest_first(&ds->series, o->start, origin,
+                             o->series_path ? "the end of the series (no --start)"
+                                            : "the validation part's start (no --start)",
+                             (size_t)ck->input_chunk_length, (size_t)o->horizon, first);
+    if (status != TSRNN_OK)
+        return o->start ? status
+                        : tsrnn_error_append(status, "; choose the first forecast's start with "
+                                                     "--start");
+    /* As many windows per batch as training took (of training_length >= input_chunk_length
+     * steps, so the workspace fits where training's did), as Darts predicts with the
+     * model's batch_size. */
+    size_t count = (ds->series.length - (size_t)o->horizon - *first) / (size_t)o->stride + 1;
+    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
+    *batch = count < batch_size ? count : batch_size;
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                  const char *path, struct tsrnn_model *model,
+                                  const struct tsrnn_dataset *ds, size_t first)
+{
+    const struct tsrnn_series *s = &ds->series;
+    const char *dir = o->out_path ? o->out_path : o->run_dir;
+    char csv[PATH_MAX], errors[PATH_MAX], png[PATH_MAX], from[64], to[64];
+    struct tsrnn_backtest bt;
+
+    if (snprintf(csv, sizeof(csv), "%s/backtest.csv", dir) >= (int)sizeof(csv) ||
+        snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors) ||
+        snprintf(png, sizeof(png), "%s/backtest.png", dir) >= (int)sizeof(png))
+        return tsrnn_error(TSRNN_ERR_USAGE, "--out %s: the path is too long", dir);
+    TSRNN_TRY(tsrnn_backtest_run(&bt, model, &ck->scaler, s, first, (size_t)ck->input_chunk_length,
+                                 (size_t)o->horizon, (size_t)o->stride, o->last_points_only));
+    print_loaded(ck, path);
+    tsrnn_time_format(s->times[first], s->time_unit, from, sizeof(from));
+    tsrnn_time_format(s->times[first + (bt.forecast_count - 1) * bt.stride], s->time_unit, to,
+                      sizeof(to));
+    fprintf(stderr,
+            "Backtest: %zu forecast%s of %zu steps starting %s .. %s, stride %zu "
+            "(historical_forecasts(retrain=False, last_points_only=%s))\n",
+            bt.forecast_count, bt.forecast_count == 1 ? "" : "s", bt.horizon, from, to, bt.stride,
+            bt.last_points_only ? "True" : "False");
+    const char *plot_path = o->plot_path ? o->plot_path : tsrnn_plot_available() ? png : NULL;
+    enum tsrnn_status status = tsrnn_make_dirs(dir);
+    if (status == TSRNN_OK)
+        status = tsrnn_backtest_save_csv(&bt, s, csv);
+    if (status == TSRNN_OK)
+        status = tsrnn_backtest_save_errors(&bt, s, errors);
+    if (status == TSRNN_OK && plot_path != NULL) {
+        char title[TSRNN_NAME_MAX + 32];
+        plot_title(ck, title, sizeof(title));
+        status = tsrnn_backtest_plot(&bt, s, title, o->width, o->height, plot_path);
+    }
+    if (status == TSRNN_OK) {
+        fprintf(stderr, "Wrote %s, %s", tsrnn_display_path(csv), tsrnn_display_path(errors));
+        if (plot_path != NULL)
+            fprintf(stderr, ", %s", tsrnn_display_path(plot_path));
+        else
+            fprintf(stderr, " (no plot: this tsrnn-predict was built without cairo)");
+        fprintf(stderr, "\n");
+        /* Darts' backtest() value (mean over the forecasts, or of the last points) */
+        printf("backtest:");
+        print_score(stdout, "MAPE", bt.overall.mape);
+        print_score(stdout, "MAE", bt.overall.mae);
+        print_score(stdout, "RMSE", bt.overall.rmse);
+        printf("\n");
+        if (fflush(stdout) != 0)
+            status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write to standard output");
+    }
+    tsrnn_backtest_finish(&bt);
+    return status;
+}
+
 static enum tsrnn_status predict(const struct options *o)
 {
     char path[PATH_MAX];
@@ -234,8 +440,7 @@ static enum tsrnn_status predict(const struct options *o)
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
-    struct tsrnn_forecast f = { 0 };
-    size_t origin = 0;
+    size_t origin = 0, first = 0, batch = 1;
     enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
     /* A shared lock on the run folder while its checkpoint is found and read: a training run
@@ -271,8 +476,12 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
     tsrnn_run_lock_release(&lock);
-    /* A forecast is one window at a time: the CPU serves it, whatever trained the model,
-     * unless --accelerator gpu asks for the CUDA backend. */
+    if (status == TSRNN_OK)
+        status = load_series(&ds, &origin, ck, o->series_path);
+    if (status == TSRNN_OK && o->backtest)
+        status = backtest_plan(o, ck, &ds, origin, &first, &batch);
+    /* A forecast is one window at a time (a backtest a batch of them): the CPU serves it,
+     * whatever trained the model, unless --accelerator gpu asks for the CUDA backend. */
     struct tsrnn_compute_options device = {
         .kind = o->gpu ? TSRNN_COMPUTE_CUDA : TSRNN_COMPUTE_CPU,
         .thread_count = 1,
@@ -282,33 +491,13 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_ERR_USAGE && o->gpu)
         status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
     if (status == TSRNN_OK)
-        status = tsrnn_model_init(&model, compute, &ck->dims, 1, (size_t)ck->input_chunk_length);
+        status =
+            tsrnn_model_init(&model, compute, &ck->dims, batch, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_restore(ck, &model, NULL);
     if (status == TSRNN_OK)
-        status = load_series(&ds, &origin, ck, o->series_path);
-    if (status == TSRNN_OK)
-        status = tsrnn_forecast_run(&f, &model, &ck->scaler, &ds.series, origin,
-                                    (size_t)ck->input_chunk_length, (size_t)o->n);
-    if (status == TSRNN_OK) {
-        if (ck->state.global_step == 0)
-            fprintf(stderr, "Loaded %s (%s, untrained: saved by a max_steps = 0 run)\n",
-                    tsrnn_display_path(path), tsrnn_model_kind_name(ck->dims.kind));
-        else
-            fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
-                    tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch,
-                    ck->state.monitor, ck->state.monitor_value);
-        print_scores(&f, &ds.series);
-        status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds.series, o->out_path)
-                             : tsrnn_forecast_write_csv(&f, &ds.series, stdout);
-    }
-    if (status == TSRNN_OK && o->plot_path != NULL) {
-        char title[TSRNN_NAME_MAX + 32];
-        snprintf(title, sizeof(title), "%s %s", ck->config.model_name,
-                 tsrnn_model_kind_name(ck->dims.kind));
-        status = tsrnn_forecast_plot(&f, &ds.series, title, o->width, o->height, o->plot_path);
-    }
-    tsrnn_forecast_finish(&f);
+        status = o->backtest ? backtest(o, ck, path, &model, &ds, first)
+                             : forecast(o, ck, path, &model, &ds, origin);
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
