@@ -298,10 +298,10 @@ static enum tsrnn_status find_time(const struct tsrnn_series *series, int64_t t,
     char before[POINT_TEXT_MAX], after[POINT_TEXT_MAX];
     return tsrnn_error(TSRNN_ERR_USAGE,
                        "--start %s is not a point of the series: it lies between %s and %s; "
-                       "accepted: a %s of the series",
+                       "accepted: %s of the series",
                        start, point_text(series, lo - 1, before, sizeof(before)),
                        point_text(series, lo, after, sizeof(after)),
-                       series->time_unit == TSRNN_TIME_INDEX ? "index value" : "time stamp");
+                       series->time_unit == TSRNN_TIME_INDEX ? "an index value" : "a time stamp");
 }
 
 /* The position `start` names (tsrnn_backtest_first()), possibly outside the series. */
