@@ -241,38 +241,43 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 /* The series to forecast from and where its history ends: --series whole, or the training
  * series of the checkpoint's config split as in training. */
-static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
+static enum tsrnn_status load_series(struct tsrnn_dataset *dataset, struct tsrnn_series *own,
+                                     const struct tsrnn_series **series, size_t *origin,
                                      const struct tsrnn_checkpoint *ck, const char *series_path)
 {
     const struct tsrnn_config *cfg = &ck->config;
     const struct tsrnn_series_info *info = &ck->series;
 
     if (series_path == NULL) {
-        enum tsrnn_status status = tsrnn_dataset_load(ds, cfg);
+        enum tsrnn_status status = tsrnn_dataset_load(dataset, cfg);
         if (status != TSRNN_OK)
             return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
                                               "used: pass the series to forecast from with "
                                               "--series CSV");
-        *origin = ds->train_length;
-        if (ds->train_length != info->train_length)
+        const struct tsrnn_dataset_series *item = &dataset->items[0];
+        *series = &item->series;
+        *origin = item->train_length;
+        if (item->train_length != info->train_length)
             tsrnn_warn("%s now has %zu training points, the model was trained on %zu",
-                       tsrnn_display_path(cfg->data_path), ds->train_length, info->train_length);
+                       tsrnn_display_path(cfg->data_path), item->train_length, info->train_length);
     } else {
         /* Read as the training series was read ([data] freq, fill_missing_*), and at the
          * model's frequency when the series is too short to show its own. */
         struct tsrnn_series_options options;
         tsrnn_series_options_from_config(&options, cfg);
         options.short_series_freq = info->freq;
-        TSRNN_TRY(tsrnn_series_load_csv(&ds->series, series_path, cfg->time_col,
+        TSRNN_TRY(tsrnn_series_load_csv(own, series_path, cfg->time_col,
                                         (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
                                         cfg->value_col_count, &options));
-        *origin = ds->series.length;
+        *series = own;
+        *origin = own->length;
     }
+    const struct tsrnn_series *s = *series;
     /* A forecast continues the frequency the model learnt; another one's stamps would be
      * wrong, and its steps mean something else. */
-    if (info->freq.kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(&info->freq, &ds->series.freq)) {
+    if (info->freq.kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(&info->freq, &s->freq)) {
         char have[TSRNN_FREQ_NAME_MAX], want[TSRNN_FREQ_NAME_MAX];
-        tsrnn_freq_name(&ds->series.freq, have, sizeof(have));
+        tsrnn_freq_name(&s->freq, have, sizeof(have));
         tsrnn_freq_name(&info->freq, want, sizeof(want));
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s: the series' frequency is %s, but the model was trained on a "
@@ -280,18 +285,18 @@ static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
                            tsrnn_display_path(series_path ? series_path : cfg->data_path), have,
                            want, want);
     }
-    if (ds->series.component_count != info->component_count)
+    if (s->component_count != info->component_count)
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s has %zu value columns; the model forecasts %zu (%s%s)",
                            tsrnn_display_path(series_path ? series_path : cfg->data_path),
-                           ds->series.component_count, info->component_count,
-                           info->component_names[0], info->component_count > 1 ? ", ..." : "");
+                           s->component_count, info->component_count, info->component_names[0],
+                           info->component_count > 1 ? ", ..." : "");
     for (size_t c = 0; c < info->component_count; c++)
-        if (strcmp(ds->series.component_names[c], info->component_names[c]) != 0)
+        if (strcmp(s->component_names[c], info->component_names[c]) != 0)
             return tsrnn_error(TSRNN_ERR_DATA,
                                "%s: value column %zu is '%s'; the model was trained on '%s'",
                                tsrnn_display_path(series_path ? series_path : cfg->data_path),
-                               c + 1, ds->series.component_names[c], info->component_names[c]);
+                               c + 1, s->component_names[c], info->component_names[c]);
     return TSRNN_OK;
 }
 
@@ -328,19 +333,19 @@ static void plot_title(const struct tsrnn_checkpoint *ck, char *out, size_t capa
 
 static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_checkpoint *ck,
                                   const char *path, struct tsrnn_model *model,
-                                  const struct tsrnn_dataset *ds, size_t origin)
+                                  const struct tsrnn_series *series, size_t origin)
 {
     struct tsrnn_forecast f;
-    TSRNN_TRY(tsrnn_forecast_run(&f, model, &ck->scaler, &ds->series, origin,
+    TSRNN_TRY(tsrnn_forecast_run(&f, model, &ck->scaler, series, origin,
                                  (size_t)ck->input_chunk_length, (size_t)o->n));
     print_loaded(ck, path);
-    print_scores(&f, &ds->series);
-    enum tsrnn_status status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds->series, o->out_path)
-                                           : tsrnn_forecast_write_csv(&f, &ds->series, stdout);
+    print_scores(&f, series);
+    enum tsrnn_status status = o->out_path ? tsrnn_forecast_save_csv(&f, series, o->out_path)
+                                           : tsrnn_forecast_write_csv(&f, series, stdout);
     if (status == TSRNN_OK && o->plot_path != NULL) {
         char title[TSRNN_NAME_MAX + 32];
         plot_title(ck, title, sizeof(title));
-        status = tsrnn_forecast_plot(&f, &ds->series, title, o->width, o->height, o->plot_path);
+        status = tsrnn_forecast_plot(&f, series, title, o->width, o->height, o->plot_path);
     }
     tsrnn_forecast_finish(&f);
     return status;
@@ -357,11 +362,11 @@ static void print_score(FILE *out, const char *name, double value)
 
 /* Where the backtest's first forecast starts, and how many forecasts a batch holds. */
 static enum tsrnn_status backtest_plan(const struct options *o, const struct tsrnn_checkpoint *ck,
-                                       const struct tsrnn_dataset *ds, size_t origin, size_t *first,
-                                       size_t *batch)
+                                       const struct tsrnn_series *series, size_t origin,
+                                       size_t *first, size_t *batch)
 {
     enum tsrnn_status status =
-        tsrnn_backtest_first(&ds->series, o->start, origin,
+        tsrnn_backtest_first(series, o->start, origin,
                              o->series_path ? "the end of the series (no --start)"
                                             : "the validation part's start (no --start)",
                              (size_t)ck->input_chunk_length, (size_t)o->horizon, first);
@@ -372,7 +377,7 @@ static enum tsrnn_status backtest_plan(const struct options *o, const struct tsr
     /* As many windows per batch as training took (of training_length >= input_chunk_length
      * steps, so the workspace fits where training's did), as Darts predicts with the
      * model's batch_size. */
-    size_t count = (ds->series.length - (size_t)o->horizon - *first) / (size_t)o->stride + 1;
+    size_t count = (series->length - (size_t)o->horizon - *first) / (size_t)o->stride + 1;
     size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
     *batch = count < batch_size ? count : batch_size;
     return TSRNN_OK;
@@ -380,9 +385,8 @@ static enum tsrnn_status backtest_plan(const struct options *o, const struct tsr
 
 static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_checkpoint *ck,
                                   const char *path, struct tsrnn_model *model,
-                                  const struct tsrnn_dataset *ds, size_t first)
+                                  const struct tsrnn_series *s, size_t first)
 {
-    const struct tsrnn_series *s = &ds->series;
     const char *dir = o->out_path ? o->out_path : o->run_dir;
     char csv[PATH_MAX], errors[PATH_MAX], png[PATH_MAX], from[64], to[64];
     struct tsrnn_backtest bt;
@@ -438,6 +442,8 @@ static enum tsrnn_status predict(const struct options *o)
     char path[PATH_MAX];
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
     struct tsrnn_dataset ds = { 0 };
+    struct tsrnn_series own = { 0 };
+    const struct tsrnn_series *series = NULL;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
     size_t origin = 0, first = 0, batch = 1;
@@ -477,9 +483,9 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_checkpoint_read(ck, path);
     tsrnn_run_lock_release(&lock);
     if (status == TSRNN_OK)
-        status = load_series(&ds, &origin, ck, o->series_path);
+        status = load_series(&ds, &own, &series, &origin, ck, o->series_path);
     if (status == TSRNN_OK && o->backtest)
-        status = backtest_plan(o, ck, &ds, origin, &first, &batch);
+        status = backtest_plan(o, ck, series, origin, &first, &batch);
     /* A forecast is one window at a time (a backtest a batch of them): the CPU serves it,
      * whatever trained the model, unless --accelerator gpu asks for the CUDA backend. */
     struct tsrnn_compute_options device = {
@@ -496,11 +502,12 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_restore(ck, &model, NULL);
     if (status == TSRNN_OK)
-        status = o->backtest ? backtest(o, ck, path, &model, &ds, first)
-                             : forecast(o, ck, path, &model, &ds, origin);
+        status = o->backtest ? backtest(o, ck, path, &model, series, first)
+                             : forecast(o, ck, path, &model, series, origin);
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
+    tsrnn_series_finish(&own);
     if (ck != NULL)
         tsrnn_checkpoint_finish(ck);
     free(ck);
