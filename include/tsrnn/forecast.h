@@ -16,7 +16,7 @@
 /* Darts' metrics of a forecast against actual values, original scale, over its points and
  * every component: mape = 100 * mean |(a - p) / a| (NaN when an actual value is 0),
  * mae = mean |a - p|, rmse = sqrt(mean (a - p)^2); NaN where there is nothing to score. */
-struct tsrnn_scores {
+struct tsrnn_forecast_scores {
     double mape, mae, rmse;
 };
 
@@ -81,11 +81,11 @@ struct tsrnn_backtest {
     float *values;         /* (F, H, C) owned, original scale */
     /* (F) owned: forecast f's scores over its H points, or with last_points_only over its
      * last point alone (what backtest(reduction=None) gives per forecast). */
-    struct tsrnn_scores *scores;
+    struct tsrnn_forecast_scores *scores;
     /* Darts' backtest() value of each metric: the mean of the forecasts' scores leaving NaN
      * out (reduction=np.nanmean); with last_points_only the score of the one series of last
      * points. */
-    struct tsrnn_scores overall;
+    struct tsrnn_forecast_scores overall;
 };
 
 /* Where the first forecast starts: `start` as tsrnn-predict's --start takes it, Darts'

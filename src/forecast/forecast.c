@@ -13,12 +13,12 @@
  * c] against values[i * v_step + c], original scale; NaN for none. Steps in floats let the
  * backtest score every forecast's last point where they lie. */
 static void score(const float *actual, size_t a_step, const float *values, size_t v_step,
-                  size_t count, size_t C, struct tsrnn_scores *out)
+                  size_t count, size_t C, struct tsrnn_forecast_scores *out)
 {
     double abs_sum = 0.0, sq_sum = 0.0, pct_sum = 0.0;
     bool zero = false;
 
-    *out = (struct tsrnn_scores){ NAN, NAN, NAN };
+    *out = (struct tsrnn_forecast_scores){ NAN, NAN, NAN };
     if (count * C == 0)
         return;
     for (size_t i = 0; i < count; i++)
@@ -117,7 +117,7 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
         }
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
-    struct tsrnn_scores scores;
+    struct tsrnn_forecast_scores scores;
     score(f->actual, C, f->values, C, f->actual_count, C, &scores);
     f->mape = scores.mape;
     f->mae = scores.mae;
@@ -425,8 +425,8 @@ static void score_backtest(struct tsrnn_backtest *bt, const struct tsrnn_series 
         nanmean_add(&mae, bt->scores[f].mae);
         nanmean_add(&rmse, bt->scores[f].rmse);
     }
-    bt->overall =
-        (struct tsrnn_scores){ nanmean_value(&mape), nanmean_value(&mae), nanmean_value(&rmse) };
+    bt->overall = (struct tsrnn_forecast_scores){ nanmean_value(&mape), nanmean_value(&mae),
+                                                  nanmean_value(&rmse) };
 }
 
 enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_model *model,
@@ -519,7 +519,7 @@ enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest *bt,
 }
 
 /* A score with 9 significant digits; NaN as pandas writes it. */
-static void put_scores(FILE *out, const struct tsrnn_scores *s)
+static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
 {
     const double v[3] = { s->mape, s->mae, s->rmse };
     for (size_t i = 0; i < 3; i++)
