@@ -58,6 +58,46 @@ enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
 enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
                                           const struct tsrnn_series *series, const char *path);
 
+/* --- the forecasts of several series (Darts' global models) ------------------------------
+ * One CSV in the long layout: a header `<id_name>,<time_col>,<component>...` and each
+ * series' rows after the previous series', its id in the first column (quoted when it holds
+ * a comma or a quote). */
+
+/* One series to forecast: its values as read, where its history ends and its scaler. */
+struct tsrnn_forecast_source {
+    const struct tsrnn_series *series;
+    const struct tsrnn_scaler *scaler;
+    size_t origin;
+    const char *id; /* NULL: the one unnamed series of a run, written without an id column */
+};
+
+/* Forecasts each of sources[0..count) `n` steps with tsrnn_forecast_run() and writes them
+ * all to `out`: the single-series layout of tsrnn_forecast_write_csv() for one source without
+ * an id, else the long layout under the header `id_name`. */
+enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, size_t input_chunk_length, size_t n,
+                                           const char *id_name, FILE *out);
+
+/* The same into the file `path`, replaced atomically. */
+enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count,
+                                          size_t input_chunk_length, size_t n, const char *id_name,
+                                          const char *path);
+
+/* Darts' metric(actual_list, pred_list, series_reduction=np.mean): the mean over the series
+ * of each one's score; mape NaN when one series' is (an actual value of 0). */
+void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
+                                const struct tsrnn_forecast_scores *each, size_t count);
+
+/* How many series of a run of several get a picture of their forecast (training's
+ * forecast_<id>.png) or backtest (tsrnn-predict's backtest_<id>.png): the first ones. */
+#define TSRNN_FORECAST_PLOTS 4
+
+/* A file name part for a series' id: its bytes, with every one but letters, digits, '.', '-'
+ * and '_' replaced by '_' ("store 1/a" -> "store_1_a"). */
+void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity);
+
 /* Draws history (the last points before the forecast), actual values and the forecast into a
  * PNG of width x height (tsrnn_plot_png()), titled `title` followed by the MAPE when there
  * are actual values. */
@@ -113,18 +153,33 @@ enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_mod
 /* Accepts a zeroed struct. */
 void tsrnn_backtest_finish(struct tsrnn_backtest *bt);
 
-/* The forecasts as a CSV, replaced atomically: with last_points_only the series of last
- * points in TimeSeries.to_csv()'s layout (as tsrnn_forecast_write_csv()); otherwise
- * `start,<time_col>,<component>...`, one row per forecast and step, `start` the stamp of the
- * forecast's first point. Values with 9 significant digits. TSRNN_ERR_IO naming the file. */
-enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest *bt,
-                                          const struct tsrnn_series *series, const char *path);
+/* One series' backtest in the files of one or several: `bt` over `series`, named `id` (NULL:
+ * the one unnamed series of a run). */
+struct tsrnn_backtest_part {
+    const struct tsrnn_backtest *bt;
+    const struct tsrnn_series *series;
+    const char *id;
+};
 
-/* The scores as a CSV, replaced atomically: `start,mape,mae,rmse`, one row per forecast
- * (`start` the stamp of its first point), then `backtest,...` with the overall values; NaN as
- * `nan`. TSRNN_ERR_IO naming the file. */
-enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest *bt,
-                                             const struct tsrnn_series *series, const char *path);
+/* The forecasts of parts[0..count) (all with the same last_points_only) as one CSV, replaced
+ * atomically: with last_points_only the series of last points in TimeSeries.to_csv()'s
+ * layout (as tsrnn_forecast_write_csv()); otherwise `start,<time_col>,<component>...`, one
+ * row per forecast and step, `start` the stamp of the forecast's first point. Named parts
+ * (several, or one with an id) get the id column `id_name` first, each series' rows after the
+ * previous one's (the long layout of tsrnn_forecast_write_all()). Values with 9 significant
+ * digits. TSRNN_ERR_IO naming the file. */
+enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *parts, size_t count,
+                                          const char *id_name, const char *path);
+
+/* The scores as a CSV, replaced atomically: `start,mape,mae,rmse` (after the id column for
+ * named parts), one row per forecast (`start` the stamp of its first point), then the row
+ * `backtest` with the series' backtest values; for named parts with `mean` not NULL a last
+ * row with an empty id and `backtest`: the mean over the series (Darts' backtest() of a list
+ * gives one value per series). NaN as `nan`. TSRNN_ERR_IO naming the file. */
+enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest_part *parts, size_t count,
+                                             const char *id_name,
+                                             const struct tsrnn_forecast_scores *mean,
+                                             const char *path);
 
 /* Draws the actual series (from max(3 * the backtested span, 240) points before the first
  * forecast) and the forecasts, or the series of last points, into a PNG (tsrnn_plot_png()),

@@ -148,9 +148,20 @@ static void put_field(FILE *out, const char *text)
     fputc('"', out);
 }
 
-/* TimeSeries.to_csv()'s header: `<time_col>,<component>...` ("time" without a time column). */
-static void put_header(FILE *out, const struct tsrnn_series *series)
+/* The id column's field and its comma; nothing for `id` NULL (a series without an id). */
+static void put_id(FILE *out, const char *id)
 {
+    if (id != NULL) {
+        put_field(out, id);
+        fputc(',', out);
+    }
+}
+
+/* TimeSeries.to_csv()'s header, `<time_col>,<component>...` ("time" without a time column),
+ * after the id column `id_name` (NULL: none). */
+static void put_header(FILE *out, const struct tsrnn_series *series, const char *id_name)
+{
+    put_id(out, id_name);
     put_field(out, series->time_name[0] ? series->time_name : "time");
     for (size_t c = 0; c < series->component_count; c++) {
         fputc(',', out);
@@ -176,6 +187,16 @@ static void put_row(FILE *out, const struct tsrnn_series *series, int64_t t, con
     fputc('\n', out);
 }
 
+/* One row per step; `id` NULL: no id column. */
+static void write_rows(FILE *out, const struct tsrnn_forecast *f, const struct tsrnn_series *series,
+                       const char *id)
+{
+    for (size_t i = 0; i < f->length; i++) {
+        put_id(out, id);
+        put_row(out, series, f->times[i], f->values + i * f->component_count);
+    }
+}
+
 static enum tsrnn_status flushed(FILE *out, const char *what)
 {
     if (fflush(out) != 0 || ferror(out))
@@ -186,22 +207,84 @@ static enum tsrnn_status flushed(FILE *out, const char *what)
 enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
                                            const struct tsrnn_series *series, FILE *out)
 {
-    put_header(out, series);
-    for (size_t i = 0; i < f->length; i++)
-        put_row(out, series, f->times[i], f->values + i * f->component_count);
+    put_header(out, series, NULL);
+    write_rows(out, f, series, NULL);
     return flushed(out, "the forecast");
 }
 
-/* Writes `path` atomically with write(what, series, file). */
-typedef enum tsrnn_status (*csv_writer)(const void *what, const struct tsrnn_series *series,
-                                        FILE *out);
+enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, size_t input_chunk_length, size_t n,
+                                           const char *id_name, FILE *out)
+{
+    bool named = count > 1 || sources[0].id != NULL;
+    put_header(out, sources[0].series, named ? id_name : NULL);
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_forecast_source *src = &sources[i];
+        struct tsrnn_forecast f;
+        enum tsrnn_status status = tsrnn_forecast_run(&f, model, src->scaler, src->series,
+                                                      src->origin, input_chunk_length, n);
+        if (status != TSRNN_OK)
+            return named ? tsrnn_error_append(status, " (series '%s')", src->id) : status;
+        write_rows(out, &f, src->series, named ? src->id : NULL);
+        tsrnn_forecast_finish(&f);
+    }
+    return flushed(out, "the forecasts");
+}
 
-static enum tsrnn_status save_csv(csv_writer write, const void *what,
-                                  const struct tsrnn_series *series, const char *path)
+enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count,
+                                          size_t input_chunk_length, size_t n, const char *id_name,
+                                          const char *path)
 {
     struct tsrnn_atomic_file af;
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
-    enum tsrnn_status status = write(what, series, af.file);
+    enum tsrnn_status status =
+        tsrnn_forecast_write_all(model, sources, count, input_chunk_length, n, id_name, af.file);
+    if (status == TSRNN_ERR_IO)
+        status = tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+    if (status != TSRNN_OK) {
+        tsrnn_atomic_file_abort(&af);
+        return status;
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
+                                const struct tsrnn_forecast_scores *each, size_t count)
+{
+    *mean = (struct tsrnn_forecast_scores){ 0 };
+    for (size_t i = 0; i < count; i++) {
+        mean->mape += each[i].mape;
+        mean->mae += each[i].mae;
+        mean->rmse += each[i].rmse;
+    }
+    mean->mape /= (double)count;
+    mean->mae /= (double)count;
+    mean->rmse /= (double)count;
+}
+
+void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity)
+{
+    size_t i = 0;
+    for (; id[i] != '\0' && i + 1 < capacity; i++) {
+        char c = id[i];
+        bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_';
+        out[i] = keep ? c : '_';
+    }
+    if (capacity > 0)
+        out[i] = '\0';
+}
+
+/* Writes `path` atomically with write(what, file). */
+typedef enum tsrnn_status (*csv_writer)(const void *what, FILE *out);
+
+static enum tsrnn_status save_csv(csv_writer write, const void *what, const char *path)
+{
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    enum tsrnn_status status = write(what, af.file);
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
         return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
@@ -209,16 +292,22 @@ static enum tsrnn_status save_csv(csv_writer write, const void *what,
     return tsrnn_atomic_file_commit(&af);
 }
 
-static enum tsrnn_status write_forecast(const void *what, const struct tsrnn_series *series,
-                                        FILE *out)
+struct forecast_file {
+    const struct tsrnn_forecast *f;
+    const struct tsrnn_series *series;
+};
+
+static enum tsrnn_status write_forecast(const void *what, FILE *out)
 {
-    return tsrnn_forecast_write_csv(what, series, out);
+    const struct forecast_file *file = what;
+    return tsrnn_forecast_write_csv(file->f, file->series, out);
 }
 
 enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
                                           const struct tsrnn_series *series, const char *path)
 {
-    return save_csv(write_forecast, f, series, path);
+    const struct forecast_file file = { f, series };
+    return save_csv(write_forecast, &file, path);
 }
 
 enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
@@ -492,30 +581,55 @@ static int64_t backtest_time(const struct tsrnn_backtest *bt, const struct tsrnn
     return series->times[bt->first + f * bt->stride + k];
 }
 
-static enum tsrnn_status write_backtest(const void *what, const struct tsrnn_series *series,
-                                        FILE *out)
-{
-    const struct tsrnn_backtest *bt = what;
-    size_t H = bt->horizon, C = bt->component_count;
+/* The parts of a backtest's files, the id column's name when they are named, and the mean
+ * over the series when there are several. */
+struct backtest_files {
+    const struct tsrnn_backtest_part *parts;
+    size_t count;
+    const char *id_name; /* NULL: one unnamed series, no id column */
+    const struct tsrnn_forecast_scores *mean;
+};
 
-    if (!bt->last_points_only)
+static struct backtest_files backtest_files(const struct tsrnn_backtest_part *parts, size_t count,
+                                            const char *id_name,
+                                            const struct tsrnn_forecast_scores *mean)
+{
+    bool named = count > 1 || parts[0].id != NULL;
+    return (struct backtest_files){ parts, count, named ? id_name : NULL, mean };
+}
+
+static enum tsrnn_status write_backtest(const void *what, FILE *out)
+{
+    const struct backtest_files *files = what;
+    const struct tsrnn_backtest *bt0 = files->parts[0].bt;
+
+    put_id(out, files->id_name);
+    if (!bt0->last_points_only)
         fputs("start,", out);
-    put_header(out, series);
-    for (size_t f = 0; f < bt->forecast_count; f++)
-        for (size_t k = bt->last_points_only ? H - 1 : 0; k < H; k++) {
-            if (!bt->last_points_only) {
-                put_time(out, series, backtest_time(bt, series, f, 0));
-                fputc(',', out);
+    put_header(out, files->parts[0].series, NULL);
+    for (size_t i = 0; i < files->count; i++) {
+        const struct tsrnn_backtest *bt = files->parts[i].bt;
+        const struct tsrnn_series *series = files->parts[i].series;
+        const char *id = files->id_name ? files->parts[i].id : NULL;
+        size_t H = bt->horizon, C = bt->component_count;
+        for (size_t f = 0; f < bt->forecast_count; f++)
+            for (size_t k = bt->last_points_only ? H - 1 : 0; k < H; k++) {
+                put_id(out, id);
+                if (!bt->last_points_only) {
+                    put_time(out, series, backtest_time(bt, series, f, 0));
+                    fputc(',', out);
+                }
+                put_row(out, series, backtest_time(bt, series, f, k), bt->values + (f * H + k) * C);
             }
-            put_row(out, series, backtest_time(bt, series, f, k), bt->values + (f * H + k) * C);
-        }
+    }
     return flushed(out, "the backtest's forecasts");
 }
 
-enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest *bt,
-                                          const struct tsrnn_series *series, const char *path)
+enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *parts, size_t count,
+                                          const char *id_name, const char *path)
 {
-    return save_csv(write_backtest, bt, series, path);
+    const struct backtest_files files = backtest_files(parts, count, id_name, NULL);
+    return save_csv(write_backtest, &files, path);
 }
 
 /* A score with 9 significant digits; NaN as pandas writes it. */
@@ -530,25 +644,38 @@ static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
     fputc('\n', out);
 }
 
-static enum tsrnn_status write_scores(const void *what, const struct tsrnn_series *series,
-                                      FILE *out)
+static enum tsrnn_status write_errors(const void *what, FILE *out)
 {
-    const struct tsrnn_backtest *bt = what;
+    const struct backtest_files *files = what;
 
+    put_id(out, files->id_name);
     fputs("start,mape,mae,rmse\n", out);
-    for (size_t f = 0; f < bt->forecast_count; f++) {
-        put_time(out, series, backtest_time(bt, series, f, 0));
-        put_scores(out, &bt->scores[f]);
+    for (size_t i = 0; i < files->count; i++) {
+        const struct tsrnn_backtest *bt = files->parts[i].bt;
+        const char *id = files->id_name ? files->parts[i].id : NULL;
+        for (size_t f = 0; f < bt->forecast_count; f++) {
+            put_id(out, id);
+            put_time(out, files->parts[i].series, backtest_time(bt, files->parts[i].series, f, 0));
+            put_scores(out, &bt->scores[f]);
+        }
+        put_id(out, id);
+        fputs("backtest", out);
+        put_scores(out, &bt->overall);
     }
-    fputs("backtest", out);
-    put_scores(out, &bt->overall);
-    return flushed(out, "the backtest's scores");
+    if (files->mean != NULL && files->id_name != NULL) { /* under an empty id */
+        fputs(",backtest", out);
+        put_scores(out, files->mean);
+    }
+    return flushed(out, "the backtest's errors");
 }
 
-enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest *bt,
-                                             const struct tsrnn_series *series, const char *path)
+enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest_part *parts, size_t count,
+                                             const char *id_name,
+                                             const struct tsrnn_forecast_scores *mean,
+                                             const char *path)
 {
-    return save_csv(write_scores, bt, series, path);
+    const struct backtest_files files = backtest_files(parts, count, id_name, mean);
+    return save_csv(write_errors, &files, path);
 }
 
 enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
