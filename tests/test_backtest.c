@@ -3,7 +3,8 @@
  * scaler on AirPassengers; Darts' historical_forecasts(retrain=False) and backtest() with
  * forecast_horizon 12, start as a date and as a fraction, stride 1 and 3, last_points_only
  * True and False. Every forecast value, every per-forecast score and the backtest values
- * within 1e-5 relative; then the defaults, the files, and the refusals. */
+ * within 1e-5 relative; then the defaults, the files, and the refusals. Then a global LSTM on
+ * three series (Darts' backtest of a list: a value per series, and their mean). */
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -25,7 +26,35 @@
 #include "tsrnn/plot.h"
 
 static struct tu_result result;
-static char run[PATH_MAX];
+static char run[PATH_MAX], global_run[PATH_MAX];
+
+/* The global model's run: the three series of tests/fixtures/bt_global/ as Darts' list. */
+static int train_global(void)
+{
+    char init[PATH_MAX + 32], path[3 * PATH_MAX + 32];
+    snprintf(init, sizeof(init), "model.init_weights=%s",
+             tu_source("tests/fixtures/bt_global_weights.safetensors"));
+    int n =
+        snprintf(path, sizeof(path), "data.path=%s", tu_source("tests/fixtures/bt_global/a.csv"));
+    n += snprintf(path + n, sizeof(path) - (size_t)n, ",%s",
+                  tu_source("tests/fixtures/bt_global/b.csv"));
+    snprintf(path + n, sizeof(path) - (size_t)n, ",%s",
+             tu_source("tests/fixtures/bt_global/c.csv"));
+    const char *sets[] = { path,
+                           "data.time_col=month",
+                           "data.value_cols=v",
+                           "data.split_after=1993-06",
+                           "model.model=LSTM",
+                           "model.hidden_dim=8",
+                           "model.training_length=8",
+                           "model.input_chunk_length=5",
+                           init,
+                           "training.max_steps=0",
+                           "--quiet",
+                           NULL };
+    snprintf(global_run, sizeof(global_run), "%s/global", tu_run_dir());
+    return tu_train(&result, "global", sets, 60);
+}
 
 static int group_setup(void **state)
 {
@@ -35,7 +64,11 @@ static int group_setup(void **state)
              tu_source("tests/fixtures/bt_lstm_weights.safetensors"));
     const char *sets[] = { "model.model=LSTM", init, "training.max_steps=0", "--quiet", NULL };
     snprintf(run, sizeof(run), "%s/bt", tu_run_dir());
-    return tu_train(&result, "bt", sets, 60) == 0 ? 0 : -1;
+    if (tu_train(&result, "bt", sets, 60) != 0 || train_global() != 0) {
+        fprintf(stderr, "%s", result.err);
+        return -1;
+    }
+    return 0;
 }
 
 static int predict(const char *const *args)
@@ -115,26 +148,37 @@ static double printed(const char *label)
     return strtod(at + strlen(label), NULL);
 }
 
-/* The `backtest` row of an errors CSV: backtest()'s MAPE, MAE and RMSE. */
+/* The last row of an errors CSV, `[id,]backtest,...`: backtest()'s MAPE, MAE and RMSE (of
+ * the one series, or the mean over several). */
 static void backtest_row(const char *errors_path, double values[3])
 {
     char *text = tu_read(errors_path);
     assert_non_null(text);
-    const char *at = strstr(text, "\nbacktest,");
+    const char *at = strstr(text, "backtest,"), *next;
+    while (at != NULL && (next = strstr(at + 1, "backtest,")) != NULL)
+        at = next;
     assert_non_null(at);
-    at += strlen("\nbacktest,");
+    at += strlen("backtest,");
     assert_int_equal(sscanf(at, "%lf,%lf,%lf", &values[0], &values[1], &values[2]), 3);
     free(text);
 }
 
-static void check_case(const char *name, const char *start, const char *stride, bool last)
+/* Runs the backtest of `run_dir` into tu_run_dir()/<name> and compares its files and printed
+ * value with Darts' bt_<name>_*.csv; `start` NULL: the default start. */
+static void check_run(const char *run_dir, const char *name, const char *horizon, const char *start,
+                      const char *stride, bool last)
 {
     char out[PATH_MAX + 32], path[PATH_MAX + 64], fixture[128];
     snprintf(out, sizeof(out), "%s/%s", tu_run_dir(), name);
-    const char *args[] = { "--run", run,       "--backtest", "--horizon",
-                           "12",    "--start", start,        "--stride",
-                           stride,  "--out",   out,          last ? "--last-points-only" : NULL,
-                           NULL };
+    const char *args[16] = { "--run",    run_dir, "--backtest", "--horizon", horizon,
+                             "--stride", stride,  "--out",      out };
+    size_t n = 9;
+    if (start != NULL) {
+        args[n++] = "--start";
+        args[n++] = start;
+    }
+    if (last)
+        args[n++] = "--last-points-only";
     if (predict(args) != 0)
         fail_msg("%s: exit %d: %s", name, result.exit_code, result.err);
 
@@ -156,9 +200,14 @@ static void check_case(const char *name, const char *start, const char *stride, 
     assert_true(fabs(printed("backtest: MAPE ") - darts[0]) <= 1e-5 * darts[0]);
     printf("# %s (--start %s --stride %s%s): forecasts within %.1e of Darts', scores within "
            "%.1e; backtest MAPE %.7f (Darts %.7f), all three backtest values within %.1e\n",
-           name, start, stride, last ? " --last-points-only" : "", forecasts, errors, ours[0],
-           darts[0], worst);
+           name, start ? start : "(default)", stride, last ? " --last-points-only" : "", forecasts,
+           errors, ours[0], darts[0], worst);
     assert_true(worst <= 1e-5);
+}
+
+static void check_case(const char *name, const char *start, const char *stride, bool last)
+{
+    check_run(run, name, "12", start, stride, last);
 }
 
 static void test_backtest_date_stride1_all_forecasts(void **state)
@@ -355,6 +404,58 @@ static void test_start_on_an_integer_index(void **state)
                                      "or a fraction");
 }
 
+/* The global model on three series: each series' forecasts from its own start (a fraction is
+ * a different month in each), its scores and backtest value, and their mean, against Darts'
+ * backtest() of the list. Without --start each series starts at its validation part
+ * (1993-07 in all three, Darts' start=pd.Timestamp("1993-07")). */
+static void test_backtest_of_several_series(void **state)
+{
+    (void)state;
+    check_run(global_run, "global_frac_s2_all", "4", "0.6", "2", false);
+    tu_expect_in(result.err, "Series a: backtest: 11 forecasts of 4 steps starting 1992-12 .. "
+                             "1994-08, stride 2");
+    tu_expect_in(result.err, "Series c: backtest: 14 forecasts");
+    tu_expect_in(result.out, "backtest a: MAPE 8.868");
+    tu_expect_in(result.out, "backtest b: MAPE 13.574");
+    check_run(global_run, "global_date_s1_last", "4", NULL, "1", true);
+    if (tsrnn_plot_available()) {
+        char png[PATH_MAX + 64];
+        snprintf(png, sizeof(png), "%s/global_date_s1_last/backtest_c.png", tu_run_dir());
+        check_png(png, 1000, 500);
+    }
+
+    /* --id: that series alone, still named; no mean row */
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/only_b", tu_run_dir());
+    const char *only_b[] = {
+        "--run",   global_run, "--id",     "b", "--backtest", "--horizon", "4",
+        "--start", "0.6",      "--stride", "2", "--out",      out,         NULL
+    };
+    assert_int_equal(predict(only_b), 0);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/backtest_errors.csv", out);
+    char *ours = tu_read(path);
+    char *darts = tu_read(tu_source("tests/fixtures/bt_global_frac_s2_all_errors.csv"));
+    assert_non_null(ours);
+    assert_non_null(darts);
+    const char *head = "series,start,mape,mae,rmse\nb,1994-10,";
+    assert_true(strncmp(ours, head, strlen(head)) == 0);
+    tu_expect_in(darts, "\nb,1994-10,");
+    assert_null(strstr(ours, "\na,"));
+    assert_null(strstr(ours, "\n,backtest"));
+    tu_expect_in(ours, "\nb,backtest,");
+    free(ours);
+    free(darts);
+
+    /* a start that one series cannot take names it */
+    const char *late[] = { "--run",   global_run, "--backtest", "--horizon", "4",
+                           "--start", "1994-10",  "--out",      out,         NULL };
+    assert_int_equal(predict(late), 2);
+    tu_expect_in(result.err, "--start 1994-10 (position 57) is after the last point a forecast "
+                             "can start from");
+    tu_expect_in(result.err, "(series 'a')");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_backtest_defaults_and_files),
         cmocka_unit_test(test_backtest_refuses_bad_arguments),
         cmocka_unit_test(test_start_on_an_integer_index),
+        cmocka_unit_test(test_backtest_of_several_series),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_teardown_run_dir);
 }

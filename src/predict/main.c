@@ -612,7 +612,8 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
     if (status == TSRNN_OK)
         status = tsrnn_backtest_save_csv(parts, count, id_name(ck), csv);
     if (status == TSRNN_OK)
-        status = tsrnn_backtest_save_errors(parts, count, id_name(ck), &mean, errors);
+        status =
+            tsrnn_backtest_save_errors(parts, count, id_name(ck), count > 1 ? &mean : NULL, errors);
     size_t drawn = 0;
     if (status == TSRNN_OK)
         status = plot_backtests(o, ck, parts, count, dir, &drawn);
