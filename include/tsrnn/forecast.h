@@ -98,6 +98,11 @@ void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
  * and '_' replaced by '_' ("store 1/a" -> "store_1_a"). */
 void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity);
 
+/* Series i's part of its picture's file name among the series ids[0..i]: its
+ * tsrnn_forecast_file_id(), and its index too ("_<i>") when an earlier series' id gives the
+ * same name ("a b" and "a_b"). */
+void tsrnn_forecast_plot_file_id(const char *const *ids, size_t i, char *out, size_t capacity);
+
 /* Draws history (the last points before the forecast), actual values and the forecast into a
  * PNG of width x height (tsrnn_plot_png()), titled `title` followed by the MAPE when there
  * are actual values. */

@@ -277,6 +277,20 @@ void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity)
         out[i] = '\0';
 }
 
+void tsrnn_forecast_plot_file_id(const char *const *ids, size_t i, char *out, size_t capacity)
+{
+    char earlier[TSRNN_NAME_MAX];
+    tsrnn_forecast_file_id(ids[i], out, capacity);
+    for (size_t j = 0; j < i; j++) {
+        tsrnn_forecast_file_id(ids[j], earlier, sizeof(earlier));
+        if (strcmp(earlier, out) == 0) {
+            size_t len = strlen(out);
+            snprintf(out + len, capacity - len, "_%zu", i);
+            return;
+        }
+    }
+}
+
 /* Writes `path` atomically with write(what, file). */
 typedef enum tsrnn_status (*csv_writer)(const void *what, FILE *out);
 

@@ -556,10 +556,12 @@ static enum tsrnn_status plot_backtests(const struct options *o, const struct ts
     if (o->plot_path == NULL && !tsrnn_plot_available())
         return TSRNN_OK;
     size_t plots = count < TSRNN_FORECAST_PLOTS ? count : TSRNN_FORECAST_PLOTS;
+    const char *ids[TSRNN_FORECAST_PLOTS];
     for (size_t i = 0; i < plots; i++) {
         char path[PATH_MAX], file_id[TSRNN_NAME_MAX], title[3 * TSRNN_NAME_MAX + 32];
+        ids[i] = parts[i].id;
         if (parts[i].id != NULL)
-            tsrnn_forecast_file_id(parts[i].id, file_id, sizeof(file_id));
+            tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
         int length = o->plot_path ? snprintf(path, sizeof(path), "%s", o->plot_path)
                      : parts[i].id
                          ? snprintf(path, sizeof(path), "%s/backtest_%s.png", dir, file_id)

@@ -1098,13 +1098,13 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
 
 /* The forecast plots: forecast.png of the one series, or forecast_<id>.png of each of the
  * first TSRNN_FORECAST_PLOTS named series. */
-
 static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
     size_t count =
         ds->series_count < TSRNN_FORECAST_PLOTS ? ds->series_count : TSRNN_FORECAST_PLOTS;
+    const char *ids[TSRNN_FORECAST_PLOTS];
     *drawn = 0;
     for (size_t i = 0; i < count; i++) {
         const struct tsrnn_dataset_series *item = &ds->items[i];
@@ -1114,7 +1114,8 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
         TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series,
                                      item->train_length, (size_t)cfg->input_chunk_length,
                                      (size_t)cfg->forecast_n));
-        tsrnn_forecast_file_id(item->id, file_id, sizeof(file_id));
+        ids[i] = item->id;
+        tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
         if (named_series(ds)) {
             snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->run_dir, file_id);
             snprintf(title, sizeof(title), "%s %s, series %s", cfg->model_name,
