@@ -221,20 +221,22 @@ enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn
 }
 
 enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast,
-                                      const float *context, size_t context_count, size_t horizon)
+                                      const float *context, size_t batch_count,
+                                      size_t context_count, size_t horizon)
 {
-    size_t O = model->dims.output_count;
+    size_t BO = batch_count * model->dims.output_count;
 
     if (horizon == 0)
         return TSRNN_OK;
-    TSRNN_TRY(tsrnn_model_load_batch(model, context, NULL, 1, context_count));
+    TSRNN_TRY(tsrnn_model_load_batch(model, context, NULL, batch_count, context_count));
     TSRNN_TRY(forward(model, false, NULL, TSRNN_STATE_ZERO, false));
     TSRNN_TRY(tsrnn_model_download_output(model, context_count - 1, forecast));
+    /* Step k's (B, O) outputs are the next input, (B, 1, C) batch-first as they lie. */
     for (size_t k = 1; k < horizon; k++) {
         TSRNN_TRY(OPS(model)->state_save(CTX(model), model->ws));
-        TSRNN_TRY(tsrnn_model_load_batch(model, forecast + (k - 1) * O, NULL, 1, 1));
+        TSRNN_TRY(tsrnn_model_load_batch(model, forecast + (k - 1) * BO, NULL, batch_count, 1));
         TSRNN_TRY(forward(model, false, NULL, TSRNN_STATE_SAVED, true));
-        TSRNN_TRY(tsrnn_model_download_output(model, 0, forecast + k * O));
+        TSRNN_TRY(tsrnn_model_download_output(model, 0, forecast + k * BO));
     }
     return TSRNN_OK;
 }

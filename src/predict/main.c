@@ -1,15 +1,19 @@
 /* tsrnn-predict: forecasts with a trained model, as Darts' RNNModel.load_from_checkpoint(...)
- * followed by predict(n) would.
+ * followed by predict(n) would, or backtests it, as historical_forecasts(retrain=False) and
+ * backtest() would.
  *
  * The checkpoint carries everything needed: the weights, the model's dimensions, the scaler
  * fitted on the training part, the series' columns and time format, and the run's config
  * (which names the training series). The forecast starts after the training part of each
  * series the model was trained on (where the validation part gives actual values to score
  * against), or of the one --id names, or after the end of a series given with --series.
+ * A backtest forecasts from every --stride-th point of each series from --start on, each
+ * forecast --horizon steps inside the series.
  *
  * Exit codes: 0 ok, 1 runtime failure (a file could not be written), 2 usage, bad
  * checkpoint or bad series.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -33,8 +37,12 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: " PROGRAM " --run DIR [--checkpoint best|last|FILE] [--id ID] [--series CSV]\n"
             "                     --n N [--out FILE.csv] [--plot FILE.png] [--size WxH]\n"
+            "       " PROGRAM " --run DIR [--checkpoint ...] [--id ID] [--series CSV] --backtest\n"
+            "                     --horizon H [--start WHEN] [--stride S] [--last-points-only]\n"
+            "                     [--out DIR] [--plot FILE.png] [--size WxH]\n"
             "\n"
-            "Forecasts N steps with a model trained by tsrnn-worker / tsrnn-launch.\n"
+            "Forecasts N steps with a model trained by tsrnn-worker / tsrnn-launch, or\n"
+            "backtests it: Darts' historical_forecasts(retrain=False) and backtest().\n"
             "\n"
             "Options:\n"
             "  -r, --run DIR          the run folder ({work_dir}/{model_name})\n"
@@ -49,8 +57,17 @@ static void usage(FILE *out)
             "                         of each training series, scored against the values after\n"
             "                         it\n"
             "  -n, --n N              steps to forecast (N >= 1)\n"
-            "  -o, --out FILE         write the forecast CSV there (default: standard output)\n"
+            "  -o, --out FILE         write the forecast CSV there (default: standard output);\n"
+            "                         with --backtest the folder of its files (default: --run)\n"
             "  -p, --plot FILE        draw history, actual values and forecast into a PNG\n"
+            "                         (--backtest: default DIR/backtest.png)\n"
+            "  -b, --backtest         forecast from every stride-th point from --start on\n"
+            "      --horizon H        steps of each backtest forecast (Darts' forecast_horizon)\n"
+            "      --start WHEN       the first forecast's first point: a date of the series,\n"
+            "                         an integer (position; an integer index's value) or a\n"
+            "                         fraction in [0, 1] (default: after the training part)\n"
+            "      --stride S         points between two forecasts' starts (default 1)\n"
+            "      --last-points-only keep and score the last point of each forecast\n"
             "      --size WxH         the picture's size in pixels (default 1000x500)\n"
             "      --accelerator WHICH cpu (default: one window at a time is the CPU's work) or\n"
             "                           gpu (the CUDA backend; exit 2 where there is none)\n"
@@ -71,6 +88,10 @@ struct options {
     long long n;
     int width, height;
     bool gpu; /* --accelerator gpu */
+    bool backtest;
+    const char *start; /* --start, or NULL */
+    long long horizon, stride;
+    bool last_points_only;
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -79,6 +100,41 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n");
     return TSRNN_EXIT_USAGE;
+}
+
+/* The options of a backtest (-1 to go on, else the exit code). */
+static int check_backtest_options(struct options *o)
+{
+    if (o->n >= 0)
+        return usage_error("--n belongs to a forecast%s; a backtest forecasts --horizon steps "
+                           "from every start: give --horizon H instead",
+                           "");
+    if (o->horizon < 0)
+        return usage_error("%s--backtest needs --horizon H, the steps of each forecast "
+                           "(Darts' forecast_horizon), e.g. --horizon 12",
+                           "");
+    if (o->stride < 0)
+        o->stride = 1;
+    if (o->out_path == NULL && o->run_dir == NULL)
+        return usage_error("%s--backtest writes its files into the run folder: give --run DIR "
+                           "or --out DIR",
+                           "");
+    return -1;
+}
+
+/* The options of a forecast (-1 to go on, else the exit code). */
+static int check_forecast_options(const struct options *o)
+{
+    const char *extra = o->horizon >= 0       ? "--horizon"
+                        : o->stride >= 0      ? "--stride"
+                        : o->start != NULL    ? "--start"
+                        : o->last_points_only ? "--last-points-only"
+                                              : NULL;
+    if (extra != NULL)
+        return usage_error("%s belongs to a backtest: add --backtest", extra);
+    if (o->n < 0)
+        return usage_error("%s--n N is required", "");
+    return -1;
 }
 
 /* Returns -1 to go on, else the exit code. */
@@ -96,14 +152,21 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { "accelerator", required_argument, NULL, 'A' },
+        { "backtest", no_argument, NULL, 'b' },
+        { "horizon", required_argument, NULL, 'H' },
+        { "start", required_argument, NULL, 'T' },
+        { "stride", required_argument, NULL, 'R' },
+        { "last-points-only", no_argument, NULL, 'L' },
         { NULL, 0, NULL, 0 },
     };
     int opt;
     int64_t n;
     char tail;
 
-    *o = (struct options){ .checkpoint = "best", .n = -1, .width = 1000, .height = 500 };
-    while ((opt = getopt_long(argc, argv, "r:c:s:i:n:o:p:hV", long_options, NULL)) != -1) {
+    *o = (struct options){
+        .checkpoint = "best", .n = -1, .width = 1000, .height = 500, .horizon = -1, .stride = -1
+    };
+    while ((opt = getopt_long(argc, argv, "r:c:s:i:n:o:p:bhV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'r':
             o->run_dir = optarg;
@@ -137,6 +200,25 @@ static int parse_options(int argc, char **argv, struct options *o)
                                    "8000x8000, e.g. 1000x500",
                                    optarg);
             break;
+        case 'b':
+            o->backtest = true;
+            break;
+        case 'H':
+        case 'R':
+            if (!tsrnn_parse_int64(optarg, &n) || n < 1 || n > 100000000)
+                return usage_error(opt == 'H' ? "--horizon %s: accepted: an integer from 1 to "
+                                                "100000000"
+                                              : "--stride %s: accepted: an integer from 1 to "
+                                                "100000000",
+                                   optarg);
+            *(opt == 'H' ? &o->horizon : &o->stride) = n;
+            break;
+        case 'T':
+            o->start = optarg;
+            break;
+        case 'L':
+            o->last_points_only = true;
+            break;
         case 'A':
             if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
                 return usage_error("--accelerator %s: accepted: cpu or gpu", optarg);
@@ -155,8 +237,9 @@ static int parse_options(int argc, char **argv, struct options *o)
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
-    if (o->n < 0)
-        return usage_error("%s--n N is required", "");
+    int code = o->backtest ? check_backtest_options(o) : check_forecast_options(o);
+    if (code >= 0)
+        return code;
     if (o->plot_path != NULL && !tsrnn_plot_available())
         return usage_error("--plot %s: this tsrnn-predict was built without cairo; install "
                            "libcairo2-dev and rebuild",
@@ -342,6 +425,226 @@ static enum tsrnn_status report_scores(struct tsrnn_model *model, const struct t
     return status;
 }
 
+static void print_loaded(const struct tsrnn_checkpoint *ck, const char *path)
+{
+    if (ck->state.global_step == 0)
+        fprintf(stderr, "Loaded %s (%s, untrained: saved by a max_steps = 0 run)\n",
+                tsrnn_display_path(path), tsrnn_model_kind_name(ck->dims.kind));
+    else
+        fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
+                tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch, ck->state.monitor,
+                ck->state.monitor_value);
+}
+
+/* "<model_name> <kind>[, series <id>]": the pictures' title. */
+static void plot_title(const struct tsrnn_checkpoint *ck, const char *id, char *out,
+                       size_t capacity)
+{
+    snprintf(out, capacity, "%s %s%s%s", ck->config.model_name,
+             tsrnn_model_kind_name(ck->dims.kind), id ? ", series " : "", id ? id : "");
+}
+
+/* The id column's name in the files of several series. */
+static const char *id_name(const struct tsrnn_checkpoint *ck)
+{
+    return ck->config.id_col[0] != '\0' ? ck->config.id_col : "series";
+}
+
+static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                  const char *path, struct tsrnn_model *model,
+                                  const struct tsrnn_forecast_source *sources, size_t count)
+{
+    size_t icl = (size_t)ck->input_chunk_length;
+    struct tsrnn_forecast f;
+    /* The first forecast before anything is printed: a forecast that cannot be made (its
+     * stamps would pass the year 9999) is the error alone. */
+    TSRNN_TRY(tsrnn_forecast_run(&f, model, sources[0].scaler, sources[0].series, sources[0].origin,
+                                 icl, (size_t)o->n));
+    print_loaded(ck, path);
+    enum tsrnn_status status = report_scores(model, ck, sources, count, (size_t)o->n);
+    if (status == TSRNN_OK)
+        status = o->out_path ? tsrnn_forecast_save_all(model, sources, count, icl, (size_t)o->n,
+                                                       id_name(ck), o->out_path)
+                             : tsrnn_forecast_write_all(model, sources, count, icl, (size_t)o->n,
+                                                        id_name(ck), stdout);
+    if (status == TSRNN_OK && o->plot_path != NULL) {
+        char title[3 * TSRNN_NAME_MAX + 32];
+        plot_title(ck, sources[0].id, title, sizeof(title));
+        status =
+            tsrnn_forecast_plot(&f, sources[0].series, title, o->width, o->height, o->plot_path);
+    }
+    tsrnn_forecast_finish(&f);
+    return status;
+}
+
+/* " (series 'ID')" after a message about a named series. */
+static enum tsrnn_status for_series(enum tsrnn_status status, const char *id)
+{
+    return id != NULL ? tsrnn_error_append(status, " (series '%s')", id) : status;
+}
+
+/* Where each series' first backtest forecast starts, and how many forecasts a batch holds. */
+static enum tsrnn_status backtest_plan(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                       const struct tsrnn_forecast_source *sources, size_t count,
+                                       size_t *firsts, size_t *batch)
+{
+    size_t most = 1;
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_series *s = sources[i].series;
+        enum tsrnn_status status =
+            tsrnn_backtest_first(s, o->start, sources[i].origin,
+                                 o->series_path ? "the end of the series (no --start)"
+                                                : "the validation part's start (no --start)",
+                                 (size_t)ck->input_chunk_length, (size_t)o->horizon, &firsts[i]);
+        if (status != TSRNN_OK && o->start == NULL)
+            tsrnn_error_append(status, "; choose the first forecast's start with --start");
+        if (status != TSRNN_OK)
+            return for_series(status, sources[i].id);
+        size_t forecasts = (s->length - (size_t)o->horizon - firsts[i]) / (size_t)o->stride + 1;
+        most = forecasts > most ? forecasts : most;
+    }
+    /* As many windows per batch as training took (of training_length >= input_chunk_length
+     * steps, so the workspace fits where training's did), as Darts predicts with the
+     * model's batch_size. */
+    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
+    *batch = most < batch_size ? most : batch_size;
+    return TSRNN_OK;
+}
+
+/* A score as the CSVs write it. */
+static void print_score(FILE *out, const char *name, double value)
+{
+    if (isnan(value))
+        fprintf(out, " %s nan", name);
+    else
+        fprintf(out, " %s %.9g", name, value);
+}
+
+/* Darts' backtest() value: "backtest[ ID]: MAPE x MAE y RMSE z" on standard output. */
+static void print_backtest(const char *id, const struct tsrnn_forecast_scores *s)
+{
+    printf("backtest%s%s:", id ? " " : "", id ? id : "");
+    print_score(stdout, "MAPE", s->mape);
+    print_score(stdout, "MAE", s->mae);
+    print_score(stdout, "RMSE", s->rmse);
+    printf("\n");
+}
+
+static void print_plan(const struct tsrnn_backtest *bt, const struct tsrnn_series *s,
+                       const char *id)
+{
+    char from[64], to[64];
+    tsrnn_time_format(s->times[bt->first], s->time_unit, from, sizeof(from));
+    tsrnn_time_format(s->times[bt->first + (bt->forecast_count - 1) * bt->stride], s->time_unit, to,
+                      sizeof(to));
+    if (id != NULL)
+        fprintf(stderr, "Series %s: ", id);
+    fprintf(stderr,
+            "%s: %zu forecast%s of %zu steps starting %s .. %s, stride %zu "
+            "(historical_forecasts(retrain=False, last_points_only=%s))\n",
+            id ? "backtest" : "Backtest", bt->forecast_count, bt->forecast_count == 1 ? "" : "s",
+            bt->horizon, from, to, bt->stride, bt->last_points_only ? "True" : "False");
+}
+
+/* The pictures: --plot FILE (one series), DIR/backtest.png of the one unnamed series, or
+ * DIR/backtest_<id>.png of the first TSRNN_FORECAST_PLOTS named ones; none without cairo. */
+static enum tsrnn_status plot_backtests(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                        const struct tsrnn_backtest_part *parts, size_t count,
+                                        const char *dir, size_t *drawn)
+{
+    *drawn = 0;
+    if (o->plot_path == NULL && !tsrnn_plot_available())
+        return TSRNN_OK;
+    size_t plots = count < TSRNN_FORECAST_PLOTS ? count : TSRNN_FORECAST_PLOTS;
+    const char *ids[TSRNN_FORECAST_PLOTS];
+    for (size_t i = 0; i < plots; i++) {
+        char path[PATH_MAX], file_id[TSRNN_NAME_MAX], title[3 * TSRNN_NAME_MAX + 32];
+        ids[i] = parts[i].id;
+        if (parts[i].id != NULL)
+            tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
+        int length = o->plot_path ? snprintf(path, sizeof(path), "%s", o->plot_path)
+                     : parts[i].id
+                         ? snprintf(path, sizeof(path), "%s/backtest_%s.png", dir, file_id)
+                         : snprintf(path, sizeof(path), "%s/backtest.png", dir);
+        if (length >= (int)sizeof(path))
+            return tsrnn_error(TSRNN_ERR_USAGE, "%s: the path is too long", path);
+        plot_title(ck, parts[i].id, title, sizeof(title));
+        TSRNN_TRY(
+            tsrnn_backtest_plot(parts[i].bt, parts[i].series, title, o->width, o->height, path));
+        ++*drawn;
+    }
+    return TSRNN_OK;
+}
+
+/* The backtest of every source, its files in --out DIR (or the run folder), and Darts'
+ * backtest values on standard output: each series', and their mean over several. */
+static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                  const char *path, struct tsrnn_model *model,
+                                  const struct tsrnn_forecast_source *sources, size_t count,
+                                  const size_t *firsts)
+{
+    const char *dir = o->out_path ? o->out_path : o->run_dir;
+    char csv[PATH_MAX], errors[PATH_MAX];
+    struct tsrnn_backtest *bts = calloc(count, sizeof(*bts));
+    struct tsrnn_backtest_part *parts = calloc(count, sizeof(*parts));
+    struct tsrnn_forecast_scores *each = calloc(count, sizeof(*each)), mean;
+    enum tsrnn_status status = TSRNN_OK;
+
+    if (bts == NULL || parts == NULL || each == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+    else if (snprintf(csv, sizeof(csv), "%s/backtest.csv", dir) >= (int)sizeof(csv) ||
+             snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors))
+        status = tsrnn_error(TSRNN_ERR_USAGE, "--out %s: the path is too long", dir);
+    for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
+        status = for_series(tsrnn_backtest_run(&bts[i], model, sources[i].scaler, sources[i].series,
+                                               firsts[i], (size_t)ck->input_chunk_length,
+                                               (size_t)o->horizon, (size_t)o->stride,
+                                               o->last_points_only),
+                            sources[i].id);
+        parts[i] = (struct tsrnn_backtest_part){ &bts[i], sources[i].series, sources[i].id };
+        each[i] = bts[i].overall;
+    }
+    if (status == TSRNN_OK) {
+        print_loaded(ck, path);
+        for (size_t i = 0; i < count; i++)
+            print_plan(&bts[i], sources[i].series, sources[i].id);
+        tsrnn_forecast_scores_mean(&mean, each, count);
+        status = tsrnn_make_dirs(dir);
+    }
+    if (status == TSRNN_OK)
+        status = tsrnn_backtest_save_csv(parts, count, id_name(ck), csv);
+    if (status == TSRNN_OK)
+        status =
+            tsrnn_backtest_save_errors(parts, count, id_name(ck), count > 1 ? &mean : NULL, errors);
+    size_t drawn = 0;
+    if (status == TSRNN_OK)
+        status = plot_backtests(o, ck, parts, count, dir, &drawn);
+    if (status == TSRNN_OK) {
+        fprintf(stderr, "Wrote %s, %s", tsrnn_display_path(csv), tsrnn_display_path(errors));
+        if (o->plot_path != NULL)
+            fprintf(stderr, ", %s", tsrnn_display_path(o->plot_path));
+        else if (drawn > 0 && sources[0].id == NULL)
+            fprintf(stderr, ", %s/backtest.png", tsrnn_display_path(dir));
+        else if (drawn > 0)
+            fprintf(stderr, " and the plots of the first %zu series (backtest_<series>.png)",
+                    drawn);
+        else
+            fprintf(stderr, " (no plot: this tsrnn-predict was built without cairo)");
+        fprintf(stderr, "\n");
+        for (size_t i = 0; i < count && sources[0].id != NULL; i++)
+            print_backtest(sources[i].id, &bts[i].overall);
+        print_backtest(NULL, &mean); /* one series: its own value */
+        if (fflush(stdout) != 0)
+            status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write to standard output");
+    }
+    for (size_t i = 0; bts != NULL && i < count; i++)
+        tsrnn_backtest_finish(&bts[i]);
+    free(bts);
+    free(parts);
+    free(each);
+    return status;
+}
+
 static enum tsrnn_status predict(const struct options *o)
 {
     char path[PATH_MAX];
@@ -349,10 +652,9 @@ static enum tsrnn_status predict(const struct options *o)
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_series own = { 0 };
     struct tsrnn_forecast_source *sources = NULL;
-    size_t count = 0;
+    size_t count = 0, batch = 1, *firsts = NULL;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
-    struct tsrnn_forecast f = { 0 };
     enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
     /* A shared lock on the run folder while its checkpoint is found and read: a training run
@@ -388,23 +690,10 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
     tsrnn_run_lock_release(&lock);
-    /* A forecast is one window at a time: the CPU serves it, whatever trained the model,
-     * unless --accelerator gpu asks for the CUDA backend. */
-    struct tsrnn_compute_options device = {
-        .kind = o->gpu ? TSRNN_COMPUTE_CUDA : TSRNN_COMPUTE_CPU,
-        .thread_count = 1,
-    };
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_create(&compute, &device);
-    if (status == TSRNN_ERR_USAGE && o->gpu)
-        status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
-    if (status == TSRNN_OK)
-        status = tsrnn_model_init(&model, compute, &ck->dims, 1, (size_t)ck->input_chunk_length);
-    if (status == TSRNN_OK)
-        status = tsrnn_checkpoint_restore(ck, &model, NULL);
     if (status == TSRNN_OK) {
         sources = calloc(ck->series_count, sizeof(*sources));
-        if (sources == NULL)
+        firsts = calloc(ck->series_count, sizeof(*firsts));
+        if (sources == NULL || firsts == NULL)
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
     }
     if (status == TSRNN_OK)
@@ -414,43 +703,32 @@ static enum tsrnn_status predict(const struct options *o)
                              "--plot %s draws one series; the model was trained on %zu: choose "
                              "one with --id",
                              o->plot_path, count);
-    /* The first forecast before anything is printed: a forecast that cannot be made (its
-     * stamps would pass the year 9999) is the error alone. */
+    if (status == TSRNN_OK && o->backtest)
+        status = backtest_plan(o, ck, sources, count, firsts, &batch);
+    /* A forecast is one window at a time (a backtest a batch of them): the CPU serves it,
+     * whatever trained the model, unless --accelerator gpu asks for the CUDA backend. */
+    struct tsrnn_compute_options device = {
+        .kind = o->gpu ? TSRNN_COMPUTE_CUDA : TSRNN_COMPUTE_CPU,
+        .thread_count = 1,
+    };
+    if (status == TSRNN_OK)
+        status = tsrnn_compute_create(&compute, &device);
+    if (status == TSRNN_ERR_USAGE && o->gpu)
+        status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
     if (status == TSRNN_OK)
         status =
-            tsrnn_forecast_run(&f, &model, sources[0].scaler, sources[0].series, sources[0].origin,
-                               (size_t)ck->input_chunk_length, (size_t)o->n);
-    if (status == TSRNN_OK) {
-        if (ck->state.global_step == 0)
-            fprintf(stderr, "Loaded %s (%s, untrained: saved by a max_steps = 0 run)\n",
-                    tsrnn_display_path(path), tsrnn_model_kind_name(ck->dims.kind));
-        else
-            fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
-                    tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch,
-                    ck->state.monitor, ck->state.monitor_value);
-        status = report_scores(&model, ck, sources, count, (size_t)o->n);
-    }
-    const char *id_name = ck->config.id_col[0] != '\0' ? ck->config.id_col : "series";
-    size_t icl = (size_t)ck->input_chunk_length;
+            tsrnn_model_init(&model, compute, &ck->dims, batch, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)
-        status = o->out_path ? tsrnn_forecast_save_all(&model, sources, count, icl, (size_t)o->n,
-                                                       id_name, o->out_path)
-                             : tsrnn_forecast_write_all(&model, sources, count, icl, (size_t)o->n,
-                                                        id_name, stdout);
-    if (status == TSRNN_OK && o->plot_path != NULL) {
-        char title[3 * TSRNN_NAME_MAX + 32];
-        snprintf(title, sizeof(title), "%s %s%s%s", ck->config.model_name,
-                 tsrnn_model_kind_name(ck->dims.kind), sources[0].id ? ", series " : "",
-                 sources[0].id ? sources[0].id : "");
-        status =
-            tsrnn_forecast_plot(&f, sources[0].series, title, o->width, o->height, o->plot_path);
-    }
-    tsrnn_forecast_finish(&f);
+        status = tsrnn_checkpoint_restore(ck, &model, NULL);
+    if (status == TSRNN_OK)
+        status = o->backtest ? backtest(o, ck, path, &model, sources, count, firsts)
+                             : forecast(o, ck, path, &model, sources, count);
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
     tsrnn_series_finish(&own);
     free(sources);
+    free(firsts);
     if (ck != NULL)
         tsrnn_checkpoint_finish(ck);
     free(ck);
