@@ -81,8 +81,10 @@ size_t tsrnn_compute_describe(const struct tsrnn_compute *compute, char *dst, si
  * SSE kernels on it (Debian 12's 0.3.21 on recent Xeons) unless OPENBLAS_CORETYPE names a
  * core, which OpenBLAS reads once, when the process loads it:
  *   tsrnn_compute_cpu_blas_coretype: the OPENBLAS_CORETYPE that gives OpenBLAS this CPU's
- *     vector level ("SkylakeX", "Haswell"), or NULL when it has it already (or no BLAS);
- *     tsrnn-launch sets it for its CPU workers when the user has not set the variable;
+ *     vector level ("SkylakeX", "Haswell"), or NULL when it has it already, when there is no
+ *     BLAS, or when tsrnn's kernels are AVX-512 (then no product goes to BLAS, and results do
+ *     not depend on its core); nothing in tsrnn sets the variable (a rank must compute the
+ *     same under tsrnn-launch and mpirun);
  *   tsrnn_compute_cpu_blas_warning: a sentence saying so, with what it costs and what to
  *     do, or NULL. */
 const char *tsrnn_compute_cpu_blas_coretype(void);

@@ -809,10 +809,13 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 }
 
 /* From this many multiply-adds (and k) a product goes to tsrnn_cpu_gemm_blocked() on an
- * AVX-512 CPU whose BLAS runs narrower kernels (an OpenBLAS that does not know the CPU: 30-45
- * GFLOP/s on these products where the blocked kernel makes 110-120; OpenBLAS's own SkylakeX
- * kernels make 125-135, so with them BLAS keeps the products), as it would go to BLAS otherwise (m and n from 16: A is packed in strips of 8
- * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. */
+ * AVX-512 CPU, whatever kernels OpenBLAS runs (m and n from 16: A is packed in strips of 8
+ * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. With AVX-512
+ * kernels the AUTO path calls no BLAS at all (tsrnn_cpu_blas_takes): OpenBLAS picks its
+ * kernels from CPUID or OPENBLAS_CORETYPE, and a k-sum that depends on the environment
+ * would give the same job different weights under tsrnn-launch and mpirun (docs/numerics.md
+ * "Kernels"). What the blocked kernel does not take (skinny products: the head, the
+ * stepwise sums, per-step products inside a part) goes to the loops. */
 #define BLOCKED_MIN_MACS       (64 * 64 * 64)
 #define BLOCKED_MIN_K          16
 #define BLOCKED_MIN_MN         16
@@ -822,9 +825,8 @@ bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, si
 {
 #if PACKED_KERNEL_X86
     /* Not inside a part of tsrnn_cpu_parallel(): the scratch belongs to the driving thread
-     * (products there -- per-step ones of layers too small for packing -- go to BLAS). */
-    return cpu->gemm_path == TSRNN_GEMM_AUTO && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 &&
-           cpu->blas_isa < TSRNN_CPU_ISA_AVX512 && !tsrnn_cpu_in_job && alpha == 1.0f &&
+     * (products there -- per-step ones of layers too small for packing -- go to the loops). */
+    return tsrnn_cpu_own_products(cpu) && !tsrnn_cpu_in_job && alpha == 1.0f &&
            k >= BLOCKED_MIN_K && m >= BLOCKED_MIN_MN && n >= BLOCKED_MIN_MN &&
            m * n * k >= BLOCKED_MIN_MACS;
 #else

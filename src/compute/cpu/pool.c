@@ -60,7 +60,6 @@ enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count)
     static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
     pthread_once(&isa_once, detect_isa); /* once: a level the tests set stays */
     tsrnn_cpu_blas_init();
-    cpu->blas_isa = tsrnn_cpu_blas_isa();
     tsrnn_cpu_set_thread_count(cpu, thread_count);
     return TSRNN_OK;
 }
