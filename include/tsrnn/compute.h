@@ -97,6 +97,14 @@ void *tsrnn_compute_stream(const struct tsrnn_compute *compute);
  * for Lightning's "TPU available: True, using: N TPU cores". */
 size_t tsrnn_compute_tpu_cores(const struct tsrnn_compute *compute);
 
+/* A GPU context's device for the end-of-training summary: its name, and the memory in use
+ * and in all, in bytes, as the driver counts them for the whole device (this process's
+ * context, buffers and workspaces, and any other process's on the same GPU); read at the end
+ * of training, when every buffer of the run is still allocated. false: not a GPU (cpu,
+ * pjrt), or the driver could not say. */
+bool tsrnn_compute_device_memory(const struct tsrnn_compute *compute, char *name,
+                                 size_t name_nbytes, size_t *used_nbytes, size_t *total_nbytes);
+
 /* Device memory: nbytes (> 0) uninitialised; free accepts NULL. */
 enum tsrnn_status tsrnn_compute_alloc(struct tsrnn_compute *compute, void **buf, size_t nbytes);
 void tsrnn_compute_free(struct tsrnn_compute *compute, void *buf);
