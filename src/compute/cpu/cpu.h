@@ -129,12 +129,15 @@ struct tsrnn_cpu {
     /* Packing space of tsrnn_cpu_gemm_blocked(), one per part, allocated by the first large
      * product (freed by tsrnn_cpu_finish). */
     float *blocked_scratch[TSRNN_CPU_MAX_HELPERS + 1];
-    size_t blocked_scratch_count;
+    size_t blocked_scratch_floats[TSRNN_CPU_MAX_HELPERS + 1]; /* each one's size */
     struct tsrnn_cpu_pool pool;
 };
 
 /* Set while this thread runs a part of tsrnn_cpu_parallel(): products do not split again. */
 extern _Thread_local bool tsrnn_cpu_in_job;
+/* This thread's slot in per-part arrays of the context inside a job: 0 for the thread that
+ * drives it, i + 1 for helper i (which always runs part i + 1). */
+extern _Thread_local size_t tsrnn_cpu_thread_slot;
 
 /* A CPU context outside the backend table, for the tests and benchmarks of the kernels
  * (tsrnn_compute_create() makes the same through the table). */
@@ -196,7 +199,8 @@ void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b
 
 /* tsrnn's own large products, with AVX-512 kernels (in the AUTO path, where BLAS would take
  * them otherwise): whether this one goes there (alpha must be 1), and the product itself
- * (C = op(A) op(B) + beta C, as tsrnn_cpu_gemm), split by rows of C among the threads. */
+ * (C = op(A) op(B) + beta C, as tsrnn_cpu_gemm), split by rows of C among the threads
+ * (inside a part of a job: unsplit, on that thread's scratch). */
 bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
                              float alpha);
 void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,

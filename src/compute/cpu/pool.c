@@ -7,6 +7,7 @@
 #include "cpu.h"
 
 _Thread_local bool tsrnn_cpu_in_job;
+_Thread_local size_t tsrnn_cpu_thread_slot;
 
 struct helper_start {
     struct tsrnn_cpu_pool *pool;
@@ -20,6 +21,7 @@ static void *helper_main(void *arg)
     uint64_t seen = 0;
     free(arg);
     tsrnn_cpu_in_job = true;
+    tsrnn_cpu_thread_slot = part;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
