@@ -50,6 +50,8 @@ struct trainer {
     double *val_se;               /* (val count) each window's squared error, all ranks */
     double *batch_se;             /* (B) the same for one batch */
     double comm_s;                /* time in collectives */
+    double *gpus;                 /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on
+                                     the CPU (gather_gpus) */
     char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
     char ckpt_dir[PATH_MAX + 16]; /* run_dir/checkpoints */
     int64_t step;                 /* global step: optimizer updates done */
@@ -61,9 +63,8 @@ struct trainer {
     struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
 };
 
-/* The compute backend the config's accelerator asks for: gpu is CUDA; auto is CUDA where
- * this build and machine can run it, else the CPU (Lightning's "auto"). */
-static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
+/* Lightning's "auto": CUDA where this build and machine can run it, else the CPU. */
+enum tsrnn_compute_kind tsrnn_train_compute_kind(const struct tsrnn_config *cfg)
 {
     switch (cfg->accelerator) {
     case TSRNN_ACCELERATOR_GPU:
@@ -84,7 +85,7 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
 {
     /* Lightning raises when asked for a GPU it cannot use; so does tsrnn. */
     char why[256];
-    enum tsrnn_compute_kind kind = compute_kind(cfg);
+    enum tsrnn_compute_kind kind = tsrnn_train_compute_kind(cfg);
     if (!tsrnn_compute_available(kind, why, sizeof(why)))
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] accelerator = %s, but %s; accepted here: cpu or auto",
@@ -121,16 +122,17 @@ static enum tsrnn_status pjrt_replicas(const struct tsrnn_config *cfg, int *repl
 }
 
 enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
-                                             const struct tsrnn_config *cfg)
+                                             const struct tsrnn_config *cfg, int device_index)
 {
     *compute = NULL;
     TSRNN_TRY(tsrnn_train_check(cfg));
     int replicas = 1;
-    if (compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
+    if (tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
         TSRNN_TRY(pjrt_replicas(cfg, &replicas));
     struct tsrnn_compute_options options = {
-        .kind = compute_kind(cfg),
+        .kind = tsrnn_train_compute_kind(cfg),
         .thread_count = cfg->num_threads,
+        .device_index = device_index,
         .plugin_path = cfg->pjrt_plugin,
         .platform = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : NULL,
         .replica_count = replicas,
@@ -457,7 +459,7 @@ static uint32_t job_fingerprint(const struct trainer *tr)
 static enum tsrnn_status share_rank0_state(struct trainer *tr)
 {
     size_t nbytes = tr->model.table.total_count * sizeof(float);
-    if (tr->world_size == 1)
+    if (tr->comm == NULL)
         return TSRNN_OK;
     uint32_t mine = job_fingerprint(tr), rank0 = mine;
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &rank0, sizeof(rank0), 0));
@@ -580,7 +582,7 @@ static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
                        "loss_fn = MSELoss, gradient_clip_val = 0 (or [trainer] accelerator = "
                        "cpu)",
                        tsrnn_config_origin(cfg, section, what), section, what,
-                       tsrnn_compute_kind_name(compute_kind(cfg)));
+                       tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)));
 }
 
 static enum tsrnn_status setup(struct trainer *tr)
@@ -600,7 +602,8 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     TSRNN_TRY(tsrnn_train_check(cfg));
     if (tr->compute == NULL) {
-        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg));
+        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg,
+                                             tr->world != NULL ? tr->world->device_index : 0));
         tr->owns_compute = true;
     }
     tr->state.random_state = (uint32_t)cfg->random_state;
@@ -627,7 +630,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "the %s backend trains in one process (its replicas live inside the "
                            "program); run tsrnn-worker alone, not %d workers",
-                           tsrnn_compute_kind_name(compute_kind(cfg)), tr->world_size);
+                           tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)), tr->world_size);
     if (tsrnn_model_fused_step(&tr->model))
         TSRNN_TRY(check_fused_controls(cfg));
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
@@ -687,6 +690,7 @@ static void finish(struct trainer *tr)
     free(tr->val_se);
     free(tr->batch_se);
     free(tr->grads_host);
+    free(tr->gpus);
     tsrnn_run_lock_release(&tr->lock);
 }
 
@@ -749,7 +753,7 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     }
     if (fused) {
         /* the program checked the gradients and applied Adam */
-    } else if (tr->world_size > 1) {
+    } else if (tr->comm != NULL) {
         /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
          * rank then holds the same mean gradient, mean loss and decision, so all of them
          * fail, stop or go on together. */
@@ -809,7 +813,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
-    if (tr->world_size > 1)
+    if (tr->comm != NULL)
         TSRNN_TRY(allreduce(tr, false, tr->val_se, val->count, TSRNN_COMM_F64));
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
@@ -1206,6 +1210,52 @@ static void print_banner(const struct trainer *tr, FILE *out, bool devices)
                                (int64_t)tr->model.table.head_count);
 }
 
+/* Each rank's GPU for the summary, on every rank (Lightning's DeviceStatsMonitor reads the
+ * same from CUDA): rank r's slot of (W, GPU_SLOT) doubles holds the memory in use and in all
+ * (bytes) and the name, one character per double; every rank fills its own slot and one
+ * allreduce sums the zeros of the others into it. GPU ranks only: a CPU run prints nothing
+ * new and issues no extra collective. Not counted in the collectives' time per step. */
+#define GPU_NAME_CHARS 64
+#define GPU_SLOT       (2 + GPU_NAME_CHARS)
+
+static enum tsrnn_status gather_gpus(struct trainer *tr)
+{
+    char name[GPU_NAME_CHARS] = "";
+    size_t used = 0, total = 0, W = (size_t)tr->world_size;
+    if (tsrnn_compute_kind(tr->compute) != TSRNN_COMPUTE_CUDA)
+        return TSRNN_OK;
+    bool known = tsrnn_compute_device_memory(tr->compute, name, sizeof(name), &used, &total);
+    if ((tr->gpus = calloc(W * GPU_SLOT, sizeof(double))) == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the GPU summary");
+    double *mine = tr->gpus + (size_t)tr->rank * GPU_SLOT;
+    mine[0] = known ? (double)used : -1.0;
+    mine[1] = (double)total;
+    for (size_t i = 0; i < GPU_NAME_CHARS; i++)
+        mine[2 + i] = (double)(unsigned char)name[i];
+    if (tr->comm == NULL)
+        return TSRNN_OK;
+    return tsrnn_comm_allreduce_sum(tr->comm, tr->gpus, W * GPU_SLOT, TSRNN_COMM_F64);
+}
+
+/* "rank 1: NVIDIA H200, 1.21 GiB of 139.8 GiB in use (the device's, end of training)" per rank. */
+static void print_gpus(const struct trainer *tr, FILE *out)
+{
+    for (int k = 0; tr->gpus != NULL && k < tr->world_size; k++) {
+        const double *slot = tr->gpus + (size_t)k * GPU_SLOT;
+        char name[GPU_NAME_CHARS];
+        for (size_t i = 0; i < GPU_NAME_CHARS; i++)
+            name[i] = (char)(unsigned char)slot[2 + i];
+        name[GPU_NAME_CHARS - 1] = '\0';
+        if (slot[0] < 0)
+            fprintf(out, "rank %d: GPU %s, memory in use unknown\n", k, name);
+        else
+            fprintf(
+                out,
+                "rank %d: GPU %s, %.2f GiB of %.1f GiB in use (the device's, end of training)\n", k,
+                name, slot[0] / 1073741824.0, slot[1] / 1073741824.0);
+    }
+}
+
 static void print_result(const struct trainer *tr, const struct tsrnn_train_result *r, FILE *out)
 {
     double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
@@ -1229,13 +1279,15 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
                 "(optimizer steps %.3f s, validation %.3f s)\n",
                 (long long)r->epoch_count, (long long)r->step_count, r->total_s,
                 (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
-        if (tr->world_size > 1)
+        if (tr->comm != NULL)
             fprintf(out,
-                    "%d ranks (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per "
+                    "%d rank%s (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per "
                     "step)\n",
-                    tr->world_size, tsrnn_comm_backend_name(tr->comm),
+                    tr->world_size, tr->world_size == 1 ? "" : "s",
+                    tsrnn_comm_backend_name(tr->comm),
                     (double)r->sample_count * tr->world_size / train_s, r->comm_s,
                     1e3 * r->comm_s / (double)steps);
+        print_gpus(tr, out);
         if (r->first_step == 0) /* a new run: its first step, as Darts' first logged loss */
             fprintf(out, "train_loss %.6g (first step), ", r->first_step_loss);
         else
@@ -1306,6 +1358,9 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
          status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.stop_early; epoch++)
         status = run_epoch(&tr, epoch, epoch == tr.start_epoch ? tr.start_batch : 0, &r);
     tsrnn_progress_finish(&tr.progress);
+    /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
+    if (status == TSRNN_OK)
+        status = gather_gpus(&tr);
     if (status == TSRNN_OK && tr.stop_early) {
         /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
          * to the launcher too. */
