@@ -496,7 +496,13 @@ static void test_failing_rank_ends_the_job(void **state)
     (void)state;
     struct job j;
     pid_t pids[2];
+    /* Rank 1 waits for rank 0 in the next allreduce while rank 0 fails its checkpoint write;
+     * with timeout_s 3 a loaded machine (load 8, checkpoint writes fsync) let rank 1 time out
+     * first once (exit 3 after 7.9 s). Rank 0's error must be the one that ends the job, so
+     * the wait is longer here; the failure still ends the job as soon as it happens. */
+    timeout_s = 10;
     job_start(&j, "failing");
+    timeout_s = TIMEOUT_S;
     job_wait_training(&j, pids);
     char cmd[PATH_MAX * 2];
     /* A rename, not rm -r: rank 0 may be writing into the folder at this moment. */
