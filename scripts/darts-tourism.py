@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytorch_lightning.callbacks import Callback
+
 ROOT = Path(__file__).resolve().parent.parent
 SEASON = 12  # monthly data
 
@@ -94,7 +96,7 @@ def write_csv(path, ids, columns):
     os.replace(tmp, path)
 
 
-def rnn_model(ini, work_dir, n_epochs, callbacks, trainer_kwargs):
+def rnn_model(ini, work_dir, n_epochs, checkpoints, callbacks, trainer_kwargs):
     from darts.models import RNNModel
 
     m, t = ini["model"], ini["training"]
@@ -104,7 +106,7 @@ def rnn_model(ini, work_dir, n_epochs, callbacks, trainer_kwargs):
         input_chunk_length=int(m["input_chunk_length"]), batch_size=int(t["batch_size"]),
         n_epochs=n_epochs, optimizer_kwargs={"lr": float(t["lr"])},
         random_state=int(t["random_state"]), model_name=ini["output"]["model_name"],
-        work_dir=work_dir, save_checkpoints=True, force_reset=True,
+        work_dir=work_dir, save_checkpoints=checkpoints, force_reset=True,
         pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
                            "enable_model_summary": False, "callbacks": callbacks,
                            **trainer_kwargs})
@@ -137,7 +139,7 @@ def cmd_fit(args, ini):
     stop = EarlyStopping(es["monitor"], patience=int(es["patience"]),
                          min_delta=float(es["min_delta"]), mode=es["mode"], verbose=True)
     with tempfile.TemporaryDirectory() as work_dir:
-        model = rnn_model(ini, work_dir, int(ini["training"]["n_epochs"]), [stop], {})
+        model = rnn_model(ini, work_dir, int(ini["training"]["n_epochs"]), True, [stop], {})
         start = time.perf_counter()
         model.fit(train_s, val_series=val_s)
         fit_s = time.perf_counter() - start
@@ -158,33 +160,28 @@ def cmd_fit(args, ini):
                                   **{f"best_{k}": v for k, v in errs_best.items()}})
 
 
-class EpochClock:
-    """Seconds and samples of the training epochs (validation is off in `speed`), on rank 0,
-    written to a JSON file: ddp_spawn's processes return nothing else to the parent."""
+class EpochClock(Callback):
+    """Seconds and samples of the training epochs (validation is off in `speed`), written by
+    rank 0 to a JSON file: ddp_spawn's processes hand nothing else back to the parent. (At
+    module level: ddp_spawn pickles the callbacks.)"""
 
-    def __new__(cls, out):
-        from pytorch_lightning.callbacks import Callback
+    def __init__(self, out):
+        self.out, self.seconds, self.samples, self.start = out, 0.0, 0, 0.0
 
-        class Clock(Callback):
-            def __init__(self):
-                self.seconds, self.samples, self.start = 0.0, 0, 0.0
+    def on_train_epoch_start(self, trainer, module):
+        self.start = time.perf_counter()
 
-            def on_train_epoch_start(self, trainer, module):
-                self.start = time.perf_counter()
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        self.samples += batch.past_target.shape[0] * trainer.world_size
 
-            def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-                self.samples += batch[0].shape[0] * trainer.world_size
+    def on_train_epoch_end(self, trainer, module):
+        self.seconds += time.perf_counter() - self.start
 
-            def on_train_epoch_end(self, trainer, module):
-                self.seconds += time.perf_counter() - self.start
-
-            def on_train_end(self, trainer, module):
-                if trainer.global_rank == 0:
-                    with open(out, "w") as f:
-                        json.dump({"seconds": self.seconds, "samples": self.samples,
-                                   "world_size": trainer.world_size}, f)
-
-        return Clock()
+    def on_train_end(self, trainer, module):
+        if trainer.global_rank == 0:
+            with open(self.out, "w") as f:
+                json.dump({"seconds": self.seconds, "samples": self.samples,
+                           "world_size": trainer.world_size}, f)
 
 
 def cmd_speed(args, ini):
@@ -199,7 +196,7 @@ def cmd_speed(args, ini):
         kwargs["strategy"] = "ddp_spawn"
     with tempfile.TemporaryDirectory() as work_dir:
         out = os.path.join(work_dir, "clock.json")
-        model = rnn_model(ini, work_dir, args.epochs, [EpochClock(out)], kwargs)
+        model = rnn_model(ini, work_dir, args.epochs, False, [EpochClock(out)], kwargs)
         model.fit(train_s)
         with open(out) as f:
             clock = json.load(f)
