@@ -183,6 +183,44 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
                                         size_t value_col_count,
                                         const struct tsrnn_series_options *options);
 
+/* A long-format CSV file as Darts' TimeSeries.from_group_dataframe(df, group_cols=id_col,
+ * time_col, value_cols) reads it: one series per distinct value of the column `id_col`
+ * (which is neither the time nor a value column), each from its own rows in file order,
+ * read, made regular and filled as tsrnn_series_load_csv() reads a file. The groups come in
+ * Darts' order: sorted by the id's value, as numbers when every id is one (pandas reads the
+ * column as numbers then), else byte by byte as text. `time_col` is required. *series and
+ * *ids get arrays of *count series and their ids (the id as written in its group's first
+ * row); free each series with tsrnn_series_finish(), then both arrays with free(). Errors
+ * are tsrnn_series_load_csv()'s, a group's naming its id, and TSRNN_ERR_DATA for an empty
+ * id or one longer than TSRNN_NAME_MAX - 1 bytes. */
+enum tsrnn_status
+tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count,
+                         const char *path, const char *id_col, const char *time_col,
+                         const char (*value_cols)[TSRNN_NAME_MAX], size_t value_col_count,
+                         const struct tsrnn_series_options *options);
+
+/* --- the files of [data] path (src/data/sources.c) --------------------------------------- */
+
+/* [data] path as the config resolved it: CSV files and glob patterns separated by commas
+ * (a pattern is an entry with *, ? or [); each pattern's matches sorted by name, byte by byte,
+ * as Python's sorted(glob(...)) gives them. */
+struct tsrnn_data_paths {
+    char **paths; /* (count) owned */
+    size_t count;
+    size_t capacity;
+};
+
+/* TSRNN_ERR_USAGE naming `origin` for an empty entry or a pattern that matches nothing. */
+enum tsrnn_status tsrnn_data_paths_expand(struct tsrnn_data_paths *p, const char *spec,
+                                          const char *origin);
+
+/* Accepts a zeroed struct. */
+void tsrnn_data_paths_finish(struct tsrnn_data_paths *p);
+
+/* A series' id from its file: the name without folder and extension ("data/store_1.csv" ->
+ * "store_1"). */
+void tsrnn_data_path_stem(const char *path, char *out, size_t capacity);
+
 /* Darts' MissingValuesFiller() (pandas' DataFrame.interpolate(limit_direction="both")): each
  * NaN of each component of `values` (L, C) becomes the linear interpolation, by position, of
  * the nearest values before and after it, computed as numpy.interp does; NaNs before the
@@ -277,16 +315,31 @@ void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t
 
 /* --- the dataset of a run -------------------------------------------------------------- */
 
-/* A loaded, split and scaled series with its training and validation windows: everything
- * the trainer needs from [data] and [model] training_length. */
-struct tsrnn_dataset {
+/* One series of the run, loaded, split and scaled, with its training and validation
+ * windows. */
+struct tsrnn_dataset_series {
     struct tsrnn_series series; /* original values, as read */
-    float *scaled;              /* (L, C): the whole series after the scaler */
+    char id[TSRNN_NAME_MAX];    /* the series' name; "" in a run of one series */
+    float *scaled;              /* (L, C): the whole series after its scaler */
     size_t train_length;        /* points [0, train_length) train the model */
     size_t val_length;          /* points [train_length, L) validate it; 0 = no validation */
-    struct tsrnn_scaler scaler; /* fitted on the training part only */
+    struct tsrnn_scaler scaler; /* fitted on this series' training part only */
     struct tsrnn_windows train;
     struct tsrnn_windows val; /* count 0 without validation */
+};
+
+/* The S series of a run and the samples over all of them: everything the trainer needs from
+ * [data] and [model] training_length. Darts fits a global model on a list of series; one
+ * series is the list of one, whose samples are exactly that series' windows. */
+struct tsrnn_dataset {
+    size_t series_count;                /* S */
+    struct tsrnn_dataset_series *items; /* (S) */
+    size_t component_count;             /* C, shared by every series */
+    size_t training_length;             /* T */
+    struct tsrnn_windows *train_parts;  /* (S) each series' training windows, for the lists */
+    struct tsrnn_windows *val_parts;    /* (S) its validation windows */
+    struct tsrnn_window_list train;     /* Darts' training dataset over the list */
+    struct tsrnn_window_list val;       /* its validation dataset; count 0 without validation */
 };
 
 /* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last

@@ -50,6 +50,45 @@ enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
 enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
                                           const struct tsrnn_series *series, const char *path);
 
+/* --- the forecasts of several series (Darts' global models) ------------------------------
+ * One CSV in the long layout: a header `<id_name>,<time_col>,<component>...` and each
+ * series' rows after the previous series', its id in the first column (quoted when it holds
+ * a comma or a quote). */
+
+/* One series to forecast: its values as read, where its history ends and its scaler. */
+struct tsrnn_forecast_source {
+    const struct tsrnn_series *series;
+    const struct tsrnn_scaler *scaler;
+    size_t origin;
+    const char *id; /* NULL: the one unnamed series of a run, written without an id column */
+};
+
+/* Forecasts each of sources[0..count) `n` steps with tsrnn_forecast_run() and writes them
+ * all to `out`: the single-series layout of tsrnn_forecast_write_csv() for one source without
+ * an id, else the long layout under the header `id_name`. */
+enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, size_t input_chunk_length, size_t n,
+                                           const char *id_name, FILE *out);
+
+/* The same into the file `path`, replaced atomically. */
+enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count,
+                                          size_t input_chunk_length, size_t n, const char *id_name,
+                                          const char *path);
+
+/* Darts' metric(actual_list, pred_list, series_reduction=np.mean): the mean over the series
+ * of each one's score; mape NaN when one series' is (an actual value of 0). */
+struct tsrnn_forecast_scores {
+    double mape, mae, rmse;
+};
+void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
+                                const struct tsrnn_forecast_scores *each, size_t count);
+
+/* A file name part for a series' id: its bytes, with every one but letters, digits, '.', '-'
+ * and '_' replaced by '_' ("store 1/a" -> "store_1_a"). */
+void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity);
+
 /* Draws history (the last points before the forecast), actual values and the forecast into a
  * PNG of width x height (tsrnn_plot_png()), titled `title` followed by the MAPE when there
  * are actual values. */

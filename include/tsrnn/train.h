@@ -85,8 +85,10 @@ struct tsrnn_train_result {
     int64_t best_epoch;              /* its epoch; -1 without validation */
     bool stopped_early;              /* [early_stopping] ended the run */
     double final_lr;                 /* the learning rate after the last epoch's scheduler step */
-    double mape;           /* % over the validation horizon, original scale; NaN if not computed */
-    size_t forecast_count; /* points forecast (the validation part's length) */
+    double mape;           /* % over the validation horizon, original scale; NaN if not computed;
+                              with several series the mean of theirs (Darts' series_reduction) */
+    double mae, rmse;      /* likewise */
+    size_t forecast_count; /* points forecast (the validation parts' lengths, all series) */
     double train_s;        /* the optimizer steps: batch gather, forward, backward, Adam */
     double val_s;          /* validation passes */
     double total_s;        /* the whole fit, outputs and forecast included */

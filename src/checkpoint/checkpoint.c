@@ -45,19 +45,49 @@ static char *model_json(const struct tsrnn_model_dims *d, const struct tsrnn_con
     return text;
 }
 
-static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
+static json_t *scaler_object(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
 {
     size_t C = s->component_count;
-    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind",
-                          cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
-                          float_array(s->data_min, C), "data_max", float_array(s->data_max, C),
-                          "scale", float_array(s->scale, C), "offset", float_array(s->offset, C));
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind",
+                     cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
+                     float_array(s->data_min, C), "data_max", float_array(s->data_max, C), "scale",
+                     float_array(s->scale, C), "offset", float_array(s->offset, C));
+}
+
+static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
+{
+    json_t *o = scaler_object(s, cfg);
     char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
     json_decref(o);
     return text;
 }
 
-static char *series_json(const struct tsrnn_dataset *ds)
+/* tsrnn.series_list: every series of a run of named series (several files, or a long-format
+ * file), with what forecasting it needs: its id, where its training part ends, its
+ * frequency and its scaler. */
+static char *series_list_json(const struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list != NULL && i < ds->series_count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        const struct tsrnn_series *s = &item->series;
+        char end[64], freq[TSRNN_FREQ_NAME_MAX];
+        tsrnn_time_format(s->times[item->train_length - 1], s->time_unit, end, sizeof(end));
+        tsrnn_freq_name(&s->freq, freq, sizeof(freq));
+        json_array_append_new(
+            list, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "id", item->id, "time_unit",
+                            time_unit_names[s->time_unit], "freq", freq, "length",
+                            (json_int_t)s->length, "train_length", (json_int_t)item->train_length,
+                            "train_end", (json_int_t)s->times[item->train_length - 1],
+                            "train_end_text", end, "scaler", scaler_object(&item->scaler, cfg)));
+    }
+    json_t *o = list ? json_pack("{s:o}", "series", list) : NULL;
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+static char *series_json(const struct tsrnn_dataset_series *ds)
 {
     const struct tsrnn_series *s = &ds->series;
     char end[64];
@@ -142,13 +172,16 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     char *rng_text = rng ? json_dumps(rng, JSON_FLAGS) : NULL;
     json_decref(rng);
     char *model_text = model_json(&model->dims, cfg);
-    char *scaler_text = scaler_json(&ds->scaler, cfg);
-    char *series_text = series_json(ds);
+    char *scaler_text = scaler_json(&ds->items[0].scaler, cfg);
+    char *series_text = series_json(&ds->items[0]);
+    bool named = ds->items[0].id[0] != '\0';
+    char *list_text = named ? series_list_json(ds, cfg) : NULL;
     char *cfg_text = tsrnn_config_text(cfg);
 
     if (status == TSRNN_OK &&
         (tensors == NULL || host == NULL || names == NULL || rng_text == NULL ||
-         model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL))
+         model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL ||
+         (named && list_text == NULL)))
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
     if (status == TSRNN_OK) {
@@ -174,9 +207,14 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             { "tsrnn.series", series_text },
             { "tsrnn.config", cfg_text },
             { "tsrnn.data_crc32c", crc_text },
+            { "tsrnn.series_list", list_text },    /* named series only: dropped below otherwise */
             { "tsrnn.metadata_crc32c", meta_crc }, /* over all the others: last */
         };
         size_t entry_count = sizeof(metadata) / sizeof(metadata[0]);
+        if (!named) {
+            metadata[entry_count - 2] = metadata[entry_count - 1];
+            entry_count--;
+        }
         snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
                  tsrnn_safetensors_metadata_crc(metadata, entry_count));
         status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count);
@@ -185,6 +223,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     free(model_text);
     free(scaler_text);
     free(series_text);
+    free(list_text);
     free(cfg_text);
     free(names);
     free(tensors);
@@ -264,16 +303,16 @@ static enum tsrnn_status bad_json(const struct tsrnn_checkpoint *ck, const char 
                        key, what);
 }
 
-static enum tsrnn_status read_floats(const struct tsrnn_checkpoint *ck, json_t *o,
+static enum tsrnn_status read_floats(const struct tsrnn_checkpoint *ck, const char *key, json_t *o,
                                      const char *field, float *out, size_t count)
 {
     json_t *a = json_object_get(o, field);
     if (!json_is_array(a) || json_array_size(a) != count)
-        return bad_json(ck, "tsrnn.scaler", "an array has the wrong length");
+        return bad_json(ck, key, "an array has the wrong length");
     for (size_t i = 0; i < count; i++) {
         json_t *v = json_array_get(a, i);
         if (!json_is_number(v) || !isfinite(json_number_value(v)))
-            return bad_json(ck, "tsrnn.scaler", "an entry is not a finite number");
+            return bad_json(ck, key, "an entry is not a finite number");
         out[i] = (float)json_number_value(v);
     }
     return TSRNN_OK;
@@ -314,28 +353,103 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
     return status;
 }
 
-static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
+/* A scaler object (tsrnn.scaler's layout) of the metadata entry `key`. */
+static enum tsrnn_status parse_scaler(const struct tsrnn_checkpoint *ck, const char *key, json_t *o,
+                                      struct tsrnn_scaler *sc)
 {
-    json_t *o;
     size_t C = ck->dims.output_count;
-    TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
-    ck->scaler.component_count = C;
-    enum tsrnn_status status = read_floats(ck, o, "data_min", ck->scaler.data_min, C);
-    if (status == TSRNN_OK)
-        status = read_floats(ck, o, "data_max", ck->scaler.data_max, C);
-    if (status == TSRNN_OK)
-        status = read_floats(ck, o, "scale", ck->scaler.scale, C);
-    if (status == TSRNN_OK)
-        status = read_floats(ck, o, "offset", ck->scaler.offset, C);
+    sc->component_count = C;
+    TSRNN_TRY(read_floats(ck, key, o, "data_min", sc->data_min, C));
+    TSRNN_TRY(read_floats(ck, key, o, "data_max", sc->data_max, C));
+    TSRNN_TRY(read_floats(ck, key, o, "scale", sc->scale, C));
+    TSRNN_TRY(read_floats(ck, key, o, "offset", sc->offset, C));
     /* What a fitted MinMaxScaler (or the identity) can hold: finite bounds in order, a scale
      * whose inverse is finite (1e-45 would turn every forecast into -inf). */
-    const struct tsrnn_scaler *sc = &ck->scaler;
-    for (size_t c = 0; status == TSRNN_OK && c < C; c++)
+    for (size_t c = 0; c < C; c++)
         if (!isfinite(sc->data_min[c]) || !isfinite(sc->data_max[c]) ||
             !(sc->data_min[c] <= sc->data_max[c]) || !isfinite(sc->offset[c]) ||
             !(sc->scale[c] >= FLT_MIN) || !isfinite(sc->scale[c]) || !isfinite(1.0f / sc->scale[c]))
-            status = bad_json(ck, "tsrnn.scaler",
-                              "a bound, scale or offset is not what a fitted scaler holds");
+            return bad_json(ck, key, "a bound, scale or offset is not what a fitted scaler holds");
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
+{
+    json_t *o;
+    TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
+    enum tsrnn_status status = parse_scaler(ck, "tsrnn.scaler", o, &ck->scaler);
+    json_decref(o);
+    return status;
+}
+
+static bool parse_time_unit(const char *name, enum tsrnn_time_unit *unit)
+{
+    for (size_t u = 0; name != NULL && u < sizeof(time_unit_names) / sizeof(time_unit_names[0]);
+         u++)
+        if (strcmp(name, time_unit_names[u]) == 0) {
+            *unit = (enum tsrnn_time_unit)u;
+            return true;
+        }
+    return false;
+}
+
+/* One entry of tsrnn.series_list. */
+static enum tsrnn_status parse_list_entry(const struct tsrnn_checkpoint *ck, json_t *e,
+                                          struct tsrnn_checkpoint_series *out)
+{
+    static const char key[] = "tsrnn.series_list";
+    const char *id = NULL, *unit = NULL, *freq = NULL;
+    json_int_t length = 0, train_length = 0, train_end = 0;
+    json_t *scaler = NULL;
+    if (json_unpack(e, "{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", &id, "time_unit", &unit, "freq",
+                    &freq, "length", &length, "train_length", &train_length, "train_end",
+                    &train_end, "scaler", &scaler) != 0 ||
+        id[0] == '\0' || strlen(id) >= TSRNN_NAME_MAX || train_length < 1 ||
+        train_length > length || length > MAX_COUNT || !json_is_object(scaler))
+        return bad_json(ck, key, "an entry's field is missing or out of range");
+    snprintf(out->id, sizeof(out->id), "%s", id);
+    out->train_length = (size_t)train_length;
+    out->train_end = train_end;
+    if (!parse_time_unit(unit, &out->time_unit))
+        return bad_json(ck, key, "unknown time_unit");
+    if (!tsrnn_freq_parse(&out->freq, freq) && strcmp(freq, "none") != 0)
+        return bad_json(ck, key, "freq is not a frequency");
+    return parse_scaler(ck, key, scaler, &out->scaler);
+}
+
+/* Every series of the run: tsrnn.series_list, or the one of tsrnn.scaler and tsrnn.series. */
+static enum tsrnn_status read_series_list(struct tsrnn_checkpoint *ck)
+{
+    json_t *o = NULL, *list = NULL;
+    bool named = tsrnn_safetensors_metadata(&ck->file, "tsrnn.series_list") != NULL;
+    if (named) {
+        TSRNN_TRY(need_json(ck, "tsrnn.series_list", &o));
+        list = json_object_get(o, "series");
+        if (!json_is_array(list) || json_array_size(list) == 0) {
+            json_decref(o);
+            return bad_json(ck, "tsrnn.series_list", "expected a non-empty array \"series\"");
+        }
+    }
+    size_t S = named ? json_array_size(list) : 1;
+    ck->series_list = calloc(S, sizeof(*ck->series_list));
+    enum tsrnn_status status = TSRNN_OK;
+    if (ck->series_list == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ck->path);
+    ck->series_count = ck->series_list ? S : 0;
+    for (size_t i = 0; named && status == TSRNN_OK && i < S; i++) {
+        status = parse_list_entry(ck, json_array_get(list, i), &ck->series_list[i]);
+        for (size_t j = 0; status == TSRNN_OK && j < i; j++)
+            if (strcmp(ck->series_list[j].id, ck->series_list[i].id) == 0)
+                status = bad_json(ck, "tsrnn.series_list", "two series have one id");
+    }
+    if (status == TSRNN_OK && !named)
+        ck->series_list[0] = (struct tsrnn_checkpoint_series){
+            .scaler = ck->scaler,
+            .freq = ck->series.freq,
+            .time_unit = ck->series.time_unit,
+            .train_length = ck->series.train_length,
+            .train_end = ck->series.train_end,
+        };
     json_decref(o);
     return status;
 }
@@ -358,13 +472,7 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
     if (status == TSRNN_OK) {
         snprintf(s->time_name, sizeof(s->time_name), "%s", time_col);
         s->time_unit = TSRNN_TIME_INDEX;
-        bool known = false;
-        for (size_t u = 0; u < sizeof(time_unit_names) / sizeof(time_unit_names[0]); u++)
-            if (strcmp(unit, time_unit_names[u]) == 0) {
-                s->time_unit = (enum tsrnn_time_unit)u;
-                known = true;
-            }
-        if (!known)
+        if (!parse_time_unit(unit, &s->time_unit))
             status = bad_json(ck, "tsrnn.series", "unknown time_unit");
         s->component_count = ck->dims.output_count;
         s->train_length = (size_t)train_length;
@@ -508,6 +616,8 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
     if (status == TSRNN_OK)
         status = read_series(ck);
     if (status == TSRNN_OK)
+        status = read_series_list(ck);
+    if (status == TSRNN_OK)
         status = read_state(ck);
     if (status == TSRNN_OK)
         status = need(ck, "tsrnn.config", &text);
@@ -535,6 +645,9 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
 void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck)
 {
     tsrnn_safetensors_finish(&ck->file);
+    free(ck->series_list);
+    ck->series_list = NULL;
+    ck->series_count = 0;
 }
 
 static void describe_model(char *out, size_t capacity, const struct tsrnn_model_dims *d)

@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struct tsrnn_config *cfg,
+static enum tsrnn_status split_point(const struct tsrnn_series *s, const struct tsrnn_config *cfg,
                                      size_t *train_length)
 {
-    const struct tsrnn_series *s = &ds->series;
     const char *origin = tsrnn_config_origin(cfg, "data", "split_after");
     int64_t point;
 
@@ -76,35 +75,51 @@ void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
     o->fill_missing_values = cfg->fill_missing_values;
 }
 
-static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+/* Where a series' problems are: its file, or for one of a long-format file, the file and the
+ * series' id. */
+static void series_label(const struct tsrnn_dataset_series *ds, const struct tsrnn_config *cfg,
+                         const char *path, char *out, size_t capacity)
+{
+    if (cfg->id_col[0] != '\0')
+        snprintf(out, capacity, "%s, series '%s'", tsrnn_display_path(path), ds->id);
+    else
+        snprintf(out, capacity, "%s", tsrnn_display_path(path));
+}
+
+/* Splits one series read from `path` as [data] asks, fits its scaler on its training part and
+ * makes its windows. With several series the split's messages name the series. */
+static enum tsrnn_status prepare_series(struct tsrnn_dataset_series *ds,
+                                        const struct tsrnn_config *cfg, const char *path,
+                                        bool several)
 {
     struct tsrnn_series *s = &ds->series;
-    const char *path = tsrnn_display_path(cfg->data_path);
-    struct tsrnn_series_options options;
-    tsrnn_series_options_from_config(&options, cfg);
-    /* Darts: from_csv(..., fill_missing_dates, freq), MissingValuesFiller(), then the split
-     * and a Scaler fitted on the filled training part. */
-    TSRNN_TRY(tsrnn_series_load_csv(s, path, cfg->time_col, cfg->value_cols, cfg->value_col_count,
-                                    &options));
-    TSRNN_TRY(check_part(cfg, "series", s->length, path));
+    char label[PATH_MAX + TSRNN_NAME_MAX + 16];
+    series_label(ds, cfg, path, label, sizeof(label));
+    TSRNN_TRY(check_part(cfg, "series", s->length, label));
 
     ds->train_length = s->length;
     if (cfg->split_after[0] != '\0') {
-        TSRNN_TRY(split_point(ds, cfg, &ds->train_length));
+        enum tsrnn_status status = split_point(s, cfg, &ds->train_length);
+        if (status != TSRNN_OK && several)
+            tsrnn_error_append(status,
+                               " (in %s; a series whose validation part would be "
+                               "empty cannot be validated: leave it out of [data] path)",
+                               label);
+        TSRNN_TRY(status);
     } else if (cfg->val_fraction > 0) {
         size_t val = (size_t)((double)s->length * cfg->val_fraction);
         if (val == 0)
             return tsrnn_error(TSRNN_ERR_USAGE,
                                "%s: [data] val_fraction = %g of %zu points leaves no validation "
-                               "point; accepted: at least 1/%zu",
+                               "point%s%s; accepted: at least 1/%zu",
                                tsrnn_config_origin(cfg, "data", "val_fraction"), cfg->val_fraction,
-                               s->length, s->length);
+                               s->length, several ? " in " : "", several ? label : "", s->length);
         ds->train_length = s->length - val;
     }
     ds->val_length = s->length - ds->train_length;
-    TSRNN_TRY(check_part(cfg, "training part", ds->train_length, path));
+    TSRNN_TRY(check_part(cfg, "training part", ds->train_length, label));
     if (ds->val_length > 0)
-        TSRNN_TRY(check_part(cfg, "validation part", ds->val_length, path));
+        TSRNN_TRY(check_part(cfg, "validation part", ds->val_length, label));
 
     size_t C = s->component_count;
     ds->scaled = malloc(s->length * C * sizeof(float));
@@ -125,7 +140,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
                                "%s: column '%s' spans %g .. %g in the training part, a range "
                                "float32 cannot hold; accepted: values whose range is below "
                                "3.4e38 (rescale the column)",
-                               path, s->component_names[c], (double)sc->data_min[c],
+                               label, s->component_names[c], (double)sc->data_min[c],
                                (double)sc->data_max[c]);
     }
     tsrnn_scaler_transform(&ds->scaler, ds->scaled, s->length);
@@ -133,6 +148,129 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
     size_t T = (size_t)cfg->training_length;
     tsrnn_windows_init(&ds->train, ds->scaled, ds->train_length, C, T);
     tsrnn_windows_init(&ds->val, ds->scaled + ds->train_length * C, ds->val_length, C, T);
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status alloc_items(struct tsrnn_dataset *ds, size_t S)
+{
+    ds->items = calloc(S, sizeof(*ds->items));
+    ds->train_parts = calloc(S, sizeof(*ds->train_parts));
+    ds->val_parts = calloc(S, sizeof(*ds->val_parts));
+    if (ds->items == NULL || ds->train_parts == NULL || ds->val_parts == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series", S);
+    ds->series_count = S;
+    return TSRNN_OK;
+}
+
+/* The series of a long-format file, one per id, in Darts' order. */
+static enum tsrnn_status read_groups(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg,
+                                     const char *path, const struct tsrnn_series_options *options)
+{
+    struct tsrnn_series *series;
+    char(*ids)[TSRNN_NAME_MAX];
+    size_t S;
+    TSRNN_TRY(tsrnn_series_load_groups(&series, &ids, &S, tsrnn_display_path(path), cfg->id_col,
+                                       cfg->time_col, cfg->value_cols, cfg->value_col_count,
+                                       options));
+    enum tsrnn_status status = alloc_items(ds, S);
+    for (size_t i = 0; i < S; i++) {
+        if (status == TSRNN_OK) {
+            ds->items[i].series = series[i];
+            memcpy(ds->items[i].id, ids[i], sizeof(ids[i]));
+        } else {
+            tsrnn_series_finish(&series[i]);
+        }
+    }
+    free(series);
+    free(ids);
+    return status;
+}
+
+/* One series per file, named by its file's stem; duplicate names are refused (they would be
+ * one name for two series in every output). */
+static enum tsrnn_status read_files(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg,
+                                    const struct tsrnn_data_paths *paths,
+                                    const struct tsrnn_series_options *options)
+{
+    TSRNN_TRY(alloc_items(ds, paths->count));
+    for (size_t i = 0; i < paths->count; i++) {
+        struct tsrnn_dataset_series *item = &ds->items[i];
+        /* Darts: from_csv(..., fill_missing_dates, freq), MissingValuesFiller(), then the
+         * split and a Scaler fitted on the filled training part. */
+        TSRNN_TRY(tsrnn_series_load_csv(&item->series, tsrnn_display_path(paths->paths[i]),
+                                        cfg->time_col, cfg->value_cols, cfg->value_col_count,
+                                        options));
+        if (paths->count == 1)
+            break; /* one series: no name */
+        tsrnn_data_path_stem(paths->paths[i], item->id, sizeof(item->id));
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ds->items[j].id, item->id) == 0)
+                return tsrnn_error(TSRNN_ERR_USAGE,
+                                   "%s: [data] path: %s and %s are both series '%s'; accepted: "
+                                   "files whose names without extension differ",
+                                   tsrnn_config_origin(cfg, "data", "path"),
+                                   tsrnn_display_path(paths->paths[j]),
+                                   tsrnn_display_path(paths->paths[i]), item->id);
+    }
+    return TSRNN_OK;
+}
+
+/* Darts trains one model on series of one width: every series has the first one's columns. */
+static enum tsrnn_status check_components(const struct tsrnn_dataset *ds,
+                                          const struct tsrnn_data_paths *paths)
+{
+    const struct tsrnn_series *first = &ds->items[0].series;
+    for (size_t i = 1; i < ds->series_count; i++) {
+        const struct tsrnn_series *s = &ds->items[i].series;
+        const char *where = tsrnn_display_path(paths->paths[paths->count > 1 ? i : 0]);
+        bool same = s->component_count == first->component_count;
+        for (size_t c = 0; same && c < s->component_count; c++)
+            same = strcmp(s->component_names[c], first->component_names[c]) == 0;
+        if (!same)
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s: series '%s' has the value columns '%s'%s (%zu), series '%s' "
+                               "'%s'%s (%zu); every series of a run needs the same ones (set "
+                               "[data] value_cols)",
+                               where, ds->items[i].id, s->component_names[0],
+                               s->component_count > 1 ? ", ..." : "", s->component_count,
+                               ds->items[0].id, first->component_names[0],
+                               first->component_count > 1 ? ", ..." : "", first->component_count);
+    }
+    return TSRNN_OK;
+}
+
+/* The list of the run's series and the samples over it (Darts' training and validation
+ * datasets over a list). */
+static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    struct tsrnn_data_paths paths;
+    struct tsrnn_series_options options;
+    tsrnn_series_options_from_config(&options, cfg);
+    TSRNN_TRY(
+        tsrnn_data_paths_expand(&paths, cfg->data_path, tsrnn_config_origin(cfg, "data", "path")));
+    enum tsrnn_status status = cfg->id_col[0] != '\0'
+                                   ? read_groups(ds, cfg, paths.paths[0], &options)
+                                   : read_files(ds, cfg, &paths, &options);
+    if (status == TSRNN_OK)
+        status = check_components(ds, &paths);
+    size_t S = ds->series_count;
+    for (size_t i = 0; i < S && status == TSRNN_OK; i++)
+        status = prepare_series(&ds->items[i], cfg, paths.paths[paths.count > 1 ? i : 0], S > 1);
+    tsrnn_data_paths_finish(&paths);
+    TSRNN_TRY(status);
+
+    ds->component_count = ds->items[0].series.component_count;
+    ds->training_length = (size_t)cfg->training_length;
+    for (size_t i = 0; i < S; i++) {
+        ds->train_parts[i] = ds->items[i].train;
+        ds->val_parts[i] = ds->items[i].val;
+    }
+    size_t cap = (size_t)cfg->max_samples_per_ts;
+    TSRNN_TRY(tsrnn_window_list_init(&ds->train, ds->train_parts, S, cap));
+    /* Every series has a validation part, or none has (the split applies to each). */
+    if (ds->items[0].val_length > 0)
+        return tsrnn_window_list_init(&ds->val, ds->val_parts, S, cap);
+    ds->val = (struct tsrnn_window_list){ .series = ds->val_parts, .series_count = S };
     return TSRNN_OK;
 }
 
@@ -149,7 +287,12 @@ void tsrnn_dataset_finish(struct tsrnn_dataset *ds)
 {
     if (ds == NULL)
         return;
-    tsrnn_series_finish(&ds->series);
-    free(ds->scaled);
+    for (size_t i = 0; ds->items != NULL && i < ds->series_count; i++) {
+        tsrnn_series_finish(&ds->items[i].series);
+        free(ds->items[i].scaled);
+    }
+    free(ds->items);
+    free(ds->train_parts);
+    free(ds->val_parts);
     memset(ds, 0, sizeof(*ds));
 }

@@ -111,26 +111,117 @@ static void put_field(FILE *out, const char *text)
     fputc('"', out);
 }
 
-enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
-                                           const struct tsrnn_series *series, FILE *out)
+/* The header row; `id_name` NULL: no id column. */
+static void write_header(FILE *out, const struct tsrnn_series *series, const char *id_name)
 {
+    if (id_name != NULL) {
+        put_field(out, id_name);
+        fputc(',', out);
+    }
     put_field(out, series->time_name[0] ? series->time_name : "time");
-    for (size_t c = 0; c < f->component_count; c++) {
+    for (size_t c = 0; c < series->component_count; c++) {
         fputc(',', out);
         put_field(out, series->component_names[c]);
     }
     fputc('\n', out);
+}
+
+/* One row per step; `id` NULL: no id column. */
+static void write_rows(FILE *out, const struct tsrnn_forecast *f, const struct tsrnn_series *series,
+                       const char *id)
+{
     for (size_t i = 0; i < f->length; i++) {
         char stamp[64];
+        if (id != NULL) {
+            put_field(out, id);
+            fputc(',', out);
+        }
         tsrnn_time_format(f->times[i], series->time_unit, stamp, sizeof(stamp));
         fputs(stamp, out);
         for (size_t c = 0; c < f->component_count; c++)
             fprintf(out, ",%.9g", (double)f->values[i * f->component_count + c]);
         fputc('\n', out);
     }
+}
+
+static enum tsrnn_status flushed(FILE *out)
+{
     if (fflush(out) != 0 || ferror(out))
         return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write the forecast");
     return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
+                                           const struct tsrnn_series *series, FILE *out)
+{
+    write_header(out, series, NULL);
+    write_rows(out, f, series, NULL);
+    return flushed(out);
+}
+
+enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, size_t input_chunk_length, size_t n,
+                                           const char *id_name, FILE *out)
+{
+    bool named = count > 1 || sources[0].id != NULL;
+    write_header(out, sources[0].series, named ? id_name : NULL);
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_forecast_source *src = &sources[i];
+        struct tsrnn_forecast f;
+        enum tsrnn_status status = tsrnn_forecast_run(&f, model, src->scaler, src->series,
+                                                      src->origin, input_chunk_length, n);
+        if (status != TSRNN_OK)
+            return named ? tsrnn_error_append(status, " (series '%s')", src->id) : status;
+        write_rows(out, &f, src->series, named ? src->id : NULL);
+        tsrnn_forecast_finish(&f);
+    }
+    return flushed(out);
+}
+
+enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count,
+                                          size_t input_chunk_length, size_t n, const char *id_name,
+                                          const char *path)
+{
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    enum tsrnn_status status =
+        tsrnn_forecast_write_all(model, sources, count, input_chunk_length, n, id_name, af.file);
+    if (status == TSRNN_ERR_IO)
+        status = tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+    if (status != TSRNN_OK) {
+        tsrnn_atomic_file_abort(&af);
+        return status;
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
+                                const struct tsrnn_forecast_scores *each, size_t count)
+{
+    *mean = (struct tsrnn_forecast_scores){ 0 };
+    for (size_t i = 0; i < count; i++) {
+        mean->mape += each[i].mape;
+        mean->mae += each[i].mae;
+        mean->rmse += each[i].rmse;
+    }
+    mean->mape /= (double)count;
+    mean->mae /= (double)count;
+    mean->rmse /= (double)count;
+}
+
+void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity)
+{
+    size_t i = 0;
+    for (; id[i] != '\0' && i + 1 < capacity; i++) {
+        char c = id[i];
+        bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_';
+        out[i] = keep ? c : '_';
+    }
+    if (capacity > 0)
+        out[i] = '\0';
 }
 
 enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,

@@ -3,9 +3,9 @@
  *
  * The checkpoint carries everything needed: the weights, the model's dimensions, the scaler
  * fitted on the training part, the series' columns and time format, and the run's config
- * (which names the training series). The forecast starts after the training part of that
- * series (where the validation part gives actual values to score against), or after the end
- * of a series given with --series.
+ * (which names the training series). The forecast starts after the training part of each
+ * series the model was trained on (where the validation part gives actual values to score
+ * against), or of the one --id names, or after the end of a series given with --series.
  *
  * Exit codes: 0 ok, 1 runtime failure (a file could not be written), 2 usage, bad
  * checkpoint or bad series.
@@ -31,8 +31,8 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: " PROGRAM " --run DIR [--checkpoint best|last|FILE] [--series CSV] --n N\n"
-            "                     [--out FILE.csv] [--plot FILE.png] [--size WxH]\n"
+            "Usage: " PROGRAM " --run DIR [--checkpoint best|last|FILE] [--id ID] [--series CSV]\n"
+            "                     --n N [--out FILE.csv] [--plot FILE.png] [--size WxH]\n"
             "\n"
             "Forecasts N steps with a model trained by tsrnn-worker / tsrnn-launch.\n"
             "\n"
@@ -40,9 +40,14 @@ static void usage(FILE *out)
             "  -r, --run DIR          the run folder ({work_dir}/{model_name})\n"
             "  -c, --checkpoint WHICH best (default), last, or a checkpoint file (then --run\n"
             "                         is not needed)\n"
+            "  -i, --id ID            of a model trained on several series: forecast only the\n"
+            "                         series ID (default: every series, one CSV with an id\n"
+            "                         column first)\n"
             "  -s, --series CSV       forecast after the end of this series (same columns as\n"
-            "                         the training data); default: after the training part of\n"
-            "                         the training series, scored against the values after it\n"
+            "                         the training data; with several series, the continuation\n"
+            "                         of the one --id names); default: after the training part\n"
+            "                         of each training series, scored against the values after\n"
+            "                         it\n"
             "  -n, --n N              steps to forecast (N >= 1)\n"
             "  -o, --out FILE         write the forecast CSV there (default: standard output)\n"
             "  -p, --plot FILE        draw history, actual values and forecast into a PNG\n"
@@ -59,6 +64,7 @@ struct options {
     const char *run_dir;
     const char *checkpoint;
     const char *series_path;
+    const char *id; /* --id: one series of several; NULL: all */
     const char *out_path;
     const char *plot_path;
     bool checkpoint_given; /* --checkpoint on the command line, not the default "best" */
@@ -82,6 +88,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "run", required_argument, NULL, 'r' },
         { "checkpoint", required_argument, NULL, 'c' },
         { "series", required_argument, NULL, 's' },
+        { "id", required_argument, NULL, 'i' },
         { "n", required_argument, NULL, 'n' },
         { "out", required_argument, NULL, 'o' },
         { "plot", required_argument, NULL, 'p' },
@@ -96,7 +103,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     char tail;
 
     *o = (struct options){ .checkpoint = "best", .n = -1, .width = 1000, .height = 500 };
-    while ((opt = getopt_long(argc, argv, "r:c:s:n:o:p:hV", long_options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "r:c:s:i:n:o:p:hV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'r':
             o->run_dir = optarg;
@@ -107,6 +114,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 's':
             o->series_path = optarg;
+            break;
+        case 'i':
+            o->id = optarg;
             break;
         case 'n':
             if (!tsrnn_parse_int64(optarg, &n) || n < 1 || n > 100000000)
@@ -157,74 +167,179 @@ static int parse_options(int argc, char **argv, struct options *o)
     return -1;
 }
 
-/* The series to forecast from and where its history ends: --series whole, or the training
- * series of the checkpoint's config split as in training. */
-static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
-                                     const struct tsrnn_checkpoint *ck, const char *series_path)
+/* A series read for a forecast fits the model: the frequency it learnt (another one's stamps
+ * would be wrong, and its steps mean something else) and its columns. */
+static enum tsrnn_status check_series(const struct tsrnn_series *s,
+                                      const struct tsrnn_checkpoint *ck,
+                                      const struct tsrnn_freq *freq, const char *where)
 {
-    const struct tsrnn_config *cfg = &ck->config;
     const struct tsrnn_series_info *info = &ck->series;
-
-    if (series_path == NULL) {
-        enum tsrnn_status status = tsrnn_dataset_load(ds, cfg);
-        if (status != TSRNN_OK)
-            return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
-                                              "used: pass the series to forecast from with "
-                                              "--series CSV");
-        *origin = ds->train_length;
-        if (ds->train_length != info->train_length)
-            tsrnn_warn("%s now has %zu training points, the model was trained on %zu",
-                       tsrnn_display_path(cfg->data_path), ds->train_length, info->train_length);
-    } else {
-        /* Read as the training series was read ([data] freq, fill_missing_*), and at the
-         * model's frequency when the series is too short to show its own. */
-        struct tsrnn_series_options options;
-        tsrnn_series_options_from_config(&options, cfg);
-        options.short_series_freq = info->freq;
-        TSRNN_TRY(tsrnn_series_load_csv(&ds->series, series_path, cfg->time_col,
-                                        (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
-                                        cfg->value_col_count, &options));
-        *origin = ds->series.length;
-    }
-    /* A forecast continues the frequency the model learnt; another one's stamps would be
-     * wrong, and its steps mean something else. */
-    if (info->freq.kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(&info->freq, &ds->series.freq)) {
+    if (freq->kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(freq, &s->freq)) {
         char have[TSRNN_FREQ_NAME_MAX], want[TSRNN_FREQ_NAME_MAX];
-        tsrnn_freq_name(&ds->series.freq, have, sizeof(have));
-        tsrnn_freq_name(&info->freq, want, sizeof(want));
+        tsrnn_freq_name(&s->freq, have, sizeof(have));
+        tsrnn_freq_name(freq, want, sizeof(want));
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s: the series' frequency is %s, but the model was trained on a "
                            "series of freq %s; accepted: a series of freq %s",
-                           tsrnn_display_path(series_path ? series_path : cfg->data_path), have,
-                           want, want);
+                           where, have, want, want);
     }
-    if (ds->series.component_count != info->component_count)
+    if (s->component_count != info->component_count)
         return tsrnn_error(TSRNN_ERR_DATA,
-                           "%s has %zu value columns; the model forecasts %zu (%s%s)",
-                           tsrnn_display_path(series_path ? series_path : cfg->data_path),
-                           ds->series.component_count, info->component_count,
-                           info->component_names[0], info->component_count > 1 ? ", ..." : "");
+                           "%s has %zu value columns; the model forecasts %zu (%s%s)", where,
+                           s->component_count, info->component_count, info->component_names[0],
+                           info->component_count > 1 ? ", ..." : "");
     for (size_t c = 0; c < info->component_count; c++)
-        if (strcmp(ds->series.component_names[c], info->component_names[c]) != 0)
+        if (strcmp(s->component_names[c], info->component_names[c]) != 0)
             return tsrnn_error(TSRNN_ERR_DATA,
-                               "%s: value column %zu is '%s'; the model was trained on '%s'",
-                               tsrnn_display_path(series_path ? series_path : cfg->data_path),
-                               c + 1, ds->series.component_names[c], info->component_names[c]);
+                               "%s: value column %zu is '%s'; the model was trained on '%s'", where,
+                               c + 1, s->component_names[c], info->component_names[c]);
     return TSRNN_OK;
 }
 
-static void print_scores(const struct tsrnn_forecast *f, const struct tsrnn_series *s)
+/* Which of the checkpoint's series to forecast: all ([first, end) = every one), or --id's. */
+static enum tsrnn_status select_series(const struct tsrnn_checkpoint *ck, const struct options *o,
+                                       size_t *first, size_t *end)
+{
+    bool named = ck->series_list[0].id[0] != '\0';
+    *first = 0;
+    *end = ck->series_count;
+    if (o->id == NULL && o->series_path != NULL && named)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "--series %s: the model was trained on %zu series; name the one this "
+                           "file continues with --id (its scaler is that series')",
+                           o->series_path, ck->series_count);
+    if (o->id == NULL)
+        return TSRNN_OK;
+    if (!named)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "--id %s: the model was trained on one series without an id; leave "
+                           "--id out",
+                           o->id);
+    for (size_t k = 0; k < ck->series_count; k++)
+        if (strcmp(ck->series_list[k].id, o->id) == 0) {
+            *first = k;
+            *end = k + 1;
+            return TSRNN_OK;
+        }
+    char known[512];
+    size_t used = 0;
+    known[0] = '\0';
+    for (size_t k = 0; k < ck->series_count && k < 8; k++)
+        used += (size_t)snprintf(known + used, sizeof(known) - used, "%s'%s'", k ? ", " : "",
+                                 ck->series_list[k].id);
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "--id %s: the model was trained on no series of that id; accepted: one of "
+                       "its %zu series (%s%s)",
+                       o->id, ck->series_count, known, ck->series_count > 8 ? ", ..." : "");
+}
+
+/* The series to forecast, each with where its history ends and the checkpoint's scaler for
+ * it: --series whole (one series), or the training series of the checkpoint's config split as
+ * in training. sources[] has room for the checkpoint's series count. */
+static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrnn_series *own,
+                                      struct tsrnn_forecast_source *sources, size_t *count,
+                                      const struct tsrnn_checkpoint *ck, const struct options *o)
+{
+    const struct tsrnn_config *cfg = &ck->config;
+    size_t first, end;
+    TSRNN_TRY(select_series(ck, o, &first, &end));
+    bool named = ck->series_list[0].id[0] != '\0';
+    *count = 0;
+    if (o->series_path != NULL) {
+        /* Read as the training series was read ([data] freq, fill_missing_*), and at the
+         * model's frequency when the series is too short to show its own. */
+        const struct tsrnn_checkpoint_series *cs = &ck->series_list[first];
+        struct tsrnn_series_options options;
+        tsrnn_series_options_from_config(&options, cfg);
+        options.short_series_freq = cs->freq;
+        TSRNN_TRY(tsrnn_series_load_csv(own, o->series_path, cfg->time_col,
+                                        (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                                        cfg->value_col_count, &options));
+        TSRNN_TRY(check_series(own, ck, &cs->freq, tsrnn_display_path(o->series_path)));
+        sources[(*count)++] =
+            (struct tsrnn_forecast_source){ own, &cs->scaler, own->length, named ? cs->id : NULL };
+        return TSRNN_OK;
+    }
+    enum tsrnn_status status = tsrnn_dataset_load(dataset, cfg);
+    if (status != TSRNN_OK)
+        return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
+                                          "used: pass the series to forecast from with "
+                                          "--series CSV");
+    for (size_t k = first; k < end; k++) {
+        const struct tsrnn_checkpoint_series *cs = &ck->series_list[k];
+        const struct tsrnn_dataset_series *item = NULL;
+        for (size_t i = 0; i < dataset->series_count && item == NULL; i++)
+            if (strcmp(dataset->items[i].id, cs->id) == 0)
+                item = &dataset->items[i];
+        if (item == NULL)
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s: the model was trained on series '%s', which [data] path no "
+                               "longer holds; pass the series to forecast from with --id %s "
+                               "--series CSV",
+                               tsrnn_display_path(cfg->data_path), cs->id, cs->id);
+        char where[PATH_MAX + TSRNN_NAME_MAX + 16];
+        snprintf(where, sizeof(where), "%s%s%s%s", tsrnn_display_path(cfg->data_path),
+                 named ? " (series '" : "", cs->id, named ? "')" : "");
+        TSRNN_TRY(check_series(&item->series, ck, &cs->freq, where));
+        if (item->train_length != cs->train_length)
+            tsrnn_warn("%s now has %zu training points, the model was trained on %zu", where,
+                       item->train_length, cs->train_length);
+        sources[(*count)++] =
+            (struct tsrnn_forecast_source){ &item->series, &cs->scaler, item->train_length,
+                                            named ? cs->id : NULL };
+    }
+    return TSRNN_OK;
+}
+
+/* "Forecast 24 steps, 1959-02 .. 1961-01" and the scores against the actual values it has,
+ * led by the series' id when it has one. */
+static void print_scores(const struct tsrnn_forecast *f, const struct tsrnn_series *s,
+                         const char *id)
 {
     char first[64], last[64];
     tsrnn_time_format(f->times[0], s->time_unit, first, sizeof(first));
     tsrnn_time_format(f->times[f->length - 1], s->time_unit, last, sizeof(last));
-    fprintf(stderr, "Forecast %zu steps, %s .. %s\n", f->length, first, last);
+    if (id != NULL)
+        fprintf(stderr, "Series %s: ", id);
+    fprintf(stderr, "Forecast %zu steps, %s .. %s%s", f->length, first, last,
+            id != NULL && f->actual_count > 0 ? "; " : "\n");
     if (f->actual_count == 0)
         return;
-    fprintf(stderr, "Against the %zu actual values:", f->actual_count);
+    fprintf(stderr, "%sgainst the %zu actual values:", id != NULL ? "a" : "A", f->actual_count);
     if (!isnan(f->mape))
         fprintf(stderr, " MAPE %.2f%%", f->mape);
     fprintf(stderr, " MAE %.6g RMSE %.6g\n", f->mae, f->rmse);
+}
+
+/* Forecasts each source to print its scores (and, with several scored series, their mean as
+ * Darts' series_reduction=np.mean gives it). */
+static enum tsrnn_status report_scores(struct tsrnn_model *model, const struct tsrnn_checkpoint *ck,
+                                       const struct tsrnn_forecast_source *sources, size_t count,
+                                       size_t n)
+{
+    struct tsrnn_forecast_scores *each = calloc(count, sizeof(*each)), mean;
+    size_t scored = 0;
+    enum tsrnn_status status = each ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
+        struct tsrnn_forecast f;
+        status = tsrnn_forecast_run(&f, model, sources[i].scaler, sources[i].series,
+                                    sources[i].origin, (size_t)ck->input_chunk_length, n);
+        if (status != TSRNN_OK)
+            break;
+        print_scores(&f, sources[i].series, sources[i].id);
+        if (f.actual_count > 0)
+            each[scored++] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
+        tsrnn_forecast_finish(&f);
+    }
+    if (status == TSRNN_OK && scored > 1) {
+        tsrnn_forecast_scores_mean(&mean, each, scored);
+        fprintf(stderr, "Mean over the %zu series with actual values:", scored);
+        if (!isnan(mean.mape))
+            fprintf(stderr, " MAPE %.2f%%", mean.mape);
+        fprintf(stderr, " MAE %.6g RMSE %.6g\n", mean.mae, mean.rmse);
+    }
+    free(each);
+    return status;
 }
 
 static enum tsrnn_status predict(const struct options *o)
@@ -232,10 +347,12 @@ static enum tsrnn_status predict(const struct options *o)
     char path[PATH_MAX];
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
     struct tsrnn_dataset ds = { 0 };
+    struct tsrnn_series own = { 0 };
+    struct tsrnn_forecast_source *sources = NULL;
+    size_t count = 0;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
     struct tsrnn_forecast f = { 0 };
-    size_t origin = 0;
     enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
     /* A shared lock on the run folder while its checkpoint is found and read: a training run
@@ -285,11 +402,24 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_model_init(&model, compute, &ck->dims, 1, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_restore(ck, &model, NULL);
+    if (status == TSRNN_OK) {
+        sources = calloc(ck->series_count, sizeof(*sources));
+        if (sources == NULL)
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+    }
     if (status == TSRNN_OK)
-        status = load_series(&ds, &origin, ck, o->series_path);
+        status = load_sources(&ds, &own, sources, &count, ck, o);
+    if (status == TSRNN_OK && o->plot_path != NULL && count > 1)
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "--plot %s draws one series; the model was trained on %zu: choose "
+                             "one with --id",
+                             o->plot_path, count);
+    /* The first forecast before anything is printed: a forecast that cannot be made (its
+     * stamps would pass the year 9999) is the error alone. */
     if (status == TSRNN_OK)
-        status = tsrnn_forecast_run(&f, &model, &ck->scaler, &ds.series, origin,
-                                    (size_t)ck->input_chunk_length, (size_t)o->n);
+        status =
+            tsrnn_forecast_run(&f, &model, sources[0].scaler, sources[0].series, sources[0].origin,
+                               (size_t)ck->input_chunk_length, (size_t)o->n);
     if (status == TSRNN_OK) {
         if (ck->state.global_step == 0)
             fprintf(stderr, "Loaded %s (%s, untrained: saved by a max_steps = 0 run)\n",
@@ -298,20 +428,29 @@ static enum tsrnn_status predict(const struct options *o)
             fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
                     tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch,
                     ck->state.monitor, ck->state.monitor_value);
-        print_scores(&f, &ds.series);
-        status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds.series, o->out_path)
-                             : tsrnn_forecast_write_csv(&f, &ds.series, stdout);
+        status = report_scores(&model, ck, sources, count, (size_t)o->n);
     }
+    const char *id_name = ck->config.id_col[0] != '\0' ? ck->config.id_col : "series";
+    size_t icl = (size_t)ck->input_chunk_length;
+    if (status == TSRNN_OK)
+        status = o->out_path ? tsrnn_forecast_save_all(&model, sources, count, icl, (size_t)o->n,
+                                                       id_name, o->out_path)
+                             : tsrnn_forecast_write_all(&model, sources, count, icl, (size_t)o->n,
+                                                        id_name, stdout);
     if (status == TSRNN_OK && o->plot_path != NULL) {
-        char title[TSRNN_NAME_MAX + 32];
-        snprintf(title, sizeof(title), "%s %s", ck->config.model_name,
-                 tsrnn_model_kind_name(ck->dims.kind));
-        status = tsrnn_forecast_plot(&f, &ds.series, title, o->width, o->height, o->plot_path);
+        char title[3 * TSRNN_NAME_MAX + 32];
+        snprintf(title, sizeof(title), "%s %s%s%s", ck->config.model_name,
+                 tsrnn_model_kind_name(ck->dims.kind), sources[0].id ? ", series " : "",
+                 sources[0].id ? sources[0].id : "");
+        status =
+            tsrnn_forecast_plot(&f, sources[0].series, title, o->width, o->height, o->plot_path);
     }
     tsrnn_forecast_finish(&f);
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
+    tsrnn_series_finish(&own);
+    free(sources);
     if (ck != NULL)
         tsrnn_checkpoint_finish(ck);
     free(ck);

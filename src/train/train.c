@@ -228,7 +228,7 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
     static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
                                               "ReduceLROnPlateau" };
     const struct tsrnn_config *cfg = tr->cfg;
-    size_t C = tr->ds->series.component_count;
+    size_t C = tr->ds->component_count;
     char path[PATH_MAX + 32], dropout[32];
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
@@ -427,12 +427,11 @@ static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, s
 }
 
 /* What every rank must share to train one model: the resolved config and the series as
- * read. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
+ * read, in order. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
  * would be does not matter (under mpirun or srun a rank may start in another folder, on
  * another machine). */
 static uint32_t job_fingerprint(const struct trainer *tr)
 {
-    const struct tsrnn_series *s = &tr->ds->series;
     struct tsrnn_config *shared = malloc(sizeof(*shared));
     char *text = NULL;
     if (shared != NULL) {
@@ -443,8 +442,12 @@ static uint32_t job_fingerprint(const struct trainer *tr)
     }
     uint32_t crc = text ? tsrnn_crc32c(0, text, strlen(text)) : 0;
     free(text);
-    crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));
-    return tsrnn_crc32c(crc, s->times, s->length * sizeof(int64_t));
+    for (size_t i = 0; i < tr->ds->series_count; i++) {
+        const struct tsrnn_series *s = &tr->ds->items[i].series;
+        crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));
+        crc = tsrnn_crc32c(crc, s->times, s->length * sizeof(int64_t));
+    }
+    return crc;
 }
 
 /* Every rank starts from rank 0's parameters (and, resuming, its Adam moments), as DDP's
@@ -584,7 +587,7 @@ static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t C = ds->series.component_count, T = (size_t)cfg->training_length;
+    size_t C = ds->component_count, T = ds->training_length;
     size_t B = (size_t)cfg->batch_size;
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
@@ -730,8 +733,8 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
 
     tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
-    tsrnn_windows_gather(&tr->ds->train, idx, B, tr->x, tr->y);
-    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->train.training_length));
+    tsrnn_window_list_gather(&tr->ds->train, idx, B, tr->x, tr->y);
+    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->training_length));
     bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
     bool fused = tsrnn_model_fused_step(model); /* one program, one process (setup) */
     if (fused) {
@@ -791,15 +794,15 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
  * value, bit for bit, as one process evaluating them all. */
 static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
 {
-    const struct tsrnn_windows *val = &tr->ds->val;
-    size_t B = (size_t)tr->cfg->batch_size, T = val->training_length;
+    const struct tsrnn_window_list *val = &tr->ds->val;
+    size_t B = (size_t)tr->cfg->batch_size, T = tr->ds->training_length;
     double *se = tr->batch_se;
 
     memset(tr->val_se, 0, val->count * sizeof(double));
     for (size_t first = 0; first < tr->val_local_count; first += B) {
         const size_t *idx = tr->val_idx + first;
         size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
-        tsrnn_windows_gather(val, idx, count, tr->x, tr->y);
+        tsrnn_window_list_gather(val, idx, count, tr->x, tr->y);
         TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
         TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
         TSRNN_TRY(tsrnn_model_window_errors(&tr->model, se));
@@ -811,7 +814,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
         sum += tr->val_se[i];
-    *val_loss = sum / (double)(val->count * T * val->component_count);
+    *val_loss = sum / (double)(val->count * T * tr->ds->component_count);
     return TSRNN_OK;
 }
 
@@ -1011,58 +1014,182 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     return TSRNN_OK;
 }
 
-/* Darts' RNNModel.predict(n = validation length) from the end of the training part, in the
- * original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|. */
+/* Whether the run's series have names (several files, or a long-format file): its
+ * forecasts then carry an id column. */
+static bool named_series(const struct tsrnn_dataset *ds)
+{
+    return ds->items[0].id[0] != '\0';
+}
+
+/* The id column's header in the forecast files: [data] id_col, else "series". */
+static const char *id_column(const struct tsrnn_config *cfg)
+{
+    return cfg->id_col[0] != '\0' ? cfg->id_col : "series";
+}
+
+/* validation.csv (named series): each series' scores, then the mean over them under an
+ * empty id. */
+static enum tsrnn_status write_validation(const struct trainer *tr,
+                                          const struct tsrnn_forecast_scores *each,
+                                          const struct tsrnn_forecast_scores *mean)
+{
+    const struct tsrnn_dataset *ds = tr->ds;
+    char path[PATH_MAX + 32];
+    struct tsrnn_atomic_file af;
+    snprintf(path, sizeof(path), "%s/validation.csv", tr->run_dir);
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fprintf(af.file, "%s,steps,mape,mae,rmse\n", id_column(tr->cfg));
+    for (size_t i = 0; i <= ds->series_count; i++) {
+        bool all = i == ds->series_count;
+        const struct tsrnn_forecast_scores *sc = all ? mean : &each[i];
+        size_t steps = 0;
+        for (size_t k = all ? 0 : i; k < (all ? ds->series_count : i + 1); k++)
+            steps += ds->items[k].val_length;
+        fprintf(af.file, "%s,%zu,%.9g,%.9g,%.9g\n", all ? "" : ds->items[i].id, steps, sc->mape,
+                sc->mae, sc->rmse);
+    }
+    if (fflush(af.file) != 0 || ferror(af.file)) {
+        tsrnn_atomic_file_abort(&af);
+        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+/* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
+ * in the original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|,
+ * mae and rmse; several series' scores are averaged as Darts' metric(actual_list,
+ * pred_list, series_reduction=np.mean) does. */
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
-    struct tsrnn_forecast f;
+    size_t S = ds->series_count;
+    struct tsrnn_forecast_scores *each = calloc(S, sizeof(*each)), mean;
+    if (each == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' scores", S);
+    enum tsrnn_status status = TSRNN_OK;
+    r->forecast_count = 0;
+    for (size_t i = 0; i < S && status == TSRNN_OK; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        struct tsrnn_forecast f;
+        status =
+            tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series, item->train_length,
+                               (size_t)tr->cfg->input_chunk_length, item->val_length);
+        if (status != TSRNN_OK)
+            break;
+        each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
+        r->forecast_count += f.length;
+        if (isnan(f.mape))
+            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
+                       "needs actual values that are not 0)",
+                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "");
+        tsrnn_forecast_finish(&f);
+    }
+    if (status == TSRNN_OK) {
+        tsrnn_forecast_scores_mean(&mean, each, S);
+        r->mape = mean.mape;
+        r->mae = mean.mae;
+        r->rmse = mean.rmse;
+        if (tr->writes_files && named_series(ds))
+            status = write_validation(tr, each, &mean);
+    }
+    free(each);
+    return status;
+}
 
-    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
-                                 (size_t)tr->cfg->input_chunk_length, ds->val_length));
-    r->forecast_count = f.length;
-    r->mape = f.mape;
-    if (isnan(f.mape))
-        tsrnn_warn("MAPE is undefined: the validation part holds a 0 (Darts' mape() needs "
-                   "actual values that are not 0)");
-    tsrnn_forecast_finish(&f);
+/* The forecast plots: forecast.png of the one series, or forecast_<id>.png of each of the
+ * first TSRNN_FORECAST_PLOTS named series. */
+#define TSRNN_FORECAST_PLOTS 4
+
+static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t count =
+        ds->series_count < TSRNN_FORECAST_PLOTS ? ds->series_count : TSRNN_FORECAST_PLOTS;
+    *drawn = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        char path[PATH_MAX + TSRNN_NAME_MAX + 32], title[TSRNN_NAME_MAX * 3],
+            file_id[TSRNN_NAME_MAX];
+        struct tsrnn_forecast f;
+        TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series,
+                                     item->train_length, (size_t)cfg->input_chunk_length,
+                                     (size_t)cfg->forecast_n));
+        tsrnn_forecast_file_id(item->id, file_id, sizeof(file_id));
+        if (named_series(ds)) {
+            snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->run_dir, file_id);
+            snprintf(title, sizeof(title), "%s %s, series %s", cfg->model_name,
+                     tsrnn_model_kind_name(cfg->model), item->id);
+        } else {
+            snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
+            snprintf(title, sizeof(title), "%s %s", cfg->model_name,
+                     tsrnn_model_kind_name(cfg->model));
+        }
+        enum tsrnn_status status = tsrnn_forecast_plot(&f, &item->series, title, 1000, 500, path);
+        tsrnn_forecast_finish(&f);
+        TSRNN_TRY(status);
+        (*drawn)++;
+    }
     return TSRNN_OK;
 }
 
-/* The [forecast] section: n steps after the training part, as forecast.csv and (with
- * plot = true and a build with cairo) forecast.png in the run folder. */
+/* The [forecast] section: n steps after each series' training part, as forecast.csv and
+ * (with plot = true and a build with cairo) the plots in the run folder. */
 static enum tsrnn_status write_forecast(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
-    struct tsrnn_forecast f;
-    char path[PATH_MAX + 16], title[256];
+    size_t S = ds->series_count;
+    char path[PATH_MAX + 16];
 
-    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
-                                 (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n));
+    struct tsrnn_forecast_source *sources = calloc(S, sizeof(*sources));
+    if (sources == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
+    for (size_t i = 0; i < S; i++)
+        sources[i] = (struct tsrnn_forecast_source){
+            .series = &ds->items[i].series,
+            .scaler = &ds->items[i].scaler,
+            .origin = ds->items[i].train_length,
+            .id = named_series(ds) ? ds->items[i].id : NULL,
+        };
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
-    enum tsrnn_status status = tsrnn_forecast_save_csv(&f, &ds->series, path);
+    enum tsrnn_status status =
+        tsrnn_forecast_save_all(&tr->model, sources, S, (size_t)cfg->input_chunk_length,
+                                (size_t)cfg->forecast_n, id_column(cfg), path);
+    free(sources);
     /* plot = true is the default: a build without cairo skips the picture quietly, unless the
      * config asked for it. */
     bool draw = cfg->forecast_plot && tsrnn_plot_available();
     if (cfg->forecast_plot && !draw &&
         strcmp(tsrnn_config_origin(cfg, "forecast", "plot"), "default") != 0)
         tsrnn_warn("%s: [forecast] plot = true, but this tsrnn was built without cairo "
-                   "(libcairo2-dev): forecast.png is not drawn",
-                   tsrnn_config_origin(cfg, "forecast", "plot"));
-    if (status == TSRNN_OK && draw) {
-        snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
-        snprintf(title, sizeof(title), "%s %s", cfg->model_name, tsrnn_model_kind_name(cfg->model));
-        status = tsrnn_forecast_plot(&f, &ds->series, title, 1000, 500, path);
+                   "(libcairo2-dev): %s not drawn",
+                   tsrnn_config_origin(cfg, "forecast", "plot"),
+                   named_series(ds) ? "the forecast plots are" : "forecast.png is");
+    size_t drawn = 0;
+    if (status == TSRNN_OK && draw)
+        status = plot_forecasts(tr, &drawn);
+    if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
+        struct tsrnn_forecast f;
+        const struct tsrnn_dataset_series *item = &ds->items[0];
+        status =
+            tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series, item->train_length,
+                               (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n);
+        if (status == TSRNN_OK) {
+            char first[64], last[64];
+            tsrnn_time_format(f.times[0], item->series.time_unit, first, sizeof(first));
+            tsrnn_time_format(f.times[f.length - 1], item->series.time_unit, last, sizeof(last));
+            fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
+                    last, tsrnn_display_path(tr->run_dir), draw ? " and forecast.png" : "");
+            tsrnn_forecast_finish(&f);
+        }
+    } else if (status == TSRNN_OK && tr->out != NULL) {
+        fprintf(tr->out, "Forecast %d steps of each of the %zu series: %s/forecast.csv",
+                cfg->forecast_n, S, tsrnn_display_path(tr->run_dir));
+        if (drawn > 0)
+            fprintf(tr->out, " and the plots of the first %zu (forecast_<series>.png)", drawn);
+        fputc('\n', tr->out);
     }
-    if (status == TSRNN_OK && tr->out != NULL) {
-        char first[64], last[64];
-        tsrnn_time_format(f.times[0], ds->series.time_unit, first, sizeof(first));
-        tsrnn_time_format(f.times[f.length - 1], ds->series.time_unit, last, sizeof(last));
-        fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
-                last, tsrnn_display_path(tr->run_dir), draw ? " and forecast.png" : "");
-    }
-    tsrnn_forecast_finish(&f);
     return status;
 }
 
@@ -1119,11 +1246,17 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
     if (!isnan(r->val_loss))
         fprintf(out, "val_loss %.6g (last epoch), best %.6g at epoch %lld\n", r->val_loss,
                 r->best_val_loss, (long long)r->best_epoch);
-    if (!isnan(r->mape))
+    if (!isnan(r->mape) && !named_series(tr->ds))
         fprintf(out,
                 "MAPE %.2f%% over the %zu validation steps (forecast from the last %d "
                 "training points, original scale)\n",
                 r->mape, r->forecast_count, tr->cfg->input_chunk_length);
+    else if (!isnan(r->mae) && named_series(tr->ds))
+        fprintf(out,
+                "MAPE %.2f%%, MAE %.6g, RMSE %.6g: the mean over the %zu series of each one's "
+                "validation forecast (%zu steps in all, original scale; per series: "
+                "validation.csv)\n",
+                r->mape, r->mae, r->rmse, tr->ds->series_count, r->forecast_count);
     fprintf(out, "Run folder: %s\n", tsrnn_display_path(tr->run_dir));
 }
 
@@ -1153,6 +1286,8 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .best_val_loss = NAN,
         .best_epoch = -1,
         .mape = NAN,
+        .mae = NAN,
+        .rmse = NAN,
     };
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
@@ -1183,7 +1318,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     }
     if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
         status = save_untrained(&tr);
-    if (status == TSRNN_OK && ds->val_length > 0)
+    if (status == TSRNN_OK && ds->val.count > 0)
         status = forecast_validation(&tr, &r);
     if (status == TSRNN_OK && tr.writes_files && cfg->forecast_n > 0)
         status = write_forecast(&tr);
