@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Data-parallel training speed on many series: the second example's global LSTM-32 (batch 32
-# per worker, training_length 18) on the training parts of the Tourism competition's 366
+# per worker, training_length 23) on the training parts of the Tourism competition's 366
 # monthly series (examples/tourism_monthly.ini; scripts/fetch-tourism.sh writes the data),
 # trained with tsrnn-launch --accelerator cpu --devices 1|2 (one thread per worker, Gloo
 # allreduce) next to the same model in real Darts, fitted in one process and in two CPU
 # processes with Lightning's ddp_spawn (scripts/darts-tourism.py speed). Both sides train
-# $EPOCHS epochs (default 1: 106,506 windows, 3,329 steps at one worker) without early
+# $EPOCHS epochs (default 1: 104,676 windows, 3,272 steps at one worker) without early
 # stopping. Prints a Markdown table: samples/s of the whole job, scaling efficiency, the
 # allreduce time per step, the speed-up. Each figure is the best of 3 runs.
 # The Darts side needs a Python with Darts: $DARTS_PYTHON (default python3), else its
@@ -55,7 +55,7 @@ main() {
         d2=$(best_of3 darts 2)
         [ "${d2%% *}" != 0 ] || d2="failed"
     fi
-    echo "Global LSTM-32 on 366 series, batch 32 per worker, T 18, one thread per worker,"
+    echo "Global LSTM-32 on 366 series, batch 32 per worker, T 23, one thread per worker,"
     echo "$epochs epoch(s), best of 3 (tsrnn-launch --accelerator cpu --devices N, Gloo;"
     echo "Darts $("$darts_python" -c 'import darts; print(darts.__version__)' 2>/dev/null ||
         echo n/a): RNNModel.fit, one process, or ddp_spawn over N CPU processes):"
