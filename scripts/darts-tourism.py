@@ -10,7 +10,10 @@ docs/benchmarks.md "Many series" and of the README's "Second example: many serie
                                              val_series and the INI's EarlyStopping; the same
                                              errors from the last epoch's weights (Darts'
                                              model.predict) and from the best checkpoint
-                                             (load_from_checkpoint(best=True), tsrnn-predict's)
+                                             (load_from_checkpoint(best=True), tsrnn-predict's);
+                                             --compare RUN/validation.csv: the worst relative
+                                             difference of tsrnn's per-series errors (its
+                                             end-of-run forecast, the last epoch's weights)
     darts-tourism.py speed --workers W --epochs E
                                              training speed: the same model without
                                              validation, E epochs on W CPU processes (W = 2:
@@ -155,9 +158,27 @@ def cmd_fit(args, ini):
     print_errors(f"global {ini['model']['model']}, last epoch's weights, {n} months", ids,
                  errs_last)
     print_errors(f"global {ini['model']['model']}, best checkpoint, {n} months", ids, errs_best)
+    if args.compare:
+        compare(args.compare, ids, errs_last)
     if args.csv:
         write_csv(args.csv, ids, {**{f"last_{k}": v for k, v in errs_last.items()},
                                   **{f"best_{k}": v for k, v in errs_best.items()}})
+
+
+def compare(validation_csv, ids, errs):
+    """The worst relative difference between tsrnn's validation.csv (id,steps,mape,mae,rmse;
+    a last row without id holds the means) and Darts' per-series errors."""
+    import csv
+
+    with open(validation_csv) as f:
+        rows = {r["id"]: r for r in csv.DictReader(f) if r["id"]}
+    missing = sorted(set(ids) - set(rows))
+    if missing:
+        sys.exit(f"darts-tourism: {validation_csv}: no row for {', '.join(missing[:5])}")
+    for k in ("mape", "mae", "rmse"):
+        worst = max(abs(float(rows[sid][k]) - v) / abs(v) for sid, v in zip(ids, errs[k]))
+        print(f"tsrnn {validation_csv} against Darts, {k}: worst relative difference over "
+              f"{len(ids)} series {worst:.1e}")
 
 
 class EpochClock(Callback):
@@ -209,6 +230,7 @@ def main():
     p.add_argument("command", choices=("baseline", "fit", "speed"))
     p.add_argument("--ini", default=str(ROOT / "examples" / "tourism_monthly.ini"))
     p.add_argument("--csv", help="write the per-series errors to this CSV")
+    p.add_argument("--compare", help="fit: tsrnn's validation.csv to hold against Darts")
     p.add_argument("--workers", type=int, default=1, help="speed: CPU processes")
     p.add_argument("--epochs", type=int, default=1, help="speed: training epochs")
     args = p.parse_args()

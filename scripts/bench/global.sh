@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 # part stays (tsrnn's samples/s count the optimizer steps only); the run folder goes to the
 # scratch folder, without checkpoints, TensorBoard logs or forecast.
 tsrnn() {
-    "$build/tsrnn-launch" --accelerator cpu --devices "$1" --progress=none \
+    "$build/tsrnn-launch" --accelerator cpu --devices "$1" \
         --set training.n_epochs="$epochs" --set early_stopping.monitor=none \
         --set output.work_dir="$work" --set output.save_checkpoints=false \
         --set output.log_tensorboard=false --set forecast.n=0 "$ini" | training_rate
