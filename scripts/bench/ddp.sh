@@ -30,11 +30,7 @@ tsrnn_ddp() {
 }
 
 # mpi_ddp N: the same as tsrnn_ddp, the N workers started by mpirun (the mpi comm backend).
-mpi_ddp() {
-    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 mpirun "${mpirun_root[@]}" -np "$1" \
-        "$build/tsrnn-worker" --set trainer.accelerator=cpu --set trainer.num_threads=1 \
-        --progress=none "$work/lstm256.ini" | training_rate
-}
+mpi_ddp() { mpi_train "$1" "$work/lstm256.ini"; }
 
 # torch_ddp N: PyTorch DDP's samples/s with N processes, on the suite's OpenBLAS.
 torch_ddp() {
@@ -51,7 +47,7 @@ main() {
     local d1 d2 p1="n/a" p2="n/a" m1="n/a" m2="n/a n/a"
     d1=$(best_of3 tsrnn_ddp 1)
     d2=$(best_of3 tsrnn_ddp 2)
-    if command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/tsrnn_build.h"; then
+    if have_mpi; then
         m1=$(best_of3 mpi_ddp 1)
         m2=$(best_of3 mpi_ddp 2)
     fi
@@ -84,9 +80,4 @@ main() {
 }
 
 torch_blas=""
-# Open MPI refuses root unless told; this benchmark runs its own jobs, so it tells it.
-mpirun_root=()
-if [ "$(id -u)" -eq 0 ]; then
-    mpirun_root=(--allow-run-as-root)
-fi
 main

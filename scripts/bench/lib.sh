@@ -8,6 +8,9 @@
 #                          samples/s of the whole job and collective ms per step (0 alone);
 #   best_of3 COMMAND...    runs COMMAND (which prints "samples/s ...") three times and prints
 #                          the line with the most samples/s;
+#   have_mpi               true when mpirun and the build's mpi comm backend are there;
+#   mpi_train N INI [ARG]...  trains INI in N tsrnn-worker ranks started by mpirun (one thread
+#                          each), filtered by training_rate;
 #   ratio A B, scaling A2 A1  A / B as "1.5x"; A2 / (2 A1) as "80%" (2 workers against 1);
 #                          "-" without numbers.
 # Debian's python3-torch calls whatever libblas.so.3 the loader finds: netlib's reference BLAS
@@ -84,3 +87,21 @@ best_of3() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.1fx", a / b; else print "-" }'; }
 scaling() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / (2 * b); else print "-" }'; }
+
+# Open MPI refuses root unless told; these benchmarks run their own jobs, so they tell it.
+mpirun_root=()
+if [ "$(id -u)" -eq 0 ]; then
+    mpirun_root=(--allow-run-as-root)
+fi
+
+have_mpi() {
+    command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/tsrnn_build.h"
+}
+
+mpi_train() {
+    local n=$1
+    shift
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 mpirun "${mpirun_root[@]}" -np "$n" \
+        "$build/tsrnn-worker" --set trainer.accelerator=cpu --set trainer.num_threads=1 \
+        --progress=none "$@" | training_rate
+}
