@@ -384,6 +384,28 @@ static void test_fits_match_darts(void **state)
     check_against_darts("capped", capped, 5 * 5);
 }
 
+/* A shuffled run of several series stopped after 2 epochs and resumed to 5 writes the
+ * uninterrupted run's metrics.csv byte for byte (test_fits_match_darts' "shuffle" run): the
+ * checkpoint's series list and the sample order over all series carry over. */
+static void test_resume_over_several_series(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.random_state=7", "training.n_epochs=2", NULL };
+    train_global("resumed", first);
+    const char *rest[] = { "training.random_state=7", "training.n_epochs=5", "training.resume=last",
+                           "output.force_reset=false", NULL };
+    train_global("resumed", rest);
+    char a[PATH_MAX + 32], b[PATH_MAX + 32];
+    snprintf(a, sizeof(a), "%s/resumed/metrics.csv", tu_run_dir());
+    snprintf(b, sizeof(b), "%s/shuffle/metrics.csv", tu_run_dir());
+    char *resumed = tu_read(a), *whole = tu_read(b);
+    assert_non_null(resumed);
+    assert_non_null(whole);
+    assert_string_equal(resumed, whole);
+    free(resumed);
+    free(whole);
+}
+
 /* A CSV's rows as (first field, numbers after the second): the forecast layouts. */
 static size_t read_rows(const char *path, char ids[][16], double *numbers, size_t capacity,
                         char *header, size_t header_capacity)
@@ -551,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_long_format_group_order),
         cmocka_unit_test(test_fits_match_darts),
         cmocka_unit_test(test_forecast_and_scores_match_darts),
+        cmocka_unit_test(test_resume_over_several_series),
         cmocka_unit_test(test_predict_every_series),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);

@@ -176,13 +176,13 @@ static const struct key schema[] = {
     TEXT("data", "split_after", KEY_STRING, split_after, "",
          "a time stamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index",
          .doc = "The last point of the training part, inclusive; the points after it validate. "
-                "A stamp between two points keeps every point up to it. Not together with "
-                "`val_fraction`.",
+                "A stamp between two points keeps every point up to it. With several series it "
+                "splits each one. Not together with `val_fraction`.",
          .darts = "`series.split_after(ts)`", .example = "1959-01",
          .default_doc = "the whole series trains, unless `val_fraction` is set"),
     DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN,
-           .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points. "
-                  "Not together with `split_after`.",
+           .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points "
+                  "(of each series' own L, with several). Not together with `split_after`.",
            .darts = "`series.split_after(1 - f)`", .example = "0.2",
            .default_doc = "no validation part, unless `split_after` is set"),
     INT("data", "max_samples_per_ts", max_samples_per_ts, "0", 0, 2147483647,
@@ -192,7 +192,8 @@ static const struct key schema[] = {
         .darts = "`fit(..., max_samples_per_ts=...)`", .example = "100", .default_doc = "no cap"),
     ENUM("data", "scaler", scaler, "minmax", scaler_choices,
          .doc = "`minmax` scales each component to [0, 1] over the training part (validation "
-                "values may fall outside, as in Darts); `none` trains on the raw values.",
+                "values may fall outside, as in Darts), one scaler per series with several; "
+                "`none` trains on the raw values.",
          .darts = "`Scaler()` (sklearn's `MinMaxScaler`) fitted on the training part",
          .example = "none"),
 

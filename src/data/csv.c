@@ -1095,6 +1095,8 @@ tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_M
     *series = NULL;
     *ids = NULL;
     *count = 0;
+    if (id_col[0] == '\0')
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s: a long-format file needs an id column", path);
     /* Darts' groups each take their rows' stamps; a row number means nothing in a group. */
     if (time_col[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,

@@ -1100,6 +1100,22 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
  * first TSRNN_FORECAST_PLOTS named series. */
 #define TSRNN_FORECAST_PLOTS 4
 
+/* Series i's part of its plot's file name: its id made safe for a file name, and its index
+ * too when an earlier series' id gives the same name ("a b" and "a_b"). */
+static void plot_file_id(const struct tsrnn_dataset *ds, size_t i, char *out, size_t capacity)
+{
+    char earlier[TSRNN_NAME_MAX];
+    tsrnn_forecast_file_id(ds->items[i].id, out, capacity);
+    for (size_t j = 0; j < i; j++) {
+        tsrnn_forecast_file_id(ds->items[j].id, earlier, sizeof(earlier));
+        if (strcmp(earlier, out) == 0) {
+            size_t len = strlen(out);
+            snprintf(out + len, capacity - len, "_%zu", i);
+            return;
+        }
+    }
+}
+
 static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -1115,7 +1131,7 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
         TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series,
                                      item->train_length, (size_t)cfg->input_chunk_length,
                                      (size_t)cfg->forecast_n));
-        tsrnn_forecast_file_id(item->id, file_id, sizeof(file_id));
+        plot_file_id(ds, i, file_id, sizeof(file_id));
         if (named_series(ds)) {
             snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->run_dir, file_id);
             snprintf(title, sizeof(title), "%s %s, series %s", cfg->model_name,
