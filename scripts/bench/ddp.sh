@@ -26,42 +26,17 @@ write_inputs() {
 # tsrnn-launch --devices N: rank 0's "N ranks (gloo): X samples/s in all; collectives S s
 # (M ms per step)" (N > 1) or its "Y samples/s" (one worker): prints "X M".
 tsrnn_ddp() {
-    "$build/tsrnn-launch" --accelerator cpu --devices "$1" "$work/lstm256.ini" |
-        awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
-                                                   if ($i == "ms") m = substr($(i-1), 2) } }
-             /steps\/s, / && !x1 { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") x1 = $i }
-             END { if (x) print x, m; else print x1, 0 }'
+    "$build/tsrnn-launch" --accelerator cpu --devices "$1" "$work/lstm256.ini" | training_rate
 }
 
 # mpi_ddp N: the same as tsrnn_ddp, the N workers started by mpirun (the mpi comm backend).
-mpi_ddp() {
-    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 mpirun "${mpirun_root[@]}" -np "$1" \
-        "$build/tsrnn-worker" --set trainer.accelerator=cpu --set trainer.num_threads=1 \
-        --progress=none "$work/lstm256.ini" |
-        awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
-                                                   if ($i == "ms") m = substr($(i-1), 2) } }
-             /steps\/s, / && !x1 { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") x1 = $i }
-             END { if (x) print x, m; else print x1, 0 }'
-}
+mpi_ddp() { mpi_train "$1" "$work/lstm256.ini"; }
 
 # torch_ddp N: PyTorch DDP's samples/s with N processes, on the suite's OpenBLAS.
 torch_ddp() {
     LD_LIBRARY_PATH="$torch_blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         /usr/bin/python3 "$bench_root/scripts/bench_torch.py" ddp256 "$work/synthetic.csv" "$1"
 }
-
-# best_of3 COMMAND...: the run (first word: samples/s) with the most samples/s of three.
-best_of3() {
-    local best="0 0" v
-    for _ in 1 2 3; do
-        v=$("$@")
-        if awk -v a="${v%% *}" -v b="${best%% *}" 'BEGIN { exit !(a > b) }'; then best=$v; fi
-    done
-    echo "$best"
-}
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.1fx", a / b; else print "-" }'; }
-scaling() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / (2 * b); else print "-" }'; }
 
 row() {
     printf '| %-7s | %15s | %7s | %18s | %13s | %7s | %14s | %15s | %7s | %8s |\n' "$@"
@@ -72,7 +47,7 @@ main() {
     local d1 d2 p1="n/a" p2="n/a" m1="n/a" m2="n/a n/a"
     d1=$(best_of3 tsrnn_ddp 1)
     d2=$(best_of3 tsrnn_ddp 2)
-    if command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/tsrnn_build.h"; then
+    if have_mpi; then
         m1=$(best_of3 mpi_ddp 1)
         m2=$(best_of3 mpi_ddp 2)
     fi
@@ -105,9 +80,4 @@ main() {
 }
 
 torch_blas=""
-# Open MPI refuses root unless told; this benchmark runs its own jobs, so it tells it.
-mpirun_root=()
-if [ "$(id -u)" -eq 0 ]; then
-    mpirun_root=(--allow-run-as-root)
-fi
 main

@@ -1,9 +1,18 @@
 # shellcheck shell=bash
-# Shared by scripts/bench/suite.sh and scripts/bench/ddp.sh (sourced, prints nothing itself):
+# Shared by the scripts of scripts/bench/ (sourced, prints nothing itself):
 #   bench_build TARGET...  builds the release tree build-bench (configured once, Gloo on) and
 #                          the given ninja targets; prints the build folder's path;
 #   torch_blas_dir         prints the folder whose libblas.so.3 PyTorch should load through
-#                          LD_LIBRARY_PATH (empty: leave torch's BLAS alone).
+#                          LD_LIBRARY_PATH (empty: leave torch's BLAS alone);
+#   training_rate          filters a tsrnn worker's or tsrnn-launch's report into "X M":
+#                          samples/s of the whole job and collective ms per step (0 alone);
+#   best_of3 COMMAND...    runs COMMAND (which prints "samples/s ...") three times and prints
+#                          the line with the most samples/s;
+#   have_mpi               true when mpirun and the build's mpi comm backend are there;
+#   mpi_train N INI [ARG]...  trains INI in N tsrnn-worker ranks started by mpirun (one thread
+#                          each), filtered by training_rate;
+#   ratio A B, scaling A2 A1  A / B as "1.5x"; A2 / (2 A1) as "80%" (2 workers against 1);
+#                          "-" without numbers.
 # Debian's python3-torch calls whatever libblas.so.3 the loader finds: netlib's reference BLAS
 # (~6 GFLOP/s) unless the alternatives point elsewhere. The baseline
 # (../shared/reference/pytorch-baseline.md) ran it on OpenBLAS's OpenMP build, which shares
@@ -55,4 +64,44 @@ torch_blas_dir() {
             "using the pthread one, whose 2-thread PyTorch numbers are too low" >&2
         echo "/usr/lib/$arch/openblas-pthread"
     fi
+}
+
+# Rank 0's "N ranks (gloo): X samples/s in all; collectives S s (M ms per step)" when N > 1,
+# else its "Trained ... Y samples/s" line.
+training_rate() {
+    awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
+                                                if ($i == "ms") m = substr($(i-1), 2) } }
+         /steps\/s, / && !x1 { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") x1 = $i }
+         END { if (x) print x, m; else print x1, 0 }'
+}
+
+# The VMs these run on are noisy: a figure is the best of three runs.
+best_of3() {
+    local best="0 0" v
+    for _ in 1 2 3; do
+        v=$("$@")
+        if awk -v a="${v%% *}" -v b="${best%% *}" 'BEGIN { exit !(a > b) }'; then best=$v; fi
+    done
+    echo "$best"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.1fx", a / b; else print "-" }'; }
+scaling() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / (2 * b); else print "-" }'; }
+
+# Open MPI refuses root unless told; these benchmarks run their own jobs, so they tell it.
+mpirun_root=()
+if [ "$(id -u)" -eq 0 ]; then
+    mpirun_root=(--allow-run-as-root)
+fi
+
+have_mpi() {
+    command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/tsrnn_build.h"
+}
+
+mpi_train() {
+    local n=$1
+    shift
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 mpirun "${mpirun_root[@]}" -np "$n" \
+        "$build/tsrnn-worker" --set trainer.accelerator=cpu --set trainer.num_threads=1 \
+        --progress=none "$@" | training_rate
 }

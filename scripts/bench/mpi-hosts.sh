@@ -64,19 +64,7 @@ one_host=(mpirun --allow-run-as-root)
 train() {
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$@" -np 2 "$build/tsrnn-worker" \
         --set trainer.accelerator=cpu --set trainer.num_threads=1 --progress=none \
-        "$work/lstm256.ini" |
-        awk '/ranks \(/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "samples/s") x = $i;
-                                                   if ($i == "ms") m = substr($(i-1), 2) } }
-             END { print x, m }'
-}
-
-best_of3() {
-    local best="0 0" v
-    for _ in 1 2 3; do
-        v=$("$@")
-        if awk -v a="${v%% *}" -v b="${best%% *}" 'BEGIN { exit !(a > b) }'; then best=$v; fi
-    done
-    echo "$best"
+        "$work/lstm256.ini" | training_rate
 }
 
 cd "$work"
