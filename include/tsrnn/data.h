@@ -225,23 +225,34 @@ void tsrnn_scaler_inverse(const struct tsrnn_scaler *scaler, float *values, size
 
 /* Darts' ShiftedTorchTrainingDataset(input=output=T, shift=1) over one series part:
  * sample i (0 = most recent) starts at s = L - T - 1 - i; its input is y[s .. s+T-1] and its
- * target y[s+1 .. s+T]. A part of L points gives N = L - T samples. */
+ * target y[s+1 .. s+T]. A part of L points gives N = L - T samples.
+ *
+ * With K future covariates (RNNModel, a DualCovariatesTorchModel) the input of step t is
+ * (y[s+t], cov[s+t+1]): the covariates of the target's time, as Darts' shifted dataset cuts
+ * them beside future_target and _RNNModule concatenates them to past_target. */
 struct tsrnn_windows {
     const float *values; /* (L, C), not owned */
     size_t length;       /* L */
     size_t component_count;
-    size_t training_length; /* T */
-    size_t count;           /* N */
+    size_t training_length;  /* T */
+    size_t count;            /* N */
+    const float *covariates; /* (Lc >= L, K), row 0 at values' row 0; not owned; NULL: K = 0 */
+    size_t covariate_count;  /* K */
 };
 
-/* Sets up windows over `values`; L must be >= T + 1. */
+/* Sets up windows over `values`, without covariates; L must be >= T + 1. */
 void tsrnn_windows_init(struct tsrnn_windows *w, const float *values, size_t length,
                         size_t component_count, size_t training_length);
+
+/* Adds K covariates per point, aligned with the windows' values (at least L rows). */
+void tsrnn_windows_set_covariates(struct tsrnn_windows *w, const float *covariates,
+                                  size_t covariate_count);
 
 /* The first point of sample `idx`'s input. */
 size_t tsrnn_windows_start(const struct tsrnn_windows *w, size_t idx);
 
-/* Copies samples idx[0..B) into input and target, each (B, T, C) row-major (batch_first). */
+/* Copies samples idx[0..B) into input (B, T, C + K) and target (B, T, C), row-major
+ * (batch_first). */
 void tsrnn_windows_gather(const struct tsrnn_windows *w, const size_t *idx, size_t batch_count,
                           float *input, float *target);
 
@@ -270,8 +281,8 @@ enum tsrnn_status tsrnn_window_list_init(struct tsrnn_window_list *list,
 void tsrnn_window_list_locate(const struct tsrnn_window_list *list, size_t idx, size_t *series_idx,
                               size_t *window_idx);
 
-/* Copies samples idx[0..B) into input and target, each (B, T, C) row-major, as
- * tsrnn_windows_gather(). Every series has the same T and C. */
+/* Copies samples idx[0..B) into input (B, T, C + K) and target (B, T, C), as
+ * tsrnn_windows_gather(). Every series has the same T, C and K. */
 void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t *idx,
                               size_t batch_count, float *input, float *target);
 

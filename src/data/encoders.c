@@ -1,0 +1,349 @@
+/* Darts' add_encoders for future covariates (include/tsrnn/encoders.h): Darts 0.48.1's
+ * datetime_attribute_timeseries() (darts/utils/timeseries_generation.py) for the date
+ * attributes and IntegerIndexEncoder for 'position'. */
+#include "tsrnn/encoders.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calendar.h"
+
+static const struct {
+    const char *name;
+    enum tsrnn_datetime_attribute attribute;
+} ATTRIBUTE_NAMES[] = {
+    { "year", TSRNN_ATTRIBUTE_YEAR },
+    { "month", TSRNN_ATTRIBUTE_MONTH },
+    { "day", TSRNN_ATTRIBUTE_DAY },
+    { "hour", TSRNN_ATTRIBUTE_HOUR },
+    { "minute", TSRNN_ATTRIBUTE_MINUTE },
+    { "second", TSRNN_ATTRIBUTE_SECOND },
+    { "dayofweek", TSRNN_ATTRIBUTE_DAYOFWEEK },
+    { "weekday", TSRNN_ATTRIBUTE_DAYOFWEEK },
+    { "day_of_week", TSRNN_ATTRIBUTE_DAYOFWEEK },
+    { "dayofyear", TSRNN_ATTRIBUTE_DAYOFYEAR },
+    { "day_of_year", TSRNN_ATTRIBUTE_DAYOFYEAR },
+    { "quarter", TSRNN_ATTRIBUTE_QUARTER },
+    { "week", TSRNN_ATTRIBUTE_WEEK },
+    { "weekofyear", TSRNN_ATTRIBUTE_WEEK },
+    { "week_of_year", TSRNN_ATTRIBUTE_WEEK },
+};
+
+/* Darts' num_values_dict, before the index-dependent extra day or week; 0: none. */
+static int base_period(enum tsrnn_datetime_attribute a)
+{
+    switch (a) {
+    case TSRNN_ATTRIBUTE_MONTH:
+        return 12;
+    case TSRNN_ATTRIBUTE_DAY:
+        return 31;
+    case TSRNN_ATTRIBUTE_HOUR:
+        return 24;
+    case TSRNN_ATTRIBUTE_MINUTE:
+        return 60;
+    case TSRNN_ATTRIBUTE_SECOND:
+        return 60;
+    case TSRNN_ATTRIBUTE_DAYOFWEEK:
+        return 7;
+    case TSRNN_ATTRIBUTE_DAYOFYEAR:
+        return 365;
+    case TSRNN_ATTRIBUTE_QUARTER:
+        return 4;
+    case TSRNN_ATTRIBUTE_WEEK:
+        return 52;
+    case TSRNN_ATTRIBUTE_YEAR:
+    case TSRNN_ATTRIBUTE_RELATIVE:
+        return 0;
+    }
+    return 0;
+}
+
+const char *tsrnn_encoder_kind_name(enum tsrnn_encoder_kind kind)
+{
+    switch (kind) {
+    case TSRNN_ENCODER_CYCLIC:
+        return "cyclic";
+    case TSRNN_ENCODER_ATTRIBUTE:
+        return "datetime_attribute";
+    case TSRNN_ENCODER_ONE_HOT:
+        return "one_hot";
+    case TSRNN_ENCODER_POSITION:
+        return "position";
+    }
+    return "?";
+}
+
+bool tsrnn_encoder_parse(struct tsrnn_encoder *e, enum tsrnn_encoder_kind kind, const char *name,
+                         const char **why)
+{
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    if (strlen(name) >= sizeof(e->name)) {
+        *why = "an attribute name that long";
+        return false;
+    }
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    if (kind == TSRNN_ENCODER_POSITION) {
+        e->attribute = TSRNN_ATTRIBUTE_RELATIVE;
+        *why = "accepted: relative";
+        return strcmp(name, "relative") == 0;
+    }
+    size_t count = sizeof(ATTRIBUTE_NAMES) / sizeof(ATTRIBUTE_NAMES[0]), i = 0;
+    while (i < count && strcmp(ATTRIBUTE_NAMES[i].name, name) != 0)
+        i++;
+    if (i == count) {
+        *why = "accepted: year, month, day, hour, minute, second, dayofweek (weekday, "
+               "day_of_week), dayofyear (day_of_year), quarter, week (weekofyear, week_of_year)";
+        return false;
+    }
+    e->attribute = ATTRIBUTE_NAMES[i].attribute;
+    if (kind != TSRNN_ENCODER_ATTRIBUTE && e->attribute == TSRNN_ATTRIBUTE_YEAR) {
+        *why = "year has no period (Darts refuses it too); accepted: year under "
+               "datetime_attribute";
+        return false;
+    }
+    if (kind == TSRNN_ENCODER_ONE_HOT &&
+        (e->attribute == TSRNN_ATTRIBUTE_DAYOFYEAR || e->attribute == TSRNN_ATTRIBUTE_WEEK)) {
+        *why = "its one-hot width depends on the dates (a leap day, a 53rd week); accepted: "
+               "dayofyear and week under datetime_attribute or cyclic";
+        return false;
+    }
+    return true;
+}
+
+size_t tsrnn_encoder_width(const struct tsrnn_encoder *e)
+{
+    switch (e->kind) {
+    case TSRNN_ENCODER_CYCLIC:
+        return 2;
+    case TSRNN_ENCODER_ONE_HOT:
+        return (size_t)base_period(e->attribute);
+    case TSRNN_ENCODER_ATTRIBUTE:
+    case TSRNN_ENCODER_POSITION:
+        return 1;
+    }
+    return 0;
+}
+
+bool tsrnn_encoder_needs_dates(const struct tsrnn_encoder *e)
+{
+    return e->kind != TSRNN_ENCODER_POSITION;
+}
+
+void tsrnn_encoder_column_name(const struct tsrnn_encoder *e, size_t j, char *out, size_t capacity)
+{
+    switch (e->kind) {
+    case TSRNN_ENCODER_CYCLIC:
+        snprintf(out, capacity, "darts_enc_fc_cyc_%s_%s", e->name, j == 0 ? "sin" : "cos");
+        return;
+    case TSRNN_ENCODER_ATTRIBUTE:
+        snprintf(out, capacity, "darts_enc_fc_dta_%s", e->name);
+        return;
+    case TSRNN_ENCODER_ONE_HOT:
+        snprintf(out, capacity, "%s_%zu", e->name, j);
+        return;
+    case TSRNN_ENCODER_POSITION:
+        snprintf(out, capacity, "darts_enc_fc_pos_%s", e->name);
+        return;
+    }
+}
+
+bool tsrnn_encoder_scaled(const struct tsrnn_encoder *e)
+{
+    return e->kind != TSRNN_ENCODER_CYCLIC;
+}
+
+void tsrnn_encoders_keep_unscaled(struct tsrnn_scaler *scaler, const struct tsrnn_encoder *encoders,
+                                  size_t encoder_count, size_t first_column)
+{
+    size_t column = first_column;
+    for (size_t e = 0; e < encoder_count; e++) {
+        size_t width = tsrnn_encoder_width(&encoders[e]);
+        for (size_t j = 0; j < width && !tsrnn_encoder_scaled(&encoders[e]); j++) {
+            scaler->scale[column + j] = 1.0f;
+            scaler->offset[column + j] = 0.0f;
+        }
+        column += width;
+    }
+}
+
+void tsrnn_encoder_order(struct tsrnn_encoder *encoders, size_t count)
+{
+    /* A stable insertion sort by kind: the lists are short. */
+    for (size_t i = 1; i < count; i++) {
+        struct tsrnn_encoder e = encoders[i];
+        size_t j = i;
+        while (j > 0 && encoders[j - 1].kind > e.kind) {
+            encoders[j] = encoders[j - 1];
+            j--;
+        }
+        encoders[j] = e;
+    }
+}
+
+/* The calendar fields of one naive stamp, as pandas' DatetimeIndex attributes. */
+struct stamp_fields {
+    int64_t year;
+    int month, day, hour, minute, second, dayofweek, dayofyear, week;
+};
+
+static void stamp_fields(struct stamp_fields *f, int64_t t)
+{
+    int64_t days, second_of_day;
+    tsrnn_split_day(t, &days, &second_of_day);
+    tsrnn_civil_from_days(days, &f->year, &f->month, &f->day);
+    f->hour = (int)(second_of_day / 3600);
+    f->minute = (int)(second_of_day / 60 % 60);
+    f->second = (int)(second_of_day % 60);
+    f->dayofweek = tsrnn_weekday(days);
+    f->dayofyear = (int)(days - tsrnn_days_from_civil(f->year, 1, 1)) + 1;
+    /* ISO 8601 (Python's isocalendar): the week holding this week's Thursday, counted in the
+     * Thursday's year. */
+    int64_t thursday = days - f->dayofweek + 3, thursday_year;
+    int m, d;
+    tsrnn_civil_from_days(thursday, &thursday_year, &m, &d);
+    f->week = (int)((thursday - tsrnn_days_from_civil(thursday_year, 1, 1)) / 7) + 1;
+}
+
+/* The attribute's value, already 0-based where Darts shifts it (ONE_INDEXED_FREQS). */
+static int64_t attribute_value(const struct stamp_fields *f, enum tsrnn_datetime_attribute a)
+{
+    switch (a) {
+    case TSRNN_ATTRIBUTE_YEAR:
+        return f->year;
+    case TSRNN_ATTRIBUTE_MONTH:
+        return f->month - 1;
+    case TSRNN_ATTRIBUTE_DAY:
+        return f->day - 1;
+    case TSRNN_ATTRIBUTE_HOUR:
+        return f->hour;
+    case TSRNN_ATTRIBUTE_MINUTE:
+        return f->minute;
+    case TSRNN_ATTRIBUTE_SECOND:
+        return f->second;
+    case TSRNN_ATTRIBUTE_DAYOFWEEK:
+        return f->dayofweek;
+    case TSRNN_ATTRIBUTE_DAYOFYEAR:
+        return f->dayofyear - 1;
+    case TSRNN_ATTRIBUTE_QUARTER:
+        return (f->month - 1) / 3;
+    case TSRNN_ATTRIBUTE_WEEK:
+        return f->week - 1;
+    case TSRNN_ATTRIBUTE_RELATIVE:
+        return 0;
+    }
+    return 0;
+}
+
+/* Darts' periods of dayofyear and week look at the whole index being encoded. */
+struct index_facts {
+    bool leap_year;  /* some stamp lies in a leap year */
+    bool extra_week; /* a year of the index has 53 ISO weeks, and the index spans a year */
+};
+
+static void index_facts(struct index_facts *facts, const int64_t *times, size_t length)
+{
+    memset(facts, 0, sizeof(*facts));
+    bool long_year = false;
+    int64_t previous_year = INT64_MIN;
+    for (size_t i = 0; i < length; i++) {
+        struct stamp_fields f;
+        stamp_fields(&f, times[i]);
+        if (f.year == previous_year)
+            continue;
+        previous_year = f.year;
+        bool leap = tsrnn_is_leap_year(f.year);
+        int january_first = tsrnn_weekday(tsrnn_days_from_civil(f.year, 1, 1));
+        facts->leap_year |= leap;
+        long_year |= leap ? january_first == 2 : january_first == 3; /* Wednesday, Thursday */
+    }
+    /* time_index[-1] - time_index[0] + 1 day >= 365 days */
+    bool spans_year = length > 0 && times[length - 1] - times[0] + TSRNN_SECONDS_PER_DAY >=
+                                        365 * (int64_t)TSRNN_SECONDS_PER_DAY;
+    facts->extra_week = long_year && spans_year;
+}
+
+static int period(enum tsrnn_datetime_attribute a, const struct index_facts *facts)
+{
+    int p = base_period(a);
+    if (a == TSRNN_ATTRIBUTE_DAYOFYEAR && facts->leap_year)
+        p++;
+    if (a == TSRNN_ATTRIBUTE_WEEK && facts->extra_week)
+        p++;
+    return p;
+}
+
+/* Darts: freq = 2 pi / period (Python floats), np.sin(freq * values) in float64. For "day"
+ * the period is each stamp's month length: 2 * np.pi * np.reciprocal(days.astype(float32))
+ * is float32 (NumPy 2 keeps the array's type), and only its product with the values is
+ * float64. */
+static void write_cyclic(float *row, const struct stamp_fields *f, enum tsrnn_datetime_attribute a,
+                         const struct index_facts *facts)
+{
+    double value = (double)attribute_value(f, a), angle;
+    if (a == TSRNN_ATTRIBUTE_DAY) {
+        float reciprocal = 1.0f / (float)tsrnn_days_in_month(f->year, f->month);
+        angle = (double)((float)(2 * M_PI) * reciprocal) * value;
+    } else {
+        angle = 2 * M_PI / (double)period(a, facts) * value;
+    }
+    row[0] = (float)sin(angle);
+    row[1] = (float)cos(angle);
+}
+
+enum tsrnn_status tsrnn_encoders_compute(float *out, size_t row_stride,
+                                         const struct tsrnn_encoder *encoders, size_t encoder_count,
+                                         const struct tsrnn_freq *freq, enum tsrnn_time_unit unit,
+                                         int64_t first, size_t length, int64_t reference)
+{
+    for (size_t e = 0; e < encoder_count; e++)
+        if (unit == TSRNN_TIME_INDEX && tsrnn_encoder_needs_dates(&encoders[e]))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "the %s encoder '%s' needs dates, but the series has an "
+                               "integer index; accepted there: position = relative",
+                               tsrnn_encoder_kind_name(encoders[e].kind), encoders[e].name);
+    int64_t *times = malloc((length > 0 ? length : 1) * sizeof(*times));
+    if (times == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate stamps", length);
+    for (size_t i = 0; i < length; i++)
+        if (!tsrnn_freq_advance(freq, first, (int64_t)i, &times[i])) {
+            free(times);
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "the covariates' %zu stamps pass the last one tsrnn writes (the "
+                               "year 9999 or the largest integer index)",
+                               length);
+        }
+    struct index_facts facts;
+    index_facts(&facts, times, unit == TSRNN_TIME_INDEX ? 0 : length);
+
+    for (size_t i = 0; i < length; i++) {
+        struct stamp_fields f = { 0 };
+        if (unit != TSRNN_TIME_INDEX)
+            stamp_fields(&f, times[i]);
+        float *row = out + i * row_stride;
+        for (size_t e = 0; e < encoder_count; e++) {
+            const struct tsrnn_encoder *enc = &encoders[e];
+            size_t width = tsrnn_encoder_width(enc);
+            switch (enc->kind) {
+            case TSRNN_ENCODER_CYCLIC:
+                write_cyclic(row, &f, enc->attribute, &facts);
+                break;
+            case TSRNN_ENCODER_ATTRIBUTE:
+                row[0] = (float)attribute_value(&f, enc->attribute);
+                break;
+            case TSRNN_ENCODER_ONE_HOT:
+                for (size_t j = 0; j < width; j++)
+                    row[j] = (int64_t)j == attribute_value(&f, enc->attribute) ? 1.0f : 0.0f;
+                break;
+            case TSRNN_ENCODER_POSITION:
+                row[0] = (float)((int64_t)i - reference);
+                break;
+            }
+            row += width;
+        }
+    }
+    free(times);
+    return TSRNN_OK;
+}

@@ -1,0 +1,258 @@
+/* Future covariates: the encoders against real Darts 0.48.1 (tests/fixtures/encoders.txt,
+ * scripts/gen-covariates-fixtures.py): every datetime attribute, one-hot and cyclic form and
+ * the relative position on a monthly (AirPassengers), an hourly, a daily and a weekly index,
+ * and the add_encoders pipeline with its Scaler on AirPassengers' training part, validation
+ * part and a 26-step forecast; the training windows' (y[t], cov[t+1]) inputs; the refusals. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "tsrnn/data.h"
+#include "tsrnn/encoders.h"
+
+#define MAX_WIDTH 32
+#define MAX_ROWS  512
+#define TOLERANCE 1e-6
+
+static enum tsrnn_encoder_kind kind_from_name(const char *name)
+{
+    if (strcmp(name, "cyclic") == 0)
+        return TSRNN_ENCODER_CYCLIC;
+    if (strcmp(name, "one_hot") == 0)
+        return TSRNN_ENCODER_ONE_HOT;
+    if (strcmp(name, "position") == 0)
+        return TSRNN_ENCODER_POSITION;
+    assert_string_equal(name, "attribute");
+    return TSRNN_ENCODER_ATTRIBUTE;
+}
+
+/* Reads `rows` fixture lines of `width` numbers each into expected (rows, width); returns the
+ * worst absolute difference from got (rows, width). */
+static double compare_rows(char **save, const float *got, size_t rows, size_t width)
+{
+    double worst = 0;
+    for (size_t i = 0; i < rows; i++) {
+        char *line = strtok_r(NULL, "\n", save), *cursor = line;
+        assert_non_null(line);
+        for (size_t j = 0; j < width; j++) {
+            char *end;
+            double expected = strtod(cursor, &end);
+            assert_true(end != cursor);
+            cursor = end;
+            double diff = fabs(expected - (double)got[i * width + j]);
+            if (diff > TOLERANCE)
+                print_error("row %zu column %zu: Darts %.9g, tsrnn %.9g\n", i, j, expected,
+                            (double)got[i * width + j]);
+            worst = diff > worst ? diff : worst;
+        }
+    }
+    return worst;
+}
+
+static int64_t parse_stamp(const char *text)
+{
+    char copy[64];
+    snprintf(copy, sizeof(copy), "%s", text);
+    char *t = strchr(copy, 'T');
+    if (t != NULL)
+        *t = ' ';
+    int64_t seconds;
+    enum tsrnn_time_unit unit;
+    assert_true(tsrnn_time_parse(copy, &seconds, &unit));
+    return seconds;
+}
+
+static void test_encoders_match_darts(void **state)
+{
+    (void)state;
+    char *text = tu_read(tu_source("tests/fixtures/encoders.txt"));
+    assert_non_null(text);
+    static float got[MAX_ROWS * MAX_WIDTH];
+    size_t cases = 0;
+    double worst = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "case ", 5) != 0)
+            continue;
+        char start[32], freq_name[16], kind[24], attribute[24];
+        size_t length, width;
+        long long reference;
+        assert_int_equal(sscanf(line, "case %31s %15s %zu %23s %23s %lld %zu", start, freq_name,
+                                &length, kind, attribute, &reference, &width),
+                         7);
+        assert_true(length <= MAX_ROWS && width <= MAX_WIDTH);
+        struct tsrnn_freq freq;
+        assert_true(tsrnn_freq_parse(&freq, freq_name));
+        struct tsrnn_encoder enc;
+        const char *why;
+        assert_true(tsrnn_encoder_parse(&enc, kind_from_name(kind), attribute, &why));
+        assert_int_equal(tsrnn_encoder_width(&enc), width);
+        assert_int_equal(tsrnn_encoders_compute(got, width, &enc, 1, &freq, TSRNN_TIME_SECOND,
+                                                parse_stamp(start), length, reference),
+                         TSRNN_OK);
+        char shown[128];
+        snprintf(shown, sizeof(shown), "%s", line);
+        double w = compare_rows(&save, got, length, width);
+        if (w > TOLERANCE)
+            print_error("in %s\n", shown);
+        assert_true(w <= TOLERANCE);
+        worst = w > worst ? w : worst;
+        cases++;
+    }
+    printf("# %zu encoder cases (4 indexes), worst |Darts - tsrnn| %.3g\n", cases, worst);
+    assert_int_equal(cases, 6 + 9 + 9 + 3);
+    free(text);
+}
+
+/* add_encoders = {'cyclic': {'future': ['month']}, 'datetime_attribute': {'future': ['year',
+ * 'month']}, 'position': {'future': ['relative']}, 'transformer': Scaler()} on AirPassengers
+ * split after 1959-01: the transformer fitted on the training part's encodings, then applied
+ * to the validation part's (position counted from its own end, as fit() encodes val_series)
+ * and to predict(n=26)'s, which start input_chunk_length - 1 = 13 points before the end. */
+static void test_encoder_pipeline_matches_darts(void **state)
+{
+    (void)state;
+    char *text = tu_read(tu_source("tests/fixtures/encoders.txt"));
+    assert_non_null(text);
+    struct tsrnn_encoder enc[4];
+    const char *why;
+    /* Written in another order than Darts applies them: tsrnn_encoder_order() sorts. */
+    assert_true(tsrnn_encoder_parse(&enc[0], TSRNN_ENCODER_ATTRIBUTE, "year", &why));
+    assert_true(tsrnn_encoder_parse(&enc[1], TSRNN_ENCODER_POSITION, "relative", &why));
+    assert_true(tsrnn_encoder_parse(&enc[2], TSRNN_ENCODER_ATTRIBUTE, "month", &why));
+    assert_true(tsrnn_encoder_parse(&enc[3], TSRNN_ENCODER_CYCLIC, "month", &why));
+    tsrnn_encoder_order(enc, 4);
+    char name[TSRNN_ENCODER_NAME_MAX];
+    tsrnn_encoder_column_name(&enc[0], 1, name, sizeof(name));
+    assert_string_equal(name, "darts_enc_fc_cyc_month_cos");
+    tsrnn_encoder_column_name(&enc[1], 0, name, sizeof(name));
+    assert_string_equal(name, "darts_enc_fc_dta_year");
+    tsrnn_encoder_column_name(&enc[3], 0, name, sizeof(name));
+    assert_string_equal(name, "darts_enc_fc_pos_relative");
+    size_t K = 5;
+
+    struct tsrnn_freq freq;
+    assert_true(tsrnn_freq_parse(&freq, "MS"));
+    static float rows[MAX_ROWS * MAX_WIDTH];
+    struct tsrnn_scaler scaler;
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    while (line != NULL && strncmp(line, "pipeline ", 9) != 0)
+        line = strtok_r(NULL, "\n", &save);
+    assert_non_null(line);
+    double worst = 0;
+    for (int part = 0; part < 3; part++) {
+        char name_part[16], start[16];
+        size_t length, width;
+        line = strtok_r(NULL, "\n", &save);
+        assert_int_equal(sscanf(line, "part %15s %15s %zu %zu", name_part, start, &length, &width),
+                         3 + 1);
+        assert_int_equal(width, K);
+        /* the part's own end is the reference, but for inference the training part's */
+        int64_t reference = part == 2 ? 13 : (int64_t)length - 1;
+        assert_int_equal(tsrnn_encoders_compute(rows, K, enc, 4, &freq, TSRNN_TIME_DAY,
+                                                parse_stamp(start), length, reference),
+                         TSRNN_OK);
+        if (part == 0) {
+            tsrnn_scaler_fit(&scaler, rows, length, K);
+            tsrnn_encoders_keep_unscaled(&scaler, enc, 4, 0);
+        }
+        tsrnn_scaler_transform(&scaler, rows, length);
+        double w = compare_rows(&save, rows, length, K);
+        worst = w > worst ? w : worst;
+    }
+    printf("# add_encoders + Scaler: train, val and inference covariates, worst %.3g\n", worst);
+    assert_true(worst <= TOLERANCE);
+    free(text);
+}
+
+static void test_windows_put_next_covariates_beside_targets(void **state)
+{
+    (void)state;
+    /* L = 8 points, C = 2, K = 3, T = 3: y[t] = (10 t, 10 t + 1), cov[t] = (100 t + k). */
+    float values[8 * 2], covariates[8 * 3];
+    for (size_t t = 0; t < 8; t++) {
+        values[t * 2] = (float)(10 * t);
+        values[t * 2 + 1] = (float)(10 * t + 1);
+        for (size_t k = 0; k < 3; k++)
+            covariates[t * 3 + k] = (float)(100 * t + k);
+    }
+    struct tsrnn_windows w[2];
+    tsrnn_windows_init(&w[0], values, 8, 2, 3);
+    tsrnn_windows_set_covariates(&w[0], covariates, 3);
+    w[1] = w[0];
+    assert_int_equal(w[0].count, 5);
+    size_t idx[2] = { 0, 4 }; /* starts 4 and 0 */
+    float input[2 * 3 * 5], target[2 * 3 * 2];
+    tsrnn_windows_gather(&w[0], idx, 2, input, target);
+    for (size_t b = 0; b < 2; b++) {
+        size_t s = tsrnn_windows_start(&w[0], idx[b]);
+        for (size_t t = 0; t < 3; t++) {
+            const float *in = input + (b * 3 + t) * 5;
+            assert_true(in[0] == (float)(10 * (s + t)) && in[1] == (float)(10 * (s + t) + 1));
+            for (size_t k = 0; k < 3; k++)
+                assert_true(in[2 + k] == (float)(100 * (s + t + 1) + k));
+            assert_true(target[(b * 3 + t) * 2] == (float)(10 * (s + t + 1)));
+        }
+    }
+    /* The list gathers the same rows with its (B, T, C + K) stride. */
+    struct tsrnn_window_list list;
+    assert_int_equal(tsrnn_window_list_init(&list, w, 2, 0), TSRNN_OK);
+    float list_input[2 * 3 * 5], list_target[2 * 3 * 2];
+    size_t list_idx[2] = { 0, 5 + 4 }; /* series 0 window 0, series 1 window 4 */
+    tsrnn_window_list_gather(&list, list_idx, 2, list_input, list_target);
+    assert_memory_equal(list_input, input, sizeof(input));
+    assert_memory_equal(list_target, target, sizeof(target));
+
+    /* K = 0 is the plain (B, T, C) layout. */
+    tsrnn_windows_set_covariates(&w[0], covariates, 0);
+    tsrnn_windows_gather(&w[0], idx, 1, input, target);
+    assert_true(input[0] == 40.0f && input[2] == 50.0f && w[0].covariates == NULL);
+}
+
+static void test_encoders_refuse(void **state)
+{
+    (void)state;
+    struct tsrnn_encoder e;
+    const char *why = NULL;
+    assert_false(tsrnn_encoder_parse(&e, TSRNN_ENCODER_CYCLIC, "year", &why));
+    assert_non_null(strstr(why, "no period"));
+    assert_false(tsrnn_encoder_parse(&e, TSRNN_ENCODER_ONE_HOT, "week", &why));
+    assert_non_null(strstr(why, "depends on the dates"));
+    assert_false(tsrnn_encoder_parse(&e, TSRNN_ENCODER_ATTRIBUTE, "fortnight", &why));
+    assert_non_null(strstr(why, "dayofweek"));
+    assert_false(tsrnn_encoder_parse(&e, TSRNN_ENCODER_POSITION, "absolute", &why));
+    assert_non_null(strstr(why, "relative"));
+
+    /* Dates on an integer index: refused; position works there. */
+    struct tsrnn_freq step;
+    assert_true(tsrnn_freq_parse(&step, "1"));
+    float out[4];
+    assert_true(tsrnn_encoder_parse(&e, TSRNN_ENCODER_ATTRIBUTE, "month", &why));
+    assert_int_equal(tsrnn_encoders_compute(out, 1, &e, 1, &step, TSRNN_TIME_INDEX, 0, 4, 1),
+                     TSRNN_ERR_DATA);
+    assert_non_null(strstr(tsrnn_last_error(), "integer index"));
+    assert_true(tsrnn_encoder_parse(&e, TSRNN_ENCODER_POSITION, "relative", &why));
+    assert_int_equal(tsrnn_encoders_compute(out, 1, &e, 1, &step, TSRNN_TIME_INDEX, 5, 4, 1),
+                     TSRNN_OK);
+    assert_true(out[0] == -1.0f && out[3] == 2.0f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_encoders_match_darts),
+        cmocka_unit_test(test_encoder_pipeline_matches_darts),
+        cmocka_unit_test(test_windows_put_next_covariates_beside_targets),
+        cmocka_unit_test(test_encoders_refuse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
