@@ -428,11 +428,11 @@ static void test_air_passengers_dataset(void **state)
     assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
 
     /* Darts: split_after(1959-01-01) keeps 1959-01 in the training part. */
-    assert_int_equal(ds.train_length, 121);
-    assert_int_equal(ds.val_length, 23);
-    format_at(&ds.series, ds.train_length - 1, buf);
+    assert_int_equal(ds.items[0].train_length, 121);
+    assert_int_equal(ds.items[0].val_length, 23);
+    format_at(&ds.items[0].series, ds.items[0].train_length - 1, buf);
     assert_string_equal(buf, "1959-01");
-    format_at(&ds.series, ds.train_length, buf);
+    format_at(&ds.items[0].series, ds.items[0].train_length, buf);
     assert_string_equal(buf, "1959-02");
 
     /* L - T samples per part */
@@ -440,48 +440,48 @@ static void test_air_passengers_dataset(void **state)
     assert_int_equal(ds.val.count, 3);
 
     /* MinMax fitted on the training part: min 104 (1949-11), max 505 (1958-08). */
-    assert_true(ds.scaler.data_min[0] == 104.0f);
-    assert_true(ds.scaler.data_max[0] == 505.0f);
-    assert_true(ds.scaler.scale[0] == 1.0f / 401.0f);
-    assert_true(ds.scaler.offset[0] == 0.0f - 104.0f * (1.0f / 401.0f));
-    assert_true(ds.scaled[10] == 0.0f); /* the minimum, 1949-11 */
+    assert_true(ds.items[0].scaler.data_min[0] == 104.0f);
+    assert_true(ds.items[0].scaler.data_max[0] == 505.0f);
+    assert_true(ds.items[0].scaler.scale[0] == 1.0f / 401.0f);
+    assert_true(ds.items[0].scaler.offset[0] == 0.0f - 104.0f * (1.0f / 401.0f));
+    assert_true(ds.items[0].scaled[10] == 0.0f); /* the minimum, 1949-11 */
     /* first val point 342 -> (342-104)/401 = 0.5935..., computed in float32 as sklearn */
-    float first_val = ds.scaled[121];
+    float first_val = ds.items[0].scaled[121];
     assert_float_equal(first_val, 0.59351621f, 1e-7);
     /* full-series max 622 (1960-07) is beyond the fitted range: 1.2918 */
-    assert_float_equal(ds.scaled[138], 1.29177057f, 1e-6);
+    assert_float_equal(ds.items[0].scaled[138], 1.29177057f, 1e-6);
 
     /* Train sample 0 (most recent): input 1957-05..1958-12, target 1957-06..1959-01. */
-    size_t s0 = tsrnn_windows_start(&ds.train, 0);
-    format_at(&ds.series, s0, buf);
+    size_t s0 = tsrnn_windows_start(&ds.items[0].train, 0);
+    format_at(&ds.items[0].series, s0, buf);
     assert_string_equal(buf, "1957-05");
-    format_at(&ds.series, s0 + 19, buf);
+    format_at(&ds.items[0].series, s0 + 19, buf);
     assert_string_equal(buf, "1958-12");
     /* Last train sample: input 1949-01..1950-08, target 1949-02..1950-09. */
-    assert_int_equal(tsrnn_windows_start(&ds.train, 100), 0);
+    assert_int_equal(tsrnn_windows_start(&ds.items[0].train, 100), 0);
 
     size_t idx[2] = { 0, 100 };
     float input[2 * 20], target[2 * 20];
-    tsrnn_windows_gather(&ds.train, idx, 2, input, target);
+    tsrnn_windows_gather(&ds.items[0].train, idx, 2, input, target);
     for (size_t t = 0; t < 20; t++) {
-        assert_true(input[t] == ds.scaled[100 + t]);
-        assert_true(target[t] == ds.scaled[101 + t]);
-        assert_true(input[20 + t] == ds.scaled[t]);
-        assert_true(target[20 + t] == ds.scaled[1 + t]);
+        assert_true(input[t] == ds.items[0].scaled[100 + t]);
+        assert_true(target[t] == ds.items[0].scaled[101 + t]);
+        assert_true(input[20 + t] == ds.items[0].scaled[t]);
+        assert_true(target[20 + t] == ds.items[0].scaled[1 + t]);
     }
-    assert_true(target[19] == ds.scaled[120]); /* 1959-01 = 360 */
+    assert_true(target[19] == ds.items[0].scaled[120]); /* 1959-01 = 360 */
     assert_float_equal(target[19] * 401.0f + 104.0f, 360.0f, 1e-3);
-    assert_true(input[20] == ds.scaled[0]); /* 1949-01 = 112 */
+    assert_true(input[20] == ds.items[0].scaled[0]); /* 1949-01 = 112 */
 
     /* Validation windows come from the 23 validation points alone. */
-    size_t v0 = tsrnn_windows_start(&ds.val, 0);
+    size_t v0 = tsrnn_windows_start(&ds.items[0].val, 0);
     assert_int_equal(v0, 2);
-    format_at(&ds.series, ds.train_length + v0, buf);
+    format_at(&ds.items[0].series, ds.items[0].train_length + v0, buf);
     assert_string_equal(buf, "1959-04");
     size_t vidx[1] = { 2 };
-    tsrnn_windows_gather(&ds.val, vidx, 1, input, target);
-    assert_true(input[0] == ds.scaled[121]);
-    assert_true(target[19] == ds.scaled[121 + 20]);
+    tsrnn_windows_gather(&ds.items[0].val, vidx, 1, input, target);
+    assert_true(input[0] == ds.items[0].scaled[121]);
+    assert_true(target[19] == ds.items[0].scaled[121 + 20]);
 
     tsrnn_dataset_finish(&ds);
     free(cfg);
@@ -868,15 +868,15 @@ static void test_split_rules(void **state)
     const char *frac[] = { "data.split_after=", "data.val_fraction=0.16" };
     assert_int_equal(tsrnn_config_load(cfg, base, frac, 2), TSRNN_OK);
     assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
-    assert_int_equal(ds.train_length, 121);
-    assert_int_equal(ds.val_length, 23);
+    assert_int_equal(ds.items[0].train_length, 121);
+    assert_int_equal(ds.items[0].val_length, 23);
     tsrnn_dataset_finish(&ds);
 
     /* a stamp between points keeps every point up to it; YYYYMMDD as pd.Timestamp */
     const char *mid[] = { "data.split_after=19590115" };
     assert_int_equal(tsrnn_config_load(cfg, base, mid, 1), TSRNN_OK);
     assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
-    assert_int_equal(ds.train_length, 121);
+    assert_int_equal(ds.items[0].train_length, 121);
     tsrnn_dataset_finish(&ds);
 
     /* no split: everything trains, no validation */

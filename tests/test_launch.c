@@ -417,7 +417,7 @@ static void check_val_loss(int workers)
     struct tsrnn_config *cfg = &ck->config;
     struct tsrnn_dataset ds = { 0 };
     assert_int_equal(tsrnn_dataset_load(&ds, cfg), TSRNN_OK);
-    size_t V = ds.val.count, T = ds.val.training_length, C = ds.val.component_count;
+    size_t V = ds.val.count, T = ds.training_length, C = ds.component_count;
     assert_int_equal(V, 28);
     struct tsrnn_compute *compute = cpu_compute();
     struct tsrnn_model m = { 0 };
@@ -427,7 +427,7 @@ static void check_val_loss(int workers)
     double *se = malloc(V * sizeof(double)), sum = 0.0;
     for (size_t i = 0; i < V; i++)
         idx[i] = i;
-    tsrnn_windows_gather(&ds.val, idx, V, x, y);
+    tsrnn_window_list_gather(&ds.val, idx, V, x, y);
     assert_int_equal(tsrnn_model_load_batch(&m, x, y, V, T), TSRNN_OK);
     assert_int_equal(tsrnn_model_forward(&m, false, NULL), TSRNN_OK);
     assert_int_equal(tsrnn_model_window_squared_errors(&m, se), TSRNN_OK);

@@ -288,16 +288,31 @@ void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t
 
 /* --- the dataset of a run -------------------------------------------------------------- */
 
-/* A loaded, split and scaled series with its training and validation windows: everything
- * the trainer needs from [data] and [model] training_length. */
-struct tsrnn_dataset {
+/* One series of the run, loaded, split and scaled, with its training and validation
+ * windows. */
+struct tsrnn_dataset_series {
     struct tsrnn_series series; /* original values, as read */
-    float *scaled;              /* (L, C): the whole series after the scaler */
+    char id[TSRNN_NAME_MAX];    /* the series' name; "" in a run of one series */
+    float *scaled;              /* (L, C): the whole series after its scaler */
     size_t train_length;        /* points [0, train_length) train the model */
     size_t val_length;          /* points [train_length, L) validate it; 0 = no validation */
-    struct tsrnn_scaler scaler; /* fitted on the training part only */
+    struct tsrnn_scaler scaler; /* fitted on this series' training part only */
     struct tsrnn_windows train;
     struct tsrnn_windows val; /* count 0 without validation */
+};
+
+/* The S series of a run and the samples over all of them: everything the trainer needs from
+ * [data] and [model] training_length. Darts fits a global model on a list of series; one
+ * series is the list of one, whose samples are exactly that series' windows. */
+struct tsrnn_dataset {
+    size_t series_count;                /* S */
+    struct tsrnn_dataset_series *items; /* (S) */
+    size_t component_count;             /* C, shared by every series */
+    size_t training_length;             /* T */
+    struct tsrnn_windows *train_parts;  /* (S) each series' training windows, for the lists */
+    struct tsrnn_windows *val_parts;    /* (S) its validation windows */
+    struct tsrnn_window_list train;     /* Darts' training dataset over the list */
+    struct tsrnn_window_list val;       /* its validation dataset; count 0 without validation */
 };
 
 /* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last

@@ -57,7 +57,7 @@ static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config
     return text;
 }
 
-static char *series_json(const struct tsrnn_dataset *ds)
+static char *series_json(const struct tsrnn_dataset_series *ds)
 {
     const struct tsrnn_series *s = &ds->series;
     char end[64];
@@ -142,8 +142,8 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     char *rng_text = rng ? json_dumps(rng, JSON_FLAGS) : NULL;
     json_decref(rng);
     char *model_text = model_json(&model->dims, cfg);
-    char *scaler_text = scaler_json(&ds->scaler, cfg);
-    char *series_text = series_json(ds);
+    char *scaler_text = scaler_json(&ds->items[0].scaler, cfg);
+    char *series_text = series_json(&ds->items[0]);
     char *cfg_text = tsrnn_config_text(cfg);
 
     if (status == TSRNN_OK &&

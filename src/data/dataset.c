@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static enum tsrnn_status split_point(const struct tsrnn_dataset *ds, const struct tsrnn_config *cfg,
+static enum tsrnn_status split_point(const struct tsrnn_series *s, const struct tsrnn_config *cfg,
                                      size_t *train_length)
 {
-    const struct tsrnn_series *s = &ds->series;
     const char *origin = tsrnn_config_origin(cfg, "data", "split_after");
     int64_t point;
 
@@ -76,10 +75,11 @@ void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
     o->fill_missing_values = cfg->fill_missing_values;
 }
 
-static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+/* One series of the run from the CSV file `path`: read, split, scaled and windowed. */
+static enum tsrnn_status build_series(struct tsrnn_dataset_series *ds,
+                                      const struct tsrnn_config *cfg, const char *path)
 {
     struct tsrnn_series *s = &ds->series;
-    const char *path = tsrnn_display_path(cfg->data_path);
     struct tsrnn_series_options options;
     tsrnn_series_options_from_config(&options, cfg);
     /* Darts: from_csv(..., fill_missing_dates, freq), MissingValuesFiller(), then the split
@@ -90,7 +90,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
 
     ds->train_length = s->length;
     if (cfg->split_after[0] != '\0') {
-        TSRNN_TRY(split_point(ds, cfg, &ds->train_length));
+        TSRNN_TRY(split_point(s, cfg, &ds->train_length));
     } else if (cfg->val_fraction > 0) {
         size_t val = (size_t)((double)s->length * cfg->val_fraction);
         if (val == 0)
@@ -136,6 +136,32 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
     return TSRNN_OK;
 }
 
+/* The list of the run's series and the samples over it (Darts' training and validation
+ * datasets over a list). */
+static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    size_t S = 1;
+    ds->items = calloc(S, sizeof(*ds->items));
+    ds->train_parts = calloc(S, sizeof(*ds->train_parts));
+    ds->val_parts = calloc(S, sizeof(*ds->val_parts));
+    if (ds->items == NULL || ds->train_parts == NULL || ds->val_parts == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series", S);
+    ds->series_count = S;
+    TSRNN_TRY(build_series(&ds->items[0], cfg, tsrnn_display_path(cfg->data_path)));
+    ds->component_count = ds->items[0].series.component_count;
+    ds->training_length = (size_t)cfg->training_length;
+    for (size_t i = 0; i < S; i++) {
+        ds->train_parts[i] = ds->items[i].train;
+        ds->val_parts[i] = ds->items[i].val;
+    }
+    TSRNN_TRY(tsrnn_window_list_init(&ds->train, ds->train_parts, S, 0));
+    /* Every series has a validation part, or none has (the split applies to each). */
+    if (ds->items[0].val_length > 0)
+        return tsrnn_window_list_init(&ds->val, ds->val_parts, S, 0);
+    ds->val = (struct tsrnn_window_list){ .series = ds->val_parts, .series_count = S };
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_dataset_load(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     memset(ds, 0, sizeof(*ds));
@@ -149,7 +175,12 @@ void tsrnn_dataset_finish(struct tsrnn_dataset *ds)
 {
     if (ds == NULL)
         return;
-    tsrnn_series_finish(&ds->series);
-    free(ds->scaled);
+    for (size_t i = 0; ds->items != NULL && i < ds->series_count; i++) {
+        tsrnn_series_finish(&ds->items[i].series);
+        free(ds->items[i].scaled);
+    }
+    free(ds->items);
+    free(ds->train_parts);
+    free(ds->val_parts);
     memset(ds, 0, sizeof(*ds));
 }

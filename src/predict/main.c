@@ -159,38 +159,43 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 /* The series to forecast from and where its history ends: --series whole, or the training
  * series of the checkpoint's config split as in training. */
-static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
+static enum tsrnn_status load_series(struct tsrnn_dataset *dataset, struct tsrnn_series *own,
+                                     const struct tsrnn_series **series, size_t *origin,
                                      const struct tsrnn_checkpoint *ck, const char *series_path)
 {
     const struct tsrnn_config *cfg = &ck->config;
     const struct tsrnn_series_info *info = &ck->series;
 
     if (series_path == NULL) {
-        enum tsrnn_status status = tsrnn_dataset_load(ds, cfg);
+        enum tsrnn_status status = tsrnn_dataset_load(dataset, cfg);
         if (status != TSRNN_OK)
             return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
                                               "used: pass the series to forecast from with "
                                               "--series CSV");
-        *origin = ds->train_length;
-        if (ds->train_length != info->train_length)
+        const struct tsrnn_dataset_series *item = &dataset->items[0];
+        *series = &item->series;
+        *origin = item->train_length;
+        if (item->train_length != info->train_length)
             tsrnn_warn("%s now has %zu training points, the model was trained on %zu",
-                       tsrnn_display_path(cfg->data_path), ds->train_length, info->train_length);
+                       tsrnn_display_path(cfg->data_path), item->train_length, info->train_length);
     } else {
         /* Read as the training series was read ([data] freq, fill_missing_*), and at the
          * model's frequency when the series is too short to show its own. */
         struct tsrnn_series_options options;
         tsrnn_series_options_from_config(&options, cfg);
         options.short_series_freq = info->freq;
-        TSRNN_TRY(tsrnn_series_load_csv(&ds->series, series_path, cfg->time_col,
+        TSRNN_TRY(tsrnn_series_load_csv(own, series_path, cfg->time_col,
                                         (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
                                         cfg->value_col_count, &options));
-        *origin = ds->series.length;
+        *series = own;
+        *origin = own->length;
     }
+    const struct tsrnn_series *s = *series;
     /* A forecast continues the frequency the model learnt; another one's stamps would be
      * wrong, and its steps mean something else. */
-    if (info->freq.kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(&info->freq, &ds->series.freq)) {
+    if (info->freq.kind != TSRNN_FREQ_NONE && !tsrnn_freq_equal(&info->freq, &s->freq)) {
         char have[TSRNN_FREQ_NAME_MAX], want[TSRNN_FREQ_NAME_MAX];
-        tsrnn_freq_name(&ds->series.freq, have, sizeof(have));
+        tsrnn_freq_name(&s->freq, have, sizeof(have));
         tsrnn_freq_name(&info->freq, want, sizeof(want));
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s: the series' frequency is %s, but the model was trained on a "
@@ -198,18 +203,18 @@ static enum tsrnn_status load_series(struct tsrnn_dataset *ds, size_t *origin,
                            tsrnn_display_path(series_path ? series_path : cfg->data_path), have,
                            want, want);
     }
-    if (ds->series.component_count != info->component_count)
+    if (s->component_count != info->component_count)
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s has %zu value columns; the model forecasts %zu (%s%s)",
                            tsrnn_display_path(series_path ? series_path : cfg->data_path),
-                           ds->series.component_count, info->component_count,
-                           info->component_names[0], info->component_count > 1 ? ", ..." : "");
+                           s->component_count, info->component_count, info->component_names[0],
+                           info->component_count > 1 ? ", ..." : "");
     for (size_t c = 0; c < info->component_count; c++)
-        if (strcmp(ds->series.component_names[c], info->component_names[c]) != 0)
+        if (strcmp(s->component_names[c], info->component_names[c]) != 0)
             return tsrnn_error(TSRNN_ERR_DATA,
                                "%s: value column %zu is '%s'; the model was trained on '%s'",
                                tsrnn_display_path(series_path ? series_path : cfg->data_path),
-                               c + 1, ds->series.component_names[c], info->component_names[c]);
+                               c + 1, s->component_names[c], info->component_names[c]);
     return TSRNN_OK;
 }
 
@@ -232,6 +237,8 @@ static enum tsrnn_status predict(const struct options *o)
     char path[PATH_MAX];
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
     struct tsrnn_dataset ds = { 0 };
+    struct tsrnn_series own = { 0 };
+    const struct tsrnn_series *series = NULL;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
     struct tsrnn_forecast f = { 0 };
@@ -286,9 +293,9 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_restore(ck, &model, NULL);
     if (status == TSRNN_OK)
-        status = load_series(&ds, &origin, ck, o->series_path);
+        status = load_series(&ds, &own, &series, &origin, ck, o->series_path);
     if (status == TSRNN_OK)
-        status = tsrnn_forecast_run(&f, &model, &ck->scaler, &ds.series, origin,
+        status = tsrnn_forecast_run(&f, &model, &ck->scaler, series, origin,
                                     (size_t)ck->input_chunk_length, (size_t)o->n);
     if (status == TSRNN_OK) {
         if (ck->state.global_step == 0)
@@ -298,20 +305,21 @@ static enum tsrnn_status predict(const struct options *o)
             fprintf(stderr, "Loaded %s (%s, epoch %lld, %s %.6g)\n", tsrnn_display_path(path),
                     tsrnn_model_kind_name(ck->dims.kind), (long long)ck->state.epoch,
                     ck->state.monitor, ck->state.monitor_value);
-        print_scores(&f, &ds.series);
-        status = o->out_path ? tsrnn_forecast_save_csv(&f, &ds.series, o->out_path)
-                             : tsrnn_forecast_write_csv(&f, &ds.series, stdout);
+        print_scores(&f, series);
+        status = o->out_path ? tsrnn_forecast_save_csv(&f, series, o->out_path)
+                             : tsrnn_forecast_write_csv(&f, series, stdout);
     }
     if (status == TSRNN_OK && o->plot_path != NULL) {
         char title[TSRNN_NAME_MAX + 32];
         snprintf(title, sizeof(title), "%s %s", ck->config.model_name,
                  tsrnn_model_kind_name(ck->dims.kind));
-        status = tsrnn_forecast_plot(&f, &ds.series, title, o->width, o->height, o->plot_path);
+        status = tsrnn_forecast_plot(&f, series, title, o->width, o->height, o->plot_path);
     }
     tsrnn_forecast_finish(&f);
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);
+    tsrnn_series_finish(&own);
     if (ck != NULL)
         tsrnn_checkpoint_finish(ck);
     free(ck);

@@ -36,7 +36,8 @@ static void print_filled(FILE *out, const struct tsrnn_series *s)
 void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struct tsrnn_dataset *ds,
                           const struct tsrnn_sampler *sampler)
 {
-    const struct tsrnn_series *s = &ds->series;
+    const struct tsrnn_dataset_series *item = &ds->items[0];
+    const struct tsrnn_series *s = &item->series;
 
     char freq[TSRNN_FREQ_NAME_MAX];
     tsrnn_freq_name(&s->freq, freq, sizeof(freq));
@@ -49,25 +50,25 @@ void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struc
     fputc('\n', out);
     print_filled(out, s);
 
-    if (ds->val_length > 0) {
-        fprintf(out, "Split: train %zu points (", ds->train_length);
-        print_range(out, s, 0, ds->train_length);
-        fprintf(out, "), val %zu points (", ds->val_length);
-        print_range(out, s, ds->train_length, ds->val_length);
+    if (item->val_length > 0) {
+        fprintf(out, "Split: train %zu points (", item->train_length);
+        print_range(out, s, 0, item->train_length);
+        fprintf(out, "), val %zu points (", item->val_length);
+        print_range(out, s, item->train_length, item->val_length);
         fputs(")\n", out);
     } else {
-        fprintf(out, "Split: train %zu points, no validation\n", ds->train_length);
+        fprintf(out, "Split: train %zu points, no validation\n", item->train_length);
     }
 
     fprintf(out, "Scaler: %s, fitted on the training part:",
             cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none");
     for (size_t c = 0; c < s->component_count; c++)
-        fprintf(out, " %s min %.9g max %.9g", s->component_names[c], ds->scaler.data_min[c],
-                ds->scaler.data_max[c]);
+        fprintf(out, " %s min %.9g max %.9g", s->component_names[c], item->scaler.data_min[c],
+                item->scaler.data_max[c]);
     fputc('\n', out);
 
     fprintf(out, "Windows: training_length %zu: %zu training samples, %zu validation samples\n",
-            ds->train.training_length, ds->train.count, ds->val.count);
+            ds->training_length, ds->train.count, ds->val.count);
     fprintf(out, "Batches: %zu per epoch at batch_size %zu (rank %zu of %zu, shuffle %s)\n",
             tsrnn_sampler_batch_count(sampler), sampler->batch_size, sampler->rank,
             sampler->world_size, sampler->shuffle ? "on" : "off");

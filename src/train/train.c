@@ -228,7 +228,7 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
     static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
                                               "ReduceLROnPlateau" };
     const struct tsrnn_config *cfg = tr->cfg;
-    size_t C = tr->ds->series.component_count;
+    size_t C = tr->ds->component_count;
     char path[PATH_MAX + 32], dropout[32];
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
@@ -427,12 +427,11 @@ static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, s
 }
 
 /* What every rank must share to train one model: the resolved config and the series as
- * read. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
+ * read, in order. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
  * would be does not matter (under mpirun or srun a rank may start in another folder, on
  * another machine). */
 static uint32_t job_fingerprint(const struct trainer *tr)
 {
-    const struct tsrnn_series *s = &tr->ds->series;
     struct tsrnn_config *shared = malloc(sizeof(*shared));
     char *text = NULL;
     if (shared != NULL) {
@@ -443,8 +442,12 @@ static uint32_t job_fingerprint(const struct trainer *tr)
     }
     uint32_t crc = text ? tsrnn_crc32c(0, text, strlen(text)) : 0;
     free(text);
-    crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));
-    return tsrnn_crc32c(crc, s->times, s->length * sizeof(int64_t));
+    for (size_t i = 0; i < tr->ds->series_count; i++) {
+        const struct tsrnn_series *s = &tr->ds->items[i].series;
+        crc = tsrnn_crc32c(crc, s->values, s->length * s->component_count * sizeof(float));
+        crc = tsrnn_crc32c(crc, s->times, s->length * sizeof(int64_t));
+    }
+    return crc;
 }
 
 /* Every rank starts from rank 0's parameters (and, resuming, its Adam moments), as DDP's
@@ -584,7 +587,7 @@ static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t C = ds->series.component_count, T = (size_t)cfg->training_length;
+    size_t C = ds->component_count, T = ds->training_length;
     size_t B = (size_t)cfg->batch_size;
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
@@ -730,8 +733,8 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
 
     tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
-    tsrnn_windows_gather(&tr->ds->train, idx, B, tr->x, tr->y);
-    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->train.training_length));
+    tsrnn_window_list_gather(&tr->ds->train, idx, B, tr->x, tr->y);
+    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->training_length));
     bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
     bool fused = tsrnn_model_fused_step(model); /* one program, one process (setup) */
     if (fused) {
@@ -791,15 +794,15 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
  * value, bit for bit, as one process evaluating them all. */
 static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
 {
-    const struct tsrnn_windows *val = &tr->ds->val;
-    size_t B = (size_t)tr->cfg->batch_size, T = val->training_length;
+    const struct tsrnn_window_list *val = &tr->ds->val;
+    size_t B = (size_t)tr->cfg->batch_size, T = tr->ds->training_length;
     double *se = tr->batch_se;
 
     memset(tr->val_se, 0, val->count * sizeof(double));
     for (size_t first = 0; first < tr->val_local_count; first += B) {
         const size_t *idx = tr->val_idx + first;
         size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
-        tsrnn_windows_gather(val, idx, count, tr->x, tr->y);
+        tsrnn_window_list_gather(val, idx, count, tr->x, tr->y);
         TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
         TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
         TSRNN_TRY(tsrnn_model_window_errors(&tr->model, se));
@@ -811,7 +814,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
         sum += tr->val_se[i];
-    *val_loss = sum / (double)(val->count * T * val->component_count);
+    *val_loss = sum / (double)(val->count * T * tr->ds->component_count);
     return TSRNN_OK;
 }
 
@@ -1015,7 +1018,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
  * original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|. */
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
-    const struct tsrnn_dataset *ds = tr->ds;
+    const struct tsrnn_dataset_series *ds = &tr->ds->items[0];
     struct tsrnn_forecast f;
 
     TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
@@ -1034,7 +1037,7 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
 static enum tsrnn_status write_forecast(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    const struct tsrnn_dataset *ds = tr->ds;
+    const struct tsrnn_dataset_series *ds = &tr->ds->items[0];
     struct tsrnn_forecast f;
     char path[PATH_MAX + 16], title[256];
 
@@ -1183,7 +1186,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     }
     if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
         status = save_untrained(&tr);
-    if (status == TSRNN_OK && ds->val_length > 0)
+    if (status == TSRNN_OK && ds->val.count > 0)
         status = forecast_validation(&tr, &r);
     if (status == TSRNN_OK && tr.writes_files && cfg->forecast_n > 0)
         status = write_forecast(&tr);
