@@ -9,9 +9,21 @@
       transformer (SequentialEncoder.encode_train on the training part, encode_inference for
       a 26-step forecast).
 
+  tests/fixtures/cov_lstm_42_metrics.csv, cov_lstm_42_forecast.csv, cov_lstm_42_init.safetensors
+      the Darts RNN example notebook's covariate run (examples/04-RNN-examples.ipynb:
+      LSTM, hidden_dim 20, dropout 0, batch_size 16, n_epochs 300, lr 1e-3,
+      training_length 20, input_chunk_length 14, random_state 42, AirPassengers split
+      after 1959-01 and scaled on the training part, future covariates year and month
+      one-hot, predict(n=26)) with real Darts, its year covariate scaled as add_encoders'
+      transformer does (Scaler fitted on the training part's years) rather than on the
+      notebook's 1000 months: every step's train_loss and every epoch's val_loss
+      (tsrnn's metrics.csv layout), the 26-month forecast in the original scale, the
+      initial weights; tests/fixtures/covariates-fixtures.md the figures, with the
+      notebook's own covariates beside them (--seeds adds random_state 0 and 1).
+
 Needs Darts (the virtual environment of CONTRIBUTING.md):
 
-    /work/venv-darts/bin/python scripts/gen-covariates-fixtures.py
+    /work/venv-darts/bin/python scripts/gen-covariates-fixtures.py [--parity] [--seeds]
 
 encoders.txt: `case <index start> <freq> <length> <kind> <attribute> <reference> <width>`
 (kind: attribute, one_hot, cyclic, position; reference: the position of the target's end in
@@ -101,8 +113,147 @@ def pipeline_case(lines):
         lines.extend(rows(cov.values()))
 
 
-def main():
+def air_passengers():
+    df = pd.read_csv(ROOT / "examples" / "data" / "air_passengers.csv")
+    return TimeSeries.from_dataframe(df, time_col="Month", value_cols="#Passengers",
+                                     freq="MS").astype(np.float32)
+
+
+def notebook_covariates(series, train, year_scaled_on):
+    """The notebook's cell: year (scaled) and month one-hot over 1000 months from the start.
+    year_scaled_on = "notebook": its Scaler fitted on all 1000 months; "train": fitted on the
+    training part's months, as add_encoders' transformer (and tsrnn) fits it."""
+    from darts.dataprocessing.transformers import Scaler as DScaler
+
+    index = pd.date_range(start=series.start_time(), freq=series.freq_str, periods=1000)
+    year = datetime_attribute_timeseries(index, attribute="year", one_hot=False,
+                                         dtype=series.dtype)
+    scaler = DScaler()
+    if year_scaled_on == "train":
+        scaler.fit(year.slice(train.start_time(), train.end_time()))
+    else:
+        scaler.fit(year)
+    year = scaler.transform(year)
+    month = datetime_attribute_timeseries(year, attribute="month", one_hot=True,
+                                          dtype=series.dtype)
+    return year.stack(month)
+
+
+def parity_run(seed, year_scaled_on, record):
+    """One fit + predict(26) of the notebook's model; returns its figures."""
+    import tempfile
+
+    import pytorch_lightning as pl
+    from darts.dataprocessing.transformers import Scaler as DScaler
+    from darts.metrics import mape
+    from darts.models import RNNModel
+
+    class Recorder(pl.Callback):
+        def __init__(self):
+            self.rows, self.init = [], None
+
+        def on_train_start(self, trainer, pl_module):
+            self.init = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+            self.rows.append((trainer.current_epoch, trainer.global_step - 1,
+                              float(loss.detach()), None))
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            value = trainer.callback_metrics.get("val_loss")
+            if value is not None:
+                self.rows.append((trainer.current_epoch, trainer.global_step - 1, None,
+                                  float(value)))
+
+    series = air_passengers()
+    train, val = series.split_after(pd.Timestamp("19590101"))
+    transformer = DScaler()
+    train_t = transformer.fit_transform(train)
+    val_t = transformer.transform(val)
+    covariates = notebook_covariates(series, train, year_scaled_on)
+    rec = Recorder()
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            input_chunk_length=14, training_length=20, model="LSTM", hidden_dim=20, dropout=0,
+            batch_size=16, n_epochs=300, optimizer_kwargs={"lr": 1e-3}, model_name="Air_RNN",
+            random_state=seed, force_reset=True, work_dir=work_dir,
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "enable_model_summary": False, "callbacks": [rec]})
+        model.fit(train_t, future_covariates=covariates, val_series=val_t,
+                  val_future_covariates=covariates)
+        pred = model.predict(n=26, future_covariates=covariates)
+    pred_original = transformer.inverse_transform(pred)
+    figures = {
+        "first": rec.rows[0][2],
+        "val": [r[3] for r in rec.rows if r[3] is not None][-1],
+        "mape_scaled": float(mape(val_t, pred)),  # the notebook's title
+        "mape": float(mape(val, pred_original)),  # tsrnn's: the original scale
+    }
+    if not record:
+        return figures
+    name = FIXTURES / f"cov_lstm_{seed}"
+    with open(f"{name}_metrics.csv", "w") as f:
+        f.write("epoch,step,train_loss,val_loss\n")
+        for epoch, step, train_loss, val_loss in rec.rows:
+            f.write("%d,%d,%s,%s\n" % (epoch, step,
+                                        "" if train_loss is None else f"{train_loss:.9g}",
+                                        "" if val_loss is None else f"{val_loss:.9g}"))
+    with open(f"{name}_forecast.csv", "w") as f:
+        f.write("Month,#Passengers\n")
+        for t, v in zip(pred_original.time_index, pred_original.values()[:, 0]):
+            f.write(f"{t.strftime('%Y-%m')},{float(v):.9g}\n")
+    from fixturelib import write_safetensors
+
+    write_safetensors(Path(f"{name}_init.safetensors"),
+                      {k.replace("model.", "", 1) if k.startswith("model.") else k: v
+                       for k, v in rec.init.items()},
+                      {"source": "Darts RNNModel(model='LSTM', random_state=%d) with 13 future "
+                                 "covariates, at on_train_start" % seed})
+    return figures
+
+
+def parity(seeds):
     import darts
+    import pytorch_lightning
+
+    lines = []
+    for seed in seeds:
+        for scaled_on in ("train", "notebook"):
+            f = parity_run(seed, scaled_on, record=seed == 42 and scaled_on == "train")
+            lines.append(f"| {seed} | {scaled_on} | {f['first']:.9g} | {f['val']:.6g} | "
+                         f"{f['mape_scaled']:.4f} | {f['mape']:.4f} |")
+            print(lines[-1], flush=True)
+    text = f"""# Covariate fixtures (`cov_lstm_42_*`, `encoders.txt`)
+
+Written by `scripts/gen-covariates-fixtures.py` with darts {darts.__version__},
+pytorch-lightning {pytorch_lightning.__version__}, torch {torch.__version__}, CPU, one thread.
+
+The Darts RNN example notebook's covariate run (`examples/04-RNN-examples.ipynb`): LSTM,
+hidden_dim 20, dropout 0, batch_size 16, n_epochs 300, lr 1e-3, training_length 20,
+input_chunk_length 14, AirPassengers split after 1959-01 and scaled on the training part,
+future covariates year (scaled) and month one-hot (13 columns), `predict(n=26)`. "year
+scaled on": `train` fits the year's Scaler on the training part (1949..1959), as
+`add_encoders`' transformer and tsrnn's `[covariates] scaler = minmax` do: the recorded run
+(random_state 42); `notebook` fits it on the notebook's 1000 months (1949..2032).
+MAPE over the 23 validation months: "scaled" as the notebook's plot title computes it
+(`mape(val_transformed, pred)`), "original" on passengers, as tsrnn prints it.
+
+| random_state | year scaled on | first step train_loss | last val_loss | MAPE % scaled | MAPE % original |
+|---|---|---|---|---|---|
+""" + "\n".join(lines) + "\n"
+    (FIXTURES / "covariates-fixtures.md").write_text(text)
+
+
+def main():
+    import sys
+
+    import darts
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    if "--parity" in sys.argv:
+        parity((42, 0, 1) if "--seeds" in sys.argv else (42,))
+        return
 
     lines = [f"# Darts {darts.__version__}: encoders (scripts/gen-covariates-fixtures.py)"]
     for start, freq, length, encoders, reference in INDEXES:

@@ -30,6 +30,12 @@
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
 #define TSRNN_CONFIG_MAX_KEYS 64  /* room in origins[] for the schema's keys */
 
+/* [covariates] position: Darts' 'position' encoder. */
+enum tsrnn_position_kind {
+    TSRNN_POSITION_NONE,
+    TSRNN_POSITION_RELATIVE,
+};
+
 enum tsrnn_scaler_kind {
     TSRNN_SCALER_MINMAX,
     TSRNN_SCALER_NONE,
@@ -109,6 +115,13 @@ struct tsrnn_config {
     char split_after[64]; /* "" = not set; else a timestamp or index, inclusive */
     double val_fraction;  /* 0 = not set */
     enum tsrnn_scaler_kind scaler;
+
+    /* [covariates]: Darts' add_encoders for RNNModel's future covariates (encoders.h) */
+    char cov_datetime_attribute[256]; /* comma lists of attributes, "" = none */
+    char cov_one_hot[256];
+    char cov_cyclic[256];
+    enum tsrnn_position_kind cov_position;
+    enum tsrnn_scaler_kind cov_scaler; /* add_encoders' 'transformer' */
 
     /* [model] */
     enum tsrnn_model_kind model;

@@ -288,6 +288,8 @@ void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t
 
 /* --- the dataset of a run -------------------------------------------------------------- */
 
+struct tsrnn_covariates; /* include/tsrnn/encoders.h */
+
 /* One series of the run, loaded, split and scaled, with its training and validation
  * windows. */
 struct tsrnn_dataset_series {
@@ -297,6 +299,9 @@ struct tsrnn_dataset_series {
     size_t train_length;        /* points [0, train_length) train the model */
     size_t val_length;          /* points [train_length, L) validate it; 0 = no validation */
     struct tsrnn_scaler scaler; /* fitted on this series' training part only */
+    /* (L, K) its future covariates, scaled; NULL without. Darts encodes the training and the
+     * validation series apart, so each part's 'position' counts from that part's end. */
+    float *covariates;
     struct tsrnn_windows train;
     struct tsrnn_windows val; /* count 0 without validation */
 };
@@ -305,14 +310,15 @@ struct tsrnn_dataset_series {
  * [data] and [model] training_length. Darts fits a global model on a list of series; one
  * series is the list of one, whose samples are exactly that series' windows. */
 struct tsrnn_dataset {
-    size_t series_count;                /* S */
-    struct tsrnn_dataset_series *items; /* (S) */
-    size_t component_count;             /* C, shared by every series */
-    size_t training_length;             /* T */
-    struct tsrnn_windows *train_parts;  /* (S) each series' training windows, for the lists */
-    struct tsrnn_windows *val_parts;    /* (S) its validation windows */
-    struct tsrnn_window_list train;     /* Darts' training dataset over the list */
-    struct tsrnn_window_list val;       /* its validation dataset; count 0 without validation */
+    size_t series_count;                 /* S */
+    struct tsrnn_dataset_series *items;  /* (S) */
+    size_t component_count;              /* C, shared by every series */
+    size_t training_length;              /* T */
+    struct tsrnn_windows *train_parts;   /* (S) each series' training windows, for the lists */
+    struct tsrnn_windows *val_parts;     /* (S) its validation windows */
+    struct tsrnn_window_list train;      /* Darts' training dataset over the list */
+    struct tsrnn_window_list val;        /* its validation dataset; count 0 without validation */
+    struct tsrnn_covariates *covariates; /* the encoders and their scaler; count 0: none */
 };
 
 /* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last

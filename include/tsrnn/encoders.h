@@ -92,6 +92,33 @@ bool tsrnn_encoder_scaled(const struct tsrnn_encoder *e);
 void tsrnn_encoders_keep_unscaled(struct tsrnn_scaler *scaler, const struct tsrnn_encoder *encoders,
                                   size_t encoder_count, size_t first_column);
 
+/* The most encoders a run takes, and the most covariate columns (the scaler's limit). */
+#define TSRNN_MAX_ENCODERS 32
+
+/* The encoders [covariates] asks for, in Darts' order, and K, their columns. TSRNN_ERR_USAGE
+ * names the key, its origin, the attribute and what is accepted (an attribute listed twice
+ * included, which Darts would encode twice). */
+enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS],
+                                             size_t *encoder_count, size_t *covariate_count,
+                                             const struct tsrnn_config *cfg);
+
+/* The future covariates of a run: its encoders and the scaler of their columns, shared by
+ * every series (Darts fits add_encoders' transformer once, on all training series). */
+struct tsrnn_covariates {
+    size_t encoder_count;
+    struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS];
+    size_t count;               /* K: columns */
+    struct tsrnn_scaler scaler; /* identity without [covariates] scaler */
+};
+
+/* Writes the scaled covariates of `length` points of `series`, from its point `first` on
+ * (first >= L: stamps that continue its frequency), into out (length, K); `reference` is the
+ * point, counted from the series' first, that 'position' counts from: the target's end.
+ * Errors as tsrnn_encoders_compute(). */
+enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covariates *cov,
+                                           const struct tsrnn_series *series, size_t first,
+                                           size_t length, size_t reference);
+
 /* Sorts encoders[0..count) into Darts' order (kinds as the enum lists them, each kind's
  * attributes in the order given). */
 void tsrnn_encoder_order(struct tsrnn_encoder *encoders, size_t count);

@@ -32,8 +32,14 @@ struct tsrnn_forecast {
  * time stamps continue the series' frequency (series->freq, tsrnn_freq_advance()). Errors:
  * TSRNN_ERR_USAGE when origin < input_chunk_length or when the stamps would pass the last one
  * tsrnn writes (an int64 index, the year 9999), TSRNN_ERR_NOMEM. */
+struct tsrnn_covariates;
+
+/* `cov` (NULL or count 0: none): the model's future covariates; they are computed from the
+ * input_chunk_length points before the forecast to its last step, 'position' counted from
+ * point origin - 1, as Darts' predict() encodes them (encode_inference). */
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
                                      const struct tsrnn_scaler *scaler,
+                                     const struct tsrnn_covariates *cov,
                                      const struct tsrnn_series *series, size_t origin,
                                      size_t input_chunk_length, size_t n);
 

@@ -226,4 +226,12 @@ enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn
 enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast,
                                       const float *context, size_t context_count, size_t horizon);
 
+/* The same with K = I - O future covariates: `context` is (T0, I), each row (y[t], cov[t+1]);
+ * step k >= 1 feeds (forecast[k-1], covariates[k-1]), `covariates` (horizon - 1, K) being the
+ * covariates of the steps after the first forecast, as Darts' _RNNModule concatenates the
+ * next future covariate to the last prediction. I <= 256. */
+enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, float *forecast,
+                                                 const float *context, size_t context_count,
+                                                 const float *covariates, size_t horizon);
+
 #endif

@@ -6,6 +6,7 @@
  * points only, so each needs at least training_length + 1 of them.
  */
 #include "tsrnn/data.h"
+#include "tsrnn/encoders.h"
 
 #include <float.h>
 #include <math.h>
@@ -136,6 +137,64 @@ static enum tsrnn_status build_series(struct tsrnn_dataset_series *ds,
     return TSRNN_OK;
 }
 
+/* Darts' add_encoders at fit(): each series' training and validation parts encoded apart
+ * (fit() encodes series and val_series), the transformer fitted once on the training parts'
+ * encodings of all series, then applied to every part. */
+static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    struct tsrnn_covariates *cov = calloc(1, sizeof(*cov));
+    if (cov == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the covariates");
+    ds->covariates = cov;
+    TSRNN_TRY(tsrnn_encoders_from_config(cov->encoders, &cov->encoder_count, &cov->count, cfg));
+    size_t K = cov->count, train_points = 0;
+    if (K == 0)
+        return TSRNN_OK;
+    /* Encoded unscaled first: the transformer is fitted on these. */
+    cov->scaler.component_count = K;
+    for (size_t k = 0; k < K; k++)
+        cov->scaler.scale[k] = 1.0f;
+    for (size_t i = 0; i < ds->series_count; i++) {
+        struct tsrnn_dataset_series *item = &ds->items[i];
+        size_t L = item->series.length;
+        item->covariates = malloc(L * K * sizeof(float));
+        if (item->covariates == NULL)
+            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu x %zu covariates", L, K);
+        TSRNN_TRY(tsrnn_covariates_compute(item->covariates, cov, &item->series, 0,
+                                           item->train_length, item->train_length - 1));
+        if (item->val_length > 0)
+            TSRNN_TRY(tsrnn_covariates_compute(item->covariates + item->train_length * K, cov,
+                                               &item->series, item->train_length, item->val_length,
+                                               L - 1));
+        train_points += item->train_length;
+    }
+    if (cfg->cov_scaler == TSRNN_SCALER_MINMAX) {
+        float *rows = malloc(train_points * K * sizeof(float)); /* (sum of training parts, K) */
+        if (rows == NULL)
+            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows",
+                               train_points);
+        for (size_t i = 0, at = 0; i < ds->series_count; i++) {
+            size_t n = ds->items[i].train_length * K;
+            memcpy(rows + at, ds->items[i].covariates, n * sizeof(float));
+            at += n;
+        }
+        tsrnn_scaler_fit(&cov->scaler, rows, train_points, K);
+        free(rows);
+        tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, 0);
+        for (size_t i = 0; i < ds->series_count; i++)
+            tsrnn_scaler_transform(&cov->scaler, ds->items[i].covariates,
+                                   ds->items[i].series.length);
+    } else {
+        tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);
+    }
+    for (size_t i = 0; i < ds->series_count; i++) {
+        struct tsrnn_dataset_series *item = &ds->items[i];
+        tsrnn_windows_set_covariates(&item->train, item->covariates, K);
+        tsrnn_windows_set_covariates(&item->val, item->covariates + item->train_length * K, K);
+    }
+    return TSRNN_OK;
+}
+
 /* The list of the run's series and the samples over it (Darts' training and validation
  * datasets over a list). */
 static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
@@ -150,6 +209,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
     TSRNN_TRY(build_series(&ds->items[0], cfg, tsrnn_display_path(cfg->data_path)));
     ds->component_count = ds->items[0].series.component_count;
     ds->training_length = (size_t)cfg->training_length;
+    TSRNN_TRY(build_covariates(ds, cfg));
     for (size_t i = 0; i < S; i++) {
         ds->train_parts[i] = ds->items[i].train;
         ds->val_parts[i] = ds->items[i].val;
@@ -178,7 +238,9 @@ void tsrnn_dataset_finish(struct tsrnn_dataset *ds)
     for (size_t i = 0; ds->items != NULL && i < ds->series_count; i++) {
         tsrnn_series_finish(&ds->items[i].series);
         free(ds->items[i].scaled);
+        free(ds->items[i].covariates);
     }
+    free(ds->covariates);
     free(ds->items);
     free(ds->train_parts);
     free(ds->val_parts);

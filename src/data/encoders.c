@@ -183,6 +183,72 @@ void tsrnn_encoder_order(struct tsrnn_encoder *encoders, size_t count)
     }
 }
 
+/* Adds the attributes of the comma list `text` ([covariates] `key`) as encoders of `kind`. */
+static enum tsrnn_status add_listed(struct tsrnn_encoder *encoders, size_t *count,
+                                    enum tsrnn_encoder_kind kind, const char *key, const char *text,
+                                    const struct tsrnn_config *cfg)
+{
+    const char *cursor = text;
+    while (*cursor != '\0') {
+        const char *comma = strchr(cursor, ',');
+        size_t n = comma ? (size_t)(comma - cursor) : strlen(cursor);
+        char name[TSRNN_ENCODER_NAME_MAX] = "";
+        const char *start = cursor, *why = NULL;
+        cursor = comma ? comma + 1 : cursor + n;
+        while (n > 0 && (*start == ' ' || *start == '\t'))
+            start++, n--;
+        while (n > 0 && (start[n - 1] == ' ' || start[n - 1] == '\t'))
+            n--;
+        if (n < sizeof(name))
+            memcpy(name, start, n), name[n] = '\0';
+        bool ok =
+            n > 0 && n < sizeof(name) && tsrnn_encoder_parse(&encoders[*count], kind, name, &why);
+        if (!ok)
+            return tsrnn_error(TSRNN_ERR_USAGE, "%s: [covariates] %s = %s: '%.*s': %s",
+                               tsrnn_config_origin(cfg, "covariates", key), key, text, (int)n,
+                               start, why ? why : "an empty or too long attribute name");
+        for (size_t i = 0; i < *count; i++)
+            if (encoders[i].kind == kind && encoders[i].attribute == encoders[*count].attribute)
+                return tsrnn_error(TSRNN_ERR_USAGE,
+                                   "%s: [covariates] %s = %s lists %s twice; accepted: each "
+                                   "attribute once",
+                                   tsrnn_config_origin(cfg, "covariates", key), key, text, name);
+        if (*count + 1 == TSRNN_MAX_ENCODERS)
+            return tsrnn_error(TSRNN_ERR_USAGE, "%s: [covariates] %s: more than %d encoders",
+                               tsrnn_config_origin(cfg, "covariates", key), key,
+                               TSRNN_MAX_ENCODERS - 1);
+        (*count)++;
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS],
+                                             size_t *encoder_count, size_t *covariate_count,
+                                             const struct tsrnn_config *cfg)
+{
+    size_t count = 0, width = 0;
+    TSRNN_TRY(add_listed(encoders, &count, TSRNN_ENCODER_CYCLIC, "cyclic", cfg->cov_cyclic, cfg));
+    TSRNN_TRY(add_listed(encoders, &count, TSRNN_ENCODER_ATTRIBUTE, "datetime_attribute",
+                         cfg->cov_datetime_attribute, cfg));
+    TSRNN_TRY(
+        add_listed(encoders, &count, TSRNN_ENCODER_ONE_HOT, "one_hot", cfg->cov_one_hot, cfg));
+    if (cfg->cov_position == TSRNN_POSITION_RELATIVE) {
+        const char *why;
+        tsrnn_encoder_parse(&encoders[count++], TSRNN_ENCODER_POSITION, "relative", &why);
+    }
+    for (size_t e = 0; e < count; e++)
+        width += tsrnn_encoder_width(&encoders[e]);
+    if (width > TSRNN_MAX_COMPONENTS)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [covariates] ask for %zu covariate columns; accepted: at most "
+                           "%d (one-hot minutes or seconds take 60)",
+                           tsrnn_config_origin(cfg, "covariates", "one_hot"), width,
+                           TSRNN_MAX_COMPONENTS);
+    *encoder_count = count;
+    *covariate_count = width;
+    return TSRNN_OK;
+}
+
 /* The calendar fields of one naive stamp, as pandas' DatetimeIndex attributes. */
 struct stamp_fields {
     int64_t year;
@@ -345,5 +411,21 @@ enum tsrnn_status tsrnn_encoders_compute(float *out, size_t row_stride,
         }
     }
     free(times);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covariates *cov,
+                                           const struct tsrnn_series *series, size_t first,
+                                           size_t length, size_t reference)
+{
+    int64_t start;
+    if (!tsrnn_freq_advance(&series->freq, series->times[0], (int64_t)first, &start))
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "the covariates' stamps pass the last one tsrnn writes (the year "
+                           "9999 or the largest integer index)");
+    TSRNN_TRY(tsrnn_encoders_compute(out, cov->count, cov->encoders, cov->encoder_count,
+                                     &series->freq, series->time_unit, start, length,
+                                     (int64_t)reference - (int64_t)first));
+    tsrnn_scaler_transform(&cov->scaler, out, length);
     return TSRNN_OK;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/encoders.h"
 #include "tsrnn/plot.h"
 
 /* Darts' metrics over the steps that have actual values (see the header). */
@@ -31,12 +32,48 @@ static void score(struct tsrnn_forecast *f)
     f->mape = zero ? NAN : 100.0 * pct_sum / (double)count;
 }
 
+/* The model's input rows for a forecast at `origin`: context (icl, C + K), each row the
+ * scaled y[t] beside cov[t + 1], and *future (n - 1, K), the covariates of the steps after
+ * the first (owned; NULL when K = 0). */
+static enum tsrnn_status forecast_inputs(float *context, float **future,
+                                         const struct tsrnn_scaler *scaler,
+                                         const struct tsrnn_covariates *cov,
+                                         const struct tsrnn_series *series, size_t origin,
+                                         size_t icl, size_t n)
+{
+    size_t C = series->component_count, K = cov != NULL ? cov->count : 0;
+    *future = NULL;
+    for (size_t t = 0; t < icl; t++)
+        memcpy(context + t * (C + K), series->values + (origin - icl + t) * C, C * sizeof(float));
+    for (size_t t = 0; t < icl; t++)
+        tsrnn_scaler_transform(scaler, context + t * (C + K), 1);
+    if (K == 0)
+        return TSRNN_OK;
+    size_t rows = icl + n - 1; /* the stamps origin - icl + 1 .. origin + n - 1 */
+    float *all = malloc(rows * K * sizeof(float));
+    if (all == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", rows);
+    enum tsrnn_status status =
+        tsrnn_covariates_compute(all, cov, series, origin - icl + 1, rows, origin - 1);
+    if (status != TSRNN_OK) {
+        free(all);
+        return status;
+    }
+    for (size_t t = 0; t < icl; t++)
+        memcpy(context + t * (C + K) + C, all + t * K, K * sizeof(float));
+    memmove(all, all + icl * K, (n - 1) * K * sizeof(float));
+    *future = all;
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
                                      const struct tsrnn_scaler *scaler,
+                                     const struct tsrnn_covariates *cov,
                                      const struct tsrnn_series *series, size_t origin,
                                      size_t input_chunk_length, size_t n)
 {
     size_t C = series->component_count, icl = input_chunk_length;
+    size_t K = cov != NULL ? cov->count : 0;
 
     memset(f, 0, sizeof(*f));
     if (origin < icl || origin > series->length)
@@ -49,16 +86,18 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     f->origin = origin;
     f->times = malloc((n ? n : 1) * sizeof(int64_t));
     f->values = malloc((n ? n : 1) * C * sizeof(float));
-    float *context = malloc(icl * C * sizeof(float));
+    float *context = malloc(icl * (C + K) * sizeof(float)), *future = NULL;
     if (f->times == NULL || f->values == NULL || context == NULL) {
         free(context);
         tsrnn_forecast_finish(f);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
     }
-    memcpy(context, series->values + (origin - icl) * C, icl * C * sizeof(float));
-    tsrnn_scaler_transform(scaler, context, icl);
-    enum tsrnn_status status = tsrnn_model_predict(model, f->values, context, icl, n);
+    enum tsrnn_status status =
+        n > 0 ? forecast_inputs(context, &future, scaler, cov, series, origin, icl, n) : TSRNN_OK;
+    if (status == TSRNN_OK)
+        status = tsrnn_model_predict_covariates(model, f->values, context, icl, future, n);
     free(context);
+    free(future);
     if (status != TSRNN_OK) {
         tsrnn_forecast_finish(f);
         return status;

@@ -223,16 +223,32 @@ enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn
 enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast,
                                       const float *context, size_t context_count, size_t horizon)
 {
-    size_t O = model->dims.output_count;
+    return tsrnn_model_predict_covariates(model, forecast, context, context_count, NULL, horizon);
+}
+
+enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, float *forecast,
+                                                 const float *context, size_t context_count,
+                                                 const float *covariates, size_t horizon)
+{
+    size_t O = model->dims.output_count, I = model->dims.input_count, K = I - O;
+    float row[256]; /* (I): the last forecast beside the next covariates */
 
     if (horizon == 0)
         return TSRNN_OK;
+    if (I > sizeof(row) / sizeof(row[0]) || (K > 0 && covariates == NULL && horizon > 1))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "a forecast with %zu inputs and %zu outputs needs %zu future "
+                           "covariates per step (at most 256 inputs)",
+                           I, O, K);
     TSRNN_TRY(tsrnn_model_load_batch(model, context, NULL, 1, context_count));
     TSRNN_TRY(forward(model, false, NULL, TSRNN_STATE_ZERO, false));
     TSRNN_TRY(tsrnn_model_download_output(model, context_count - 1, forecast));
     for (size_t k = 1; k < horizon; k++) {
+        memcpy(row, forecast + (k - 1) * O, O * sizeof(float));
+        if (K > 0)
+            memcpy(row + O, covariates + (k - 1) * K, K * sizeof(float));
         TSRNN_TRY(OPS(model)->state_save(CTX(model), model->ws));
-        TSRNN_TRY(tsrnn_model_load_batch(model, forecast + (k - 1) * O, NULL, 1, 1));
+        TSRNN_TRY(tsrnn_model_load_batch(model, row, NULL, 1, 1));
         TSRNN_TRY(forward(model, false, NULL, TSRNN_STATE_SAVED, true));
         TSRNN_TRY(tsrnn_model_download_output(model, 0, forecast + k * O));
     }

@@ -10,6 +10,7 @@
 #include "tsrnn/checkpoint.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/crc32c.h"
+#include "tsrnn/encoders.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/fs.h"
 #include "tsrnn/model.h"
@@ -587,11 +588,12 @@ static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t C = ds->component_count, T = ds->training_length;
+    size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
     size_t B = (size_t)cfg->batch_size;
+    /* RNNModel's input: the target's C components beside the K future covariates. */
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
-        .input_count = C,
+        .input_count = C + K,
         .hidden_count = (size_t)cfg->hidden_dim,
         .layer_count = (size_t)cfg->n_rnn_layers,
         .output_count = C,
@@ -651,7 +653,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         tr->start_batch = 0;
     }
 
-    tr->x = malloc(B * T * C * sizeof(float));
+    tr->x = malloc(B * T * (C + K) * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
@@ -1021,8 +1023,9 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
     const struct tsrnn_dataset_series *ds = &tr->ds->items[0];
     struct tsrnn_forecast f;
 
-    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
-                                 (size_t)tr->cfg->input_chunk_length, ds->val_length));
+    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, tr->ds->covariates, &ds->series,
+                                 ds->train_length, (size_t)tr->cfg->input_chunk_length,
+                                 ds->val_length));
     r->forecast_count = f.length;
     r->mape = f.mape;
     if (isnan(f.mape))
@@ -1041,8 +1044,9 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     struct tsrnn_forecast f;
     char path[PATH_MAX + 16], title[256];
 
-    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, &ds->series, ds->train_length,
-                                 (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n));
+    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, tr->ds->covariates, &ds->series,
+                                 ds->train_length, (size_t)cfg->input_chunk_length,
+                                 (size_t)cfg->forecast_n));
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
     enum tsrnn_status status = tsrnn_forecast_save_csv(&f, &ds->series, path);
     /* plot = true is the default: a build without cairo skips the picture quietly, unless the
