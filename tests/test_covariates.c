@@ -350,6 +350,36 @@ static void test_notebook_covariate_run_matches_darts(void **state)
     assert_true(fabs(strtod(mape + 5, NULL) - 4.7041) < 0.005);
 }
 
+/* The checkpoint carries the encoders and their scaler (tsrnn.covariates): tsrnn-predict,
+ * given only the run folder, rebuilds the covariates and forecasts exactly what the trainer
+ * forecast at the end of training, byte for byte. */
+static void test_predict_rebuilds_covariates_from_the_checkpoint(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=3",
+                           "output.save_checkpoints=true",
+                           "output.log_tensorboard=false",
+                           "forecast.plot=false",
+                           "--quiet",
+                           NULL };
+    struct tu_result result;
+    assert_int_equal(
+        tu_train_config(&result, "examples/air_passengers_covariates.ini", "ckpt", sets, 60), 0);
+    char run[PATH_MAX], trained[PATH_MAX + 32];
+    snprintf(run, sizeof(run), "%s/ckpt", tu_run_dir());
+    snprintf(trained, sizeof(trained), "%s/forecast.csv", run);
+    const char *predict[] = {
+        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "26", NULL
+    };
+    assert_int_equal(tu_run(predict, 30, &result), 0);
+    assert_int_equal(result.exit_code, 0);
+    char *expected = tu_read(trained);
+    assert_non_null(expected);
+    assert_string_equal(result.out, expected);
+    printf("# tsrnn-predict from the checkpoint: the trainer's 26-month forecast, byte for byte\n");
+    free(expected);
+}
+
 /* A bad [covariates] entry stops the worker with exit 2 and names the key and its origin. */
 static void test_bad_covariates_config_is_refused(void **state)
 {
@@ -374,7 +404,8 @@ int main(void)
         cmocka_unit_test(test_encoders_refuse),
         cmocka_unit_test(test_initial_weights_with_covariates_are_darts),
         cmocka_unit_test(test_notebook_covariate_run_matches_darts),
+        cmocka_unit_test(test_predict_rebuilds_covariates_from_the_checkpoint),
         cmocka_unit_test(test_bad_covariates_config_is_refused),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

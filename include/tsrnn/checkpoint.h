@@ -36,6 +36,11 @@
  *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
  *     tsrnn.series            JSON: time_col, time_unit, freq (pandas' name, or the step of
  *                             an integer index), components, train_length, train_end
+ *     tsrnn.covariates        JSON, only for a model with future covariates: encoders
+ *                             ("datetime_attribute:year", "one_hot:month", ... in Darts'
+ *                             order), columns (K = input_size - output_size) and scaler (as
+ *                             tsrnn.scaler, over the K columns): tsrnn-predict rebuilds the
+ *                             covariates from the time index with them
  *     tsrnn.config            the resolved config (INI text, as config.ini)
  *     tsrnn.data_crc32c       CRC-32C of the data buffer (8 hex digits)
  *     tsrnn.metadata_crc32c   CRC-32C of every other metadata entry (key NUL value NUL, keys
@@ -51,6 +56,7 @@
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
+#include "tsrnn/encoders.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/safetensors.h"
@@ -111,6 +117,7 @@ struct tsrnn_checkpoint {
     struct tsrnn_model_dims dims;
     int input_chunk_length, training_length;
     struct tsrnn_scaler scaler;
+    struct tsrnn_covariates covariates; /* the model's future covariates; count 0: none */
     struct tsrnn_series_info series;
     struct tsrnn_config config; /* parsed from tsrnn.config */
 };

@@ -45,13 +45,37 @@ static char *model_json(const struct tsrnn_model_dims *d, const struct tsrnn_con
     return text;
 }
 
-static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
+static json_t *scaler_object(const struct tsrnn_scaler *s, enum tsrnn_scaler_kind kind)
 {
     size_t C = s->component_count;
-    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind",
-                          cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
-                          float_array(s->data_min, C), "data_max", float_array(s->data_max, C),
-                          "scale", float_array(s->scale, C), "offset", float_array(s->offset, C));
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind",
+                     kind == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
+                     float_array(s->data_min, C), "data_max", float_array(s->data_max, C), "scale",
+                     float_array(s->scale, C), "offset", float_array(s->offset, C));
+}
+
+static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
+{
+    json_t *o = scaler_object(s, cfg->scaler);
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* tsrnn.covariates: the encoders ("kind:attribute", in order) and their scaler; NULL (and no
+ * entry) without covariates. */
+static char *covariates_json(const struct tsrnn_covariates *cov, const struct tsrnn_config *cfg)
+{
+    json_t *encoders = json_array();
+    for (size_t e = 0; encoders != NULL && e < cov->encoder_count; e++) {
+        char text[2 * TSRNN_ENCODER_NAME_MAX];
+        snprintf(text, sizeof(text), "%s:%s", tsrnn_encoder_kind_name(cov->encoders[e].kind),
+                 cov->encoders[e].name);
+        json_array_append_new(encoders, json_string(text));
+    }
+    json_t *o =
+        json_pack("{s:o, s:I, s:o}", "encoders", encoders, "columns", (json_int_t)cov->count,
+                  "scaler", scaler_object(&cov->scaler, cfg->cov_scaler));
     char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
     json_decref(o);
     return text;
@@ -145,10 +169,13 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     char *scaler_text = scaler_json(&ds->items[0].scaler, cfg);
     char *series_text = series_json(&ds->items[0]);
     char *cfg_text = tsrnn_config_text(cfg);
+    bool has_covariates = ds->covariates != NULL && ds->covariates->count > 0;
+    char *cov_text = has_covariates ? covariates_json(ds->covariates, cfg) : NULL;
 
     if (status == TSRNN_OK &&
         (tensors == NULL || host == NULL || names == NULL || rng_text == NULL ||
-         model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL))
+         model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL ||
+         (has_covariates && cov_text == NULL)))
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
     if (status == TSRNN_OK) {
@@ -174,9 +201,14 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             { "tsrnn.series", series_text },
             { "tsrnn.config", cfg_text },
             { "tsrnn.data_crc32c", crc_text },
+            { "tsrnn.covariates", cov_text },      /* only with covariates: the last but one */
             { "tsrnn.metadata_crc32c", meta_crc }, /* over all the others: last */
         };
         size_t entry_count = sizeof(metadata) / sizeof(metadata[0]);
+        if (!has_covariates) {
+            metadata[entry_count - 2] = metadata[entry_count - 1];
+            entry_count--;
+        }
         snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
                  tsrnn_safetensors_metadata_crc(metadata, entry_count));
         status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count);
@@ -186,6 +218,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     free(scaler_text);
     free(series_text);
     free(cfg_text);
+    free(cov_text);
     free(names);
     free(tensors);
     free(host);
@@ -264,16 +297,16 @@ static enum tsrnn_status bad_json(const struct tsrnn_checkpoint *ck, const char 
                        key, what);
 }
 
-static enum tsrnn_status read_floats(const struct tsrnn_checkpoint *ck, json_t *o,
+static enum tsrnn_status read_floats(const struct tsrnn_checkpoint *ck, const char *key, json_t *o,
                                      const char *field, float *out, size_t count)
 {
     json_t *a = json_object_get(o, field);
     if (!json_is_array(a) || json_array_size(a) != count)
-        return bad_json(ck, "tsrnn.scaler", "an array has the wrong length");
+        return bad_json(ck, key, "an array has the wrong length");
     for (size_t i = 0; i < count; i++) {
         json_t *v = json_array_get(a, i);
         if (!json_is_number(v) || !isfinite(json_number_value(v)))
-            return bad_json(ck, "tsrnn.scaler", "an entry is not a finite number");
+            return bad_json(ck, key, "an entry is not a finite number");
         out[i] = (float)json_number_value(v);
     }
     return TSRNN_OK;
@@ -291,7 +324,7 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
                     &in, "hidden_dim", &hidden, "n_rnn_layers", &layers, "output_size", &out,
                     "dropout", &dropout, "input_chunk_length", &icl, "training_length", &tl);
     enum tsrnn_status status = TSRNN_OK;
-    if (rc != 0 || in < 1 || in > TSRNN_MAX_COMPONENTS || hidden < 1 || hidden > 65536 ||
+    if (rc != 0 || in < 1 || in > 2 * TSRNN_MAX_COMPONENTS || hidden < 1 || hidden > 65536 ||
         layers < 1 || layers > TSRNN_MODEL_MAX_LAYERS || out < 1 || out > TSRNN_MAX_COMPONENTS ||
         !(dropout >= 0 && dropout < 1) || icl < 1 || tl < icl || tl > 1000000)
         status = bad_json(ck, "tsrnn.model", "a field is missing or out of range");
@@ -314,28 +347,79 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
     return status;
 }
 
-static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
+/* A scaler of C columns from the JSON object `o` of metadata `key`. */
+static enum tsrnn_status read_scaler_object(const struct tsrnn_checkpoint *ck, const char *key,
+                                            json_t *o, struct tsrnn_scaler *sc, size_t C)
 {
-    json_t *o;
-    size_t C = ck->dims.output_count;
-    TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
-    ck->scaler.component_count = C;
-    enum tsrnn_status status = read_floats(ck, o, "data_min", ck->scaler.data_min, C);
+    sc->component_count = C;
+    enum tsrnn_status status = read_floats(ck, key, o, "data_min", sc->data_min, C);
     if (status == TSRNN_OK)
-        status = read_floats(ck, o, "data_max", ck->scaler.data_max, C);
+        status = read_floats(ck, key, o, "data_max", sc->data_max, C);
     if (status == TSRNN_OK)
-        status = read_floats(ck, o, "scale", ck->scaler.scale, C);
+        status = read_floats(ck, key, o, "scale", sc->scale, C);
     if (status == TSRNN_OK)
-        status = read_floats(ck, o, "offset", ck->scaler.offset, C);
+        status = read_floats(ck, key, o, "offset", sc->offset, C);
     /* What a fitted MinMaxScaler (or the identity) can hold: finite bounds in order, a scale
      * whose inverse is finite (1e-45 would turn every forecast into -inf). */
-    const struct tsrnn_scaler *sc = &ck->scaler;
     for (size_t c = 0; status == TSRNN_OK && c < C; c++)
         if (!isfinite(sc->data_min[c]) || !isfinite(sc->data_max[c]) ||
             !(sc->data_min[c] <= sc->data_max[c]) || !isfinite(sc->offset[c]) ||
             !(sc->scale[c] >= FLT_MIN) || !isfinite(sc->scale[c]) || !isfinite(1.0f / sc->scale[c]))
-            status = bad_json(ck, "tsrnn.scaler",
-                              "a bound, scale or offset is not what a fitted scaler holds");
+            status =
+                bad_json(ck, key, "a bound, scale or offset is not what a fitted scaler holds");
+    return status;
+}
+
+static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
+{
+    json_t *o;
+    TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
+    enum tsrnn_status status =
+        read_scaler_object(ck, "tsrnn.scaler", o, &ck->scaler, ck->dims.output_count);
+    json_decref(o);
+    return status;
+}
+
+/* tsrnn.covariates, present exactly when the model has more inputs than outputs: the
+ * encoders, in Darts' order, whose columns fill the difference, and their scaler. */
+static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
+{
+    const char *key = "tsrnn.covariates";
+    struct tsrnn_covariates *cov = &ck->covariates;
+    size_t K = ck->dims.input_count - ck->dims.output_count;
+    memset(cov, 0, sizeof(*cov));
+    if (tsrnn_safetensors_metadata(&ck->file, key) == NULL)
+        return K == 0 ? TSRNN_OK
+                      : bad_json(ck, key, "missing, but the model takes future covariates");
+    json_t *o, *encoders = NULL, *scaler = NULL;
+    json_int_t columns = 0;
+    TSRNN_TRY(need_json(ck, key, &o));
+    enum tsrnn_status status = TSRNN_OK;
+    if (json_unpack(o, "{s:o, s:I, s:o}", "encoders", &encoders, "columns", &columns, "scaler",
+                    &scaler) != 0 ||
+        !json_is_array(encoders) || json_array_size(encoders) >= TSRNN_MAX_ENCODERS ||
+        columns != (json_int_t)K)
+        status = bad_json(ck, key, "a field is missing or does not fit the model's inputs");
+    for (size_t e = 0; status == TSRNN_OK && e < json_array_size(encoders); e++) {
+        const char *text = json_string_value(json_array_get(encoders, e)), *why;
+        const char *colon = text != NULL ? strchr(text, ':') : NULL;
+        enum tsrnn_encoder_kind kinds[] = { TSRNN_ENCODER_CYCLIC, TSRNN_ENCODER_ATTRIBUTE,
+                                            TSRNN_ENCODER_ONE_HOT, TSRNN_ENCODER_POSITION };
+        bool ok = false;
+        for (size_t k = 0; colon != NULL && !ok && k < 4; k++) {
+            const char *name = tsrnn_encoder_kind_name(kinds[k]);
+            ok = strlen(name) == (size_t)(colon - text) && strncmp(text, name, strlen(name)) == 0 &&
+                 tsrnn_encoder_parse(&cov->encoders[e], kinds[k], colon + 1, &why);
+        }
+        if (!ok)
+            status = bad_json(ck, key, "an encoder is not kind:attribute as tsrnn writes it");
+        cov->count += ok ? tsrnn_encoder_width(&cov->encoders[e]) : 0;
+        cov->encoder_count = e + 1;
+    }
+    if (status == TSRNN_OK && cov->count != K)
+        status = bad_json(ck, key, "the encoders' columns do not fill the model's inputs");
+    if (status == TSRNN_OK)
+        status = read_scaler_object(ck, key, scaler, &cov->scaler, K);
     json_decref(o);
     return status;
 }
@@ -505,6 +589,8 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
         status = read_model(ck);
     if (status == TSRNN_OK)
         status = read_scaler(ck);
+    if (status == TSRNN_OK)
+        status = read_covariates(ck);
     if (status == TSRNN_OK)
         status = read_series(ck);
     if (status == TSRNN_OK)

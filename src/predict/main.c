@@ -295,7 +295,7 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = load_series(&ds, &own, &series, &origin, ck, o->series_path);
     if (status == TSRNN_OK)
-        status = tsrnn_forecast_run(&f, &model, &ck->scaler, NULL, series, origin,
+        status = tsrnn_forecast_run(&f, &model, &ck->scaler, &ck->covariates, series, origin,
                                     (size_t)ck->input_chunk_length, (size_t)o->n);
     if (status == TSRNN_OK) {
         if (ck->state.global_step == 0)
