@@ -21,6 +21,9 @@
       initial weights; tests/fixtures/covariates-fixtures.md the figures, with the
       notebook's own covariates beside them (--seeds adds random_state 0 and 1).
 
+  tests/fixtures/air_covariates.csv   AirPassengers with the notebook's covariates as data
+      columns (year, month_0 .. month_11, unscaled): [covariates] columns reads them.
+
 Needs Darts (the virtual environment of CONTRIBUTING.md):
 
     /work/venv-darts/bin/python scripts/gen-covariates-fixtures.py [--parity] [--seeds]
@@ -245,6 +248,20 @@ MAPE over the 23 validation months: "scaled" as the notebook's plot title comput
     (FIXTURES / "covariates-fixtures.md").write_text(text)
 
 
+def covariate_columns_csv():
+    """AirPassengers beside the raw year and the month one-hot, as data columns."""
+    series = air_passengers()
+    index = series.time_index
+    year = datetime_attribute_timeseries(index, attribute="year", dtype=np.float32).values()
+    month = datetime_attribute_timeseries(index, attribute="month", one_hot=True,
+                                          dtype=np.float32).values()
+    lines = ["Month,#Passengers,year," + ",".join(f"month_{m}" for m in range(12))]
+    for i, t in enumerate(index):
+        lines.append(f"{t.strftime('%Y-%m')},{series.values()[i, 0]:g},{year[i, 0]:g},"
+                     + ",".join(f"{v:g}" for v in month[i]))
+    (FIXTURES / "air_covariates.csv").write_text("\n".join(lines) + "\n")
+
+
 def main():
     import sys
 
@@ -265,6 +282,7 @@ def main():
                          f"{reference} {values.shape[1]}")
             lines.extend(rows(values))
     pipeline_case(lines)
+    covariate_columns_csv()
     (FIXTURES / "encoders.txt").write_text("\n".join(lines) + "\n")
     print(f"wrote {FIXTURES / 'encoders.txt'}: {len(lines)} lines")
 

@@ -352,6 +352,79 @@ static void test_notebook_covariate_run_matches_darts(void **state)
     assert_true(fabs(strtod(mape + 5, NULL) - 4.7041) < 0.005);
 }
 
+/* The same covariates as data columns (tests/fixtures/air_covariates.csv: the raw year and
+ * the month one-hot beside #Passengers), read with [covariates] columns and scaled by
+ * scaler = minmax: the run is Darts' notebook run again (every row within 1e-5), the forecast
+ * over the 23 validation months the same, tsrnn-predict rebuilds the columns from the file,
+ * and a forecast past the file's last date is refused with the dates it lacks (exit 2). */
+static void test_covariate_columns_from_the_data_file(void **state)
+{
+    (void)state;
+    char data[PATH_MAX + 16], run[PATH_MAX];
+    snprintf(data, sizeof(data), "data.path=%s", tu_source("tests/fixtures/air_covariates.csv"));
+    const char *sets[] = { data,
+                           "covariates.columns=year, month_0, month_1, month_2, month_3, "
+                           "month_4, month_5, month_6, month_7, month_8, month_9, month_10, "
+                           "month_11",
+                           "covariates.datetime_attribute=",
+                           "covariates.one_hot=",
+                           "forecast.n=23",
+                           "output.log_tensorboard=false",
+                           "forecast.plot=false",
+                           "--quiet",
+                           NULL };
+    struct tu_result result;
+    assert_int_equal(
+        tu_train_config(&result, "examples/air_passengers_covariates.ini", "columns", sets, 120),
+        0);
+    static struct tu_metrics_row ours[2400], darts[2400];
+    snprintf(run, sizeof(run), "%s/columns", tu_run_dir());
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/metrics.csv", run);
+    assert_int_equal(tu_read_metrics(path, ours, 2400), 2400);
+    assert_int_equal(
+        tu_read_metrics(tu_source("tests/fixtures/cov_lstm_42_metrics.csv"), darts, 2400), 2400);
+    double worst = 0.0;
+    for (size_t i = 0; i < 2400; i++)
+        worst =
+            fmax(worst, isnan(darts[i].train_loss) ? rel(ours[i].val_loss, darts[i].val_loss)
+                                                   : rel(ours[i].train_loss, darts[i].train_loss));
+    double f_ours[32], f_darts[32], f_worst = 0.0;
+    snprintf(path, sizeof(path), "%s/forecast.csv", run);
+    assert_int_equal(read_forecast(path, f_ours, 32), 23);
+    assert_int_equal(
+        read_forecast(tu_source("tests/fixtures/cov_lstm_42_forecast.csv"), f_darts, 32), 26);
+    for (size_t i = 0; i < 23; i++)
+        f_worst = fmax(f_worst, rel(f_ours[i], f_darts[i]));
+    printf("# covariate columns from the file: 2400 rows within %.2e of Darts, forecast %.2e\n",
+           worst, f_worst);
+    assert_true(worst <= 1e-5);
+    assert_true(f_worst <= 1e-4);
+
+    const char *predict[] = {
+        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "23", NULL
+    };
+    assert_int_equal(tu_run(predict, 30, &result), 0);
+    assert_int_equal(result.exit_code, 0);
+    char *expected = tu_read(path);
+    assert_string_equal(result.out, expected);
+    free(expected);
+    const char *too_far[] = {
+        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "26", NULL
+    };
+    assert_int_equal(tu_run(too_far, 30, &result), 0);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "end at 1960-12, but the forecast needs them up to 1961-03: the 3 "
+                             "dates 1961-01 .. 1961-03 are missing");
+
+    /* Without value_cols every other column would be a value: refused. */
+    const char *no_values[] = { data, "data.value_cols=", "covariates.columns=year", NULL };
+    assert_int_equal(
+        tu_train_config(&result, "examples/air_passengers_covariates.ini", "bad", no_values, 30),
+        2);
+    tu_expect_in(result.err, "[covariates] columns = year needs [data] value_cols");
+}
+
 /* The checkpoint carries the encoders and their scaler (tsrnn.covariates): tsrnn-predict,
  * given only the run folder, rebuilds the covariates and forecasts exactly what the trainer
  * forecast at the end of training, byte for byte. */
@@ -452,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_initial_weights_with_covariates_are_darts),
         cmocka_unit_test(test_notebook_covariate_run_matches_darts),
         cmocka_unit_test(test_predict_rebuilds_covariates_from_the_checkpoint),
+        cmocka_unit_test(test_covariate_columns_from_the_data_file),
         cmocka_unit_test(test_pjrt_takes_covariates),
         cmocka_unit_test(test_bad_covariates_config_is_refused),
     };

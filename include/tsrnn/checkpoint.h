@@ -36,7 +36,8 @@
  *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
  *     tsrnn.series            JSON: time_col, time_unit, freq (pandas' name, or the step of
  *                             an integer index), components, train_length, train_end
- *     tsrnn.covariates        JSON, only for a model with future covariates: encoders
+ *     tsrnn.covariates        JSON, only for a model with future covariates: data_columns
+ *                             (the data file's covariate columns, first), encoders
  *                             ("datetime_attribute:year", "one_hot:month", ... in Darts'
  *                             order), columns (K = input_size - output_size) and scaler (as
  *                             tsrnn.scaler, over the K columns): tsrnn-predict rebuilds the

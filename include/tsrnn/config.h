@@ -116,7 +116,9 @@ struct tsrnn_config {
     double val_fraction;  /* 0 = not set */
     enum tsrnn_scaler_kind scaler;
 
-    /* [covariates]: Darts' add_encoders for RNNModel's future covariates (encoders.h) */
+    /* [covariates]: RNNModel's future covariates: columns of the data file, and Darts'
+     * add_encoders (encoders.h) */
+    char cov_columns[2048];           /* comma list of column names, "" = none */
     char cov_datetime_attribute[256]; /* comma lists of attributes, "" = none */
     char cov_one_hot[256];
     char cov_cyclic[256];

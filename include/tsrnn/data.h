@@ -139,6 +139,10 @@ struct tsrnn_series {
     size_t inserted_count;
     int64_t inserted_times[TSRNN_SERIES_INSERTED_NOTED];
     size_t filled_count;
+    /* [covariates] columns read from the same file (tsrnn_series_load_csv_covariates()):
+     * the future covariates a user supplies, filled like the values. */
+    size_t covariate_count; /* Kc */
+    float *covariates;      /* (L, Kc); NULL when Kc = 0 */
 };
 
 /* How to read the time index and missing values: [data] freq, fill_missing_dates and
@@ -182,6 +186,17 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
                                         const char (*value_cols)[TSRNN_NAME_MAX],
                                         size_t value_col_count,
                                         const struct tsrnn_series_options *options);
+
+/* As tsrnn_series_load_csv() with value_cols and covariate_cols (count >= 1 each) read
+ * together, so that the covariate columns are filled and checked like the values; then the
+ * covariate columns move to series->covariates (L, Kc) and the series keeps the values. */
+enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, const char *path,
+                                                   const char *time_col,
+                                                   const char (*value_cols)[TSRNN_NAME_MAX],
+                                                   size_t value_col_count,
+                                                   const char (*covariate_cols)[TSRNN_NAME_MAX],
+                                                   size_t covariate_col_count,
+                                                   const struct tsrnn_series_options *options);
 
 /* Darts' MissingValuesFiller() (pandas' DataFrame.interpolate(limit_direction="both")): each
  * NaN of each component of `values` (L, C) becomes the linear interpolation, by position, of

@@ -95,7 +95,8 @@ void tsrnn_encoders_keep_unscaled(struct tsrnn_scaler *scaler, const struct tsrn
 /* The most encoders a run takes, and the most covariate columns (the scaler's limit). */
 #define TSRNN_MAX_ENCODERS 32
 
-/* The encoders [covariates] asks for, in Darts' order, and K, their columns. TSRNN_ERR_USAGE
+/* The encoders [covariates] asks for, in Darts' order, and K, the covariate columns (the
+ * data file's [covariates] columns and the encoders'). TSRNN_ERR_USAGE
  * names the key, its origin, the attribute and what is accepted (an attribute listed twice
  * included, which Darts would encode twice). */
 enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS],
@@ -105,16 +106,25 @@ enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN
 /* The future covariates of a run: its encoders and the scaler of their columns, shared by
  * every series (Darts fits add_encoders' transformer once, on all training series). */
 struct tsrnn_covariates {
+    size_t column_count; /* Kc: [covariates] columns, read with the series (first) */
+    char column_names[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
     size_t encoder_count;
     struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS];
-    size_t count;               /* K: columns */
+    size_t count;               /* K: all columns, Kc and the encoders' */
     struct tsrnn_scaler scaler; /* identity without [covariates] scaler */
 };
 
+/* [covariates] columns into cov->column_names / column_count. TSRNN_ERR_USAGE with the
+ * origin: a name listed twice or also a value column, too many, or value_cols not set. */
+enum tsrnn_status tsrnn_covariate_columns_from_config(struct tsrnn_covariates *cov,
+                                                      const struct tsrnn_config *cfg);
+
 /* Writes the scaled covariates of `length` points of `series`, from its point `first` on
- * (first >= L: stamps that continue its frequency), into out (length, K); `reference` is the
- * point, counted from the series' first, that 'position' counts from: the target's end.
- * Errors as tsrnn_encoders_compute(). */
+ * (first >= L: stamps that continue its frequency), into out (length, K): the series' own
+ * covariate columns (series->covariates), then the encoders'; `reference` is the point,
+ * counted from the series' first, that 'position' counts from: the target's end. Errors as
+ * tsrnn_encoders_compute(), and TSRNN_ERR_DATA naming the columns and the missing dates when
+ * the points pass the series' covariate columns. */
 enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covariates *cov,
                                            const struct tsrnn_series *series, size_t first,
                                            size_t length, size_t reference);

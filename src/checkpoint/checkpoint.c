@@ -73,9 +73,12 @@ static char *covariates_json(const struct tsrnn_covariates *cov, const struct ts
                  cov->encoders[e].name);
         json_array_append_new(encoders, json_string(text));
     }
-    json_t *o =
-        json_pack("{s:o, s:I, s:o}", "encoders", encoders, "columns", (json_int_t)cov->count,
-                  "scaler", scaler_object(&cov->scaler, cfg->cov_scaler));
+    json_t *data_columns = json_array();
+    for (size_t k = 0; data_columns != NULL && k < cov->column_count; k++)
+        json_array_append_new(data_columns, json_string(cov->column_names[k]));
+    json_t *o = json_pack("{s:o, s:o, s:I, s:o}", "data_columns", data_columns, "encoders",
+                          encoders, "columns", (json_int_t)cov->count, "scaler",
+                          scaler_object(&cov->scaler, cfg->cov_scaler));
     char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
     json_decref(o);
     return text;
@@ -391,15 +394,25 @@ static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
     if (tsrnn_safetensors_metadata(&ck->file, key) == NULL)
         return K == 0 ? TSRNN_OK
                       : bad_json(ck, key, "missing, but the model takes future covariates");
-    json_t *o, *encoders = NULL, *scaler = NULL;
+    json_t *o, *encoders = NULL, *scaler = NULL, *data_columns = NULL;
     json_int_t columns = 0;
     TSRNN_TRY(need_json(ck, key, &o));
     enum tsrnn_status status = TSRNN_OK;
-    if (json_unpack(o, "{s:o, s:I, s:o}", "encoders", &encoders, "columns", &columns, "scaler",
-                    &scaler) != 0 ||
+    if (json_unpack(o, "{s:o, s:o, s:I, s:o}", "data_columns", &data_columns, "encoders", &encoders,
+                    "columns", &columns, "scaler", &scaler) != 0 ||
         !json_is_array(encoders) || json_array_size(encoders) >= TSRNN_MAX_ENCODERS ||
+        !json_is_array(data_columns) || json_array_size(data_columns) > TSRNN_MAX_COMPONENTS ||
         columns != (json_int_t)K)
         status = bad_json(ck, key, "a field is missing or does not fit the model's inputs");
+    for (size_t k = 0; status == TSRNN_OK && k < json_array_size(data_columns); k++) {
+        const char *name = json_string_value(json_array_get(data_columns, k));
+        if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX)
+            status = bad_json(ck, key, "a data column is not a short string");
+        else
+            snprintf(cov->column_names[k], TSRNN_NAME_MAX, "%s", name);
+        cov->column_count = k + 1;
+        cov->count++;
+    }
     for (size_t e = 0; status == TSRNN_OK && e < json_array_size(encoders); e++) {
         const char *text = json_string_value(json_array_get(encoders, e)), *why;
         const char *colon = text != NULL ? strchr(text, ':') : NULL;

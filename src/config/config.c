@@ -181,6 +181,14 @@ static const struct key schema[] = {
          .darts = "`Scaler()` (sklearn's `MinMaxScaler`) fitted on the training part",
          .example = "none"),
 
+    TEXT("covariates", "columns", KEY_STRING, cov_columns, "",
+         "a comma-separated list of column names of the data file, none of them a value column",
+         .doc = "Columns of the data file that are future covariates, read and filled like the "
+                "values (needs `[data] value_cols`). They come first, before the encoders' "
+                "columns, and must cover every step a forecast feeds them to: a forecast past "
+                "the file's last date is refused, naming the missing dates.",
+         .darts = "`fit(series, future_covariates=...)` with those columns",
+         .example = "temperature, holiday", .default_doc = "none"),
     TEXT("covariates", "datetime_attribute", KEY_STRING, cov_datetime_attribute, "",
          "a comma-separated list of year, month, day, hour, minute, second, dayofweek "
          "(weekday, day_of_week), dayofyear (day_of_year), quarter, week (weekofyear, "
@@ -211,9 +219,10 @@ static const struct key schema[] = {
                 "there, 1 at the first forecast step).",
          .darts = "`add_encoders={'position': {'future': ['relative']}}`", .example = "relative"),
     ENUM("covariates", "scaler", cov_scaler, "none", scaler_choices,
-         .doc = "`minmax` scales the encoders' columns (but `cyclic`'s) to [0, 1] over the "
+         .doc = "`minmax` scales the covariate columns (but `cyclic`'s) to [0, 1] over the "
                 "training parts of all series together, and applies that to the validation "
-                "parts and the forecasts, as Darts' encoder transformer does.",
+                "parts and the forecasts, as Darts' encoder transformer does (a Darts user "
+                "scales `columns` with a `Scaler` fitted on the training part).",
          .darts = "`add_encoders={..., 'transformer': Scaler()}`", .example = "minmax"),
 
     ENUM("model", "model", model, "RNN", model_choices,
@@ -1363,9 +1372,10 @@ static const struct {
     { "data", "The series: which CSV file and columns, its frequency and what fills its gaps, "
               "how it is split into a training and a validation part, and how it is scaled "
               "([data.md](data.md) tells each step)." },
-    { "covariates", "Future covariates computed from the time index, as Darts' `add_encoders` "
-                    "makes them for `RNNModel`: the input of step t is the target at t beside "
-                    "the covariates at t + 1." },
+    { "covariates", "`RNNModel`'s future covariates: columns of the data file, and covariates "
+                    "computed from the time index as Darts' `add_encoders` makes them. The input "
+                    "of step t is the target at t beside the covariates at t + 1 "
+                    "([data.md](data.md#covariates))." },
     { "model", "The network, as Darts' `RNNModel` arguments describe it." },
     { "training", "The optimisation: batches, epochs, learning rate, seed, resuming." },
     { "lr_scheduler_kwargs", "The arguments of `[training] lr_scheduler_cls`, under PyTorch's "

@@ -184,7 +184,43 @@ void tsrnn_series_finish(struct tsrnn_series *series)
     free(series->values);
     free(series->times);
     free(series->component_names);
+    free(series->covariates);
     memset(series, 0, sizeof(*series));
+}
+
+enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, const char *path,
+                                                   const char *time_col,
+                                                   const char (*value_cols)[TSRNN_NAME_MAX],
+                                                   size_t value_col_count,
+                                                   const char (*covariate_cols)[TSRNN_NAME_MAX],
+                                                   size_t covariate_col_count,
+                                                   const struct tsrnn_series_options *options)
+{
+    size_t C = value_col_count, Kc = covariate_col_count;
+    char(*all)[TSRNN_NAME_MAX] = malloc((C + Kc) * sizeof(*all));
+    if (all == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu column names", C + Kc);
+    memcpy(all, value_cols, C * sizeof(*all));
+    memcpy(all + C, covariate_cols, Kc * sizeof(*all));
+    enum tsrnn_status status = tsrnn_series_load_csv(
+        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+    free(all);
+    if (status != TSRNN_OK)
+        return status;
+    size_t L = series->length;
+    series->covariates = malloc((L > 0 ? L : 1) * Kc * sizeof(float));
+    if (series->covariates == NULL) {
+        tsrnn_series_finish(series);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu x %zu covariates", L, Kc);
+    }
+    /* (L, C + Kc) -> values (L, C) in place, covariates (L, Kc). */
+    for (size_t t = 0; t < L; t++) {
+        memcpy(series->covariates + t * Kc, series->values + t * (C + Kc) + C, Kc * sizeof(float));
+        memmove(series->values + t * C, series->values + t * (C + Kc), C * sizeof(float));
+    }
+    series->component_count = C;
+    series->covariate_count = Kc;
+    return TSRNN_OK;
 }
 
 /* Everything tsrnn_series_load_csv() holds while it reads. */

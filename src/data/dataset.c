@@ -78,15 +78,22 @@ void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
 
 /* One series of the run from the CSV file `path`: read, split, scaled and windowed. */
 static enum tsrnn_status build_series(struct tsrnn_dataset_series *ds,
-                                      const struct tsrnn_config *cfg, const char *path)
+                                      const struct tsrnn_config *cfg, const char *path,
+                                      const struct tsrnn_covariates *cov)
 {
     struct tsrnn_series *s = &ds->series;
     struct tsrnn_series_options options;
     tsrnn_series_options_from_config(&options, cfg);
     /* Darts: from_csv(..., fill_missing_dates, freq), MissingValuesFiller(), then the split
      * and a Scaler fitted on the filled training part. */
-    TSRNN_TRY(tsrnn_series_load_csv(s, path, cfg->time_col, cfg->value_cols, cfg->value_col_count,
-                                    &options));
+    if (cov->column_count > 0)
+        TSRNN_TRY(tsrnn_series_load_csv_covariates(
+            s, path, cfg->time_col, (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+            cfg->value_col_count, (const char(*)[TSRNN_NAME_MAX])cov->column_names,
+            cov->column_count, &options));
+    else
+        TSRNN_TRY(tsrnn_series_load_csv(s, path, cfg->time_col, cfg->value_cols,
+                                        cfg->value_col_count, &options));
     TSRNN_TRY(check_part(cfg, "series", s->length, path));
 
     ds->train_length = s->length;
@@ -139,14 +146,11 @@ static enum tsrnn_status build_series(struct tsrnn_dataset_series *ds,
 
 /* Darts' add_encoders at fit(): each series' training and validation parts encoded apart
  * (fit() encodes series and val_series), the transformer fitted once on the training parts'
- * encodings of all series, then applied to every part. */
+ * encodings of all series, then applied to every part. The data file's covariate columns
+ * come first (Darts stacks the encodings after the user's covariates). */
 static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
-    struct tsrnn_covariates *cov = calloc(1, sizeof(*cov));
-    if (cov == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the covariates");
-    ds->covariates = cov;
-    TSRNN_TRY(tsrnn_encoders_from_config(cov->encoders, &cov->encoder_count, &cov->count, cfg));
+    struct tsrnn_covariates *cov = ds->covariates;
     size_t K = cov->count, train_points = 0;
     if (K == 0)
         return TSRNN_OK;
@@ -180,7 +184,8 @@ static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct
         }
         tsrnn_scaler_fit(&cov->scaler, rows, train_points, K);
         free(rows);
-        tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, 0);
+        tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count,
+                                     cov->column_count);
         for (size_t i = 0; i < ds->series_count; i++)
             tsrnn_scaler_transform(&cov->scaler, ds->items[i].covariates,
                                    ds->items[i].series.length);
@@ -206,7 +211,14 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
     if (ds->items == NULL || ds->train_parts == NULL || ds->val_parts == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series", S);
     ds->series_count = S;
-    TSRNN_TRY(build_series(&ds->items[0], cfg, tsrnn_display_path(cfg->data_path)));
+    /* What [covariates] asks for first: its columns are read with each series. */
+    struct tsrnn_covariates *cov = calloc(1, sizeof(*cov));
+    if (cov == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the covariates");
+    ds->covariates = cov;
+    TSRNN_TRY(tsrnn_encoders_from_config(cov->encoders, &cov->encoder_count, &cov->count, cfg));
+    TSRNN_TRY(tsrnn_covariate_columns_from_config(cov, cfg));
+    TSRNN_TRY(build_series(&ds->items[0], cfg, tsrnn_display_path(cfg->data_path), cov));
     ds->component_count = ds->items[0].series.component_count;
     ds->training_length = (size_t)cfg->training_length;
     TSRNN_TRY(build_covariates(ds, cfg));

@@ -236,6 +236,13 @@ enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN
         const char *why;
         tsrnn_encoder_parse(&encoders[count++], TSRNN_ENCODER_POSITION, "relative", &why);
     }
+    struct tsrnn_covariates *columns = malloc(sizeof(*columns));
+    if (columns == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading [covariates]");
+    enum tsrnn_status status = tsrnn_covariate_columns_from_config(columns, cfg);
+    width = columns->column_count;
+    free(columns);
+    TSRNN_TRY(status);
     for (size_t e = 0; e < count; e++)
         width += tsrnn_encoder_width(&encoders[e]);
     if (width > TSRNN_MAX_COMPONENTS)
@@ -246,6 +253,53 @@ enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN
                            TSRNN_MAX_COMPONENTS);
     *encoder_count = count;
     *covariate_count = width;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_covariate_columns_from_config(struct tsrnn_covariates *cov,
+                                                      const struct tsrnn_config *cfg)
+{
+    const char *origin = tsrnn_config_origin(cfg, "covariates", "columns");
+    const char *cursor = cfg->cov_columns;
+    cov->column_count = 0;
+    while (*cursor != '\0') {
+        const char *comma = strchr(cursor, ',');
+        size_t n = comma ? (size_t)(comma - cursor) : strlen(cursor);
+        const char *start = cursor;
+        cursor = comma ? comma + 1 : cursor + n;
+        while (n > 0 && (*start == ' ' || *start == '\t'))
+            start++, n--;
+        while (n > 0 && (start[n - 1] == ' ' || start[n - 1] == '\t'))
+            n--;
+        if (n == 0 || n >= TSRNN_NAME_MAX || cov->column_count == TSRNN_MAX_COMPONENTS)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [covariates] columns = %s: an empty or too long name, or "
+                               "more than %d columns",
+                               origin, cfg->cov_columns, TSRNN_MAX_COMPONENTS);
+        char *name = cov->column_names[cov->column_count];
+        memcpy(name, start, n);
+        name[n] = '\0';
+        for (size_t i = 0; i < cov->column_count; i++)
+            if (strcmp(cov->column_names[i], name) == 0)
+                return tsrnn_error(TSRNN_ERR_USAGE,
+                                   "%s: [covariates] columns = %s lists '%s' twice; accepted: "
+                                   "each column once",
+                                   origin, cfg->cov_columns, name);
+        for (size_t c = 0; c < cfg->value_col_count; c++)
+            if (strcmp(cfg->value_cols[c], name) == 0)
+                return tsrnn_error(TSRNN_ERR_USAGE,
+                                   "%s: [covariates] columns = %s: '%s' is also a value column "
+                                   "([data] value_cols, %s); accepted: a column in one of them",
+                                   origin, cfg->cov_columns, name,
+                                   tsrnn_config_origin(cfg, "data", "value_cols"));
+        cov->column_count++;
+    }
+    if (cov->column_count > 0 && cfg->value_col_count == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [covariates] columns = %s needs [data] value_cols: without it "
+                           "every column but the time column would be a value; accepted: the "
+                           "value columns listed under [data] value_cols",
+                           origin, cfg->cov_columns);
     return TSRNN_OK;
 }
 
@@ -414,18 +468,57 @@ enum tsrnn_status tsrnn_encoders_compute(float *out, size_t row_stride,
     return TSRNN_OK;
 }
 
+/* The user's covariate columns of points [first, first + length) into out's first Kc
+ * columns; they exist for the series' own points only. */
+static enum tsrnn_status copy_columns(float *out, const struct tsrnn_covariates *cov,
+                                      const struct tsrnn_series *series, size_t first,
+                                      size_t length)
+{
+    size_t Kc = cov->column_count, K = cov->count, L = series->length;
+    if (Kc == 0)
+        return TSRNN_OK;
+    if (series->covariate_count != Kc)
+        return tsrnn_error(
+            TSRNN_ERR_DATA, "the series has %zu covariate columns; the model takes %zu (%s%s)",
+            series->covariate_count, Kc, cov->column_names[0], Kc > 1 ? ", ..." : "");
+    if (first + length > L) {
+        char last[64], from[64], to[64], names[256] = "";
+        size_t used = 0;
+        for (size_t k = 0; k < Kc && used < sizeof(names); k++)
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s'%s'", k ? ", " : "",
+                                     cov->column_names[k]);
+        int64_t t_from, t_to;
+        bool ok = tsrnn_freq_advance(&series->freq, series->times[0],
+                                     (int64_t)(first > L ? first : L), &t_from) &&
+                  tsrnn_freq_advance(&series->freq, series->times[0], (int64_t)(first + length - 1),
+                                     &t_to);
+        tsrnn_time_format(series->times[L - 1], series->time_unit, last, sizeof(last));
+        tsrnn_time_format(ok ? t_from : 0, series->time_unit, from, sizeof(from));
+        tsrnn_time_format(ok ? t_to : 0, series->time_unit, to, sizeof(to));
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "the covariate columns %s end at %s, but the forecast needs them up "
+                           "to %s: the %zu dates %s .. %s are missing; accepted: a forecast "
+                           "within the data file's dates, or covariates from encoders only",
+                           names, last, to, first + length - (first > L ? first : L), from, to);
+    }
+    for (size_t i = 0; i < length; i++)
+        memcpy(out + i * K, series->covariates + (first + i) * Kc, Kc * sizeof(float));
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covariates *cov,
                                            const struct tsrnn_series *series, size_t first,
                                            size_t length, size_t reference)
 {
     int64_t start;
+    TSRNN_TRY(copy_columns(out, cov, series, first, length));
     if (!tsrnn_freq_advance(&series->freq, series->times[0], (int64_t)first, &start))
         return tsrnn_error(TSRNN_ERR_DATA,
                            "the covariates' stamps pass the last one tsrnn writes (the year "
                            "9999 or the largest integer index)");
-    TSRNN_TRY(tsrnn_encoders_compute(out, cov->count, cov->encoders, cov->encoder_count,
-                                     &series->freq, series->time_unit, start, length,
-                                     (int64_t)reference - (int64_t)first));
+    TSRNN_TRY(tsrnn_encoders_compute(out + cov->column_count, cov->count, cov->encoders,
+                                     cov->encoder_count, &series->freq, series->time_unit, start,
+                                     length, (int64_t)reference - (int64_t)first));
     tsrnn_scaler_transform(&cov->scaler, out, length);
     return TSRNN_OK;
 }

@@ -184,9 +184,16 @@ static enum tsrnn_status load_series(struct tsrnn_dataset *dataset, struct tsrnn
         struct tsrnn_series_options options;
         tsrnn_series_options_from_config(&options, cfg);
         options.short_series_freq = info->freq;
-        TSRNN_TRY(tsrnn_series_load_csv(own, series_path, cfg->time_col,
-                                        (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
-                                        cfg->value_col_count, &options));
+        const struct tsrnn_covariates *cov = &ck->covariates;
+        if (cov->column_count > 0)
+            TSRNN_TRY(tsrnn_series_load_csv_covariates(
+                own, series_path, cfg->time_col, (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                cfg->value_col_count, (const char(*)[TSRNN_NAME_MAX])cov->column_names,
+                cov->column_count, &options));
+        else
+            TSRNN_TRY(tsrnn_series_load_csv(own, series_path, cfg->time_col,
+                                            (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                                            cfg->value_col_count, &options));
         *series = own;
         *origin = own->length;
     }
