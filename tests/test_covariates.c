@@ -313,6 +313,8 @@ static void test_notebook_covariate_run_matches_darts(void **state)
     assert_int_equal(
         tu_train_config(&result, "examples/air_passengers_covariates.ini", "notebook", sets, 120),
         0);
+    tu_expect_in(result.out, "Covariates: 13 future covariates (the model's input: 1 + 13): "
+                             "datetime_attribute year, one_hot month (12 columns); scaler minmax");
     static struct tu_metrics_row ours[2400], darts[2400];
     snprintf(path, sizeof(path), "%s/notebook/metrics.csv", tu_run_dir());
     size_t n = tu_read_metrics(path, ours, 2400);
