@@ -6,7 +6,8 @@
  * and the Darts RNN example notebook's covariate run (examples/air_passengers_covariates.ini)
  * through the real tsrnn-worker against real Darts (tests/fixtures/cov_lstm_42_*,
  * covariates-fixtures.md): the same initial weights, every step and every val_loss, and the
- * 26-month forecast. */
+ * 26-month forecast; a run with Darts' own add_encoders through fit() and predict(); the
+ * covariates as data-file columns; checkpoints, tsrnn-predict, resume and the pjrt backend. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -535,6 +536,56 @@ static void test_resume_with_covariates_is_bit_identical(void **state)
     free(resumed);
 }
 
+/* Darts' own add_encoders through fit() and predict() (tests/fixtures/cov_enc_gru_1_*: GRU,
+ * random_state 1, 30 epochs, cyclic month, year, relative position and the Scaler
+ * transformer): every row within 1e-5 (measured 5.0e-7; the validation rows check that the
+ * validation part's positions count from its own end) and the 26-month forecast within
+ * 1e-4 (measured 1.5e-7). */
+static void test_add_encoders_run_matches_darts(void **state)
+{
+    (void)state;
+    const char *sets[] = { "model.model=GRU",
+                           "training.random_state=1",
+                           "training.n_epochs=30",
+                           "covariates.cyclic=month",
+                           "covariates.datetime_attribute=year",
+                           "covariates.one_hot=",
+                           "covariates.position=relative",
+                           "output.save_checkpoints=false",
+                           "output.log_tensorboard=false",
+                           "forecast.plot=false",
+                           NULL };
+    struct tu_result result;
+    assert_int_equal(tu_train_config(&result, "examples/air_passengers_covariates.ini",
+                                     "add_encoders", sets, 60),
+                     0);
+    tu_expect_in(result.out, "Covariates: 4 future covariates (the model's input: 1 + 4): cyclic "
+                             "month (2 columns), datetime_attribute year, position relative");
+    static struct tu_metrics_row ours[240], darts[240];
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/add_encoders/metrics.csv", tu_run_dir());
+    assert_int_equal(tu_read_metrics(path, ours, 240), 240);
+    assert_int_equal(
+        tu_read_metrics(tu_source("tests/fixtures/cov_enc_gru_1_metrics.csv"), darts, 240), 240);
+    double worst = 0.0, f_worst = 0.0, f_ours[32], f_darts[32];
+    for (size_t i = 0; i < 240; i++)
+        worst =
+            fmax(worst, isnan(darts[i].train_loss) ? rel(ours[i].val_loss, darts[i].val_loss)
+                                                   : rel(ours[i].train_loss, darts[i].train_loss));
+    snprintf(path, sizeof(path), "%s/add_encoders/forecast.csv", tu_run_dir());
+    assert_int_equal(read_forecast(path, f_ours, 32), 26);
+    assert_int_equal(
+        read_forecast(tu_source("tests/fixtures/cov_enc_gru_1_forecast.csv"), f_darts, 32), 26);
+    for (size_t i = 0; i < 26; i++)
+        f_worst = fmax(f_worst, rel(f_ours[i], f_darts[i]));
+    printf("# Darts' add_encoders run (GRU, seed 1): first step %.9g (Darts %.9g), 240 rows "
+           "within %.2e, forecast %.2e\n",
+           ours[0].train_loss, darts[0].train_loss, worst, f_worst);
+    assert_true(rel(ours[0].train_loss, darts[0].train_loss) <= 1e-6);
+    assert_true(worst <= 1e-5);
+    assert_true(f_worst <= 1e-4);
+}
+
 /* A bad [covariates] entry stops the worker with exit 2 and names the key and its origin. */
 static void test_bad_covariates_config_is_refused(void **state)
 {
@@ -560,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_initial_weights_with_covariates_are_darts),
         cmocka_unit_test(test_notebook_covariate_run_matches_darts),
         cmocka_unit_test(test_predict_rebuilds_covariates_from_the_checkpoint),
+        cmocka_unit_test(test_add_encoders_run_matches_darts),
         cmocka_unit_test(test_covariate_columns_from_the_data_file),
         cmocka_unit_test(test_resume_with_covariates_is_bit_identical),
         cmocka_unit_test(test_pjrt_takes_covariates),
