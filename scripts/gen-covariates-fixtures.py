@@ -24,6 +24,8 @@
   tests/fixtures/cov_enc_gru_1_metrics.csv, cov_enc_gru_1_forecast.csv   a GRU (random_state
       1, 30 epochs) with Darts' own add_encoders (cyclic month, year, relative position,
       Scaler transformer) through fit() and predict(n=26).
+  tests/fixtures/darts_hparams_covariates.yaml   the logs/hparams.yaml of a Darts RNNModel
+      with one future covariate (add_encoders' year).
   tests/fixtures/air_covariates.csv   AirPassengers with the notebook's covariates as data
       columns (year, month_0 .. month_11, unscaled): [covariates] columns reads them.
 
@@ -224,6 +226,31 @@ def parity_run(seed, year_scaled_on, record, encoders=None):
     return figures
 
 
+def darts_hparams():
+    """One epoch of the notebook's LSTM with add_encoders' year (13 -> 1 covariate) and
+    log_tensorboard: the logs/hparams.yaml real Darts writes, for tsrnn's to equal."""
+    import glob
+    import tempfile
+
+    from darts.dataprocessing.transformers import Scaler as DScaler
+    from darts.models import RNNModel
+
+    series = air_passengers()
+    train, val = series.split_after(pd.Timestamp("19590101"))
+    transformer = DScaler()
+    train_t, val_t = transformer.fit_transform(train), transformer.transform(val)
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            input_chunk_length=14, training_length=20, model="LSTM", hidden_dim=20, dropout=0,
+            batch_size=16, n_epochs=1, optimizer_kwargs={"lr": 1e-3}, model_name="h",
+            random_state=42, log_tensorboard=True, work_dir=work_dir, force_reset=True,
+            add_encoders={"datetime_attribute": {"future": ["year"]}, "transformer": DScaler()},
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False})
+        model.fit(train_t, val_series=val_t)
+        found = glob.glob(work_dir + "/**/hparams.yaml", recursive=True)
+        (FIXTURES / "darts_hparams_covariates.yaml").write_text(Path(found[0]).read_text())
+
+
 def parity(seeds):
     import darts
     import pytorch_lightning
@@ -292,6 +319,7 @@ def main():
 
     sys.path.insert(0, str(ROOT / "scripts"))
     if "--parity" in sys.argv:
+        darts_hparams()
         parity((42, 0, 1) if "--seeds" in sys.argv else (42,))
         return
 

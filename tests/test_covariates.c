@@ -586,6 +586,28 @@ static void test_add_encoders_run_matches_darts(void **state)
     assert_true(f_worst <= 1e-4);
 }
 
+/* logs/hparams.yaml of a covariate run is real Darts' byte for byte
+ * (tests/fixtures/darts_hparams_covariates.yaml: input_size 2, the (20, 1) future and
+ * historic future covariates of the training sample). */
+static void test_hparams_with_covariates_are_darts(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=1", "covariates.one_hot=", "forecast.plot=false",
+                           "--quiet", NULL };
+    struct tu_result result;
+    assert_int_equal(
+        tu_train_config(&result, "examples/air_passengers_covariates.ini", "hparams", sets, 60), 0);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/hparams/logs/hparams.yaml", tu_run_dir());
+    char *ours = tu_read(path), *darts = tu_read(tu_source("tests/fixtures/"
+                                                           "darts_hparams_covariates.yaml"));
+    assert_non_null(ours);
+    assert_non_null(darts);
+    assert_string_equal(ours, darts);
+    free(ours);
+    free(darts);
+}
+
 /* A bad [covariates] entry stops the worker with exit 2 and names the key and its origin. */
 static void test_bad_covariates_config_is_refused(void **state)
 {
@@ -614,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_add_encoders_run_matches_darts),
         cmocka_unit_test(test_covariate_columns_from_the_data_file),
         cmocka_unit_test(test_resume_with_covariates_is_bit_identical),
+        cmocka_unit_test(test_hparams_with_covariates_are_darts),
         cmocka_unit_test(test_pjrt_takes_covariates),
         cmocka_unit_test(test_bad_covariates_config_is_refused),
     };

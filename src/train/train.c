@@ -229,16 +229,20 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
     static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
                                               "ReduceLROnPlateau" };
     const struct tsrnn_config *cfg = tr->cfg;
-    size_t C = tr->ds->component_count;
-    char path[PATH_MAX + 32], dropout[32];
+    size_t C = tr->ds->component_count, K = tr->ds->covariates->count;
+    char path[PATH_MAX + 32], dropout[32], covariates[64] = "null";
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
+    /* Darts' training sample holds the future covariates beside both targets. */
+    if (K > 0)
+        snprintf(covariates, sizeof(covariates), "!!python/tuple\n  - %d\n  - %zu",
+                 cfg->training_length, K);
     shortest_double(dropout, sizeof(dropout), cfg->dropout);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     fprintf(af.file,
             "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
             "likelihood: null\n",
-            dropout, cfg->hidden_dim, cfg->input_chunk_length, C);
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C + K);
     if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_NONE) {
         fprintf(af.file, "lr_scheduler_cls: null\nlr_scheduler_kwargs: null\n");
     } else {
@@ -259,12 +263,12 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
     write_kwargs(af.file, cfg, false);
     fprintf(af.file,
             "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
-            "train_sample_shape:\n  future_covariates: null\n"
+            "train_sample_shape:\n  future_covariates: %s\n"
             "  future_target: !!python/tuple\n  - %d\n  - %zu\n"
-            "  historic_future_covariates: null\n  past_covariates: null\n"
+            "  historic_future_covariates: %s\n  past_covariates: null\n"
             "  past_target: !!python/tuple\n  - %d\n  - %zu\n  static_covariates: null\n"
             "use_reversible_instance_norm: false\n",
-            C, cfg->training_length, C, cfg->training_length, C);
+            C, covariates, cfg->training_length, C, covariates, cfg->training_length, C);
     return tsrnn_atomic_file_commit(&af);
 }
 
