@@ -8,6 +8,11 @@
  *                         a trainer would reach if it did nothing but these products;
  *   bench-gemm --kernels  one line: tsrnn's kernel level, the BLAS and its core type, and
  *                         "hint OPENBLAS_CORETYPE=X" when OpenBLAS runs below this CPU's level;
+ *   bench-gemm --shapes   every large product shape the suite's models run (LSTM/GRU/RNN-256
+ *                         batch 64 and 256, LSTM-512, a second layer, the head), through
+ *                         OpenBLAS and through tsrnn's AUTO path (with AVX-512 kernels: its own
+ *                         blocked GEMM or the loops, never BLAS), interleaved: round r times
+ *                         each side for ~0.1 s, 7 rounds, the best of each; the ratio own/BLAS;
  *   bench-gemm --peak N   the sgemm peak with N threads: a 2048^3 OpenBLAS cblas_sgemm (the
  *                         reference loops in a build without BLAS), 5 rounds of >= 0.5 s, one
  *                         line "sgemm peak: ... best B GFLOP/s, median M GFLOP/s".
@@ -128,6 +133,84 @@ static int report_peak(int thread_count)
     return 0;
 }
 
+/* One product of --shapes: C (M, N) += op(A) op(B), as tsrnn_cpu_gemm() gets it. */
+struct shape {
+    const char *what;
+    bool trans_a, trans_b;
+    size_t m, n, k;
+};
+
+/* Seconds per call of the product on `path` over ~0.1 s (buffers from the caller). */
+static double time_shape_once(const struct shape *p, enum tsrnn_gemm_path path, const float *a,
+                              const float *b, float *c)
+{
+    size_t calls = 0;
+    double start = tsrnn_clock_now_s(), now;
+    cpu.gemm_path = path;
+    do {
+        tsrnn_cpu_gemm(&cpu, p->trans_a, p->trans_b, p->m, p->n, p->k, 1.0f, a,
+                       p->trans_a ? p->m : p->k, b, p->trans_b ? p->k : p->n, 1.0f, c, p->n);
+        calls++;
+        now = tsrnn_clock_now_s();
+    } while (now - start < 0.1);
+    return (now - start) / (double)calls;
+}
+
+/* The --shapes report (B batch, T 64 steps: (T-1) B rows in the recurrent weight gradient). */
+static int report_shapes(void)
+{
+    static const struct shape shapes[] = {
+        { "LSTM-256 B64 W_hh grad  d^T h     ", true, false, 1024, 256, 63 * 64 },
+        { "LSTM-256 B64 L2 W_ih grad d^T x   ", true, false, 1024, 256, 64 * 64 },
+        { "LSTM-256 B64 L2 input proj x W^T  ", false, false, 64 * 64, 1024, 256 },
+        { "LSTM-256 B64 L2 input grad d W    ", false, false, 64 * 64, 256, 1024 },
+        { "GRU-256  B64 W_hh grad            ", true, false, 768, 256, 63 * 64 },
+        { "RNN-256  B64 W_hh grad            ", true, false, 256, 256, 63 * 64 },
+        { "LSTM-256 B256 W_hh grad           ", true, false, 1024, 256, 63 * 256 },
+        { "LSTM-512 B64 W_hh grad            ", true, false, 2048, 512, 63 * 64 },
+        { "LSTM-256 B64 head out = h v^T     ", false, true, 64 * 64, 1, 256 },
+        { "LSTM-256 B64 head grad d_out^T h  ", true, false, 1, 256, 64 * 64 },
+        { "LSTM-256 B256 head out = h v^T    ", false, true, 256 * 64, 1, 256 },
+        { "LSTM-256 B256 head grad d_out^T h ", true, false, 1, 256, 256 * 64 },
+        { "LSTM-256 B256 stepwise x^T d      ", true, false, 1, 1024, 256 },
+    };
+    const char *hint = tsrnn_cpu_blas_coretype_hint();
+    printf("tsrnn kernels: %s; BLAS: %s%s%s; own = tsrnn's AUTO path (%s)\n",
+           tsrnn_cpu_isa_name(tsrnn_cpu_isa), tsrnn_cpu_blas_describe(),
+           hint ? "; hint OPENBLAS_CORETYPE=" : "", hint ? hint : "",
+           tsrnn_cpu_own_products(&cpu) ? "own kernels only" : "BLAS for the large products");
+    printf("%-34s %9s %9s %6s   (GFLOP/s, best of 7 interleaved rounds)\n", "product", "OpenBLAS",
+           "own", "ratio");
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        const struct shape *p = &shapes[i];
+        size_t a_count = p->m * p->k, b_count = p->k * p->n, c_count = p->m * p->n;
+        float *a = malloc(a_count * sizeof(float)), *b = malloc(b_count * sizeof(float));
+        float *c = calloc(c_count, sizeof(float));
+        if (a == NULL || b == NULL || c == NULL) {
+            fprintf(stderr, "bench-gemm: out of memory\n");
+            return 1;
+        }
+        for (size_t j = 0; j < a_count; j++)
+            a[j] = (float)(j % 7) * 0.01f;
+        for (size_t j = 0; j < b_count; j++)
+            b[j] = (float)(j % 5) * 0.01f;
+        double blas = 1e30, own = 1e30;
+        for (int round = 0; round < 7; round++) {
+            double t = time_shape_once(p, TSRNN_GEMM_BLAS, a, b, c);
+            blas = t < blas ? t : blas;
+            t = time_shape_once(p, TSRNN_GEMM_AUTO, a, b, c);
+            own = t < own ? t : own;
+        }
+        double flops = 2.0 * (double)(p->m * p->n * p->k) * 1e-9;
+        printf("%-34s %9.1f %9.1f %6.2f\n", p->what, flops / blas, flops / own, blas / own);
+        free(a);
+        free(b);
+        free(c);
+    }
+    cpu.gemm_path = TSRNN_GEMM_AUTO;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (tsrnn_cpu_init(&cpu, 1) != TSRNN_OK) {
@@ -136,6 +219,8 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--peak") == 0 && atoi(argv[2]) > 0)
         return report_peak(atoi(argv[2]));
+    if (argc == 2 && strcmp(argv[1], "--shapes") == 0)
+        return report_shapes();
     if (argc == 2 && strcmp(argv[1], "--kernels") == 0) {
         const char *hint = tsrnn_cpu_blas_coretype_hint();
         printf("tsrnn kernels: %s; BLAS: %s%s%s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
@@ -144,7 +229,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: bench-gemm [--kernels | --peak THREADS]\n");
+        fprintf(stderr, "usage: bench-gemm [--kernels | --shapes | --peak THREADS]\n");
         return 2;
     }
     /* B 64, T 64, H 256, G*H 1024, input 1: the products that hold 99.9% of the FLOPs. */

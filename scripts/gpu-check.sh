@@ -13,7 +13,10 @@
 # bootstrap, non-blocking communicator, collectives on the stream), 2 workers sharing the GPU
 # over Gloo against 1 worker with twice the batch, and a worker killed (SIGKILL) or stopped
 # (SIGSTOP) mid-run, which must end the job within timeout_s + 10 s with no worker left and
-# the last checkpoint loadable. Two NCCL ranks need two GPUs: not checked here.
+# the last checkpoint loadable. Two NCCL ranks need two GPUs: not checked here. Under mpirun
+# (when the machine has it): `mpirun -np 1` with comm = nccl, the rank choosing nccl and its
+# GPU itself and bootstrapping NCCL through MPI, against the same run over local; and the
+# per-rank GPU summary line.
 #
 # Exit status: 0 when every check passed, 1 otherwise (each check runs whatever the others
 # did; the table says which failed and the log above it why).
@@ -142,6 +145,30 @@ if launch "$work/nccl1.log" nccl1 --devices 1 --set trainer.comm=nccl --set trai
 else
     tail -n 20 "$work/nccl1.log" "$work/local1.log" 2>/dev/null
     row "NCCL world 1 (whole path)" "FAILED ($work/nccl1.log)" FAIL
+fi
+# NCCL under mpirun, world size 1: the rank chooses nccl and GPU 0 itself (world.h), NCCL's
+# unique id goes through MPI; the same numbers as the local run above, and the summary names
+# the rank's GPU.
+mpirun_bin=$(command -v mpirun || true)
+if [ -z "$mpirun_bin" ]; then
+    row "NCCL under mpirun -np 1" "skipped: no mpirun on this machine"
+elif OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 180 "$mpirun_bin" \
+    --oversubscribe -np 1 "$build/tsrnn-worker" --progress=none examples/air_passengers.ini \
+    --set trainer.accelerator=gpu --set trainer.comm=nccl --set training.n_epochs=20 \
+    --set output.work_dir="$work/runs" --set output.model_name=mpi_nccl1 \
+    --set output.force_reset=true >"$work/mpi-nccl1.log" 2>&1; then
+    a=$(sed -n 's/^val_loss \([0-9.e-]*\) .*/\1/p' "$work/mpi-nccl1.log" | tail -1)
+    b=$(sed -n 's/^val_loss \([0-9.e-]*\) .*/\1/p' "$work/local1.log" | tail -1)
+    gpu_line=$(grep -m1 "^rank 0: GPU " "$work/mpi-nccl1.log")
+    verdict=FAIL
+    grep -q "^1 rank (nccl):" "$work/mpi-nccl1.log" && [ -n "$gpu_line" ] &&
+        "$python" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 1e-5 * abs(b))" \
+            "${a:-nan}" "${b:-nan}" && verdict=ok
+    row "NCCL under mpirun -np 1" \
+        "$verdict: val_loss $a over nccl, $b over local; ${gpu_line:-no GPU line}" "$verdict"
+else
+    tail -n 20 "$work/mpi-nccl1.log"
+    row "NCCL under mpirun -np 1" "FAILED ($work/mpi-nccl1.log)" FAIL
 fi
 # 2 workers x batch 8 sharing the GPU over Gloo = 1 worker x batch 16 (DESIGN.md §3).
 same=(--set model.training_length=21 --set training.shuffle=false --set training.n_epochs=6

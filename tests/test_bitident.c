@@ -180,10 +180,12 @@ static uint32_t metrics_crc(const char *path, size_t rows)
  * tensors in file order, the metadata, metrics.csv, forecast.csv. `st` keeps the tensor
  * names alive. */
 static size_t measure(struct crc_entry *entries, struct tsrnn_safetensors *st,
-                      const char *model_name, size_t metrics_rows)
+                      const char *model_name, int last_epoch, size_t metrics_rows)
 {
     size_t count = 0;
-    const char *path = run_path(model_name, "checkpoints/last-epoch=299.safetensors");
+    char name[64];
+    snprintf(name, sizeof(name), "checkpoints/last-epoch=%d.safetensors", last_epoch);
+    const char *path = run_path(model_name, name);
     enum tsrnn_status status = tsrnn_safetensors_read(st, path);
     if (status != TSRNN_OK)
         fail_msg("cannot read %s (status %d)", path, (int)status);
@@ -269,7 +271,7 @@ static void test_worker_run_is_bit_identical(void **state)
 
     struct crc_entry actual[MAX_ENTRIES];
     /* 7 step rows and 1 validation row per epoch */
-    size_t count = measure(actual, &checkpoint, "worker", 300 * 8);
+    size_t count = measure(actual, &checkpoint, "worker", 299, 300 * 8);
     compare("tsrnn-worker", worker_expected, sizeof(worker_expected) / sizeof(worker_expected[0]),
             actual, count);
 }
@@ -307,9 +309,92 @@ static void test_two_worker_launch_is_bit_identical(void **state)
 
     struct crc_entry actual[MAX_ENTRIES];
     /* 4 step rows and 1 validation row per epoch */
-    size_t count = measure(actual, &checkpoint, "launch", 300 * 5);
+    size_t count = measure(actual, &checkpoint, "launch", 299, 300 * 5);
     compare("tsrnn-launch --devices 2", launch_expected,
             sizeof(launch_expected) / sizeof(launch_expected[0]), actual, count);
+}
+
+/* OPENBLAS_CORETYPE must not move a bit where tsrnn's kernels are AVX-512: the products
+ * then never go to OpenBLAS (docs/numerics.md "Kernels and OpenBLAS"), so a rank under
+ * mpirun (which passes the variable only if the user set it) and one under tsrnn-launch
+ * (which sets it where OpenBLAS misdetects the CPU) train the same weights. LSTM hidden 128
+ * runs the packed recurrent products and the blocked weight-gradient products (512 x 128 x
+ * 304 per step); 3 epochs of the example, OpenBLAS's core unset, SkylakeX and Haswell
+ * (OpenBLAS reads the variable once, when the process loads it: one process each). Below
+ * AVX-512 (TSRNN_CPU_ISA=avx2, or the CPU) the large products are BLAS's and its kernels
+ * choose the k-sum order: skipped there, after checking that the banner says so. */
+static void test_openblas_coretype_moves_no_bit(void **state)
+{
+    (void)state;
+    static const char *const cores[] = { NULL, "SkylakeX", "Haswell" };
+    enum {
+        CORES = sizeof(cores) / sizeof(cores[0])
+    };
+    const char *sets[] = { "trainer.accelerator=cpu",
+                           "model.model=LSTM",
+                           "model.hidden_dim=128",
+                           "training.n_epochs=3",
+                           "forecast.plot=false",
+                           "--progress=none",
+                           NULL,
+                           NULL };
+    struct crc_entry actual[CORES][MAX_ENTRIES];
+    size_t counts[CORES];
+    char *saved = getenv("OPENBLAS_CORETYPE") ? strdup(getenv("OPENBLAS_CORETYPE")) : NULL;
+    bool own = true;
+    for (size_t c = 0; c < CORES; c++) {
+        char name[64];
+        snprintf(name, sizeof(name), "core-%s", cores[c] ? cores[c] : "unset");
+        if (cores[c] != NULL)
+            setenv("OPENBLAS_CORETYPE", cores[c], 1);
+        else
+            unsetenv("OPENBLAS_CORETYPE");
+        int rc = tu_train(&result, name, sets, 100);
+        if (rc != 0)
+            fail_msg("tsrnn-worker with OPENBLAS_CORETYPE=%s: exit %d; stderr:\n%s",
+                     cores[c] ? cores[c] : "(unset)", rc, result.err);
+        /* The banner tells which kernels ran the large products. */
+        own = strstr(result.out, "other large products tsrnn's blocked GEMM") != NULL;
+        tu_expect_in(result.out,
+                     own ? "Compute: CPU kernels AVX-512" : "other large products BLAS");
+        if (own) {
+            tu_expect_in(result.out, ", unused"); /* BLAS linked, never called */
+            assert_null(strstr(result.err, "warning: OpenBLAS"));
+        }
+        struct tsrnn_safetensors st;
+        counts[c] = measure(actual[c], &st, name, 2, 3 * 8);
+        /* Every run lists the same values in the same order; the first run's names are
+         * copied, to outlive its checkpoint. */
+        for (size_t i = 0; i < counts[c]; i++) {
+            if (c > 0 && (i >= counts[0] || strcmp(actual[c][i].name, actual[0][i].name) != 0))
+                fail_msg("OPENBLAS_CORETYPE=%s: value %zu is %s, not %s as without it", cores[c], i,
+                         actual[c][i].name, i < counts[0] ? actual[0][i].name : "none");
+            actual[c][i].name = c == 0 ? strdup(actual[c][i].name) : actual[0][i].name;
+        }
+        tsrnn_safetensors_finish(&st);
+    }
+    if (saved != NULL)
+        setenv("OPENBLAS_CORETYPE", saved, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+    free(saved);
+    size_t moved = 0;
+    for (size_t c = 1; c < CORES; c++) {
+        assert_int_equal(counts[c], counts[0]);
+        for (size_t i = 0; i < counts[0]; i++)
+            if (actual[c][i].crc != actual[0][i].crc) {
+                printf("# %s: 0x%08x with OPENBLAS_CORETYPE unset, 0x%08x with %s\n",
+                       actual[0][i].name, actual[0][i].crc, actual[c][i].crc, cores[c]);
+                moved++;
+            }
+    }
+    printf("# OPENBLAS_CORETYPE unset, SkylakeX, Haswell: %zu values each, %zu differ (%s)\n",
+           counts[0], moved, own ? "AVX-512 kernels: none may" : "BLAS kernels: not compared");
+    for (size_t i = 0; i < counts[0]; i++)
+        free((char *)actual[0][i].name);
+    if (!own)
+        skip();
+    assert_int_equal(moved, 0);
 }
 
 int main(void)
@@ -317,6 +402,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_worker_run_is_bit_identical, free_checkpoint),
         cmocka_unit_test_teardown(test_two_worker_launch_is_bit_identical, free_checkpoint),
+        cmocka_unit_test(test_openblas_coretype_moves_no_bit),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -235,13 +235,9 @@ static void check_equals_launch(int ranks)
     for (int r = 0; r < ranks; r++)
         dirs[r] = subdir(r, "np%d-rank%d", ranks, r);
     const char *launched = subdir(MAX_RANKS, "launch%d", ranks);
-    /* tsrnn-launch names OpenBLAS's core for its workers when the user has not and the
-     * installed OpenBLAS is older than the CPU; ranks under mpirun run with the environment
-     * mpirun was given. Equal weights need the same kernels on both sides, so the core goes
-     * to mpirun too, as docs/distributed.md tells mpirun users ("OpenBLAS core"). */
-    const char *core = tsrnn_compute_cpu_blas_coretype();
-    if (core != NULL)
-        setenv("OPENBLAS_CORETYPE", core, 0);
+    /* OPENBLAS_CORETYPE is left as this environment has it: tsrnn-launch may set it for its
+     * workers where mpirun does not, and with AVX-512 kernels no product goes to BLAS, so
+     * the weights are the same either way (docs/numerics.md "Kernels and OpenBLAS"). */
 
     double t0 = now_s();
     int rc = mpirun(res, ranks, dirs, tu_env("TSRNN_WORKER"), NULL);
@@ -500,7 +496,13 @@ static void test_failing_rank_ends_the_job(void **state)
     (void)state;
     struct job j;
     pid_t pids[2];
+    /* Rank 1 waits for rank 0 in the next allreduce while rank 0 fails its checkpoint write;
+     * with timeout_s 3 a loaded machine (load 8, checkpoint writes fsync) let rank 1 time out
+     * first once (exit 3 after 7.9 s). Rank 0's error must be the one that ends the job, so
+     * the wait is longer here; the failure still ends the job as soon as it happens. */
+    timeout_s = 10;
     job_start(&j, "failing");
+    timeout_s = TIMEOUT_S;
     job_wait_training(&j, pids);
     char cmd[PATH_MAX * 2];
     /* A rename, not rm -r: rank 0 may be writing into the folder at this moment. */
@@ -800,6 +802,43 @@ static void test_nccl_id_bootstrap(void **state)
     free(res);
 }
 
+/* Under mpirun each rank chooses its comm backend and GPU (world.h); the refusals end the
+ * job with exit 2 before any rank trains: comm = nccl on CPU ranks, and 2 GPU ranks on a
+ * node whose one GPU they would share (a simulated GPU list: TSRNN_TEST_NVIDIA_GPUS_DIR,
+ * which mpirun passes on to its local ranks; nothing initialises CUDA before the refusal). */
+static void test_gpu_choice_refusals(void **state)
+{
+    (void)state;
+    struct tu_result *res = malloc(sizeof(*res));
+    const char *dirs[2] = { subdir(0, "choice-rank0"), subdir(1, "choice-rank1") };
+    const char *nccl_on_cpu[] = { "trainer.comm=nccl", NULL };
+    int rc = mpirun(res, 2, dirs, tu_env("TSRNN_WORKER"), nccl_on_cpu);
+    printf("# comm = nccl on 2 CPU ranks: mpirun exited %d\n", rc);
+    assert_int_equal(rc, 2);
+    tu_expect_in(res->err, "[trainer] comm = nccl, but rank ");
+    tu_expect_in(res->err, "trains on the CPU, and NCCL carries GPU ranks only");
+
+    char gpus[PATH_MAX + 16];
+    snprintf(gpus, sizeof(gpus), "%s/one-gpu", tu_run_dir());
+    assert_int_equal(mkdir(gpus, 0700) == 0 || errno == EEXIST, 1);
+    char gpu0[PATH_MAX + 32];
+    snprintf(gpu0, sizeof(gpu0), "%s/0000:17:00.0", gpus);
+    assert_int_equal(mkdir(gpu0, 0700) == 0 || errno == EEXIST, 1);
+    setenv("TSRNN_TEST_NVIDIA_GPUS_DIR", gpus, 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    const char *two_on_one_gpu[] = { "trainer.accelerator=gpu", NULL };
+    rc = mpirun(res, 2, dirs, tu_env("TSRNN_WORKER"), two_on_one_gpu);
+    unsetenv("TSRNN_TEST_NVIDIA_GPUS_DIR");
+    printf("# 2 GPU ranks, 1 GPU, comm = auto: mpirun exited %d\n", rc);
+    assert_int_equal(rc, 2);
+    tu_expect_in(res->err, "comm = auto runs one rank per GPU (NCCL refuses two on one), but "
+                           "mpirun (Open MPI) puts 2 ranks on rank ");
+    tu_expect_in(res->err, "local rank 1 would share GPU 0 with local rank 0");
+    for (int r = 0; r < 2; r++)
+        expect_empty(dirs[r], r);
+    free(res);
+}
+
 /* `test_mpi` runs the tests on this machine; `test_mpi hosts` those across two network
  * namespaces (a test of its own: it skips where namespaces cannot be made). */
 int main(int argc, char **argv)
@@ -843,6 +882,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_silent_rank_times_out),
         cmocka_unit_test(test_failing_rank_ends_the_job),
         cmocka_unit_test(test_nccl_id_bootstrap),
+        cmocka_unit_test(test_gpu_choice_refusals),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -287,8 +287,8 @@ static void train_and_compare(const struct case_ *k)
         if (fabs(sec[i] - sep[i]) > 1e-5 * sec[i] + 1e-9)
             fail_msg("window %zu: squared errors %.9g on pjrt, %.9g on cpu", i, sep[i], sec[i]);
     float fc[HORIZON], fp[HORIZON];
-    OK(tsrnn_model_predict(&rc.model, fc, x, CONTEXT, HORIZON));
-    OK(tsrnn_model_predict(&rp.model, fp, x, CONTEXT, HORIZON));
+    OK(tsrnn_model_predict(&rc.model, fc, x, 1, CONTEXT, HORIZON));
+    OK(tsrnn_model_predict(&rp.model, fp, x, 1, CONTEXT, HORIZON));
     double fdiff = max_abs_diff(fc, fp, HORIZON);
     printf("#      validation squared errors rel diff <= 1e-5; forecast %d steps max |diff| "
            "%.2e\n",

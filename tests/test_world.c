@@ -1,7 +1,11 @@
 /* The launch modes of include/tsrnn/world.h, from environment variables alone (no mpirun or
  * Slurm needed): tsrnn-launch's variables first, then Open MPI's, PMI's and Slurm's, else a
  * world of one; rank, world size, local rank, GPU index and comm backend of each; and the
- * messages for variables that are malformed or do not fit together. */
+ * messages for variables that are malformed or do not fit together. Then what a rank under
+ * mpirun or srun chooses (tsrnn_world_choose_mpi_comm: comm backend and GPU from the config,
+ * its compute backend and the GPUs it sees), and the visible GPUs counted from a simulated
+ * driver list (TSRNN_TEST_NVIDIA_GPUS_DIR) filtered by CUDA_VISIBLE_DEVICES: no GPU needed. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -37,6 +42,9 @@ static const char *const all_vars[] = {
     "SLURM_PROCID",
     "SLURM_NTASKS",
     "SLURM_LOCALID",
+    "SLURM_GPUS_PER_TASK",
+    "CUDA_VISIBLE_DEVICES",
+    "TSRNN_TEST_NVIDIA_GPUS_DIR",
 };
 
 /* Sets exactly the "NAME=value" entries of `env` (NULL-terminated) among all_vars. */
@@ -191,6 +199,201 @@ static void test_bad_variables(void **state)
     }
 }
 
+/* --- the choice of a rank under mpirun or srun ------------------------------------------- */
+
+/* One rank's situation and what it must choose: backend and GPU, or a refusal whose message
+ * holds `expect` (up to 4 parts). */
+struct choice_case {
+    const char *env[6];
+    enum tsrnn_comm_choice comm;
+    bool gpu;
+    size_t visible;
+    bool per_task;
+    const char *backend; /* NULL: refused */
+    int device_index;
+    const char *expect[4];
+};
+
+static void expect_choice(size_t i, const struct choice_case *c)
+{
+    struct tsrnn_world w;
+    const char *env[8] = { 0 };
+    for (size_t k = 0; k < 6 && c->env[k] != NULL; k++)
+        env[k] = c->env[k];
+    set_env(env);
+    if (tsrnn_world_from_env(&w) != TSRNN_OK)
+        fail_msg("case %zu: %s", i, tsrnn_last_error());
+    struct tsrnn_rank_devices d = { .comm = c->comm,
+                                    .comm_origin = "train.ini:7",
+                                    .gpu = c->gpu,
+                                    .visible_gpu_count = c->visible,
+                                    .gpus_per_task = c->per_task };
+    enum tsrnn_status status = tsrnn_world_choose_mpi_comm(&w, &d);
+    bool nccl_missing = c->backend != NULL && strcmp(c->backend, "nccl") == 0 &&
+                        !tsrnn_comm_backend_available("nccl");
+    if (c->backend == NULL || nccl_missing) {
+        if (status != TSRNN_ERR_USAGE)
+            fail_msg("case %zu: status %d, expected a usage error", i, (int)status);
+        tu_expect_in(tsrnn_last_error(), "train.ini:7: [trainer] comm = ");
+        if (nccl_missing)
+            tu_expect_in(tsrnn_last_error(), "built without the nccl comm backend");
+        for (size_t k = 0; !nccl_missing && k < 4 && c->expect[k] != NULL; k++)
+            tu_expect_in(tsrnn_last_error(), c->expect[k]);
+        return;
+    }
+    if (status != TSRNN_OK)
+        fail_msg("case %zu: %s", i, tsrnn_last_error());
+    if (strcmp(w.comm_backend, c->backend) != 0 || w.device_index != c->device_index)
+        fail_msg("case %zu: %s on GPU %d, expected %s on GPU %d", i, w.comm_backend, w.device_index,
+                 c->backend, c->device_index);
+}
+
+#define OMPI(rank, size, local, local_size)                                                        \
+    "OMPI_COMM_WORLD_RANK=" #rank, "OMPI_COMM_WORLD_SIZE=" #size,                                  \
+        "OMPI_COMM_WORLD_LOCAL_RANK=" #local, "OMPI_COMM_WORLD_LOCAL_SIZE=" #local_size
+#define SRUN(rank, size, local)                                                                    \
+    "SLURM_PROCID=" #rank, "SLURM_NTASKS=" #size, "SLURM_LOCALID=" #local
+
+static void test_mpi_rank_chooses_backend_and_gpu(void **state)
+{
+    (void)state;
+    if (!have_mpi())
+        skip(); /* a world of several MPI ranks is refused before any choice (test_open_mpi) */
+    const struct choice_case cases[] = {
+        /* CPU ranks talk over MPI, whatever auto or gloo say; their GPU index is unused. */
+        { { OMPI(3, 4, 1, 2) }, TSRNN_COMM_CHOICE_AUTO, false, 0, false, "mpi", 0, { NULL } },
+        { { OMPI(3, 4, 1, 2) }, TSRNN_COMM_CHOICE_GLOO, false, 2, false, "mpi", 0, { NULL } },
+        /* GPU ranks: nccl, the GPU at the local rank (2 per node, 2 GPUs each). */
+        { { OMPI(3, 4, 1, 2) }, TSRNN_COMM_CHOICE_AUTO, true, 2, false, "nccl", 1, { NULL } },
+        { { OMPI(2, 4, 0, 2) }, TSRNN_COMM_CHOICE_NCCL, true, 8, false, "nccl", 0, { NULL } },
+        /* 4 ranks on a node of 2 GPUs: every rank refuses, rank 0 too. */
+        { { OMPI(0, 4, 0, 4) },
+          TSRNN_COMM_CHOICE_AUTO,
+          true,
+          2,
+          false,
+          NULL,
+          0,
+          { "comm = auto runs one rank per GPU", "puts 4 ranks on rank 0's node and 2 GPUs are",
+            "local rank 2 would share GPU 0 with local rank 0",
+            "at most 2 ranks per node (mpirun --map-by ppr:2:node" } },
+        /* ... which comm = gloo allows: the ranks take the GPUs in turn, over MPI. */
+        { { OMPI(3, 4, 3, 4) }, TSRNN_COMM_CHOICE_GLOO, true, 2, false, "mpi", 1, { NULL } },
+        /* comm = nccl on a CPU rank, or on a GPU rank that sees none. */
+        { { OMPI(1, 2, 1, 2) },
+          TSRNN_COMM_CHOICE_NCCL,
+          false,
+          2,
+          false,
+          NULL,
+          0,
+          { "comm = nccl, but rank 1 (started by mpirun (Open MPI)) trains on the CPU",
+            "NCCL carries GPU ranks only", "accepted: comm = auto or gloo" } },
+        { { OMPI(1, 2, 1, 2), "CUDA_VISIBLE_DEVICES=" },
+          TSRNN_COMM_CHOICE_NCCL,
+          true,
+          0,
+          false,
+          NULL,
+          0,
+          { "rank 1 (started by mpirun (Open MPI)) trains on a GPU but sees none",
+            "(CUDA_VISIBLE_DEVICES=)" } },
+        /* srun does not say how many tasks share the node: local rank 3 of >= 4 on 4 GPUs is
+         * fine, local rank 1 on 1 GPU is refused, unless srun --gpus-per-task gave every
+         * task a GPU of its own (then its first). */
+        { { SRUN(11, 16, 3) }, TSRNN_COMM_CHOICE_AUTO, true, 4, false, "nccl", 3, { NULL } },
+        { { SRUN(5, 16, 1) },
+          TSRNN_COMM_CHOICE_AUTO,
+          true,
+          1,
+          false,
+          NULL,
+          0,
+          { "srun (Slurm) puts at least 2 ranks on rank 5's node and 1 GPU is visible",
+            "local rank 1 would share GPU 0 with local rank 0", "srun --gpus-per-task=1" } },
+        { { SRUN(5, 16, 1) }, TSRNN_COMM_CHOICE_AUTO, true, 1, true, "nccl", 0, { NULL } },
+        /* mpirun -np 1: alone (local), or the NCCL path on one GPU when comm = nccl asks. */
+        { { OMPI(0, 1, 0, 1) }, TSRNN_COMM_CHOICE_AUTO, true, 1, false, "local", 0, { NULL } },
+        { { OMPI(0, 1, 0, 1) }, TSRNN_COMM_CHOICE_NCCL, true, 1, false, "nccl", 0, { NULL } },
+        /* tsrnn-launch chose already: nothing changes. */
+        { { "TSRNN_RANK=1", "TSRNN_WORLD_SIZE=2", "TSRNN_RENDEZVOUS=file:/tmp",
+            "TSRNN_COMM_BACKEND=gloo" },
+          TSRNN_COMM_CHOICE_AUTO,
+          true,
+          1,
+          false,
+          "gloo",
+          0,
+          { NULL } },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        expect_choice(i, &cases[i]);
+}
+
+/* The GPUs a rank sees: a simulated driver list of 4, filtered by CUDA_VISIBLE_DEVICES as
+ * CUDA reads it; and srun's per-task GPUs. */
+static void test_visible_gpus(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/tsrnn-test-world-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    for (int g = 0; g < 4; g++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/0000:%02x:00.0", dir, g);
+        assert_int_equal(mkdir(path, 0700), 0);
+    }
+    const struct {
+        const char *visible; /* NULL: unset */
+        size_t count;
+        const char *ids[4];
+    } cases[] = {
+        { NULL, 4, { "0", "1", "2", "3" } },
+        { "2,0", 2, { "2", "0" } },
+        { "1,7,2", 1, { "1" } }, /* CUDA stops at the first invalid entry */
+        { "3,3", 1, { "3" } },   /* and at a repeated one */
+        { "", 0, { NULL } },
+        { "GPU-8f2a,MIG-1c", 2, { "GPU-8f2a", "MIG-1c" } },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *env[3] = { NULL };
+        char fake[PATH_MAX + 40], visible[64];
+        snprintf(fake, sizeof(fake), "TSRNN_TEST_NVIDIA_GPUS_DIR=%s", dir);
+        env[0] = fake;
+        if (cases[i].visible != NULL) {
+            snprintf(visible, sizeof(visible), "CUDA_VISIBLE_DEVICES=%s", cases[i].visible);
+            env[1] = visible;
+        }
+        set_env(env);
+        char ids[8][TSRNN_GPU_ID_MAX];
+        assert_int_equal(tsrnn_world_visible_gpus(ids, 8), cases[i].count);
+        assert_int_equal(tsrnn_world_visible_gpus(NULL, 0), cases[i].count);
+        for (size_t k = 0; k < cases[i].count; k++)
+            assert_string_equal(ids[k], cases[i].ids[k]);
+    }
+    /* srun --gpus-per-task: each task its own GPUs; mpirun has no such thing. */
+    struct tsrnn_world w;
+    struct tsrnn_rank_devices d;
+    const char *srun[] = { SRUN(1, 2, 1), "SLURM_GPUS_PER_TASK=1", "CUDA_VISIBLE_DEVICES=", NULL };
+    set_env(srun);
+    if (have_mpi()) {
+        assert_int_equal(tsrnn_world_from_env(&w), TSRNN_OK);
+        tsrnn_world_rank_devices_from_env(&d, &w);
+        assert_true(d.gpus_per_task);
+        assert_int_equal(d.visible_gpu_count, 0);
+        const char *ompi[] = { OMPI(1, 2, 1, 2), "SLURM_GPUS_PER_TASK=1", NULL };
+        set_env(ompi);
+        assert_int_equal(tsrnn_world_from_env(&w), TSRNN_OK);
+        tsrnn_world_rank_devices_from_env(&d, &w);
+        assert_false(d.gpus_per_task);
+    }
+    set_env((const char *[]){ NULL });
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +403,8 @@ int main(void)
         cmocka_unit_test(test_slurm),
         cmocka_unit_test(test_order_of_the_launch_modes),
         cmocka_unit_test(test_bad_variables),
+        cmocka_unit_test(test_mpi_rank_chooses_backend_and_gpu),
+        cmocka_unit_test(test_visible_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

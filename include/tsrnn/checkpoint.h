@@ -42,6 +42,14 @@
  *                             order), columns (K = input_size - output_size) and scaler (as
  *                             tsrnn.scaler, over the K columns): tsrnn-predict rebuilds the
  *                             covariates from the time index with them
+ *     tsrnn.series_list       JSON {"series": [...]}, only in a run of named series (several
+ *                             files, or a long-format file): per series, in the run's order,
+ *                             id, time_unit, freq, length, train_length, train_end,
+ *                             train_end_text and its scaler (as tsrnn.scaler); with covariates also
+ *                             covariate_scaler (as tsrnn.covariates' scaler). tsrnn.scaler
+ *                             and tsrnn.series then describe the first series. Optional, so
+ *                             the format version stays 2: a checkpoint without it has the one
+ *                             unnamed series of tsrnn.scaler and tsrnn.series
  *     tsrnn.config            the resolved config (INI text, as config.ini)
  *     tsrnn.data_crc32c       CRC-32C of the data buffer (8 hex digits)
  *     tsrnn.metadata_crc32c   CRC-32C of every other metadata entry (key NUL value NUL, keys
@@ -98,6 +106,17 @@ struct tsrnn_series_info {
     int64_t train_end; /* time of the last training point */
 };
 
+/* One series a checkpoint's model was trained on: what forecasting it needs. */
+struct tsrnn_checkpoint_series {
+    char id[TSRNN_NAME_MAX]; /* "" in a run of one series */
+    struct tsrnn_scaler scaler;
+    struct tsrnn_scaler cov_scaler; /* (K) its covariates' scaler; covariates.scaler when K = 0 */
+    struct tsrnn_freq freq;         /* kind TSRNN_FREQ_NONE in checkpoints older than the field */
+    enum tsrnn_time_unit time_unit;
+    size_t train_length;
+    int64_t train_end; /* time of its last training point */
+};
+
 /* Writes the checkpoint atomically (tsrnn_safetensors_write()): the weights and moments of
  * `model` and `adam`, `state`, the dataset's scaler and series description, and `cfg`.
  * Errors: TSRNN_ERR_IO naming the path and strerror (the previous file at `path`, if any,
@@ -120,7 +139,9 @@ struct tsrnn_checkpoint {
     struct tsrnn_scaler scaler;
     struct tsrnn_covariates covariates; /* the model's future covariates; count 0: none */
     struct tsrnn_series_info series;
-    struct tsrnn_config config; /* parsed from tsrnn.config */
+    size_t series_count;                         /* S: 1 without tsrnn.series_list */
+    struct tsrnn_checkpoint_series *series_list; /* (S) owned; [0] is scaler and series */
+    struct tsrnn_config config;                  /* parsed from tsrnn.config */
 };
 
 /* Reads and checks a checkpoint: a valid safetensors file (every rule of the reader), a tsrnn

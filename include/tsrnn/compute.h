@@ -81,8 +81,10 @@ size_t tsrnn_compute_describe(const struct tsrnn_compute *compute, char *dst, si
  * SSE kernels on it (Debian 12's 0.3.21 on recent Xeons) unless OPENBLAS_CORETYPE names a
  * core, which OpenBLAS reads once, when the process loads it:
  *   tsrnn_compute_cpu_blas_coretype: the OPENBLAS_CORETYPE that gives OpenBLAS this CPU's
- *     vector level ("SkylakeX", "Haswell"), or NULL when it has it already (or no BLAS);
- *     tsrnn-launch sets it for its CPU workers when the user has not set the variable;
+ *     vector level ("SkylakeX", "Haswell"), or NULL when it has it already, when there is no
+ *     BLAS, or when tsrnn's kernels are AVX-512 (then no product goes to BLAS, and results do
+ *     not depend on its core); nothing in tsrnn sets the variable (a rank must compute the
+ *     same under tsrnn-launch and mpirun);
  *   tsrnn_compute_cpu_blas_warning: a sentence saying so, with what it costs and what to
  *     do, or NULL. */
 const char *tsrnn_compute_cpu_blas_coretype(void);
@@ -94,6 +96,14 @@ void *tsrnn_compute_stream(const struct tsrnn_compute *compute);
 /* The TPU cores the context trains on (pjrt on a "tpu" platform: its replicas), else 0;
  * for Lightning's "TPU available: True, using: N TPU cores". */
 size_t tsrnn_compute_tpu_cores(const struct tsrnn_compute *compute);
+
+/* A GPU context's device for the end-of-training summary: its name, and the memory in use
+ * and in all, in bytes, as the driver counts them for the whole device (this process's
+ * context, buffers and workspaces, and any other process's on the same GPU); read at the end
+ * of training, when every buffer of the run is still allocated. false: not a GPU (cpu,
+ * pjrt), or the driver could not say. */
+bool tsrnn_compute_device_memory(const struct tsrnn_compute *compute, char *name,
+                                 size_t name_nbytes, size_t *used_nbytes, size_t *total_nbytes);
 
 /* Device memory: nbytes (> 0) uninitialised; free accepts NULL. */
 enum tsrnn_status tsrnn_compute_alloc(struct tsrnn_compute *compute, void **buf, size_t nbytes);

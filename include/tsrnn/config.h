@@ -28,7 +28,7 @@
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
-#define TSRNN_CONFIG_MAX_KEYS 64  /* room in origins[] for the schema's keys */
+#define TSRNN_CONFIG_MAX_KEYS 80  /* room in origins[] for the schema's keys */
 
 /* [covariates] position: Darts' 'position' encoder. */
 enum tsrnn_position_kind {
@@ -105,15 +105,17 @@ enum tsrnn_comm_choice {
 
 struct tsrnn_config {
     /* [data] */
-    char data_path[PATH_MAX];
+    char data_path[PATH_MAX];      /* one path, or comma-separated paths and glob patterns */
+    char id_col[TSRNN_NAME_MAX];   /* "" = one series per file; else a long-format file's id */
     char time_col[TSRNN_NAME_MAX]; /* "" = no time column: integer index 0, 1, ... */
     size_t value_col_count;        /* 0 = every column except time_col */
     char value_cols[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
     char freq[32];           /* "" = inferred; else a pandas offset alias or an integer step */
     bool fill_missing_dates; /* insert the dates missing from the frequency as missing values */
     enum tsrnn_fill_missing fill_missing_values;
-    char split_after[64]; /* "" = not set; else a timestamp or index, inclusive */
-    double val_fraction;  /* 0 = not set */
+    char split_after[64];   /* "" = not set; else a timestamp or index, inclusive */
+    double val_fraction;    /* 0 = not set */
+    int max_samples_per_ts; /* 0 = no cap */
     enum tsrnn_scaler_kind scaler;
 
     /* [covariates]: RNNModel's future covariates: columns of the data file, and Darts'

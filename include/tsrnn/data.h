@@ -197,6 +197,52 @@ enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, 
                                                    const char (*covariate_cols)[TSRNN_NAME_MAX],
                                                    size_t covariate_col_count,
                                                    const struct tsrnn_series_options *options);
+/* A long-format CSV file as Darts' TimeSeries.from_group_dataframe(df, group_cols=id_col,
+ * time_col, value_cols) reads it: one series per distinct value of the column `id_col`
+ * (which is neither the time nor a value column), each from its own rows in file order,
+ * read, made regular and filled as tsrnn_series_load_csv() reads a file. The groups come in
+ * Darts' order: sorted by the id's value, as numbers when every id is one (pandas reads the
+ * column as numbers then), else byte by byte as text. `time_col` is required. *series and
+ * *ids get arrays of *count series and their ids (the id as written in its group's first
+ * row); free each series with tsrnn_series_finish(), then both arrays with free(). Errors
+ * are tsrnn_series_load_csv()'s, a group's naming its id, and TSRNN_ERR_DATA for an empty
+ * id or one longer than TSRNN_NAME_MAX - 1 bytes. */
+enum tsrnn_status
+tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count,
+                         const char *path, const char *id_col, const char *time_col,
+                         const char (*value_cols)[TSRNN_NAME_MAX], size_t value_col_count,
+                         const struct tsrnn_series_options *options);
+
+/* As tsrnn_series_load_groups() with value_cols and covariate_cols (count >= 1 each) read
+ * together, each series then split as tsrnn_series_load_csv_covariates() splits it. On error
+ * *series and *ids are NULL. */
+enum tsrnn_status tsrnn_series_load_groups_covariates(
+    struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count, const char *path,
+    const char *id_col, const char *time_col, const char (*value_cols)[TSRNN_NAME_MAX],
+    size_t value_col_count, const char (*covariate_cols)[TSRNN_NAME_MAX],
+    size_t covariate_col_count, const struct tsrnn_series_options *options);
+
+/* --- the files of [data] path (src/data/sources.c) --------------------------------------- */
+
+/* [data] path as the config resolved it: CSV files and glob patterns separated by commas
+ * (a pattern is an entry with *, ? or [); each pattern's matches sorted by name, byte by byte,
+ * as Python's sorted(glob(...)) gives them. */
+struct tsrnn_data_paths {
+    char **paths; /* (count) owned */
+    size_t count;
+    size_t capacity;
+};
+
+/* TSRNN_ERR_USAGE naming `origin` for an empty entry or a pattern that matches nothing. */
+enum tsrnn_status tsrnn_data_paths_expand(struct tsrnn_data_paths *p, const char *spec,
+                                          const char *origin);
+
+/* Accepts a zeroed struct. */
+void tsrnn_data_paths_finish(struct tsrnn_data_paths *p);
+
+/* A series' id from its file: the name without folder and extension ("data/store_1.csv" ->
+ * "store_1"). */
+void tsrnn_data_path_stem(const char *path, char *out, size_t capacity);
 
 /* Darts' MissingValuesFiller() (pandas' DataFrame.interpolate(limit_direction="both")): each
  * NaN of each component of `values` (L, C) becomes the linear interpolation, by position, of
@@ -317,6 +363,10 @@ struct tsrnn_dataset_series {
     /* (L, K) its future covariates, scaled; NULL without. Darts encodes the training and the
      * validation series apart, so each part's 'position' counts from that part's end. */
     float *covariates;
+    /* (K) their scaler: the data file's covariate columns fitted on this series' training
+     * part (Darts' Scaler fitted on a list of series fits each apart), the encoders' columns
+     * the transformer shared by every series (struct tsrnn_covariates' scaler). */
+    struct tsrnn_scaler cov_scaler;
     struct tsrnn_windows train;
     struct tsrnn_windows val; /* count 0 without validation */
 };

@@ -103,15 +103,18 @@ enum tsrnn_status tsrnn_encoders_from_config(struct tsrnn_encoder encoders[TSRNN
                                              size_t *encoder_count, size_t *covariate_count,
                                              const struct tsrnn_config *cfg);
 
-/* The future covariates of a run: its encoders and the scaler of their columns, shared by
- * every series (Darts fits add_encoders' transformer once, on all training series). */
+/* The future covariates of a run: its encoders and the scaler of their columns. Darts fits
+ * add_encoders' transformer once, on the training parts of all series: the encoders' columns
+ * of `scaler` are every series'. The data file's covariate columns are scaled per series
+ * (struct tsrnn_dataset_series' cov_scaler), as a Darts Scaler fitted on a list of series
+ * is; `scaler` holds the first series' for them. */
 struct tsrnn_covariates {
     size_t column_count; /* Kc: [covariates] columns, read with the series (first) */
     char column_names[TSRNN_MAX_COMPONENTS][TSRNN_NAME_MAX];
     size_t encoder_count;
     struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS];
     size_t count;               /* K: all columns, Kc and the encoders' */
-    struct tsrnn_scaler scaler; /* identity without [covariates] scaler */
+    struct tsrnn_scaler scaler; /* (K) the first series'; identity without [covariates] scaler */
 };
 
 /* [covariates] columns into cov->column_names / column_count. TSRNN_ERR_USAGE with the
@@ -119,15 +122,17 @@ struct tsrnn_covariates {
 enum tsrnn_status tsrnn_covariate_columns_from_config(struct tsrnn_covariates *cov,
                                                       const struct tsrnn_config *cfg);
 
-/* Writes the scaled covariates of `length` points of `series`, from its point `first` on
+/* Writes the covariates of `length` points of `series`, scaled by `scaler` (K columns; NULL:
+ * as computed), from its point `first` on
  * (first >= L: stamps that continue its frequency), into out (length, K): the series' own
  * covariate columns (series->covariates), then the encoders'; `reference` is the point,
  * counted from the series' first, that 'position' counts from: the target's end. Errors as
- * tsrnn_encoders_compute(), and TSRNN_ERR_DATA naming the columns and the missing dates when
- * the points pass the series' covariate columns. */
+ * tsrnn_encoders_compute(), and TSRNN_ERR_DATA naming the columns, the series' `id` (NULL or
+ * "": an unnamed series) and the missing dates when the points pass its covariate columns. */
 enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covariates *cov,
-                                           const struct tsrnn_series *series, size_t first,
-                                           size_t length, size_t reference);
+                                           const struct tsrnn_scaler *scaler,
+                                           const struct tsrnn_series *series, const char *id,
+                                           size_t first, size_t length, size_t reference);
 
 /* Sorts encoders[0..count) into Darts' order (kinds as the enum lists them, each kind's
  * attributes in the order given). */

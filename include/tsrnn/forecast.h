@@ -5,12 +5,20 @@
 #ifndef TSRNN_FORECAST_H
 #define TSRNN_FORECAST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/model.h"
+
+/* Darts' metrics of a forecast against actual values, original scale, over its points and
+ * every component: mape = 100 * mean |(a - p) / a| (NaN when an actual value is 0),
+ * mae = mean |a - p|, rmse = sqrt(mean (a - p)^2); NaN where there is nothing to score. */
+struct tsrnn_forecast_scores {
+    double mape, mae, rmse;
+};
 
 struct tsrnn_forecast {
     size_t length;          /* n: steps forecast */
@@ -26,21 +34,20 @@ struct tsrnn_forecast {
     double mape, mae, rmse;
 };
 
-/* Forecasts `n` steps after the first `origin` points of `series` from their last
- * `input_chunk_length` points (scaled with `scaler`, the one the model was trained with),
+struct tsrnn_covariates;
+struct tsrnn_forecast_source;
+
+/* Forecasts `n` steps after the first src->origin points of src->series from their last
+ * `input_chunk_length` points (scaled with src->scaler, the one the model was trained with),
  * with `model` (built for batch 1 and at least input_chunk_length steps). The forecast's
  * time stamps continue the series' frequency (series->freq, tsrnn_freq_advance()). Errors:
  * TSRNN_ERR_USAGE when origin < input_chunk_length or when the stamps would pass the last one
- * tsrnn writes (an int64 index, the year 9999), TSRNN_ERR_NOMEM. */
-struct tsrnn_covariates;
-
-/* `cov` (NULL or count 0: none): the model's future covariates; they are computed from the
- * input_chunk_length points before the forecast to its last step, 'position' counted from
- * point origin - 1, as Darts' predict() encodes them (encode_inference). */
+ * tsrnn writes (an int64 index, the year 9999), TSRNN_ERR_NOMEM.
+ * With covariates (src->covariates) they are computed from the input_chunk_length points
+ * before the forecast to its last step, 'position' counted from point origin - 1, as Darts'
+ * predict() encodes them (encode_inference). */
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
-                                     const struct tsrnn_scaler *scaler,
-                                     const struct tsrnn_covariates *cov,
-                                     const struct tsrnn_series *series, size_t origin,
+                                     const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n);
 
 /* Accepts a zeroed struct. */
@@ -56,10 +63,143 @@ enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
 enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
                                           const struct tsrnn_series *series, const char *path);
 
+/* --- the forecasts of several series (Darts' global models) ------------------------------
+ * One CSV in the long layout: a header `<id_name>,<time_col>,<component>...` and each
+ * series' rows after the previous series', its id in the first column (quoted when it holds
+ * a comma or a quote). */
+
+/* One series to forecast: its values as read, where its history ends, its scaler and its
+ * future covariates. */
+struct tsrnn_forecast_source {
+    const struct tsrnn_series *series;
+    const struct tsrnn_scaler *scaler;
+    size_t origin;
+    const char *id; /* NULL: the one unnamed series of a run, written without an id column */
+    const struct tsrnn_covariates *covariates; /* NULL or count 0: none */
+    const struct tsrnn_scaler *cov_scaler;     /* (K) the series' covariate scaler */
+};
+
+/* Forecasts each of sources[0..count) `n` steps with tsrnn_forecast_run() and writes them
+ * all to `out`: the single-series layout of tsrnn_forecast_write_csv() for one source without
+ * an id, else the long layout under the header `id_name`. */
+enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, size_t input_chunk_length, size_t n,
+                                           const char *id_name, FILE *out);
+
+/* The same into the file `path`, replaced atomically. */
+enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count,
+                                          size_t input_chunk_length, size_t n, const char *id_name,
+                                          const char *path);
+
+/* Darts' metric(actual_list, pred_list, series_reduction=np.mean): the mean over the series
+ * of each one's score; mape NaN when one series' is (an actual value of 0). */
+void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
+                                const struct tsrnn_forecast_scores *each, size_t count);
+
+/* How many series of a run of several get a picture of their forecast (training's
+ * forecast_<id>.png) or backtest (tsrnn-predict's backtest_<id>.png): the first ones. */
+#define TSRNN_FORECAST_PLOTS 4
+
+/* A file name part for a series' id: its bytes, with every one but letters, digits, '.', '-'
+ * and '_' replaced by '_' ("store 1/a" -> "store_1_a"). */
+void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity);
+
+/* Series i's part of its picture's file name among the series ids[0..i]: its
+ * tsrnn_forecast_file_id(), and its index too ("_<i>") when an earlier series' id gives the
+ * same name ("a b" and "a_b"). */
+void tsrnn_forecast_plot_file_id(const char *const *ids, size_t i, char *out, size_t capacity);
+
 /* Draws history (the last points before the forecast), actual values and the forecast into a
  * PNG of width x height (tsrnn_plot_png()), titled `title` followed by the MAPE when there
  * are actual values. */
 enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
+                                      const struct tsrnn_series *series, const char *title,
+                                      int width, int height, const char *path);
+
+/* --- backtests ------------------------------------------------------------------------
+ * Darts' historical_forecasts(series, start, forecast_horizon=H, stride=S, retrain=False,
+ * overlap_end=False, last_points_only) and backtest() for one series: F forecasts of H steps
+ * starting at series points first, first + S, ..., each from the input_chunk_length points
+ * before it (scaled with the model's scaler, as tsrnn_forecast_run()), all inside the series:
+ * the last starts at or before L - H. */
+struct tsrnn_backtest {
+    size_t forecast_count; /* F */
+    size_t horizon;        /* H */
+    size_t stride;         /* S */
+    size_t first;          /* series point where the first forecast starts */
+    size_t component_count;
+    bool last_points_only; /* Darts' last_points_only: score the series of last points */
+    float *values;         /* (F, H, C) owned, original scale */
+    /* (F) owned: forecast f's scores over its H points, or with last_points_only over its
+     * last point alone (what backtest(reduction=None) gives per forecast). */
+    struct tsrnn_forecast_scores *scores;
+    /* Darts' backtest() value of each metric: the mean of the forecasts' scores leaving NaN
+     * out (reduction=np.nanmean); with last_points_only the score of the one series of last
+     * points. */
+    struct tsrnn_forecast_scores overall;
+};
+
+/* Where the first forecast starts: `start` as tsrnn-predict's --start takes it, Darts'
+ * `start` with start_format="value" -- a fraction of the series ("0.75": point
+ * int((L - 1) * 0.75)), a time stamp of the series ("1959-02"), or an integer: for a series
+ * with an integer index its value, otherwise a position (negative: from the end) -- or, with
+ * `start` NULL, point `fallback` (named `fallback_what` in messages). TSRNN_ERR_USAGE, naming
+ * the start and the accepted range, when it is not a point of the series or lies outside
+ * [input_chunk_length, L - horizon] (Darts moves a start before the first forecastable point
+ * forward by whole strides; tsrnn asks for one inside). */
+enum tsrnn_status tsrnn_backtest_first(const struct tsrnn_series *series, const char *start,
+                                       size_t fallback, const char *fallback_what,
+                                       size_t input_chunk_length, size_t horizon, size_t *first);
+
+/* Runs the forecasts of src's series (its scaler and covariates; its origin unused),
+ * model->batch_capacity of them per batch (each one's numbers do not depend on the others:
+ * tsrnn_model_predict()), and scores them. Covariates are computed over the whole series
+ * once, 'position' counted from its last point, as Darts' historical_forecasts() encodes
+ * them (encode_train_inference). `first` as
+ * tsrnn_backtest_first() gives it; horizon and stride >= 1. TSRNN_ERR_USAGE for arguments
+ * out of range, TSRNN_ERR_NOMEM, or the model's error. */
+enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_model *model,
+                                     const struct tsrnn_forecast_source *src, size_t first,
+                                     size_t input_chunk_length, size_t horizon, size_t stride,
+                                     bool last_points_only);
+
+/* Accepts a zeroed struct. */
+void tsrnn_backtest_finish(struct tsrnn_backtest *bt);
+
+/* One series' backtest in the files of one or several: `bt` over `series`, named `id` (NULL:
+ * the one unnamed series of a run). */
+struct tsrnn_backtest_part {
+    const struct tsrnn_backtest *bt;
+    const struct tsrnn_series *series;
+    const char *id;
+};
+
+/* The forecasts of parts[0..count) (all with the same last_points_only) as one CSV, replaced
+ * atomically: with last_points_only the series of last points in TimeSeries.to_csv()'s
+ * layout (as tsrnn_forecast_write_csv()); otherwise `start,<time_col>,<component>...`, one
+ * row per forecast and step, `start` the stamp of the forecast's first point. Named parts
+ * (several, or one with an id) get the id column `id_name` first, each series' rows after the
+ * previous one's (the long layout of tsrnn_forecast_write_all()). Values with 9 significant
+ * digits. TSRNN_ERR_IO naming the file. */
+enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *parts, size_t count,
+                                          const char *id_name, const char *path);
+
+/* The scores as a CSV, replaced atomically: `start,mape,mae,rmse` (after the id column for
+ * named parts), one row per forecast (`start` the stamp of its first point), then the row
+ * `backtest` with the series' backtest values; for named parts with `mean` not NULL a last
+ * row with an empty id and `backtest`: the mean over the series (Darts' backtest() of a list
+ * gives one value per series). NaN as `nan`. TSRNN_ERR_IO naming the file. */
+enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest_part *parts, size_t count,
+                                             const char *id_name,
+                                             const struct tsrnn_forecast_scores *mean,
+                                             const char *path);
+
+/* Draws the actual series (from max(3 * the backtested span, 240) points before the first
+ * forecast) and the forecasts, or the series of last points, into a PNG (tsrnn_plot_png()),
+ * titled `title` followed by the backtest's MAPE (MAE without one). */
+enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
                                       const struct tsrnn_series *series, const char *title,
                                       int width, int height, const char *path);
 

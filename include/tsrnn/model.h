@@ -219,19 +219,24 @@ bool tsrnn_model_fused_step(const struct tsrnn_model *model);
 enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn_adam *adam,
                                          struct tsrnn_rng *dropout_rng, float *loss, bool *finite);
 
-/* Darts' RNNModel.predict for one series: feeds `context` (T0, C) from zero state, takes the
- * output of the last step as the first forecast, then feeds each forecast back as the next
- * input carrying the hidden state, `horizon` times. forecast is (horizon, O), host memory.
- * Needs O == C and a workspace with room for B = 1 and T = T0. */
+/* Darts' RNNModel.predict for B windows at once (one series' forecast, or Darts' batches of
+ * historical forecasts): feeds `context` (B, T0, C) from zero state, takes the output of the
+ * last step as the first forecast, then feeds each forecast back as the next input carrying
+ * the hidden state, `horizon` times. forecast is (horizon, B, O), time-major, host memory;
+ * each window's rows depend on its context alone. Needs O == C and a workspace with room for
+ * B and T = T0. */
 enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast,
-                                      const float *context, size_t context_count, size_t horizon);
+                                      const float *context, size_t batch_count,
+                                      size_t context_count, size_t horizon);
 
-/* The same with K = I - O future covariates: `context` is (T0, I), each row (y[t], cov[t+1]);
- * step k >= 1 feeds (forecast[k-1], covariates[k-1]), `covariates` (horizon - 1, K) being the
- * covariates of the steps after the first forecast, as Darts' _RNNModule concatenates the
- * next future covariate to the last prediction. I <= 256. */
+/* The same with K = I - O future covariates: `context` is (B, T0, I), each row (y[t],
+ * cov[t+1]); step k >= 1 feeds each window's (forecast[k-1], covariates[k-1]),
+ * `covariates` (horizon - 1, B, K) time-major like the forecast, the covariates of the
+ * steps after the first forecast, as Darts' _RNNModule concatenates the next future
+ * covariate to the last prediction. */
 enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, float *forecast,
-                                                 const float *context, size_t context_count,
-                                                 const float *covariates, size_t horizon);
+                                                 const float *context, size_t batch_count,
+                                                 size_t context_count, const float *covariates,
+                                                 size_t horizon);
 
 #endif

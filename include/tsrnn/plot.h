@@ -35,7 +35,8 @@
  * ones on top. A line with length 0 is skipped (and left out of the legend); a non-finite
  * value breaks the line (a point alone is a dot). */
 struct tsrnn_plot_line {
-    const char *label;    /* legend text */
+    const char *label;    /* legend text; NULL: drawn, not in the legend (a backtest's 2nd,
+                             3rd, ... forecasts under the first one's entry) */
     uint32_t rgb;         /* 0xRRGGBB */
     const int64_t *times; /* (length) seconds since 1970 (naive), or the integer index */
     const float *values;  /* (length, component_count) row-major */

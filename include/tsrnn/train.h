@@ -85,8 +85,10 @@ struct tsrnn_train_result {
     int64_t best_epoch;              /* its epoch; -1 without validation */
     bool stopped_early;              /* [early_stopping] ended the run */
     double final_lr;                 /* the learning rate after the last epoch's scheduler step */
-    double mape;           /* % over the validation horizon, original scale; NaN if not computed */
-    size_t forecast_count; /* points forecast (the validation part's length) */
+    double mape;           /* % over the validation horizon, original scale; NaN if not computed;
+                              with several series the mean of theirs (Darts' series_reduction) */
+    double mae, rmse;      /* likewise */
+    size_t forecast_count; /* points forecast (the validation parts' lengths, all series) */
     double train_s;        /* the optimizer steps: batch gather, forward, backward, Adam */
     double val_s;          /* validation passes */
     double total_s;        /* the whole fit, outputs and forecast included */
@@ -100,11 +102,15 @@ struct tsrnn_train_result {
  * accelerator this build cannot serve): TSRNN_ERR_USAGE naming the config entry. */
 enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg);
 
-/* The compute context the config asks for: [trainer] accelerator (gpu: CUDA; auto: CUDA
- * where this build and machine have it, else the CPU; cpu) and num_threads. The caller
- * destroys it. TSRNN_ERR_USAGE as tsrnn_train_check(). */
+/* The compute backend the config's accelerator asks for: gpu: CUDA; auto: CUDA where this
+ * build and machine have it, else the CPU; cpu; xla, tpu: pjrt. */
+enum tsrnn_compute_kind tsrnn_train_compute_kind(const struct tsrnn_config *cfg);
+
+/* The compute context the config asks for (tsrnn_train_compute_kind, num_threads), on the
+ * visible GPU `device_index` when it is CUDA (world.h's device_index). The caller destroys
+ * it. TSRNN_ERR_USAGE as tsrnn_train_check(). */
 enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
-                                             const struct tsrnn_config *cfg);
+                                             const struct tsrnn_config *cfg, int device_index);
 
 /* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
  * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch

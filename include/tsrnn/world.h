@@ -16,17 +16,16 @@
  *     PMI (MPICH, Intel MPI's hydra, srun --mpi=pmi2)  PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
  *                        MPI_LOCALNRANKS
  *     srun (Slurm)       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
- * Its comm backend is mpi (there is no launcher to choose; world size 1: local), and a
- * build without MPI refuses a world of more than one rank (TSRNN_ERR_USAGE: its ranks would
- * train separate models). GPU ranks use GPU device_index = the local rank among the GPUs
- * the process sees. Without any of these the process is a world of its own (size 1, rank 0,
- * backend local).
+ * Its comm backend is mpi (world size 1: local) until the rank, knowing its config and
+ * device, chooses with tsrnn_world_choose_mpi_comm() (below: nccl and one GPU per GPU rank),
+ * and a build without MPI refuses a world of more than one rank (TSRNN_ERR_USAGE: its ranks
+ * would train separate models). Without any of these the process is a world of its own
+ * (size 1, rank 0, backend local).
  *
  * Under tsrnn-launch the launcher alone chooses the comm backend (DESIGN.md §9), once for
- * all ranks: local for 1 worker, gloo for CPU workers, nccl for GPU workers (not in tsrnn
- * yet: the launcher refuses more than one GPU worker until it is). A worker uses what it is
- * told and derives nothing from its world size or device. (Under an MPI launcher this file
- * is the one place that chooses, as above.) TSRNN_COMM_BACKEND must name a backend tsrnn
+ * all ranks: local for 1 worker, gloo for CPU workers, nccl for GPU workers. A worker uses
+ * what it is told and derives nothing from its world size or device. (Under an MPI launcher
+ * this file is the one place that chooses, as above.) TSRNN_COMM_BACKEND must name a backend tsrnn
  * knows (tsrnn_comm_backend_known(): local, gloo, mpi); it is required when TSRNN_WORLD_SIZE > 1, may
  * be left out for a world of 1 (= local), and must be local exactly when the world size is
  * 1. A known backend this build lacks is refused later, when the worker joins.
@@ -50,13 +49,17 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "tsrnn/config.h"
 #include "tsrnn/core.h"
 
 #define TSRNN_REPORT_LINE_MAX (PATH_MAX + 1024)
+#define TSRNN_GPU_ID_MAX      96 /* an index, or a GPU-/MIG- UUID from CUDA_VISIBLE_DEVICES */
 
 struct tsrnn_world {
     int rank, world_size;
     int local_rank, local_world_size;
+    bool local_world_size_known; /* false: the launcher does not say (srun, PMI without
+                                    MPI_LOCALNRANKS); local_world_size is the world size */
     int restart_count;
     char rendezvous[PATH_MAX + 8]; /* "file:<dir>"; "" for a world of one */
     int report_fd;                 /* -1: nobody to report to */
@@ -64,8 +67,8 @@ struct tsrnn_world {
                                       "srun (Slurm)" or "none" */
     bool mpi;                      /* started by an MPI launcher (not tsrnn-launch) */
     int device_index;              /* the GPU among the visible ones: 0 under tsrnn-launch
-                                      (CUDA_VISIBLE_DEVICES holds one), the local rank under
-                                      MPI (every rank of a node sees all its GPUs) */
+                                      (CUDA_VISIBLE_DEVICES holds one); under MPI the local
+                                      rank, then tsrnn_world_choose_mpi_comm()'s choice */
     char comm_backend[16];         /* TSRNN_COMM_BACKEND; "local" for a world of one */
 };
 
@@ -73,6 +76,43 @@ struct tsrnn_world {
  * size, a world > 1 without TSRNN_RENDEZVOUS or TSRNN_COMM_BACKEND, an unknown backend, ...)
  * is TSRNN_ERR_USAGE naming it and what is accepted. */
 enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *world);
+
+/* The GPUs CUDA would show this process, counted without initialising CUDA: the NVIDIA
+ * driver's /proc/driver/nvidia/gpus/ (for tests only, TSRNN_TEST_NVIDIA_GPUS_DIR names a
+ * folder to count instead: a simulated GPU list), as CUDA_VISIBLE_DEVICES filters them
+ * (unset = all; a comma list of indices or GPU-/MIG- UUIDs, read up to the first invalid or
+ * repeated entry; empty = none). Returns how many; ids[k] (when ids is not NULL, up to
+ * `capacity`) is the k-th one's CUDA_VISIBLE_DEVICES entry. */
+size_t tsrnn_world_visible_gpus(char ids[][TSRNN_GPU_ID_MAX], size_t capacity);
+
+/* What a rank started by mpirun or srun knows of itself for tsrnn_world_choose_mpi_comm():
+ * the config's choice, whether it trains on a GPU, and what its launcher shows it. */
+struct tsrnn_rank_devices {
+    enum tsrnn_comm_choice comm; /* [trainer] comm */
+    const char *comm_origin;     /* tsrnn_config_origin() of it, for messages */
+    bool gpu;                    /* the rank trains on a GPU (compute backend cuda) */
+    size_t visible_gpu_count;    /* tsrnn_world_visible_gpus() */
+    /* The launcher gave each rank GPUs of its own (srun --gpus-per-task, which sets
+     * SLURM_GPUS_PER_TASK and a CUDA_VISIBLE_DEVICES per task): the rank takes its first. */
+    bool gpus_per_task;
+};
+
+/* visible_gpu_count and gpus_per_task from this process's environment. */
+void tsrnn_world_rank_devices_from_env(struct tsrnn_rank_devices *d, const struct tsrnn_world *w);
+
+/* Under mpirun or srun there is no tsrnn-launch to choose: each rank decides its comm backend
+ * and GPU from `d` alone, the same way on every rank of a uniform job (DESIGN.md §9). Sets
+ * world->comm_backend and world->device_index; a world from tsrnn-launch is left as it is.
+ *   CPU rank: mpi (local for a world of one); comm = nccl is refused.
+ *   GPU rank, comm = auto (world > 1) or nccl (also a world of one): nccl, one GPU per rank:
+ *     the GPU at its local rank among those it sees (its first with gpus_per_task). Refused
+ *     when it sees none, or when two ranks of its node would share one (more local ranks
+ *     than visible GPUs), or in a build without NCCL.
+ *   GPU rank, comm = gloo (or auto with one rank): mpi (local), the gradients staged through
+ *     host memory, so ranks may share GPUs: local rank r takes GPU r mod the visible count.
+ * Refusals are TSRNN_ERR_USAGE (exit 2) naming the rank, the counts and what is accepted. */
+enum tsrnn_status tsrnn_world_choose_mpi_comm(struct tsrnn_world *world,
+                                              const struct tsrnn_rank_devices *d);
 
 /* Writes "key=value\n" to the report pipe in one write(); does nothing without one. A
  * failed write (the launcher is gone) is ignored: the run's files are what matters. */

@@ -84,6 +84,36 @@ static char *covariates_json(const struct tsrnn_covariates *cov, const struct ts
     return text;
 }
 
+/* tsrnn.series_list: every series of a run of named series (several files, or a long-format
+ * file), with what forecasting it needs: its id, where its training part ends, its
+ * frequency and its scaler, and with covariates their scaler (its own for the data file's
+ * covariate columns, the shared one for the encoders'). */
+static char *series_list_json(const struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list != NULL && i < ds->series_count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        const struct tsrnn_series *s = &item->series;
+        char end[64], freq[TSRNN_FREQ_NAME_MAX];
+        tsrnn_time_format(s->times[item->train_length - 1], s->time_unit, end, sizeof(end));
+        tsrnn_freq_name(&s->freq, freq, sizeof(freq));
+        json_t *entry =
+            json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "id", item->id, "time_unit",
+                      time_unit_names[s->time_unit], "freq", freq, "length", (json_int_t)s->length,
+                      "train_length", (json_int_t)item->train_length, "train_end",
+                      (json_int_t)s->times[item->train_length - 1], "train_end_text", end, "scaler",
+                      scaler_object(&item->scaler, cfg->scaler));
+        if (entry != NULL && item->covariates != NULL)
+            json_object_set_new(entry, "covariate_scaler",
+                                scaler_object(&item->cov_scaler, cfg->cov_scaler));
+        json_array_append_new(list, entry);
+    }
+    json_t *o = list ? json_pack("{s:o}", "series", list) : NULL;
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
 static char *series_json(const struct tsrnn_dataset_series *ds)
 {
     const struct tsrnn_series *s = &ds->series;
@@ -171,6 +201,8 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     char *model_text = model_json(&model->dims, cfg);
     char *scaler_text = scaler_json(&ds->items[0].scaler, cfg);
     char *series_text = series_json(&ds->items[0]);
+    bool named = ds->items[0].id[0] != '\0';
+    char *list_text = named ? series_list_json(ds, cfg) : NULL;
     char *cfg_text = tsrnn_config_text(cfg);
     bool has_covariates = ds->covariates != NULL && ds->covariates->count > 0;
     char *cov_text = has_covariates ? covariates_json(ds->covariates, cfg) : NULL;
@@ -178,7 +210,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     if (status == TSRNN_OK &&
         (tensors == NULL || host == NULL || names == NULL || rng_text == NULL ||
          model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL ||
-         (has_covariates && cov_text == NULL)))
+         (has_covariates && cov_text == NULL) || (named && list_text == NULL)))
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
     if (status == TSRNN_OK) {
@@ -204,14 +236,15 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             { "tsrnn.series", series_text },
             { "tsrnn.config", cfg_text },
             { "tsrnn.data_crc32c", crc_text },
-            { "tsrnn.covariates", cov_text },      /* only with covariates: the last but one */
+            { "tsrnn.covariates", cov_text },      /* only with covariates */
+            { "tsrnn.series_list", list_text },    /* named series only */
             { "tsrnn.metadata_crc32c", meta_crc }, /* over all the others: last */
         };
-        size_t entry_count = sizeof(metadata) / sizeof(metadata[0]);
-        if (!has_covariates) {
-            metadata[entry_count - 2] = metadata[entry_count - 1];
-            entry_count--;
-        }
+        /* The optional entries without a value are dropped, the others keep their order. */
+        size_t entry_count = 0;
+        for (size_t k = 0; k < sizeof(metadata) / sizeof(metadata[0]); k++)
+            if (metadata[k].value != NULL)
+                metadata[entry_count++] = metadata[k];
         snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
                  tsrnn_safetensors_metadata_crc(metadata, entry_count));
         status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count);
@@ -220,6 +253,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     free(model_text);
     free(scaler_text);
     free(series_text);
+    free(list_text);
     free(cfg_text);
     free(cov_text);
     free(names);
@@ -350,27 +384,23 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
     return status;
 }
 
-/* A scaler of C columns from the JSON object `o` of metadata `key`. */
-static enum tsrnn_status read_scaler_object(const struct tsrnn_checkpoint *ck, const char *key,
-                                            json_t *o, struct tsrnn_scaler *sc, size_t C)
+/* A scaler object (tsrnn.scaler's layout) of C columns in the metadata entry `key`. */
+static enum tsrnn_status parse_scaler(const struct tsrnn_checkpoint *ck, const char *key, json_t *o,
+                                      struct tsrnn_scaler *sc, size_t C)
 {
     sc->component_count = C;
-    enum tsrnn_status status = read_floats(ck, key, o, "data_min", sc->data_min, C);
-    if (status == TSRNN_OK)
-        status = read_floats(ck, key, o, "data_max", sc->data_max, C);
-    if (status == TSRNN_OK)
-        status = read_floats(ck, key, o, "scale", sc->scale, C);
-    if (status == TSRNN_OK)
-        status = read_floats(ck, key, o, "offset", sc->offset, C);
+    TSRNN_TRY(read_floats(ck, key, o, "data_min", sc->data_min, C));
+    TSRNN_TRY(read_floats(ck, key, o, "data_max", sc->data_max, C));
+    TSRNN_TRY(read_floats(ck, key, o, "scale", sc->scale, C));
+    TSRNN_TRY(read_floats(ck, key, o, "offset", sc->offset, C));
     /* What a fitted MinMaxScaler (or the identity) can hold: finite bounds in order, a scale
      * whose inverse is finite (1e-45 would turn every forecast into -inf). */
-    for (size_t c = 0; status == TSRNN_OK && c < C; c++)
+    for (size_t c = 0; c < C; c++)
         if (!isfinite(sc->data_min[c]) || !isfinite(sc->data_max[c]) ||
             !(sc->data_min[c] <= sc->data_max[c]) || !isfinite(sc->offset[c]) ||
             !(sc->scale[c] >= FLT_MIN) || !isfinite(sc->scale[c]) || !isfinite(1.0f / sc->scale[c]))
-            status =
-                bad_json(ck, key, "a bound, scale or offset is not what a fitted scaler holds");
-    return status;
+            return bad_json(ck, key, "a bound, scale or offset is not what a fitted scaler holds");
+    return TSRNN_OK;
 }
 
 static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
@@ -378,7 +408,7 @@ static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
     json_t *o;
     TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
     enum tsrnn_status status =
-        read_scaler_object(ck, "tsrnn.scaler", o, &ck->scaler, ck->dims.output_count);
+        parse_scaler(ck, "tsrnn.scaler", o, &ck->scaler, ck->dims.output_count);
     json_decref(o);
     return status;
 }
@@ -432,7 +462,87 @@ static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
     if (status == TSRNN_OK && cov->count != K)
         status = bad_json(ck, key, "the encoders' columns do not fill the model's inputs");
     if (status == TSRNN_OK)
-        status = read_scaler_object(ck, key, scaler, &cov->scaler, K);
+        status = parse_scaler(ck, key, scaler, &cov->scaler, K);
+    json_decref(o);
+    return status;
+}
+
+static bool parse_time_unit(const char *name, enum tsrnn_time_unit *unit)
+{
+    for (size_t u = 0; name != NULL && u < sizeof(time_unit_names) / sizeof(time_unit_names[0]);
+         u++)
+        if (strcmp(name, time_unit_names[u]) == 0) {
+            *unit = (enum tsrnn_time_unit)u;
+            return true;
+        }
+    return false;
+}
+
+/* One entry of tsrnn.series_list. */
+static enum tsrnn_status parse_list_entry(const struct tsrnn_checkpoint *ck, json_t *e,
+                                          struct tsrnn_checkpoint_series *out)
+{
+    static const char key[] = "tsrnn.series_list";
+    const char *id = NULL, *unit = NULL, *freq = NULL;
+    json_int_t length = 0, train_length = 0, train_end = 0;
+    json_t *scaler = NULL;
+    if (json_unpack(e, "{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", &id, "time_unit", &unit, "freq",
+                    &freq, "length", &length, "train_length", &train_length, "train_end",
+                    &train_end, "scaler", &scaler) != 0 ||
+        id[0] == '\0' || strlen(id) >= TSRNN_NAME_MAX || train_length < 1 ||
+        train_length > length || length > MAX_COUNT || !json_is_object(scaler))
+        return bad_json(ck, key, "an entry's field is missing or out of range");
+    snprintf(out->id, sizeof(out->id), "%s", id);
+    out->train_length = (size_t)train_length;
+    out->train_end = train_end;
+    if (!parse_time_unit(unit, &out->time_unit))
+        return bad_json(ck, key, "unknown time_unit");
+    if (!tsrnn_freq_parse(&out->freq, freq) && strcmp(freq, "none") != 0)
+        return bad_json(ck, key, "freq is not a frequency");
+    TSRNN_TRY(parse_scaler(ck, key, scaler, &out->scaler, ck->dims.output_count));
+    /* Without its own (a checkpoint of one series), a series' covariates use the shared scaler
+     * of tsrnn.covariates. */
+    json_t *cov_scaler = json_object_get(e, "covariate_scaler");
+    out->cov_scaler = ck->covariates.scaler;
+    if (cov_scaler == NULL || ck->covariates.count == 0)
+        return TSRNN_OK;
+    return parse_scaler(ck, key, cov_scaler, &out->cov_scaler, ck->covariates.count);
+}
+
+/* Every series of the run: tsrnn.series_list, or the one of tsrnn.scaler and tsrnn.series. */
+static enum tsrnn_status read_series_list(struct tsrnn_checkpoint *ck)
+{
+    json_t *o = NULL, *list = NULL;
+    bool named = tsrnn_safetensors_metadata(&ck->file, "tsrnn.series_list") != NULL;
+    if (named) {
+        TSRNN_TRY(need_json(ck, "tsrnn.series_list", &o));
+        list = json_object_get(o, "series");
+        if (!json_is_array(list) || json_array_size(list) == 0) {
+            json_decref(o);
+            return bad_json(ck, "tsrnn.series_list", "expected a non-empty array \"series\"");
+        }
+    }
+    size_t S = named ? json_array_size(list) : 1;
+    ck->series_list = calloc(S, sizeof(*ck->series_list));
+    enum tsrnn_status status = TSRNN_OK;
+    if (ck->series_list == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ck->path);
+    ck->series_count = ck->series_list ? S : 0;
+    for (size_t i = 0; named && status == TSRNN_OK && i < S; i++) {
+        status = parse_list_entry(ck, json_array_get(list, i), &ck->series_list[i]);
+        for (size_t j = 0; status == TSRNN_OK && j < i; j++)
+            if (strcmp(ck->series_list[j].id, ck->series_list[i].id) == 0)
+                status = bad_json(ck, "tsrnn.series_list", "two series have one id");
+    }
+    if (status == TSRNN_OK && !named)
+        ck->series_list[0] = (struct tsrnn_checkpoint_series){
+            .scaler = ck->scaler,
+            .cov_scaler = ck->covariates.scaler,
+            .freq = ck->series.freq,
+            .time_unit = ck->series.time_unit,
+            .train_length = ck->series.train_length,
+            .train_end = ck->series.train_end,
+        };
     json_decref(o);
     return status;
 }
@@ -455,13 +565,7 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
     if (status == TSRNN_OK) {
         snprintf(s->time_name, sizeof(s->time_name), "%s", time_col);
         s->time_unit = TSRNN_TIME_INDEX;
-        bool known = false;
-        for (size_t u = 0; u < sizeof(time_unit_names) / sizeof(time_unit_names[0]); u++)
-            if (strcmp(unit, time_unit_names[u]) == 0) {
-                s->time_unit = (enum tsrnn_time_unit)u;
-                known = true;
-            }
-        if (!known)
+        if (!parse_time_unit(unit, &s->time_unit))
             status = bad_json(ck, "tsrnn.series", "unknown time_unit");
         s->component_count = ck->dims.output_count;
         s->train_length = (size_t)train_length;
@@ -607,6 +711,8 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
     if (status == TSRNN_OK)
         status = read_series(ck);
     if (status == TSRNN_OK)
+        status = read_series_list(ck);
+    if (status == TSRNN_OK)
         status = read_state(ck);
     if (status == TSRNN_OK)
         status = need(ck, "tsrnn.config", &text);
@@ -634,6 +740,9 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
 void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck)
 {
     tsrnn_safetensors_finish(&ck->file);
+    free(ck->series_list);
+    ck->series_list = NULL;
+    ck->series_count = 0;
 }
 
 static void describe_model(char *out, size_t capacity, const struct tsrnn_model_dims *d)

@@ -61,6 +61,9 @@ struct tsrnn_compute_backend {
     void *(*stream)(const struct tsrnn_compute *ctx);
     /* TPU cores in use (optional: NULL = 0) */
     size_t (*tpu_cores)(const struct tsrnn_compute *ctx);
+    /* GPU name and memory in use / in all (optional: NULL = not a GPU; false = unknown) */
+    bool (*device_memory)(const struct tsrnn_compute *ctx, char *name, size_t name_nbytes,
+                          size_t *used_nbytes, size_t *total_nbytes);
     /* Optional: one line on what the context computes with (tsrnn_compute_describe). */
     size_t (*describe)(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes);
 

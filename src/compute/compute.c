@@ -98,6 +98,13 @@ void *tsrnn_compute_stream(const struct tsrnn_compute *compute)
     return compute->backend->stream ? compute->backend->stream(compute) : NULL;
 }
 
+bool tsrnn_compute_device_memory(const struct tsrnn_compute *compute, char *name,
+                                 size_t name_nbytes, size_t *used_nbytes, size_t *total_nbytes)
+{
+    return compute->backend->device_memory != NULL &&
+           compute->backend->device_memory(compute, name, name_nbytes, used_nbytes, total_nbytes);
+}
+
 size_t tsrnn_compute_tpu_cores(const struct tsrnn_compute *compute)
 {
     return compute->backend->tpu_cores ? compute->backend->tpu_cores(compute) : 0;

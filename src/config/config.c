@@ -40,6 +40,7 @@ enum key_type {
     KEY_STRING,  /* char[capacity] */
     KEY_FOLDER,  /* char[capacity]: one non-empty folder name, no '/' */
     KEY_PATH,    /* char[PATH_MAX], resolved to an absolute path */
+    KEY_PATHS,   /* char[PATH_MAX]: a comma list of paths or patterns, each resolved */
     KEY_COLUMNS, /* value_cols: comma list into value_cols[][] */
     KEY_DEVICES, /* "auto", "-1", "N" or "i,j,...", kept as text */
     KEY_RESUME,  /* char[PATH_MAX]: "", "last", "best", or a path resolved like KEY_PATH */
@@ -125,11 +126,22 @@ static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
  * and this table agree. A rule across keys goes into tsrnn_config_validate() and into the
  * .doc of the keys it involves. */
 static const struct key schema[] = {
-    TEXT("data", "path", KEY_PATH, data_path, "",
-         "the path of a CSV file (relative to the INI file's folder)",
-         .doc = "The CSV file of the series: a header row, then one row per time step.",
-         .darts = "`TimeSeries.from_csv(path)`", .example = "data/air_passengers.csv",
-         .default_doc = "required"),
+    TEXT("data", "path", KEY_PATHS, data_path, "",
+         "the path of a CSV file, a comma-separated list of them, or glob patterns such as "
+         "data/*.csv (relative to the INI file's folder)",
+         .doc = "The CSV file of the series: a header row, then one row per time step. Several "
+                "files (a list, or a pattern's matches sorted by name) are several series, one "
+                "model trained on all of them (a global model), each named by its file name "
+                "without extension; with `id_col`, one file holds them all.",
+         .darts = "`TimeSeries.from_csv(path)`; `fit([s1, s2, …])` for several",
+         .example = "data/air_passengers.csv", .default_doc = "required"),
+    TEXT("data", "id_col", KEY_STRING, id_col, "",
+         "a column name, or nothing for one series per file",
+         .doc = "A long-format file: the column naming each row's series. Each distinct id is "
+                "one series of its rows, in Darts' order (sorted by id: as numbers when every "
+                "id is a number, else as text); needs `time_col` and one file in `path`.",
+         .darts = "`TimeSeries.from_group_dataframe(df, group_cols=..., time_col=...)`",
+         .example = "store", .default_doc = "one series per file"),
     TEXT("data", "time_col", KEY_STRING, time_col, "",
          "a column name, or nothing for an integer index",
          .doc = "The column of time stamps (or of an integer index, when every value is an "
@@ -166,18 +178,24 @@ static const struct key schema[] = {
     TEXT("data", "split_after", KEY_STRING, split_after, "",
          "a time stamp (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DD HH:MM[:SS]) or an integer index",
          .doc = "The last point of the training part, inclusive; the points after it validate. "
-                "A stamp between two points keeps every point up to it. Not together with "
-                "`val_fraction`.",
+                "A stamp between two points keeps every point up to it. With several series it "
+                "splits each one. Not together with `val_fraction`.",
          .darts = "`series.split_after(ts)`", .example = "1959-01",
          .default_doc = "the whole series trains, unless `val_fraction` is set"),
     DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN,
-           .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points. "
-                  "Not together with `split_after`.",
+           .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points "
+                  "(of each series' own L, with several). Not together with `split_after`.",
            .darts = "`series.split_after(1 - f)`", .example = "0.2",
            .default_doc = "no validation part, unless `split_after` is set"),
+    INT("data", "max_samples_per_ts", max_samples_per_ts, "0", 0, 2147483647,
+        .doc = "With several series: the training (and validation) samples each series "
+               "contributes, its most recent windows; 0 is every window of the longest series, "
+               "the shorter ones repeating theirs as Darts does.",
+        .darts = "`fit(..., max_samples_per_ts=...)`", .example = "100", .default_doc = "no cap"),
     ENUM("data", "scaler", scaler, "minmax", scaler_choices,
          .doc = "`minmax` scales each component to [0, 1] over the training part (validation "
-                "values may fall outside, as in Darts); `none` trains on the raw values.",
+                "values may fall outside, as in Darts), one scaler per series with several; "
+                "`none` trains on the raw values.",
          .darts = "`Scaler()` (sklearn's `MinMaxScaler`) fitted on the training part",
          .example = "none"),
 
@@ -595,6 +613,7 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
     case KEY_STRING:
     case KEY_FOLDER:
     case KEY_PATH:
+    case KEY_PATHS:
     case KEY_RESUME:
     case KEY_COLUMNS:
     case KEY_DEVICES:
@@ -688,6 +707,29 @@ static bool next_item(const char **cursor, const char **item, size_t *len)
     *len = n;
     *cursor = comma ? comma + 1 : NULL;
     return true;
+}
+
+/* A comma list of paths: each resolved as resolve_path() does, joined with commas. */
+static enum tsrnn_status set_paths(char *out, size_t capacity, const char *value,
+                                   const char *base_dir, const struct key *k, const char *origin)
+{
+    size_t used = 0, len;
+    const char *cursor = value, *item;
+    out[0] = '\0';
+    while (*value != '\0' && next_item(&cursor, &item, &len)) {
+        char one[PATH_MAX];
+        if (len == 0)
+            return bad_value(k, value, origin, "an empty path in the list");
+        if (len >= sizeof(one))
+            return bad_value(k, value, origin, "a path is too long");
+        memcpy(one, item, len);
+        one[len] = '\0';
+        if (used > 0)
+            out[used++] = ',';
+        TSRNN_TRY(resolve_path(out + used, capacity - used, one, base_dir, k, origin));
+        used += strlen(out + used);
+    }
+    return TSRNN_OK;
 }
 
 static enum tsrnn_status set_columns(struct tsrnn_config *cfg, const struct key *k,
@@ -841,6 +883,9 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         break;
     case KEY_PATH:
         TSRNN_TRY(resolve_path(field(cfg, k), k->capacity, value, base_dir, k, origin));
+        break;
+    case KEY_PATHS:
+        TSRNN_TRY(set_paths(field(cfg, k), k->capacity, value, base_dir, k, origin));
         break;
     case KEY_RESUME:
         if (strcasecmp(value, "last") == 0 || strcasecmp(value, "best") == 0)
@@ -1174,6 +1219,31 @@ static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const ch
     return TSRNN_OK;
 }
 
+/* Every file [data] path names or matches is readable; a long-format file (id_col) is one
+ * file with a time column. */
+static enum tsrnn_status check_data_files(const struct tsrnn_config *cfg)
+{
+    const char *origin = tsrnn_config_origin(cfg, "data", "path");
+    struct tsrnn_data_paths paths;
+    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, origin));
+    enum tsrnn_status status = TSRNN_OK;
+    for (size_t i = 0; i < paths.count && status == TSRNN_OK; i++)
+        status = check_readable(cfg, "data", "path", paths.paths[i], "data file");
+    if (status == TSRNN_OK && cfg->id_col[0] != '\0' && paths.count > 1)
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "%s: [data] id_col = '%s' reads one long-format file, but [data] "
+                             "path names %zu files; accepted: one file with id_col, or one "
+                             "series per file without it",
+                             tsrnn_config_origin(cfg, "data", "id_col"), cfg->id_col, paths.count);
+    if (status == TSRNN_OK && cfg->id_col[0] != '\0' && cfg->time_col[0] == '\0')
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "%s: [data] id_col = '%s' needs [data] time_col: each series of a "
+                             "long-format file takes its time index from its rows",
+                             tsrnn_config_origin(cfg, "data", "id_col"), cfg->id_col);
+    tsrnn_data_paths_finish(&paths);
+    return status;
+}
+
 /* Each rule here is also stated in the .doc of the keys it involves (docs/configuration.md). */
 /* What PyTorch's and Lightning's constructors would refuse in the optimizer, scheduler and
  * early-stopping keys, or what tsrnn does not implement of them. */
@@ -1222,7 +1292,7 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
     if (cfg->data_path[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "[data] path is not set; add 'path = your_series.csv' under [data]");
-    TSRNN_TRY(check_readable(cfg, "data", "path", cfg->data_path, "data file"));
+    TSRNN_TRY(check_data_files(cfg));
     if (cfg->init_weights[0] != '\0')
         TSRNN_TRY(check_readable(cfg, "model", "init_weights", cfg->init_weights, "weights file"));
     if (cfg->resume[0] == '/')
@@ -1312,6 +1382,7 @@ static void format_value(const struct tsrnn_config *cfg, const struct key *k, ch
     case KEY_STRING:
     case KEY_FOLDER:
     case KEY_PATH:
+    case KEY_PATHS:
     case KEY_RESUME:
     case KEY_DEVICES:
     case KEY_FREQ:
@@ -1488,6 +1559,8 @@ static const char *type_name(const struct key *k)
         return "folder name";
     case KEY_PATH:
         return "path";
+    case KEY_PATHS:
+        return "paths";
     case KEY_COLUMNS:
         return "column list";
     case KEY_DEVICES:

@@ -188,25 +188,25 @@ void tsrnn_series_finish(struct tsrnn_series *series)
     memset(series, 0, sizeof(*series));
 }
 
-enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, const char *path,
-                                                   const char *time_col,
-                                                   const char (*value_cols)[TSRNN_NAME_MAX],
-                                                   size_t value_col_count,
-                                                   const char (*covariate_cols)[TSRNN_NAME_MAX],
-                                                   size_t covariate_col_count,
-                                                   const struct tsrnn_series_options *options)
+/* value_cols then covariate_cols as one list of C + Kc names (owned), or NULL. */
+static char (*joined_columns(const char (*value_cols)[TSRNN_NAME_MAX], size_t C,
+                             const char (*covariate_cols)[TSRNN_NAME_MAX],
+                             size_t Kc))[TSRNN_NAME_MAX]
 {
-    size_t C = value_col_count, Kc = covariate_col_count;
     char(*all)[TSRNN_NAME_MAX] = malloc((C + Kc) * sizeof(*all));
-    if (all == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu column names", C + Kc);
+    if (all == NULL) {
+        tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu column names", C + Kc);
+        return NULL;
+    }
     memcpy(all, value_cols, C * sizeof(*all));
     memcpy(all + C, covariate_cols, Kc * sizeof(*all));
-    enum tsrnn_status status = tsrnn_series_load_csv(
-        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
-    free(all);
-    if (status != TSRNN_OK)
-        return status;
+    return all;
+}
+
+/* A series read with C + Kc columns keeps the first C as its values; the others move to
+ * series->covariates (L, Kc). Frees the series on error. */
+static enum tsrnn_status split_covariates(struct tsrnn_series *series, size_t C, size_t Kc)
+{
     size_t L = series->length;
     series->covariates = malloc((L > 0 ? L : 1) * Kc * sizeof(float));
     if (series->covariates == NULL) {
@@ -223,15 +223,75 @@ enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, 
     return TSRNN_OK;
 }
 
+enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, const char *path,
+                                                   const char *time_col,
+                                                   const char (*value_cols)[TSRNN_NAME_MAX],
+                                                   size_t value_col_count,
+                                                   const char (*covariate_cols)[TSRNN_NAME_MAX],
+                                                   size_t covariate_col_count,
+                                                   const struct tsrnn_series_options *options)
+{
+    size_t C = value_col_count, Kc = covariate_col_count;
+    char(*all)[TSRNN_NAME_MAX] = joined_columns(value_cols, C, covariate_cols, Kc);
+    if (all == NULL)
+        return TSRNN_ERR_NOMEM;
+    enum tsrnn_status status = tsrnn_series_load_csv(
+        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+    free(all);
+    if (status != TSRNN_OK)
+        return status;
+    return split_covariates(series, C, Kc);
+}
+
+enum tsrnn_status tsrnn_series_load_groups_covariates(
+    struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count, const char *path,
+    const char *id_col, const char *time_col, const char (*value_cols)[TSRNN_NAME_MAX],
+    size_t value_col_count, const char (*covariate_cols)[TSRNN_NAME_MAX],
+    size_t covariate_col_count, const struct tsrnn_series_options *options)
+{
+    size_t C = value_col_count, Kc = covariate_col_count;
+    char(*all)[TSRNN_NAME_MAX] = joined_columns(value_cols, C, covariate_cols, Kc);
+    *series = NULL;
+    *ids = NULL;
+    *count = 0;
+    if (all == NULL)
+        return TSRNN_ERR_NOMEM;
+    enum tsrnn_status status =
+        tsrnn_series_load_groups(series, ids, count, path, id_col, time_col,
+                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+    free(all);
+    for (size_t i = 0; status == TSRNN_OK && i < *count; i++)
+        status = split_covariates(&(*series)[i], C, Kc);
+    if (status != TSRNN_OK && *series != NULL) {
+        for (size_t i = 0; i < *count; i++)
+            tsrnn_series_finish(&(*series)[i]);
+        free(*series);
+        free(*ids);
+        *series = NULL;
+        *ids = NULL;
+    }
+    return status;
+}
+/* The first missing value of a row of a long-format file (text NULL: none), for the message
+ * that refuses its series' first one. */
+struct row_missing {
+    const char *text;
+    size_t column, component;
+};
+
 /* Everything tsrnn_series_load_csv() holds while it reads. */
 struct loader {
     struct csv_file file;
     const struct tsrnn_series_options *options;
-    size_t column_count; /* K, from the header */
-    size_t header_line;  /* its line number (blank lines may come first) */
-    char **header;       /* (K) column names, pointing into file.buf */
-    long time_idx;       /* -1 without a time column */
-    size_t *value_idx;   /* (C) header column of each component */
+    size_t column_count;             /* K, from the header */
+    size_t header_line;              /* its line number (blank lines may come first) */
+    char **header;                   /* (K) column names, pointing into file.buf */
+    long time_idx;                   /* -1 without a time column */
+    const char *id_col;              /* a long-format file's id column ("" or NULL: none) */
+    long id_idx;                     /* its header column; -1 without one */
+    char **id_text;                  /* (L) each row's id, into file.buf; with id_col only */
+    struct row_missing *row_missing; /* (L) likewise */
+    size_t *value_idx;               /* (C) header column of each component */
     size_t row_capacity;
     double *values;      /* (L, C) as read; NaN = missing */
     char **time_text;    /* (L) raw time fields, into file.buf */
@@ -313,12 +373,26 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
             return missing_column(ld, time_col, "[data] time_col");
     }
 
+    ld->id_idx = -1;
+    if (ld->id_col != NULL && ld->id_col[0] != '\0') {
+        ld->id_idx = find_column(ld, ld->id_col);
+        if (ld->id_idx < 0)
+            return missing_column(ld, ld->id_col, "[data] id_col");
+        if (ld->id_idx == ld->time_idx)
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "[data] id_col and time_col are both '%s'; a column is either the "
+                               "series' id or its time",
+                               ld->id_col);
+    }
+
     size_t c_count = value_col_count;
     if (c_count == 0)
-        c_count = ld->column_count - (ld->time_idx >= 0);
+        c_count = ld->column_count - (ld->time_idx >= 0) - (ld->id_idx >= 0);
     if (c_count == 0)
-        return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu: no value column besides the time column '%s'",
-                           ld->file.path, ld->header_line, time_col);
+        return tsrnn_error(
+            TSRNN_ERR_DATA, "%s:%zu: no value column besides the time column '%s'%s%s%s",
+            ld->file.path, ld->header_line, time_col, ld->id_idx >= 0 ? " and the id column '" : "",
+            ld->id_idx >= 0 ? ld->id_col : "", ld->id_idx >= 0 ? "'" : "");
     if (c_count > TSRNN_MAX_COMPONENTS)
         return tsrnn_error(TSRNN_ERR_DATA,
                            "%s:%zu: %zu value columns; at most %d are supported (choose some "
@@ -330,7 +404,7 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ld->file.path);
     size_t c = 0;
     for (size_t i = 0; i < ld->column_count && value_col_count == 0; i++)
-        if ((long)i != ld->time_idx)
+        if ((long)i != ld->time_idx && (long)i != ld->id_idx)
             ld->value_idx[c++] = i;
     for (size_t i = 0; i < value_col_count; i++) {
         long idx = find_column(ld, value_cols[i]);
@@ -340,6 +414,11 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
             return tsrnn_error(TSRNN_ERR_DATA,
                                "[data] value_cols lists the time column '%s'; a column is either "
                                "the time or a value",
+                               value_cols[i]);
+        if (idx == ld->id_idx)
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "[data] value_cols lists the id column '%s'; a column is either "
+                               "the series' id or a value",
                                value_cols[i]);
         ld->value_idx[c++] = (size_t)idx;
     }
@@ -365,7 +444,16 @@ static enum tsrnn_status grow_rows(struct loader *ld, struct tsrnn_series *s)
     size_t *column = realloc(ld->time_column, capacity * sizeof(*column));
     if (column != NULL)
         ld->time_column = column;
-    if (values == NULL || text == NULL || line == NULL || column == NULL)
+    bool grouped = ld->id_idx >= 0;
+    char **ids = grouped ? realloc(ld->id_text, capacity * sizeof(*ids)) : NULL;
+    if (ids != NULL)
+        ld->id_text = ids;
+    struct row_missing *missing =
+        grouped ? realloc(ld->row_missing, capacity * sizeof(*missing)) : NULL;
+    if (missing != NULL)
+        ld->row_missing = missing;
+    if (values == NULL || text == NULL || line == NULL || column == NULL ||
+        (grouped && (ids == NULL || missing == NULL)))
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ld->file.path);
     ld->row_capacity = capacity;
     return TSRNN_OK;
@@ -389,11 +477,17 @@ static enum tsrnn_status read_rows(struct loader *ld, struct tsrnn_series *s)
             TSRNN_TRY(grow_rows(ld, s));
 
         size_t t = s->length;
+        if (ld->id_idx >= 0) {
+            ld->id_text[t] = ld->file.fields[ld->id_idx].text;
+            ld->row_missing[t].text = NULL;
+        }
         for (size_t c = 0; c < C; c++) {
             const struct field *fld = &ld->file.fields[ld->value_idx[c]];
             const char *name = ld->header[ld->value_idx[c]];
             char *end;
             if (is_na_text(fld->text)) {
+                if (ld->id_idx >= 0 && ld->row_missing[t].text == NULL)
+                    ld->row_missing[t] = (struct row_missing){ fld->text, fld->column, c };
                 if (!ld->any_missing) {
                     ld->any_missing = true;
                     ld->missing_row = t;
@@ -892,6 +986,41 @@ static enum tsrnn_status fill_values(struct loader *ld, struct tsrnn_series *s)
     return TSRNN_OK;
 }
 
+static void loader_free(struct loader *ld, bool owns_file)
+{
+    if (owns_file) {
+        free(ld->file.buf);
+        free(ld->file.fields);
+        free(ld->header);
+        free(ld->value_idx);
+        free(ld->id_text);
+        free(ld->row_missing);
+    }
+    free(ld->values);
+    free(ld->time_text);
+    free(ld->time_line);
+    free(ld->time_column);
+    free(ld->position);
+}
+
+/* The file's header and rows, as read. */
+static enum tsrnn_status read_table(struct loader *ld, const char *time_col,
+                                    const char (*value_cols)[TSRNN_NAME_MAX],
+                                    size_t value_col_count, struct tsrnn_series *series)
+{
+    TSRNN_TRY(read_all(&ld->file));
+    TSRNN_TRY(read_header(ld, time_col, value_cols, value_col_count, series));
+    return read_rows(ld, series);
+}
+
+/* The rows read become the series: its time index, made regular, and its values, filled. */
+static enum tsrnn_status make_series(struct loader *ld, struct tsrnn_series *series)
+{
+    TSRNN_TRY(parse_times(ld, series));
+    TSRNN_TRY(make_regular(ld, series));
+    return fill_values(ld, series);
+}
+
 enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char *path,
                                         const char *time_col,
                                         const char (*value_cols)[TSRNN_NAME_MAX],
@@ -902,28 +1031,206 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
     struct loader ld = { .file = { .path = path }, .options = options ? options : &defaults };
     memset(series, 0, sizeof(*series));
 
-    enum tsrnn_status status = read_all(&ld.file);
+    enum tsrnn_status status = read_table(&ld, time_col, value_cols, value_col_count, series);
     if (status == TSRNN_OK)
-        status = read_header(&ld, time_col, value_cols, value_col_count, series);
-    if (status == TSRNN_OK)
-        status = read_rows(&ld, series);
-    if (status == TSRNN_OK)
-        status = parse_times(&ld, series);
-    if (status == TSRNN_OK)
-        status = make_regular(&ld, series);
-    if (status == TSRNN_OK)
-        status = fill_values(&ld, series);
-
-    free(ld.file.buf);
-    free(ld.file.fields);
-    free(ld.header);
-    free(ld.value_idx);
-    free(ld.values);
-    free(ld.time_text);
-    free(ld.time_line);
-    free(ld.time_column);
-    free(ld.position);
+        status = make_series(&ld, series);
+    loader_free(&ld, true);
     if (status != TSRNN_OK)
         tsrnn_series_finish(series);
+    return status;
+}
+
+/* --- long format: one series per id (Darts' from_group_dataframe) ------------------------- */
+
+/* How the ids compare: as pandas reads the column (int64, float64 or text) and sorts it. */
+enum id_kind {
+    ID_INTEGER,
+    ID_NUMBER,
+    ID_TEXT
+};
+
+struct id_key {
+    size_t row;
+    const char *text;
+    int64_t integer;
+    double number;
+    enum id_kind kind; /* the same in every key */
+};
+
+static int compare_ids(const struct id_key *a, const struct id_key *b)
+{
+    switch (a->kind) {
+    case ID_INTEGER:
+        return (a->integer > b->integer) - (a->integer < b->integer);
+    case ID_NUMBER:
+        return (a->number > b->number) - (a->number < b->number);
+    case ID_TEXT:
+        break;
+    }
+    return strcmp(a->text, b->text);
+}
+
+/* By id, then by row: each group's rows stay in file order. */
+static int compare_keys(const void *pa, const void *pb)
+{
+    const struct id_key *a = pa, *b = pb;
+    int c = compare_ids(a, b);
+    return c != 0 ? c : (a->row > b->row) - (a->row < b->row);
+}
+
+static bool parse_number(const char *text, double *v)
+{
+    char *end;
+    *v = strtod(text, &end);
+    return end != text && *end == '\0' && isfinite(*v) && strpbrk(text, "xX") == NULL;
+}
+
+/* Every row's id key, sorted; refuses a missing id. */
+static enum tsrnn_status sort_ids(const struct loader *ld, size_t rows, struct id_key *keys)
+{
+    enum id_kind kind = ID_INTEGER;
+    for (size_t r = 0; r < rows; r++) {
+        const char *text = ld->id_text[r];
+        if (is_na_text(text))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s:%zu: id column '%s': '%s' is a missing id; every row needs the "
+                               "id of its series",
+                               ld->file.path, ld->time_line[r], ld->id_col, text);
+        if (strlen(text) >= TSRNN_NAME_MAX)
+            return tsrnn_error(
+                TSRNN_ERR_DATA, "%s:%zu: id column '%s': an id of %zu bytes; accepted: at most %d",
+                ld->file.path, ld->time_line[r], ld->id_col, strlen(text), TSRNN_NAME_MAX - 1);
+        keys[r] = (struct id_key){ .row = r, .text = text };
+        if (kind == ID_INTEGER && !tsrnn_parse_int64(text, &keys[r].integer))
+            kind = ID_NUMBER;
+        if (kind != ID_TEXT && !parse_number(text, &keys[r].number))
+            kind = ID_TEXT;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        keys[r].kind = kind;
+        if (kind == ID_NUMBER)
+            parse_number(keys[r].text, &keys[r].number);
+    }
+    qsort(keys, rows, sizeof(*keys), compare_keys);
+    return TSRNN_OK;
+}
+
+/* The rows keys[0..n) of `all` (one id) as a series of their own. */
+static enum tsrnn_status make_group(const struct loader *all, const struct tsrnn_series *header,
+                                    const struct id_key *keys, size_t n,
+                                    struct tsrnn_series *series)
+{
+    size_t C = header->component_count;
+    struct loader g = {
+        .file = { .path = all->file.path },
+        .options = all->options,
+        .time_idx = all->time_idx,
+        .id_idx = -1,
+        .values = malloc(n * C * sizeof(double)),
+        .time_text = malloc(n * sizeof(char *)),
+        .time_line = malloc(n * sizeof(size_t)),
+        .time_column = malloc(n * sizeof(size_t)),
+    };
+    *series = (struct tsrnn_series){ .length = n, .component_count = C };
+    series->component_names = malloc(C * sizeof(*series->component_names));
+    enum tsrnn_status status = TSRNN_OK;
+    if (g.values == NULL || g.time_text == NULL || g.time_line == NULL || g.time_column == NULL ||
+        series->component_names == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", all->file.path);
+    for (size_t k = 0; k < n && status == TSRNN_OK; k++) {
+        size_t r = keys[k].row;
+        memcpy(g.values + k * C, all->values + r * C, C * sizeof(double));
+        g.time_text[k] = all->time_text[r];
+        g.time_line[k] = all->time_line[r];
+        g.time_column[k] = all->time_column[r];
+        const struct row_missing *m = &all->row_missing[r];
+        if (m->text != NULL && !g.any_missing) {
+            g.any_missing = true;
+            g.missing_row = k;
+            g.missing_line = all->time_line[r];
+            g.missing_column = m->column;
+            g.missing_component = m->component;
+            g.missing_text = m->text;
+        }
+    }
+    if (status == TSRNN_OK) {
+        memcpy(series->component_names, header->component_names,
+               C * sizeof(*series->component_names));
+        memcpy(series->time_name, header->time_name, sizeof(series->time_name));
+        status = make_series(&g, series);
+    }
+    loader_free(&g, false);
+    return status;
+}
+
+enum tsrnn_status
+tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count,
+                         const char *path, const char *id_col, const char *time_col,
+                         const char (*value_cols)[TSRNN_NAME_MAX], size_t value_col_count,
+                         const struct tsrnn_series_options *options)
+{
+    static const struct tsrnn_series_options defaults = { .fill_missing_dates = false };
+    struct loader ld = {
+        .file = { .path = path },
+        .options = options ? options : &defaults,
+        .id_col = id_col,
+    };
+    struct tsrnn_series header = { 0 };
+    struct id_key *keys = NULL;
+    *series = NULL;
+    *ids = NULL;
+    *count = 0;
+    if (id_col[0] == '\0')
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s: a long-format file needs an id column", path);
+    /* Darts' groups each take their rows' stamps; a row number means nothing in a group. */
+    if (time_col[0] == '\0')
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "[data] id_col = '%s' needs [data] time_col: each series of a "
+                           "long-format file takes its time index from its rows",
+                           id_col);
+
+    enum tsrnn_status status = read_table(&ld, time_col, value_cols, value_col_count, &header);
+    size_t rows = header.length;
+    if (status == TSRNN_OK && rows == 0)
+        status = tsrnn_error(TSRNN_ERR_DATA, "%s: no rows after the header, so no series", path);
+    if (status == TSRNN_OK) {
+        keys = malloc(rows * sizeof(*keys));
+        if (keys == NULL)
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", path);
+    }
+    if (status == TSRNN_OK)
+        status = sort_ids(&ld, rows, keys);
+    size_t groups = 0;
+    for (size_t r = 0; status == TSRNN_OK && r < rows; r++)
+        groups += r == 0 || compare_ids(&keys[r - 1], &keys[r]) != 0;
+    if (status == TSRNN_OK) {
+        *series = calloc(groups, sizeof(**series));
+        *ids = calloc(groups, sizeof(**ids));
+        if (*series == NULL || *ids == NULL)
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series", groups);
+    }
+    for (size_t first = 0; status == TSRNN_OK && first < rows; (*count)++) {
+        size_t end = first + 1;
+        while (end < rows && compare_ids(&keys[first], &keys[end]) == 0)
+            end++;
+        snprintf((*ids)[*count], TSRNN_NAME_MAX, "%s", keys[first].text);
+        status = make_group(&ld, &header, keys + first, end - first, &(*series)[*count]);
+        if (status != TSRNN_OK)
+            tsrnn_error_append(status, " (series '%s' of id column '%s')", keys[first].text,
+                               id_col);
+        first = end;
+    }
+    free(keys);
+    loader_free(&ld, true);
+    tsrnn_series_finish(&header);
+    if (status != TSRNN_OK) {
+        for (size_t i = 0; *series != NULL && i < groups; i++)
+            tsrnn_series_finish(&(*series)[i]);
+        free(*series);
+        free(*ids);
+        *series = NULL;
+        *ids = NULL;
+        *count = 0;
+    }
     return status;
 }

@@ -471,8 +471,8 @@ enum tsrnn_status tsrnn_encoders_compute(float *out, size_t row_stride,
 /* The user's covariate columns of points [first, first + length) into out's first Kc
  * columns; they exist for the series' own points only. */
 static enum tsrnn_status copy_columns(float *out, const struct tsrnn_covariates *cov,
-                                      const struct tsrnn_series *series, size_t first,
-                                      size_t length)
+                                      const struct tsrnn_series *series, const char *id,
+                                      size_t first, size_t length)
 {
     size_t Kc = cov->column_count, K = cov->count, L = series->length;
     if (Kc == 0)
@@ -482,7 +482,9 @@ static enum tsrnn_status copy_columns(float *out, const struct tsrnn_covariates 
             TSRNN_ERR_DATA, "the series has %zu covariate columns; the model takes %zu (%s%s)",
             series->covariate_count, Kc, cov->column_names[0], Kc > 1 ? ", ..." : "");
     if (first + length > L) {
-        char last[64], from[64], to[64], names[256] = "";
+        char last[64], from[64], to[64], names[256] = "", which[TSRNN_NAME_MAX + 16] = "";
+        if (id != NULL && id[0] != '\0')
+            snprintf(which, sizeof(which), " of series '%s'", id);
         size_t used = 0;
         for (size_t k = 0; k < Kc && used < sizeof(names); k++)
             used += (size_t)snprintf(names + used, sizeof(names) - used, "%s'%s'", k ? ", " : "",
@@ -496,10 +498,11 @@ static enum tsrnn_status copy_columns(float *out, const struct tsrnn_covariates 
         tsrnn_time_format(ok ? t_from : 0, series->time_unit, from, sizeof(from));
         tsrnn_time_format(ok ? t_to : 0, series->time_unit, to, sizeof(to));
         return tsrnn_error(TSRNN_ERR_DATA,
-                           "the covariate columns %s end at %s, but the forecast needs them up "
-                           "to %s: the %zu dates %s .. %s are missing; accepted: a forecast "
+                           "the covariate columns %s%s end at %s, but the forecast needs them "
+                           "up to %s: the %zu dates %s .. %s are missing; accepted: a forecast "
                            "within the data file's dates, or covariates from encoders only",
-                           names, last, to, first + length - (first > L ? first : L), from, to);
+                           names, which, last, to, first + length - (first > L ? first : L), from,
+                           to);
     }
     for (size_t i = 0; i < length; i++)
         memcpy(out + i * K, series->covariates + (first + i) * Kc, Kc * sizeof(float));
@@ -507,11 +510,12 @@ static enum tsrnn_status copy_columns(float *out, const struct tsrnn_covariates 
 }
 
 enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covariates *cov,
-                                           const struct tsrnn_series *series, size_t first,
-                                           size_t length, size_t reference)
+                                           const struct tsrnn_scaler *scaler,
+                                           const struct tsrnn_series *series, const char *id,
+                                           size_t first, size_t length, size_t reference)
 {
     int64_t start;
-    TSRNN_TRY(copy_columns(out, cov, series, first, length));
+    TSRNN_TRY(copy_columns(out, cov, series, id, first, length));
     if (!tsrnn_freq_advance(&series->freq, series->times[0], (int64_t)first, &start))
         return tsrnn_error(TSRNN_ERR_DATA,
                            "the covariates' stamps pass the last one tsrnn writes (the year "
@@ -519,6 +523,7 @@ enum tsrnn_status tsrnn_covariates_compute(float *out, const struct tsrnn_covari
     TSRNN_TRY(tsrnn_encoders_compute(out + cov->column_count, cov->count, cov->encoders,
                                      cov->encoder_count, &series->freq, series->time_unit, start,
                                      length, (int64_t)reference - (int64_t)first));
-    tsrnn_scaler_transform(&cov->scaler, out, length);
+    if (scaler != NULL)
+        tsrnn_scaler_transform(scaler, out, length);
     return TSRNN_OK;
 }

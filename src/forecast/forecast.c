@@ -10,70 +10,114 @@
 #include "tsrnn/encoders.h"
 #include "tsrnn/plot.h"
 
-/* Darts' metrics over the steps that have actual values (see the header). */
-static void score(struct tsrnn_forecast *f)
+/* Darts' metrics (see the header) over `count` points of C components: actual[i * a_step +
+ * c] against values[i * v_step + c], original scale; NaN for none. Steps in floats let the
+ * backtest score every forecast's last point where they lie. */
+static void score(const float *actual, size_t a_step, const float *values, size_t v_step,
+                  size_t count, size_t C, struct tsrnn_forecast_scores *out)
 {
-    size_t count = f->actual_count * f->component_count;
     double abs_sum = 0.0, sq_sum = 0.0, pct_sum = 0.0;
     bool zero = false;
 
-    f->mape = f->mae = f->rmse = NAN;
-    if (count == 0)
+    *out = (struct tsrnn_forecast_scores){ NAN, NAN, NAN };
+    if (count * C == 0)
         return;
-    for (size_t i = 0; i < count; i++) {
-        double a = (double)f->actual[i], e = a - (double)f->values[i];
-        abs_sum += fabs(e);
-        sq_sum += e * e;
-        zero |= a == 0.0;
-        pct_sum += fabs(e / a);
-    }
-    f->mae = abs_sum / (double)count;
-    f->rmse = sqrt(sq_sum / (double)count);
-    f->mape = zero ? NAN : 100.0 * pct_sum / (double)count;
+    for (size_t i = 0; i < count; i++)
+        for (size_t c = 0; c < C; c++) {
+            double a = (double)actual[i * a_step + c], e = a - (double)values[i * v_step + c];
+            abs_sum += fabs(e);
+            sq_sum += e * e;
+            zero |= a == 0.0;
+            pct_sum += fabs(e / a);
+        }
+    double n = (double)(count * C);
+    out->mae = abs_sum / n;
+    out->rmse = sqrt(sq_sum / n);
+    out->mape = zero ? NAN : 100.0 * pct_sum / n;
 }
 
-/* The model's input rows for a forecast at `origin`: context (icl, C + K), each row the
- * scaled y[t] beside cov[t + 1], and *future (n - 1, K), the covariates of the steps after
- * the first (owned; NULL when K = 0). */
-static enum tsrnn_status forecast_inputs(float *context, float **future,
-                                         const struct tsrnn_scaler *scaler,
-                                         const struct tsrnn_covariates *cov,
-                                         const struct tsrnn_series *series, size_t origin,
-                                         size_t icl, size_t n)
+/* The covariates K of a source (0: none). */
+static size_t covariate_count(const struct tsrnn_forecast_source *src)
 {
-    size_t C = series->component_count, K = cov != NULL ? cov->count : 0;
-    *future = NULL;
-    for (size_t t = 0; t < icl; t++)
-        memcpy(context + t * (C + K), series->values + (origin - icl + t) * C, C * sizeof(float));
-    for (size_t t = 0; t < icl; t++)
-        tsrnn_scaler_transform(scaler, context + t * (C + K), 1);
-    if (K == 0)
-        return TSRNN_OK;
-    size_t rows = icl + n - 1; /* the stamps origin - icl + 1 .. origin + n - 1 */
-    float *all = malloc(rows * K * sizeof(float));
-    if (all == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", rows);
-    enum tsrnn_status status =
-        tsrnn_covariates_compute(all, cov, series, origin - icl + 1, rows, origin - 1);
+    return src->covariates != NULL ? src->covariates->count : 0;
+}
+
+/* Points [first, first + length) of the source's covariates (length, K), scaled with its
+ * cov_scaler, 'position' counted from point `reference`; owned. */
+static enum tsrnn_status covariate_rows(float **rows, const struct tsrnn_forecast_source *src,
+                                        size_t first, size_t length, size_t reference)
+{
+    size_t K = covariate_count(src);
+    *rows = malloc((length ? length : 1) * K * sizeof(float));
+    if (*rows == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", length);
+    enum tsrnn_status status = tsrnn_covariates_compute(
+        *rows, src->covariates, src->cov_scaler, src->series, src->id, first, length, reference);
     if (status != TSRNN_OK) {
-        free(all);
-        return status;
+        free(*rows);
+        *rows = NULL;
     }
-    for (size_t t = 0; t < icl; t++)
-        memcpy(context + t * (C + K) + C, all + t * K, K * sizeof(float));
-    memmove(all, all + icl * K, (n - 1) * K * sizeof(float));
-    *future = all;
-    return TSRNN_OK;
+    return status;
+}
+
+/* Forecasts n steps after each of the `count` origins of src's series in one batch of the model
+ * (count <= model->batch_capacity), from the icl points before each, scaled with its scaler:
+ * values (count, n, C), original scale. With K covariates, `cov` (rows, K) holds them from
+ * series point `cov_first` on, up to each origin + n - 1: the input of step t is (y[t],
+ * cov[t + 1]) (Darts' RNNModel). */
+static enum tsrnn_status predict_after(struct tsrnn_model *model,
+                                       const struct tsrnn_forecast_source *src, const float *cov,
+                                       size_t cov_first, const size_t *origins, size_t count,
+                                       size_t icl, size_t n, float *values)
+{
+    const struct tsrnn_series *series = src->series;
+    size_t C = series->component_count, K = covariate_count(src), I = C + K, B = count;
+    float *context = malloc(B * icl * I * sizeof(float));               /* (B, icl, I) */
+    float *steps = B == 1 ? values : malloc(n * B * C * sizeof(float)); /* (n, B, C) */
+    float *future =
+        K > 0 && n > 1 ? malloc((n - 1) * B * K * sizeof(float)) : NULL; /* (n-1, B, K) */
+
+    if (context == NULL || steps == NULL || (K > 0 && n > 1 && future == NULL)) {
+        free(context);
+        free(future);
+        if (steps != values)
+            free(steps);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", B, n);
+    }
+    for (size_t b = 0; b < B; b++) {
+        float *window = context + b * icl * I;
+        for (size_t t = 0; t < icl; t++) {
+            size_t p = origins[b] - icl + t; /* the series point of input step t */
+            memcpy(window + t * I, series->values + p * C, C * sizeof(float));
+            tsrnn_scaler_transform(src->scaler, window + t * I, 1);
+            if (K > 0)
+                memcpy(window + t * I + C, cov + (p + 1 - cov_first) * K, K * sizeof(float));
+        }
+        for (size_t k = 1; K > 0 && k < n; k++) /* step k's input: cov of point origin + k */
+            memcpy(future + ((k - 1) * B + b) * K, cov + (origins[b] + k - cov_first) * K,
+                   K * sizeof(float));
+    }
+    enum tsrnn_status status =
+        tsrnn_model_predict_covariates(model, steps, context, B, icl, future, n);
+    free(context);
+    free(future);
+    if (steps != values) { /* time-major to one forecast after another */
+        for (size_t b = 0; status == TSRNN_OK && b < B; b++)
+            for (size_t k = 0; k < n; k++)
+                memcpy(values + (b * n + k) * C, steps + (k * B + b) * C, C * sizeof(float));
+        free(steps);
+    }
+    if (status == TSRNN_OK)
+        tsrnn_scaler_inverse(src->scaler, values, B * n);
+    return status;
 }
 
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
-                                     const struct tsrnn_scaler *scaler,
-                                     const struct tsrnn_covariates *cov,
-                                     const struct tsrnn_series *series, size_t origin,
+                                     const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n)
 {
-    size_t C = series->component_count, icl = input_chunk_length;
-    size_t K = cov != NULL ? cov->count : 0;
+    const struct tsrnn_series *series = src->series;
+    size_t C = series->component_count, icl = input_chunk_length, origin = src->origin;
 
     memset(f, 0, sizeof(*f));
     if (origin < icl || origin > series->length)
@@ -86,23 +130,23 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     f->origin = origin;
     f->times = malloc((n ? n : 1) * sizeof(int64_t));
     f->values = malloc((n ? n : 1) * C * sizeof(float));
-    float *context = malloc(icl * (C + K) * sizeof(float)), *future = NULL;
-    if (f->times == NULL || f->values == NULL || context == NULL) {
-        free(context);
+    if (f->times == NULL || f->values == NULL) {
         tsrnn_forecast_finish(f);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
     }
-    enum tsrnn_status status =
-        n > 0 ? forecast_inputs(context, &future, scaler, cov, series, origin, icl, n) : TSRNN_OK;
-    if (status == TSRNN_OK)
-        status = tsrnn_model_predict_covariates(model, f->values, context, icl, future, n);
-    free(context);
-    free(future);
+    /* Darts' predict() encodes the points origin - icl + 1 .. origin + n - 1, 'position'
+     * counted from the history's end (encode_inference). */
+    float *cov = NULL;
+    enum tsrnn_status status = TSRNN_OK;
+    if (covariate_count(src) > 0 && n > 0)
+        status = covariate_rows(&cov, src, origin - icl + 1, icl + n - 1, origin - 1);
+    if (status == TSRNN_OK && n > 0)
+        status = predict_after(model, src, cov, origin - icl + 1, &origin, 1, icl, n, f->values);
+    free(cov);
     if (status != TSRNN_OK) {
         tsrnn_forecast_finish(f);
         return status;
     }
-    tsrnn_scaler_inverse(scaler, f->values, n);
 
     /* The stamps after the history, as pandas' date_range(last, periods=n + 1, freq) goes on:
      * month ends stay month ends, business days skip weekends. */
@@ -123,7 +167,11 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
         }
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
-    score(f);
+    struct tsrnn_forecast_scores scores;
+    score(f->actual, C, f->values, C, f->actual_count, C, &scores);
+    f->mape = scores.mape;
+    f->mae = scores.mae;
+    f->rmse = scores.rmse;
     return TSRNN_OK;
 }
 
@@ -150,39 +198,179 @@ static void put_field(FILE *out, const char *text)
     fputc('"', out);
 }
 
-enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
-                                           const struct tsrnn_series *series, FILE *out)
+/* The id column's field and its comma; nothing for `id` NULL (a series without an id). */
+static void put_id(FILE *out, const char *id)
 {
+    if (id != NULL) {
+        put_field(out, id);
+        fputc(',', out);
+    }
+}
+
+/* TimeSeries.to_csv()'s header, `<time_col>,<component>...` ("time" without a time column),
+ * after the id column `id_name` (NULL: none). */
+static void put_header(FILE *out, const struct tsrnn_series *series, const char *id_name)
+{
+    put_id(out, id_name);
     put_field(out, series->time_name[0] ? series->time_name : "time");
-    for (size_t c = 0; c < f->component_count; c++) {
+    for (size_t c = 0; c < series->component_count; c++) {
         fputc(',', out);
         put_field(out, series->component_names[c]);
     }
     fputc('\n', out);
+}
+
+/* The stamp `t` in the series' own format. */
+static void put_time(FILE *out, const struct tsrnn_series *series, int64_t t)
+{
+    char stamp[64];
+    tsrnn_time_format(t, series->time_unit, stamp, sizeof(stamp));
+    fputs(stamp, out);
+}
+
+/* One row of that layout: the stamp, then the C values (float32 round trip). */
+static void put_row(FILE *out, const struct tsrnn_series *series, int64_t t, const float *values)
+{
+    put_time(out, series, t);
+    for (size_t c = 0; c < series->component_count; c++)
+        fprintf(out, ",%.9g", (double)values[c]);
+    fputc('\n', out);
+}
+
+/* One row per step; `id` NULL: no id column. */
+static void write_rows(FILE *out, const struct tsrnn_forecast *f, const struct tsrnn_series *series,
+                       const char *id)
+{
     for (size_t i = 0; i < f->length; i++) {
-        char stamp[64];
-        tsrnn_time_format(f->times[i], series->time_unit, stamp, sizeof(stamp));
-        fputs(stamp, out);
-        for (size_t c = 0; c < f->component_count; c++)
-            fprintf(out, ",%.9g", (double)f->values[i * f->component_count + c]);
-        fputc('\n', out);
+        put_id(out, id);
+        put_row(out, series, f->times[i], f->values + i * f->component_count);
     }
+}
+
+static enum tsrnn_status flushed(FILE *out, const char *what)
+{
     if (fflush(out) != 0 || ferror(out))
-        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write the forecast");
+        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", what);
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
-                                          const struct tsrnn_series *series, const char *path)
+enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
+                                           const struct tsrnn_series *series, FILE *out)
+{
+    put_header(out, series, NULL);
+    write_rows(out, f, series, NULL);
+    return flushed(out, "the forecast");
+}
+
+enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, size_t input_chunk_length, size_t n,
+                                           const char *id_name, FILE *out)
+{
+    bool named = count > 1 || sources[0].id != NULL;
+    put_header(out, sources[0].series, named ? id_name : NULL);
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_forecast_source *src = &sources[i];
+        struct tsrnn_forecast f;
+        enum tsrnn_status status = tsrnn_forecast_run(&f, model, src, input_chunk_length, n);
+        if (status != TSRNN_OK)
+            return named ? tsrnn_error_append(status, " (series '%s')", src->id) : status;
+        write_rows(out, &f, src->series, named ? src->id : NULL);
+        tsrnn_forecast_finish(&f);
+    }
+    return flushed(out, "the forecasts");
+}
+
+enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count,
+                                          size_t input_chunk_length, size_t n, const char *id_name,
+                                          const char *path)
 {
     struct tsrnn_atomic_file af;
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
-    enum tsrnn_status status = tsrnn_forecast_write_csv(f, series, af.file);
+    enum tsrnn_status status =
+        tsrnn_forecast_write_all(model, sources, count, input_chunk_length, n, id_name, af.file);
+    if (status == TSRNN_ERR_IO)
+        status = tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+    if (status != TSRNN_OK) {
+        tsrnn_atomic_file_abort(&af);
+        return status;
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
+                                const struct tsrnn_forecast_scores *each, size_t count)
+{
+    *mean = (struct tsrnn_forecast_scores){ 0 };
+    for (size_t i = 0; i < count; i++) {
+        mean->mape += each[i].mape;
+        mean->mae += each[i].mae;
+        mean->rmse += each[i].rmse;
+    }
+    mean->mape /= (double)count;
+    mean->mae /= (double)count;
+    mean->rmse /= (double)count;
+}
+
+void tsrnn_forecast_file_id(const char *id, char *out, size_t capacity)
+{
+    size_t i = 0;
+    for (; id[i] != '\0' && i + 1 < capacity; i++) {
+        char c = id[i];
+        bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_';
+        out[i] = keep ? c : '_';
+    }
+    if (capacity > 0)
+        out[i] = '\0';
+}
+
+void tsrnn_forecast_plot_file_id(const char *const *ids, size_t i, char *out, size_t capacity)
+{
+    char earlier[TSRNN_NAME_MAX];
+    tsrnn_forecast_file_id(ids[i], out, capacity);
+    for (size_t j = 0; j < i; j++) {
+        tsrnn_forecast_file_id(ids[j], earlier, sizeof(earlier));
+        if (strcmp(earlier, out) == 0) {
+            size_t len = strlen(out);
+            snprintf(out + len, capacity - len, "_%zu", i);
+            return;
+        }
+    }
+}
+
+/* Writes `path` atomically with write(what, file). */
+typedef enum tsrnn_status (*csv_writer)(const void *what, FILE *out);
+
+static enum tsrnn_status save_csv(csv_writer write, const void *what, const char *path)
+{
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    enum tsrnn_status status = write(what, af.file);
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
         return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
     }
     return tsrnn_atomic_file_commit(&af);
+}
+
+struct forecast_file {
+    const struct tsrnn_forecast *f;
+    const struct tsrnn_series *series;
+};
+
+static enum tsrnn_status write_forecast(const void *what, FILE *out)
+{
+    const struct forecast_file *file = what;
+    return tsrnn_forecast_write_csv(file->f, file->series, out);
+}
+
+enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
+                                          const struct tsrnn_series *series, const char *path)
+{
+    const struct forecast_file file = { f, series };
+    return save_csv(write_forecast, &file, path);
 }
 
 enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
@@ -220,4 +408,401 @@ enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
         .height = height,
     };
     return tsrnn_plot_png(&plot, path);
+}
+
+/* --- backtests -------------------------------------------------------------------------- */
+
+/* Point p of the series for messages: "1959-02 (position 121)"; a stamp is at most 63
+ * characters. */
+#define POINT_TEXT_MAX 128
+
+static const char *point_text(const struct tsrnn_series *series, size_t p, char *out,
+                              size_t capacity)
+{
+    char stamp[64];
+    tsrnn_time_format(series->times[p], series->time_unit, stamp, sizeof(stamp));
+    snprintf(out, capacity, "%s%.63s (position %zu)",
+             series->time_unit == TSRNN_TIME_INDEX ? "index " : "", stamp, p);
+    return out;
+}
+
+/* The position of `t` among the series' strictly increasing times: -1 before the first, L
+ * after the last; TSRNN_ERR_USAGE between two of them. */
+static enum tsrnn_status find_time(const struct tsrnn_series *series, int64_t t, const char *start,
+                                   int64_t *pos)
+{
+    size_t lo = 0, hi = series->length; /* the first time >= t lies in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (series->times[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < series->length && series->times[lo] == t) {
+        *pos = (int64_t)lo;
+        return TSRNN_OK;
+    }
+    if (lo == 0 || lo == series->length) {
+        *pos = lo == 0 ? -1 : (int64_t)series->length;
+        return TSRNN_OK;
+    }
+    char before[POINT_TEXT_MAX], after[POINT_TEXT_MAX];
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "--start %s is not a point of the series: it lies between %s and %s; "
+                       "accepted: %s of the series",
+                       start, point_text(series, lo - 1, before, sizeof(before)),
+                       point_text(series, lo, after, sizeof(after)),
+                       series->time_unit == TSRNN_TIME_INDEX ? "an index value" : "a time stamp");
+}
+
+/* The position `start` names (tsrnn_backtest_first()), possibly outside the series. */
+static enum tsrnn_status locate_start(const struct tsrnn_series *series, const char *start,
+                                      int64_t *pos)
+{
+    int64_t value, t;
+    enum tsrnn_time_unit unit;
+    bool integer = tsrnn_parse_int64(start, &value);
+
+    if (strpbrk(start, ".eE") != NULL && !integer) {
+        char *end;
+        double fraction = strtod(start, &end);
+        if (end == start || *end != '\0' || !(fraction >= 0.0 && fraction <= 1.0))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "--start %s: accepted as a fraction of the series: 0 to 1", start);
+        /* Darts' TimeSeries.get_index_at_point(float) */
+        *pos = (int64_t)((double)(series->length - 1) * fraction);
+        return TSRNN_OK;
+    }
+    if (series->time_unit != TSRNN_TIME_INDEX && tsrnn_time_parse(start, &t, &unit))
+        return find_time(series, t, start, pos);
+    if (integer && series->time_unit == TSRNN_TIME_INDEX)
+        return find_time(series, value, start, pos);
+    if (integer) { /* a position, as Darts takes an integer for a time-stamped series */
+        *pos = value < 0 ? (int64_t)series->length + value : value;
+        return TSRNN_OK;
+    }
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "--start %s: not %s, an integer position or a fraction of the series; "
+                       "e.g. --start %s",
+                       start, series->time_unit == TSRNN_TIME_INDEX ? "an index value" : "a date",
+                       series->time_unit == TSRNN_TIME_INDEX ? "0.75" : "1959-02 or 0.75");
+}
+
+enum tsrnn_status tsrnn_backtest_first(const struct tsrnn_series *series, const char *start,
+                                       size_t fallback, const char *fallback_what,
+                                       size_t input_chunk_length, size_t horizon, size_t *first)
+{
+    size_t L = series->length, icl = input_chunk_length;
+    char what[2 * POINT_TEXT_MAX], lo_text[POINT_TEXT_MAX], hi_text[POINT_TEXT_MAX];
+    char at[POINT_TEXT_MAX + 8] = "";
+
+    if (horizon < 1 || L < icl + horizon)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the series has %zu points: too few for a backtest of %zu-step "
+                           "forecasts, which needs input_chunk_length = %zu points before the "
+                           "first forecast and %zu from it on; accepted: --horizon 1 .. %zu",
+                           L, horizon, icl, horizon, L > icl ? L - icl : 0);
+    int64_t pos = (int64_t)fallback;
+    if (start != NULL)
+        TSRNN_TRY(locate_start(series, start, &pos));
+    if (pos >= 0 && pos < (int64_t)L) { /* " = 1959-02 (position 121)", the stamp if not typed */
+        char stamp[64];
+        tsrnn_time_format(series->times[pos], series->time_unit, stamp, sizeof(stamp));
+        if (start != NULL && strcmp(start, stamp) == 0)
+            snprintf(at, sizeof(at), " (position %zu)", (size_t)pos);
+        else
+            snprintf(at, sizeof(at), " = %s",
+                     point_text(series, (size_t)pos, lo_text, sizeof(lo_text)));
+    }
+    snprintf(what, sizeof(what), "%s%.100s%s", start ? "--start " : "",
+             start ? start : fallback_what, at);
+    point_text(series, icl, lo_text, sizeof(lo_text));
+    point_text(series, L - horizon, hi_text, sizeof(hi_text));
+    if (pos < (int64_t)icl)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s is before the first point a forecast can start from: each "
+                           "forecast needs the input_chunk_length = %zu points before it; "
+                           "accepted: %s .. %s",
+                           what, icl, lo_text, hi_text);
+    if (pos > (int64_t)(L - horizon)) {
+        char end[POINT_TEXT_MAX];
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s is after the last point a forecast can start from: a %zu-step "
+                           "forecast from there would pass the end of the series, %s; "
+                           "accepted: %s .. %s",
+                           what, horizon, point_text(series, L - 1, end, sizeof(end)), lo_text,
+                           hi_text);
+    }
+    *first = (size_t)pos;
+    return TSRNN_OK;
+}
+
+/* np.nanmean: the mean of the values that are not NaN; NaN for none. */
+struct nanmean {
+    double sum;
+    size_t count;
+};
+
+static void nanmean_add(struct nanmean *m, double v)
+{
+    if (!isnan(v)) {
+        m->sum += v;
+        m->count++;
+    }
+}
+
+static double nanmean_value(const struct nanmean *m)
+{
+    return m->count ? m->sum / (double)m->count : NAN;
+}
+
+/* Each forecast's scores and Darts' backtest values (see the header). */
+static void score_backtest(struct tsrnn_backtest *bt, const struct tsrnn_series *series)
+{
+    size_t C = bt->component_count, H = bt->horizon, S = bt->stride, F = bt->forecast_count;
+    const float *actual = series->values + bt->first * C;
+    size_t skip = bt->last_points_only ? H - 1 : 0; /* steps not scored */
+
+    for (size_t f = 0; f < F; f++)
+        score(actual + (f * S + skip) * C, C, bt->values + (f * H + skip) * C, C, H - skip, C,
+              &bt->scores[f]);
+    if (bt->last_points_only) {
+        score(actual + (H - 1) * C, S * C, bt->values + (H - 1) * C, H * C, F, C, &bt->overall);
+        return;
+    }
+    struct nanmean mape = { 0 }, mae = { 0 }, rmse = { 0 };
+    for (size_t f = 0; f < F; f++) {
+        nanmean_add(&mape, bt->scores[f].mape);
+        nanmean_add(&mae, bt->scores[f].mae);
+        nanmean_add(&rmse, bt->scores[f].rmse);
+    }
+    bt->overall = (struct tsrnn_forecast_scores){ nanmean_value(&mape), nanmean_value(&mae),
+                                                  nanmean_value(&rmse) };
+}
+
+enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_model *model,
+                                     const struct tsrnn_forecast_source *src, size_t first,
+                                     size_t input_chunk_length, size_t horizon, size_t stride,
+                                     bool last_points_only)
+{
+    const struct tsrnn_series *series = src->series;
+    size_t L = series->length, C = series->component_count, H = horizon;
+    size_t batch = model->batch_capacity;
+
+    memset(bt, 0, sizeof(*bt));
+    if (H < 1 || stride < 1 || batch < 1 || first < input_chunk_length || first > L ||
+        L - first < H)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "a backtest of %zu-step forecasts with stride %zu cannot start at "
+                           "point %zu of a %zu-point series (input_chunk_length %zu)",
+                           H, stride, first, L, input_chunk_length);
+    size_t F = (L - H - first) / stride + 1;
+    *bt = (struct tsrnn_backtest){
+        .forecast_count = F,
+        .horizon = H,
+        .stride = stride,
+        .first = first,
+        .component_count = C,
+        .last_points_only = last_points_only,
+    };
+    if (batch > F)
+        batch = F;
+    bt->values = malloc(F * H * C * sizeof(float));
+    bt->scores = malloc(F * sizeof(*bt->scores));
+    size_t *origins = malloc(batch * sizeof(size_t));
+    enum tsrnn_status status = TSRNN_OK;
+    if (bt->values == NULL || bt->scores == NULL || origins == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", F, H);
+    /* Darts' historical_forecasts() encodes the whole series once (encode_train_inference),
+     * 'position' counted from its last point: every forecast takes its rows from these. */
+    float *cov = NULL;
+    if (status == TSRNN_OK && covariate_count(src) > 0)
+        status = covariate_rows(&cov, src, 0, L, L - 1);
+    for (size_t f0 = 0; status == TSRNN_OK && f0 < F; f0 += batch) {
+        size_t count = F - f0 < batch ? F - f0 : batch;
+        for (size_t i = 0; i < count; i++)
+            origins[i] = first + (f0 + i) * stride;
+        status = predict_after(model, src, cov, 0, origins, count, input_chunk_length, H,
+                               bt->values + f0 * H * C);
+    }
+    free(origins);
+    free(cov);
+    if (status != TSRNN_OK) {
+        tsrnn_backtest_finish(bt);
+        return status;
+    }
+    score_backtest(bt, series);
+    return TSRNN_OK;
+}
+
+void tsrnn_backtest_finish(struct tsrnn_backtest *bt)
+{
+    free(bt->values);
+    free(bt->scores);
+    memset(bt, 0, sizeof(*bt));
+}
+
+/* The stamp of forecast f's step k. */
+static int64_t backtest_time(const struct tsrnn_backtest *bt, const struct tsrnn_series *series,
+                             size_t f, size_t k)
+{
+    return series->times[bt->first + f * bt->stride + k];
+}
+
+/* The parts of a backtest's files, the id column's name when they are named, and the mean
+ * over the series when there are several. */
+struct backtest_files {
+    const struct tsrnn_backtest_part *parts;
+    size_t count;
+    const char *id_name; /* NULL: one unnamed series, no id column */
+    const struct tsrnn_forecast_scores *mean;
+};
+
+static struct backtest_files backtest_files(const struct tsrnn_backtest_part *parts, size_t count,
+                                            const char *id_name,
+                                            const struct tsrnn_forecast_scores *mean)
+{
+    bool named = count > 1 || parts[0].id != NULL;
+    return (struct backtest_files){ parts, count, named ? id_name : NULL, mean };
+}
+
+static enum tsrnn_status write_backtest(const void *what, FILE *out)
+{
+    const struct backtest_files *files = what;
+    const struct tsrnn_backtest *bt0 = files->parts[0].bt;
+
+    put_id(out, files->id_name);
+    if (!bt0->last_points_only)
+        fputs("start,", out);
+    put_header(out, files->parts[0].series, NULL);
+    for (size_t i = 0; i < files->count; i++) {
+        const struct tsrnn_backtest *bt = files->parts[i].bt;
+        const struct tsrnn_series *series = files->parts[i].series;
+        const char *id = files->id_name ? files->parts[i].id : NULL;
+        size_t H = bt->horizon, C = bt->component_count;
+        for (size_t f = 0; f < bt->forecast_count; f++)
+            for (size_t k = bt->last_points_only ? H - 1 : 0; k < H; k++) {
+                put_id(out, id);
+                if (!bt->last_points_only) {
+                    put_time(out, series, backtest_time(bt, series, f, 0));
+                    fputc(',', out);
+                }
+                put_row(out, series, backtest_time(bt, series, f, k), bt->values + (f * H + k) * C);
+            }
+    }
+    return flushed(out, "the backtest's forecasts");
+}
+
+enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *parts, size_t count,
+                                          const char *id_name, const char *path)
+{
+    const struct backtest_files files = backtest_files(parts, count, id_name, NULL);
+    return save_csv(write_backtest, &files, path);
+}
+
+/* A score with 9 significant digits; NaN as pandas writes it. */
+static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
+{
+    const double v[3] = { s->mape, s->mae, s->rmse };
+    for (size_t i = 0; i < 3; i++)
+        if (isnan(v[i]))
+            fputs(",nan", out);
+        else
+            fprintf(out, ",%.9g", v[i]);
+    fputc('\n', out);
+}
+
+static enum tsrnn_status write_errors(const void *what, FILE *out)
+{
+    const struct backtest_files *files = what;
+
+    put_id(out, files->id_name);
+    fputs("start,mape,mae,rmse\n", out);
+    for (size_t i = 0; i < files->count; i++) {
+        const struct tsrnn_backtest *bt = files->parts[i].bt;
+        const char *id = files->id_name ? files->parts[i].id : NULL;
+        for (size_t f = 0; f < bt->forecast_count; f++) {
+            put_id(out, id);
+            put_time(out, files->parts[i].series, backtest_time(bt, files->parts[i].series, f, 0));
+            put_scores(out, &bt->scores[f]);
+        }
+        put_id(out, id);
+        fputs("backtest", out);
+        put_scores(out, &bt->overall);
+    }
+    if (files->mean != NULL && files->id_name != NULL) { /* under an empty id */
+        fputs(",backtest", out);
+        put_scores(out, files->mean);
+    }
+    return flushed(out, "the backtest's errors");
+}
+
+enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest_part *parts, size_t count,
+                                             const char *id_name,
+                                             const struct tsrnn_forecast_scores *mean,
+                                             const char *path)
+{
+    const struct backtest_files files = backtest_files(parts, count, id_name, mean);
+    return save_csv(write_errors, &files, path);
+}
+
+enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
+                                      const struct tsrnn_series *series, const char *title,
+                                      int width, int height, const char *path)
+{
+    size_t F = bt->forecast_count, H = bt->horizon, C = bt->component_count;
+    size_t L = series->length, span = L - bt->first;
+    size_t keep = 3 * span > 240 ? 3 * span : 240;
+    size_t from = bt->first > keep ? bt->first - keep : 0;
+    size_t line_count = bt->last_points_only ? 2 : 1 + F;
+    struct tsrnn_plot_line *lines = calloc(line_count, sizeof(*lines));
+    int64_t *times = bt->last_points_only ? malloc(F * sizeof(int64_t)) : NULL;
+    float *last = bt->last_points_only ? malloc(F * C * sizeof(float)) : NULL;
+    char label[96], full_title[512];
+
+    if (lines == NULL || (bt->last_points_only && (times == NULL || last == NULL))) {
+        free(lines);
+        free(times);
+        free(last);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+    }
+    lines[0] = (struct tsrnn_plot_line){ "actual", TSRNN_PLOT_BLUE, series->times + from,
+                                         series->values + from * C, L - from };
+    if (bt->last_points_only) {
+        for (size_t f = 0; f < F; f++) {
+            times[f] = backtest_time(bt, series, f, H - 1);
+            memcpy(last + f * C, bt->values + (f * H + H - 1) * C, C * sizeof(float));
+        }
+        snprintf(label, sizeof(label), "step %zu of %zu forecasts", H, F);
+        lines[1] = (struct tsrnn_plot_line){ label, TSRNN_PLOT_GREEN, times, last, F };
+    } else {
+        /* one legend entry for all the forecasts */
+        snprintf(label, sizeof(label), "%zu forecasts of %zu steps", F, H);
+        for (size_t f = 0; f < F; f++)
+            lines[1 + f] = (struct tsrnn_plot_line){ f == 0 ? label : NULL, TSRNN_PLOT_GREEN,
+                                                     series->times + bt->first + f * bt->stride,
+                                                     bt->values + f * H * C, H };
+    }
+    if (!isnan(bt->overall.mape))
+        snprintf(full_title, sizeof(full_title), "%s (backtest MAPE %.2f%%)", title,
+                 bt->overall.mape);
+    else
+        snprintf(full_title, sizeof(full_title), "%s (backtest MAE %.4g)", title, bt->overall.mae);
+    const struct tsrnn_plot plot = {
+        .title = full_title,
+        .time_unit = series->time_unit,
+        .time_name = series->time_name,
+        .component_count = C,
+        .component_names = (const char(*)[TSRNN_NAME_MAX])series->component_names,
+        .lines = lines,
+        .line_count = line_count,
+        .width = width,
+        .height = height,
+    };
+    enum tsrnn_status status = tsrnn_plot_png(&plot, path);
+    free(lines);
+    free(times);
+    free(last);
+    return status;
 }

@@ -1,8 +1,7 @@
 /* Which devices the workers get (DESIGN.md §2 "tsrnn-launch"): Lightning's [trainer]
- * accelerator and devices, GPUs counted without initialising CUDA, cores from this process's
+ * accelerator and devices, GPUs counted without initialising CUDA (world.h), cores from this process's
  * affinity; and from that, the comm backend every worker is told to use (the only place
  * that chooses it). */
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -13,61 +12,6 @@
 #include "job.h"
 #include "tsrnn/comm.h"
 #include "tsrnn/compute.h"
-
-/* The NVIDIA driver lists one folder per GPU here; reading it does not initialise CUDA,
- * which would not survive the fork that follows (reference/distributed.md A2). For tests
- * only, TSRNN_TEST_NVIDIA_GPUS_DIR names another folder to count (a simulated GPU list:
- * tests/test_launch_plan.c; docs/distributed.md "Testing without a GPU"). */
-static int count_gpus(void)
-{
-    const char *fake = getenv("TSRNN_TEST_NVIDIA_GPUS_DIR");
-    DIR *dir = opendir(fake != NULL ? fake : "/proc/driver/nvidia/gpus");
-    int count = 0;
-    struct dirent *e;
-    if (dir == NULL)
-        return 0;
-    while ((e = readdir(dir)) != NULL)
-        if (e->d_name[0] != '.')
-            count++;
-    closedir(dir);
-    return count;
-}
-
-/* The GPUs CUDA would show this process, as CUDA reads CUDA_VISIBLE_DEVICES: unset = all;
- * a comma list of indices or GPU-/MIG- UUIDs, read up to the first invalid entry; empty =
- * none. ids[k] is what worker k gets as its CUDA_VISIBLE_DEVICES. */
-static size_t visible_gpus(char ids[][GPU_ID_MAX], size_t capacity, int gpu_count)
-{
-    const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    size_t count = 0;
-
-    if (env == NULL) {
-        for (int i = 0; i < gpu_count && count < capacity; i++)
-            snprintf(ids[count++], GPU_ID_MAX, "%d", i);
-        return count;
-    }
-    for (const char *p = env; gpu_count > 0 && *p != '\0' && count < capacity;) {
-        size_t len = strcspn(p, ",");
-        char item[GPU_ID_MAX];
-        int64_t index;
-        if (len >= sizeof(item))
-            break;
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (tsrnn_parse_int64(item, &index)
-                ? index < 0 || index >= gpu_count
-                : strncmp(item, "GPU-", 4) != 0 && strncmp(item, "MIG-", 4) != 0)
-            break;
-        bool repeated = false;
-        for (size_t i = 0; i < count; i++)
-            repeated = repeated || strcmp(ids[i], item) == 0;
-        if (repeated)
-            break;
-        memcpy(ids[count++], item, len + 1);
-        p += len + (p[len] == ',');
-    }
-    return count;
-}
 
 /* "0-3,6" for a message. */
 static void format_cores(char *out, size_t capacity, const cpu_set_t *set)
@@ -119,7 +63,9 @@ enum tsrnn_status resolve_devices(struct launch *l)
     const char *origin = tsrnn_config_origin(cfg, "trainer", "devices");
     const char *accel_origin = tsrnn_config_origin(cfg, "trainer", "accelerator");
     char ids[MAX_GPUS][GPU_ID_MAX];
-    size_t gpus = visible_gpus(ids, MAX_GPUS, count_gpus());
+    size_t gpus = tsrnn_world_visible_gpus(ids, MAX_GPUS);
+    if (gpus > MAX_GPUS)
+        gpus = MAX_GPUS;
     int64_t list[64];
     size_t list_count = 0;
     cpu_set_t allowed;

@@ -34,8 +34,8 @@
 #define DRAIN_S         2.0        /* reading the pipes of workers already reaped */
 #define REPORT_FD       3          /* rank 0 finds the report pipe here (TSRNN_REPORT_FD) */
 #define MAX_GPUS        64
-#define GPU_ID_MAX      96 /* an index, or a GPU-/MIG- UUID from CUDA_VISIBLE_DEVICES */
-#define ENV_OWN_MAX     12 /* room for the variables the launcher sets for a worker */
+#define GPU_ID_MAX      TSRNN_GPU_ID_MAX /* world.h */
+#define ENV_OWN_MAX     12               /* room for the variables the launcher sets for a worker */
 /* The file in a rendezvous folder that its launcher holds a record lock on while it lives
  * (fcntl: not inherited by the workers, gone with the launcher, SIGKILL included). */
 #define RENDEZVOUS_LOCK "launcher.lock"

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "job.h"
-#include "tsrnn/compute.h"
 #include "tsrnn/fs.h"
 
 static bool search_path(char *out, size_t capacity, const char *name)
@@ -172,11 +171,9 @@ static void build_env(struct launch *l, const struct worker *w)
         /* One thread per CPU worker: W workers already use W cores. */
         snprintf(l->env_own[own++], cap, "OPENBLAS_NUM_THREADS=1");
         snprintf(l->env_own[own++], cap, "OMP_NUM_THREADS=1");
-        /* An OpenBLAS older than the CPU runs generic kernels on it: name the core for the
-         * workers, unless the user chose one (docs/benchmarks.md, "OpenBLAS core type"). */
-        const char *coretype = tsrnn_compute_cpu_blas_coretype();
-        if (coretype != NULL && getenv("OPENBLAS_CORETYPE") == NULL)
-            snprintf(l->env_own[own++], cap, "OPENBLAS_CORETYPE=%s", coretype);
+        /* OPENBLAS_CORETYPE is the user's: a worker here must compute what the same rank
+         * computes under mpirun, which sets nothing (docs/numerics.md "Kernels and
+         * OpenBLAS"); a misdetecting OpenBLAS gets the worker's warning instead. */
     }
     for (size_t i = 0; i < own; i++)
         l->envp[n++] = l->env_own[i];

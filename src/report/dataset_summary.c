@@ -58,8 +58,53 @@ static void print_covariates(FILE *out, const struct tsrnn_config *cfg,
     fprintf(out, "; scaler %s\n", cfg->cov_scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none");
 }
 
-void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struct tsrnn_dataset *ds,
-                          const struct tsrnn_sampler *sampler)
+/* Series listed one per line in the summary of a run of several; the rest are counted. */
+#define SUMMARY_SERIES 10
+
+/* A run of several series: totals, then each of the first SUMMARY_SERIES on its own line. */
+static void report_series_list(FILE *out, const struct tsrnn_config *cfg,
+                               const struct tsrnn_dataset *ds)
+{
+    const struct tsrnn_series *first = &ds->items[0].series;
+    size_t points = 0, train = 0, val = 0;
+    for (size_t i = 0; i < ds->series_count; i++) {
+        points += ds->items[i].series.length;
+        train += ds->items[i].train_length;
+        val += ds->items[i].val_length;
+    }
+    fprintf(out, "Data: %zu series (%s), %zu points in all, %zu component%s:", ds->series_count,
+            cfg->id_col[0] != '\0' ? "one per id_col value" : "one per file", points,
+            first->component_count, first->component_count == 1 ? "" : "s");
+    for (size_t c = 0; c < first->component_count; c++)
+        fprintf(out, " %s", first->component_names[c]);
+    fprintf(out,
+            "\nSplit: train %zu points, val %zu points; scaler %s, fitted on each series' "
+            "training part\n",
+            train, val, cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none");
+    print_covariates(out, cfg, ds);
+    for (size_t i = 0; i < ds->series_count && i < SUMMARY_SERIES; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        const struct tsrnn_series *s = &item->series;
+        char freq[TSRNN_FREQ_NAME_MAX];
+        tsrnn_freq_name(&s->freq, freq, sizeof(freq));
+        fprintf(out, "  %s: %zu points (", item->id, s->length);
+        print_range(out, s, 0, s->length);
+        fprintf(out, ", freq %s), train %zu, val %zu, %s min %.9g max %.9g\n", freq,
+                item->train_length, item->val_length, s->component_names[0],
+                item->scaler.data_min[0], item->scaler.data_max[0]);
+    }
+    if (ds->series_count > SUMMARY_SERIES)
+        fprintf(out, "  ... and %zu more series\n", ds->series_count - SUMMARY_SERIES);
+    fprintf(out,
+            "Windows: training_length %zu: %zu training samples (%zu series x %zu, Darts' "
+            "max_samples_per_ts %d), %zu validation samples\n",
+            ds->training_length, ds->train.count, ds->series_count, ds->train.samples_per_series,
+            cfg->max_samples_per_ts, ds->val.count);
+}
+
+/* A run of one series: it, its split, its scaler and its windows. */
+static void report_one_series(FILE *out, const struct tsrnn_config *cfg,
+                              const struct tsrnn_dataset *ds)
 {
     const struct tsrnn_dataset_series *item = &ds->items[0];
     const struct tsrnn_series *s = &item->series;
@@ -96,6 +141,15 @@ void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struc
 
     fprintf(out, "Windows: training_length %zu: %zu training samples, %zu validation samples\n",
             ds->training_length, ds->train.count, ds->val.count);
+}
+
+void tsrnn_report_dataset(FILE *out, const struct tsrnn_config *cfg, const struct tsrnn_dataset *ds,
+                          const struct tsrnn_sampler *sampler)
+{
+    if (ds->items[0].id[0] != '\0')
+        report_series_list(out, cfg, ds);
+    else
+        report_one_series(out, cfg, ds);
     fprintf(out, "Batches: %zu per epoch at batch_size %zu (rank %zu of %zu, shuffle %s)\n",
             tsrnn_sampler_batch_count(sampler), sampler->batch_size, sampler->rank,
             sampler->world_size, sampler->shuffle ? "on" : "off");

@@ -768,6 +768,11 @@ static const char *legend_label(const struct chart *ch, const struct tsrnn_plot_
     return out;
 }
 
+static bool in_legend(const struct tsrnn_plot_line *line)
+{
+    return line->length > 0 && line->label != NULL;
+}
+
 /* The lines' colours and labels in a white, slightly transparent box: at the top left of the
  * top panel, or in the first other corner that hides less of the lines. */
 static void draw_legend(const struct chart *ch)
@@ -782,7 +787,7 @@ static void draw_legend(const struct chart *ch)
     size_t rows = 0;
     double text_px = 0;
     for (size_t l = 0; l < plot->line_count; l++) {
-        if (plot->lines[l].length == 0)
+        if (!in_legend(&plot->lines[l]))
             continue;
         rows++;
         text_px = fmax(text_px, text_width(cr, legend_label(ch, &plot->lines[l], label)));
@@ -825,7 +830,7 @@ static void draw_legend(const struct chart *ch)
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
     for (size_t l = 0; l < plot->line_count; l++) {
         const struct tsrnn_plot_line *line = &plot->lines[l];
-        if (line->length == 0)
+        if (!in_legend(line))
             continue;
         set_rgb(cr, line->rgb);
         cairo_set_line_width(cr, lo->line_px);

@@ -51,6 +51,8 @@ struct trainer {
     double *val_se;               /* (val count) each window's squared error, all ranks */
     double *batch_se;             /* (B) the same for one batch */
     double comm_s;                /* time in collectives */
+    double *gpus;                 /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on
+                                     the CPU (gather_gpus) */
     char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
     char ckpt_dir[PATH_MAX + 16]; /* run_dir/checkpoints */
     int64_t step;                 /* global step: optimizer updates done */
@@ -62,9 +64,8 @@ struct trainer {
     struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
 };
 
-/* The compute backend the config's accelerator asks for: gpu is CUDA; auto is CUDA where
- * this build and machine can run it, else the CPU (Lightning's "auto"). */
-static enum tsrnn_compute_kind compute_kind(const struct tsrnn_config *cfg)
+/* Lightning's "auto": CUDA where this build and machine can run it, else the CPU. */
+enum tsrnn_compute_kind tsrnn_train_compute_kind(const struct tsrnn_config *cfg)
 {
     switch (cfg->accelerator) {
     case TSRNN_ACCELERATOR_GPU:
@@ -85,7 +86,7 @@ enum tsrnn_status tsrnn_train_check(const struct tsrnn_config *cfg)
 {
     /* Lightning raises when asked for a GPU it cannot use; so does tsrnn. */
     char why[256];
-    enum tsrnn_compute_kind kind = compute_kind(cfg);
+    enum tsrnn_compute_kind kind = tsrnn_train_compute_kind(cfg);
     if (!tsrnn_compute_available(kind, why, sizeof(why)))
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] accelerator = %s, but %s; accepted here: cpu or auto",
@@ -122,16 +123,17 @@ static enum tsrnn_status pjrt_replicas(const struct tsrnn_config *cfg, int *repl
 }
 
 enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
-                                             const struct tsrnn_config *cfg)
+                                             const struct tsrnn_config *cfg, int device_index)
 {
     *compute = NULL;
     TSRNN_TRY(tsrnn_train_check(cfg));
     int replicas = 1;
-    if (compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
+    if (tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
         TSRNN_TRY(pjrt_replicas(cfg, &replicas));
     struct tsrnn_compute_options options = {
-        .kind = compute_kind(cfg),
+        .kind = tsrnn_train_compute_kind(cfg),
         .thread_count = cfg->num_threads,
+        .device_index = device_index,
         .plugin_path = cfg->pjrt_plugin,
         .platform = cfg->accelerator == TSRNN_ACCELERATOR_TPU ? "tpu" : NULL,
         .replica_count = replicas,
@@ -462,7 +464,7 @@ static uint32_t job_fingerprint(const struct trainer *tr)
 static enum tsrnn_status share_rank0_state(struct trainer *tr)
 {
     size_t nbytes = tr->model.table.total_count * sizeof(float);
-    if (tr->world_size == 1)
+    if (tr->comm == NULL)
         return TSRNN_OK;
     uint32_t mine = job_fingerprint(tr), rank0 = mine;
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &rank0, sizeof(rank0), 0));
@@ -585,7 +587,7 @@ static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
                        "loss_fn = MSELoss, gradient_clip_val = 0 (or [trainer] accelerator = "
                        "cpu)",
                        tsrnn_config_origin(cfg, section, what), section, what,
-                       tsrnn_compute_kind_name(compute_kind(cfg)));
+                       tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)));
 }
 
 static enum tsrnn_status setup(struct trainer *tr)
@@ -606,7 +608,8 @@ static enum tsrnn_status setup(struct trainer *tr)
 
     TSRNN_TRY(tsrnn_train_check(cfg));
     if (tr->compute == NULL) {
-        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg));
+        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg,
+                                             tr->world != NULL ? tr->world->device_index : 0));
         tr->owns_compute = true;
     }
     tr->state.random_state = (uint32_t)cfg->random_state;
@@ -633,7 +636,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "the %s backend trains in one process (its replicas live inside the "
                            "program); run tsrnn-worker alone, not %d workers",
-                           tsrnn_compute_kind_name(compute_kind(cfg)), tr->world_size);
+                           tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)), tr->world_size);
     if (tsrnn_model_fused_step(&tr->model))
         TSRNN_TRY(check_fused_controls(cfg));
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
@@ -693,6 +696,7 @@ static void finish(struct trainer *tr)
     free(tr->val_se);
     free(tr->batch_se);
     free(tr->grads_host);
+    free(tr->gpus);
     tsrnn_run_lock_release(&tr->lock);
 }
 
@@ -755,7 +759,7 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     }
     if (fused) {
         /* the program checked the gradients and applied Adam */
-    } else if (tr->world_size > 1) {
+    } else if (tr->comm != NULL) {
         /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
          * rank then holds the same mean gradient, mean loss and decision, so all of them
          * fail, stop or go on together. */
@@ -815,7 +819,7 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
-    if (tr->world_size > 1)
+    if (tr->comm != NULL)
         TSRNN_TRY(allreduce(tr, false, tr->val_se, val->count, TSRNN_COMM_F64));
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
@@ -1020,60 +1024,191 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     return TSRNN_OK;
 }
 
-/* Darts' RNNModel.predict(n = validation length) from the end of the training part, in the
- * original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|. */
+/* Whether the run's series have names (several files, or a long-format file): its
+ * forecasts then carry an id column. */
+static bool named_series(const struct tsrnn_dataset *ds)
+{
+    return ds->items[0].id[0] != '\0';
+}
+
+/* Series i of the run as a forecast source: its scaler, covariates and training part's end. */
+static struct tsrnn_forecast_source forecast_source(const struct tsrnn_dataset *ds, size_t i)
+{
+    const struct tsrnn_dataset_series *item = &ds->items[i];
+    return (struct tsrnn_forecast_source){
+        .series = &item->series,
+        .scaler = &item->scaler,
+        .origin = item->train_length,
+        .id = named_series(ds) ? item->id : NULL,
+        .covariates = ds->covariates,
+        .cov_scaler = &item->cov_scaler,
+    };
+}
+
+/* The id column's header in the forecast files: [data] id_col, else "series". */
+static const char *id_column(const struct tsrnn_config *cfg)
+{
+    return cfg->id_col[0] != '\0' ? cfg->id_col : "series";
+}
+
+/* validation.csv (named series): each series' scores, then the mean over them under an
+ * empty id. */
+static enum tsrnn_status write_validation(const struct trainer *tr,
+                                          const struct tsrnn_forecast_scores *each,
+                                          const struct tsrnn_forecast_scores *mean)
+{
+    const struct tsrnn_dataset *ds = tr->ds;
+    char path[PATH_MAX + 32];
+    struct tsrnn_atomic_file af;
+    snprintf(path, sizeof(path), "%s/validation.csv", tr->run_dir);
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fprintf(af.file, "%s,steps,mape,mae,rmse\n", id_column(tr->cfg));
+    for (size_t i = 0; i <= ds->series_count; i++) {
+        bool all = i == ds->series_count;
+        const struct tsrnn_forecast_scores *sc = all ? mean : &each[i];
+        size_t steps = 0;
+        for (size_t k = all ? 0 : i; k < (all ? ds->series_count : i + 1); k++)
+            steps += ds->items[k].val_length;
+        fprintf(af.file, "%s,%zu,%.9g,%.9g,%.9g\n", all ? "" : ds->items[i].id, steps, sc->mape,
+                sc->mae, sc->rmse);
+    }
+    if (fflush(af.file) != 0 || ferror(af.file)) {
+        tsrnn_atomic_file_abort(&af);
+        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+/* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
+ * in the original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|,
+ * mae and rmse; several series' scores are averaged as Darts' metric(actual_list,
+ * pred_list, series_reduction=np.mean) does. */
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
-    const struct tsrnn_dataset_series *ds = &tr->ds->items[0];
-    struct tsrnn_forecast f;
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t S = ds->series_count;
+    struct tsrnn_forecast_scores *each = calloc(S, sizeof(*each)), mean;
+    if (each == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' scores", S);
+    enum tsrnn_status status = TSRNN_OK;
+    r->forecast_count = 0;
+    for (size_t i = 0; i < S && status == TSRNN_OK; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        struct tsrnn_forecast f;
+        struct tsrnn_forecast_source src = forecast_source(ds, i);
+        status = tsrnn_forecast_run(&f, &tr->model, &src, (size_t)tr->cfg->input_chunk_length,
+                                    item->val_length);
+        if (status != TSRNN_OK)
+            break;
+        each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
+        r->forecast_count += f.length;
+        if (isnan(f.mape))
+            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
+                       "needs actual values that are not 0)",
+                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "");
+        tsrnn_forecast_finish(&f);
+    }
+    if (status == TSRNN_OK) {
+        tsrnn_forecast_scores_mean(&mean, each, S);
+        r->mape = mean.mape;
+        r->mae = mean.mae;
+        r->rmse = mean.rmse;
+        if (tr->writes_files && named_series(ds))
+            status = write_validation(tr, each, &mean);
+    }
+    free(each);
+    return status;
+}
 
-    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, tr->ds->covariates, &ds->series,
-                                 ds->train_length, (size_t)tr->cfg->input_chunk_length,
-                                 ds->val_length));
-    r->forecast_count = f.length;
-    r->mape = f.mape;
-    if (isnan(f.mape))
-        tsrnn_warn("MAPE is undefined: the validation part holds a 0 (Darts' mape() needs "
-                   "actual values that are not 0)");
-    tsrnn_forecast_finish(&f);
+/* The forecast plots: forecast.png of the one series, or forecast_<id>.png of each of the
+ * first TSRNN_FORECAST_PLOTS named series. */
+static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t count =
+        ds->series_count < TSRNN_FORECAST_PLOTS ? ds->series_count : TSRNN_FORECAST_PLOTS;
+    const char *ids[TSRNN_FORECAST_PLOTS];
+    *drawn = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        char path[PATH_MAX + TSRNN_NAME_MAX + 32], title[TSRNN_NAME_MAX * 3],
+            file_id[TSRNN_NAME_MAX];
+        struct tsrnn_forecast f;
+        struct tsrnn_forecast_source src = forecast_source(ds, i);
+        TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &src, (size_t)cfg->input_chunk_length,
+                                     (size_t)cfg->forecast_n));
+        ids[i] = item->id;
+        tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
+        if (named_series(ds)) {
+            snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->run_dir, file_id);
+            snprintf(title, sizeof(title), "%s %s, series %s", cfg->model_name,
+                     tsrnn_model_kind_name(cfg->model), item->id);
+        } else {
+            snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
+            snprintf(title, sizeof(title), "%s %s", cfg->model_name,
+                     tsrnn_model_kind_name(cfg->model));
+        }
+        enum tsrnn_status status = tsrnn_forecast_plot(&f, &item->series, title, 1000, 500, path);
+        tsrnn_forecast_finish(&f);
+        TSRNN_TRY(status);
+        (*drawn)++;
+    }
     return TSRNN_OK;
 }
 
-/* The [forecast] section: n steps after the training part, as forecast.csv and (with
- * plot = true and a build with cairo) forecast.png in the run folder. */
+/* The [forecast] section: n steps after each series' training part, as forecast.csv and
+ * (with plot = true and a build with cairo) the plots in the run folder. */
 static enum tsrnn_status write_forecast(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    const struct tsrnn_dataset_series *ds = &tr->ds->items[0];
-    struct tsrnn_forecast f;
-    char path[PATH_MAX + 16], title[256];
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t S = ds->series_count;
+    char path[PATH_MAX + 16];
 
-    TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &ds->scaler, tr->ds->covariates, &ds->series,
-                                 ds->train_length, (size_t)cfg->input_chunk_length,
-                                 (size_t)cfg->forecast_n));
+    struct tsrnn_forecast_source *sources = calloc(S, sizeof(*sources));
+    if (sources == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
+    for (size_t i = 0; i < S; i++)
+        sources[i] = forecast_source(ds, i);
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
-    enum tsrnn_status status = tsrnn_forecast_save_csv(&f, &ds->series, path);
+    enum tsrnn_status status =
+        tsrnn_forecast_save_all(&tr->model, sources, S, (size_t)cfg->input_chunk_length,
+                                (size_t)cfg->forecast_n, id_column(cfg), path);
+    free(sources);
     /* plot = true is the default: a build without cairo skips the picture quietly, unless the
      * config asked for it. */
     bool draw = cfg->forecast_plot && tsrnn_plot_available();
     if (cfg->forecast_plot && !draw &&
         strcmp(tsrnn_config_origin(cfg, "forecast", "plot"), "default") != 0)
         tsrnn_warn("%s: [forecast] plot = true, but this tsrnn was built without cairo "
-                   "(libcairo2-dev): forecast.png is not drawn",
-                   tsrnn_config_origin(cfg, "forecast", "plot"));
-    if (status == TSRNN_OK && draw) {
-        snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
-        snprintf(title, sizeof(title), "%s %s", cfg->model_name, tsrnn_model_kind_name(cfg->model));
-        status = tsrnn_forecast_plot(&f, &ds->series, title, 1000, 500, path);
+                   "(libcairo2-dev): %s not drawn",
+                   tsrnn_config_origin(cfg, "forecast", "plot"),
+                   named_series(ds) ? "the forecast plots are" : "forecast.png is");
+    size_t drawn = 0;
+    if (status == TSRNN_OK && draw)
+        status = plot_forecasts(tr, &drawn);
+    if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
+        struct tsrnn_forecast f;
+        const struct tsrnn_dataset_series *item = &ds->items[0];
+        struct tsrnn_forecast_source src = forecast_source(ds, 0);
+        status = tsrnn_forecast_run(&f, &tr->model, &src, (size_t)cfg->input_chunk_length,
+                                    (size_t)cfg->forecast_n);
+        if (status == TSRNN_OK) {
+            char first[64], last[64];
+            tsrnn_time_format(f.times[0], item->series.time_unit, first, sizeof(first));
+            tsrnn_time_format(f.times[f.length - 1], item->series.time_unit, last, sizeof(last));
+            fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
+                    last, tsrnn_display_path(tr->run_dir), draw ? " and forecast.png" : "");
+            tsrnn_forecast_finish(&f);
+        }
+    } else if (status == TSRNN_OK && tr->out != NULL) {
+        fprintf(tr->out, "Forecast %d steps of each of the %zu series: %s/forecast.csv",
+                cfg->forecast_n, S, tsrnn_display_path(tr->run_dir));
+        if (drawn > 0)
+            fprintf(tr->out, " and the plots of the first %zu (forecast_<series>.png)", drawn);
+        fputc('\n', tr->out);
     }
-    if (status == TSRNN_OK && tr->out != NULL) {
-        char first[64], last[64];
-        tsrnn_time_format(f.times[0], ds->series.time_unit, first, sizeof(first));
-        tsrnn_time_format(f.times[f.length - 1], ds->series.time_unit, last, sizeof(last));
-        fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
-                last, tsrnn_display_path(tr->run_dir), draw ? " and forecast.png" : "");
-    }
-    tsrnn_forecast_finish(&f);
     return status;
 }
 
@@ -1088,6 +1223,52 @@ static void print_banner(const struct trainer *tr, FILE *out, bool devices)
     tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
                                (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
+}
+
+/* Each rank's GPU for the summary, on every rank (Lightning's DeviceStatsMonitor reads the
+ * same from CUDA): rank r's slot of (W, GPU_SLOT) doubles holds the memory in use and in all
+ * (bytes) and the name, one character per double; every rank fills its own slot and one
+ * allreduce sums the zeros of the others into it. GPU ranks only: a CPU run prints nothing
+ * new and issues no extra collective. Not counted in the collectives' time per step. */
+#define GPU_NAME_CHARS 64
+#define GPU_SLOT       (2 + GPU_NAME_CHARS)
+
+static enum tsrnn_status gather_gpus(struct trainer *tr)
+{
+    char name[GPU_NAME_CHARS] = "";
+    size_t used = 0, total = 0, W = (size_t)tr->world_size;
+    if (tsrnn_compute_kind(tr->compute) != TSRNN_COMPUTE_CUDA)
+        return TSRNN_OK;
+    bool known = tsrnn_compute_device_memory(tr->compute, name, sizeof(name), &used, &total);
+    if ((tr->gpus = calloc(W * GPU_SLOT, sizeof(double))) == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the GPU summary");
+    double *mine = tr->gpus + (size_t)tr->rank * GPU_SLOT;
+    mine[0] = known ? (double)used : -1.0;
+    mine[1] = (double)total;
+    for (size_t i = 0; i < GPU_NAME_CHARS; i++)
+        mine[2 + i] = (double)(unsigned char)name[i];
+    if (tr->comm == NULL)
+        return TSRNN_OK;
+    return tsrnn_comm_allreduce_sum(tr->comm, tr->gpus, W * GPU_SLOT, TSRNN_COMM_F64);
+}
+
+/* "rank 1: NVIDIA H200, 1.21 GiB of 139.8 GiB in use (the device's, end of training)" per rank. */
+static void print_gpus(const struct trainer *tr, FILE *out)
+{
+    for (int k = 0; tr->gpus != NULL && k < tr->world_size; k++) {
+        const double *slot = tr->gpus + (size_t)k * GPU_SLOT;
+        char name[GPU_NAME_CHARS];
+        for (size_t i = 0; i < GPU_NAME_CHARS; i++)
+            name[i] = (char)(unsigned char)slot[2 + i];
+        name[GPU_NAME_CHARS - 1] = '\0';
+        if (slot[0] < 0)
+            fprintf(out, "rank %d: GPU %s, memory in use unknown\n", k, name);
+        else
+            fprintf(
+                out,
+                "rank %d: GPU %s, %.2f GiB of %.1f GiB in use (the device's, end of training)\n", k,
+                name, slot[0] / 1073741824.0, slot[1] / 1073741824.0);
+    }
 }
 
 static void print_result(const struct trainer *tr, const struct tsrnn_train_result *r, FILE *out)
@@ -1113,13 +1294,15 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
                 "(optimizer steps %.3f s, validation %.3f s)\n",
                 (long long)r->epoch_count, (long long)r->step_count, r->total_s,
                 (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
-        if (tr->world_size > 1)
+        if (tr->comm != NULL)
             fprintf(out,
-                    "%d ranks (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per "
+                    "%d rank%s (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per "
                     "step)\n",
-                    tr->world_size, tsrnn_comm_backend_name(tr->comm),
+                    tr->world_size, tr->world_size == 1 ? "" : "s",
+                    tsrnn_comm_backend_name(tr->comm),
                     (double)r->sample_count * tr->world_size / train_s, r->comm_s,
                     1e3 * r->comm_s / (double)steps);
+        print_gpus(tr, out);
         if (r->first_step == 0) /* a new run: its first step, as Darts' first logged loss */
             fprintf(out, "train_loss %.6g (first step), ", r->first_step_loss);
         else
@@ -1130,11 +1313,17 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
     if (!isnan(r->val_loss))
         fprintf(out, "val_loss %.6g (last epoch), best %.6g at epoch %lld\n", r->val_loss,
                 r->best_val_loss, (long long)r->best_epoch);
-    if (!isnan(r->mape))
+    if (!isnan(r->mape) && !named_series(tr->ds))
         fprintf(out,
                 "MAPE %.2f%% over the %zu validation steps (forecast from the last %d "
                 "training points, original scale)\n",
                 r->mape, r->forecast_count, tr->cfg->input_chunk_length);
+    else if (!isnan(r->mae) && named_series(tr->ds))
+        fprintf(out,
+                "MAPE %.2f%%, MAE %.6g, RMSE %.6g: the mean over the %zu series of each one's "
+                "validation forecast (%zu steps in all, original scale; per series: "
+                "validation.csv)\n",
+                r->mape, r->mae, r->rmse, tr->ds->series_count, r->forecast_count);
     fprintf(out, "Run folder: %s\n", tsrnn_display_path(tr->run_dir));
 }
 
@@ -1164,6 +1353,8 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .best_val_loss = NAN,
         .best_epoch = -1,
         .mape = NAN,
+        .mae = NAN,
+        .rmse = NAN,
     };
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
@@ -1182,6 +1373,9 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
          status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.stop_early; epoch++)
         status = run_epoch(&tr, epoch, epoch == tr.start_epoch ? tr.start_batch : 0, &r);
     tsrnn_progress_finish(&tr.progress);
+    /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
+    if (status == TSRNN_OK)
+        status = gather_gpus(&tr);
     if (status == TSRNN_OK && tr.stop_early) {
         /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
          * to the launcher too. */

@@ -102,7 +102,7 @@ static enum tsrnn_status join_world(struct tsrnn_comm **comm, const struct tsrnn
     struct tsrnn_comm_options opt = {
         .rank = world->rank,
         .world_size = world->world_size,
-        .rendezvous = world->rendezvous,
+        .rendezvous = world->rendezvous[0] != '\0' ? world->rendezvous : NULL, /* MPI: none */
         .timeout_s = cfg->timeout_s,
         .backend = world->comm_backend, /* the launcher's choice, never derived here */
         .compute = compute,
@@ -224,12 +224,23 @@ int main(int argc, char **argv)
         status = tsrnn_config_write(cfg, stdout);
         goto done;
     }
+    /* Under mpirun or srun this rank chooses its comm backend and GPU itself (world.h). */
+    if (status == TSRNN_OK && world.mpi) {
+        struct tsrnn_rank_devices devices = {
+            .comm = cfg->comm,
+            .comm_origin = tsrnn_config_origin(cfg, "trainer", "comm"),
+            .gpu = tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_CUDA,
+        };
+        tsrnn_world_rank_devices_from_env(&devices, &world);
+        status = tsrnn_world_choose_mpi_comm(&world, &devices);
+    }
     /* The device first: the comm orders its device collectives on it. */
     if (status == TSRNN_OK)
-        status = tsrnn_train_compute_create(&compute, cfg);
-    /* Join the world before reading the data: a missing peer shows in timeout_s. */
+        status = tsrnn_train_compute_create(&compute, cfg, world.device_index);
+    /* Join the world before reading the data: a missing peer shows in timeout_s. A world of
+     * one joins too where it was told nccl (comm = nccl: the NCCL path on one GPU). */
     install_stop_handlers();
-    if (status == TSRNN_OK && world.world_size > 1)
+    if (status == TSRNN_OK && strcmp(world.comm_backend, "local") != 0)
         status = join_world(&comm, &world, cfg, compute);
     /* Under mpirun or srun every rank's output meets on one terminal: rank 0 speaks for all,
      * as Lightning's rank_zero_only (the others print their banner line and errors only). */

@@ -1,5 +1,6 @@
 /* Which rank of which world this process is (include/tsrnn/world.h): the launcher <-> worker
  * contract, read from the environment. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -98,6 +99,7 @@ static enum tsrnn_status world_from_mpi(struct tsrnn_world *w, const struct mpi_
     TSRNN_TRY(env_int(l->size, &w->world_size, 1, 1 << 20));
     TSRNN_TRY(env_int(l->rank, &w->rank, 0, w->world_size - 1));
     w->local_world_size = w->world_size;
+    w->local_world_size_known = l->local_size != NULL && getenv(l->local_size) != NULL;
     if (l->local_size != NULL)
         TSRNN_TRY(env_int(l->local_size, &w->local_world_size, 1, w->world_size));
     /* Without the launcher's local rank every rank is taken to have a node of its own. */
@@ -136,6 +138,7 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
     }
 
     w->launcher = "tsrnn-launch";
+    w->local_world_size_known = true;
     TSRNN_TRY(env_int("TSRNN_WORLD_SIZE", &w->world_size, 1, 1 << 20));
     TSRNN_TRY(env_int("TSRNN_RANK", &w->rank, 0, w->world_size - 1));
     w->local_world_size = w->world_size;
@@ -160,6 +163,149 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
                            "start workers with tsrnn-launch",
                            w->world_size, rdzv ? rdzv : "nothing");
     return comm_backend_from_env(w);
+}
+
+/* The NVIDIA driver lists one folder per GPU; reading it does not initialise CUDA, which
+ * would not survive the launcher's fork (reference/distributed.md A2). */
+static int count_driver_gpus(void)
+{
+    const char *fake = getenv("TSRNN_TEST_NVIDIA_GPUS_DIR");
+    DIR *dir = opendir(fake != NULL ? fake : "/proc/driver/nvidia/gpus");
+    int count = 0;
+    struct dirent *e;
+    if (dir == NULL)
+        return 0;
+    while ((e = readdir(dir)) != NULL)
+        if (e->d_name[0] != '.')
+            count++;
+    closedir(dir);
+    return count;
+}
+
+size_t tsrnn_world_visible_gpus(char ids[][TSRNN_GPU_ID_MAX], size_t capacity)
+{
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    int gpu_count = count_driver_gpus();
+    char seen[64][TSRNN_GPU_ID_MAX];
+    size_t count = 0;
+
+    if (env == NULL) {
+        for (int i = 0; i < gpu_count; i++, count++)
+            if (ids != NULL && count < capacity)
+                snprintf(ids[count], TSRNN_GPU_ID_MAX, "%d", i);
+        return count;
+    }
+    for (const char *p = env; gpu_count > 0 && *p != '\0' && count < 64;) {
+        size_t len = strcspn(p, ",");
+        char item[TSRNN_GPU_ID_MAX];
+        int64_t index;
+        if (len >= sizeof(item))
+            break;
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (tsrnn_parse_int64(item, &index)
+                ? index < 0 || index >= gpu_count
+                : strncmp(item, "GPU-", 4) != 0 && strncmp(item, "MIG-", 4) != 0)
+            break;
+        bool repeated = false;
+        for (size_t i = 0; i < count; i++)
+            repeated = repeated || strcmp(seen[i], item) == 0;
+        if (repeated)
+            break;
+        memcpy(seen[count], item, len + 1);
+        if (ids != NULL && count < capacity)
+            memcpy(ids[count], item, len + 1);
+        count++;
+        p += len + (p[len] == ',');
+    }
+    return count;
+}
+
+void tsrnn_world_rank_devices_from_env(struct tsrnn_rank_devices *d, const struct tsrnn_world *w)
+{
+    d->visible_gpu_count = tsrnn_world_visible_gpus(NULL, 0);
+    d->gpus_per_task =
+        strcmp(w->launcher, "srun (Slurm)") == 0 && getenv("SLURM_GPUS_PER_TASK") != NULL;
+}
+
+/* What CUDA_VISIBLE_DEVICES says, for messages. */
+static const char *visible_devices_text(void)
+{
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    return env != NULL ? env : "unset: every GPU of the node";
+}
+
+/* A GPU rank's device for nccl: its own GPU, or a refusal where it has none or would share. */
+static enum tsrnn_status nccl_device(struct tsrnn_world *w, const struct tsrnn_rank_devices *d,
+                                     const char *choice)
+{
+    size_t gpus = d->visible_gpu_count;
+    if (gpus == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] comm = %s: rank %d (started by %s) trains on a GPU but "
+                           "sees none (CUDA_VISIBLE_DEVICES=%s); accepted: GPUs visible to every "
+                           "rank, or accelerator = cpu",
+                           d->comm_origin, choice, w->rank, w->launcher, visible_devices_text());
+    if (d->gpus_per_task) { /* the launcher gave this rank its own: its first */
+        w->device_index = 0;
+        return TSRNN_OK;
+    }
+    /* Every rank of a node sees the same GPUs and takes the one at its local rank. Where the
+     * launcher says how many ranks the node has, every one of them refuses alike (none waits
+     * out timeout_s for a peer that stopped); otherwise the ranks past the last GPU do. */
+    int here = w->local_world_size_known ? w->local_world_size : w->local_rank + 1;
+    if ((size_t)here > gpus) {
+        int sharer = (int)gpus; /* the first local rank without a GPU of its own */
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] comm = %s runs one rank per GPU (NCCL refuses two on "
+                           "one), but %s puts %s%d ranks on rank %d's node and %zu GPU%s %s "
+                           "visible (CUDA_VISIBLE_DEVICES=%s): local rank %d would share GPU 0 "
+                           "with local rank 0; accepted: at most %zu rank%s per node "
+                           "(mpirun --map-by ppr:%zu:node, srun --ntasks-per-node=%zu), srun "
+                           "--gpus-per-task=1, or comm = gloo (ranks share GPUs, the gradients "
+                           "staged through host memory over MPI)",
+                           d->comm_origin, choice, w->launcher,
+                           w->local_world_size_known ? "" : "at least ", here, w->rank, gpus,
+                           gpus == 1 ? "" : "s", gpus == 1 ? "is" : "are", visible_devices_text(),
+                           sharer, gpus, gpus == 1 ? "" : "s", gpus, gpus);
+    }
+    w->device_index = w->local_rank;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_world_choose_mpi_comm(struct tsrnn_world *w,
+                                              const struct tsrnn_rank_devices *d)
+{
+    if (!w->mpi)
+        return TSRNN_OK; /* tsrnn-launch chose, once for all workers */
+    const char *choice = d->comm == TSRNN_COMM_CHOICE_NCCL   ? "nccl"
+                         : d->comm == TSRNN_COMM_CHOICE_GLOO ? "gloo"
+                                                             : "auto";
+    if (d->comm == TSRNN_COMM_CHOICE_NCCL && !d->gpu)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] comm = nccl, but rank %d (started by %s) trains on the "
+                           "CPU, and NCCL carries GPU ranks only; accepted: comm = auto or gloo "
+                           "(CPU ranks talk over MPI), or accelerator = gpu on GPU nodes",
+                           d->comm_origin, w->rank, w->launcher);
+    bool nccl = d->gpu && (d->comm == TSRNN_COMM_CHOICE_NCCL ||
+                           (d->comm == TSRNN_COMM_CHOICE_AUTO && w->world_size > 1));
+    if (!nccl) {
+        /* mpi (or local): GPU ranks, if any, take the visible GPUs in turn. */
+        w->device_index = !d->gpu || d->gpus_per_task || d->visible_gpu_count == 0
+                              ? 0
+                              : w->local_rank % (int)d->visible_gpu_count;
+        return TSRNN_OK;
+    }
+    TSRNN_TRY(nccl_device(w, d, choice));
+    if (!tsrnn_comm_backend_available("nccl"))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] comm = %s chooses NCCL for GPU rank %d (started by "
+                           "%s), but this tsrnn was built without the nccl comm backend (it "
+                           "needs the CUDA backend and NCCL's header); accepted: comm = gloo "
+                           "(the gradients over MPI, staged through host memory)",
+                           d->comm_origin, choice, w->rank, w->launcher);
+    snprintf(w->comm_backend, sizeof(w->comm_backend), "nccl");
+    return TSRNN_OK;
 }
 
 void tsrnn_world_report(const struct tsrnn_world *w, const char *key, const char *fmt, ...)

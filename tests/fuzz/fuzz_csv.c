@@ -1,19 +1,23 @@
-/* Fuzz target: the CSV reader, as the dataset loads a series (tsrnn_series_load_csv()).
+/* Fuzz target: the CSV reader, as the dataset loads a series (tsrnn_series_load_csv()), or
+ * the series of a long-format file (tsrnn_series_load_groups()).
  *
  * Input: the CSV file, then optionally FUZZ_SEPARATOR and the arguments (fuzz.h): the
  * time_col, [data] freq (one that tsrnn_freq_parse() refuses the config refuses too, so it
  * stands for none here: inferred), the fill options (a 'd' in it: fill_missing_dates; a 'v':
- * fill_missing_values = interpolate), then up to 64 value_cols, each cut to a column name's
- * size as the config does. Without arguments: no time column, every column a value.
+ * fill_missing_values = interpolate; a 'g': a long-format file whose id_col is the first of
+ * the columns that follow), then up to 64 value_cols, each cut to a column name's size as the
+ * config does. Without arguments: no time column, every column a value.
  *
  * Checks: a refused file is TSRNN_ERR_DATA (or _USAGE: a [data] key the file contradicts)
  * with a message and no series; an accepted one has the columns asked for (or at least one),
  * strictly increasing times on one frequency (the one asked for, if any and if there is a
- * row), finite values, and dates inserted or values filled only when asked to. */
+ * row), finite values, and dates inserted or values filled only when asked to; a long-format
+ * file's series each so, with distinct non-empty ids. */
 #include "fuzz.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tsrnn/data.h"
@@ -66,6 +70,40 @@ static void check_accepted(const struct tsrnn_series *s, const char *time_col,
                "%zu values filled unasked", s->filled_count);
 }
 
+/* A long-format file: id_col is value_cols[0], the value columns the rest. */
+static void load_groups(const char *path, const char *time_col, size_t value_col_count,
+                        const struct tsrnn_series_options *options)
+{
+    struct tsrnn_series *series;
+    char(*ids)[TSRNN_NAME_MAX];
+    size_t count;
+    enum tsrnn_status status = tsrnn_series_load_groups(
+        &series, &ids, &count, path, value_cols[0], time_col,
+        (const char(*)[TSRNN_NAME_MAX])value_cols + 1, value_col_count, options);
+    if (status != TSRNN_OK) {
+        FUZZ_CHECK(status == TSRNN_ERR_DATA || status == TSRNN_ERR_USAGE, "status %s",
+                   tsrnn_status_name(status));
+        FUZZ_CHECK(tsrnn_last_error()[0] != '\0', "a refusal without a message");
+        FUZZ_CHECK(series == NULL && ids == NULL && count == 0, "a refused file left series");
+        return;
+    }
+    FUZZ_CHECK(count >= 1, "no series");
+    for (size_t i = 0; i < count; i++) {
+        FUZZ_CHECK(ids[i][0] != '\0', "series %zu has an empty id", i);
+        for (size_t j = 0; j < i; j++)
+            FUZZ_CHECK(strcmp(ids[i], ids[j]) != 0, "series %zu and %zu are both '%s'", j, i,
+                       ids[i]);
+        /* check_accepted() compares the components with value_cols[0 ..): here they start at
+         * value_cols[1]. */
+        memmove(value_cols[0], value_cols[1], value_col_count * sizeof(value_cols[0]));
+        check_accepted(&series[i], time_col, value_col_count, options);
+        memmove(value_cols[1], value_cols[0], value_col_count * sizeof(value_cols[0]));
+        tsrnn_series_finish(&series[i]);
+    }
+    free(series);
+    free(ids);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *args[FIRST_VALUE_COL + TSRNN_MAX_COMPONENTS];
@@ -89,6 +127,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t c = 0; c < value_col_count; c++)
         snprintf(value_cols[c], TSRNN_NAME_MAX, "%s", args[FIRST_VALUE_COL + c]);
 
+    if (arg_count > 2 && strchr(args[2], 'g') != NULL && value_col_count > 0) {
+        load_groups(path, time_col, value_col_count - 1, &options);
+        fuzz_args_free(args, arg_count);
+        return 0;
+    }
     struct tsrnn_series s;
     enum tsrnn_status status = tsrnn_series_load_csv(
         &s, path, time_col, (const char(*)[TSRNN_NAME_MAX])value_cols, value_col_count, &options);

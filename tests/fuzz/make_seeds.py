@@ -81,6 +81,12 @@ def csv_seeds():
     write("csv", "bad-number.csv", "a\n1\n1e39\n\"x\n")
     write("csv", "header-only.csv", "Month,#Passengers\n\x1eMonth")
     write("csv", "missing-column.csv", "a,b\n1,2\n\x1e\x1e\x1e\x1ec")
+    # Long format (fill option 'g': id_col is the first column named after it).
+    write("csv", "long-format.csv", source("tests/fixtures/global/long.csv") + SEP + b"date" +
+          SEP + SEP + b"g" + SEP + b"id" + SEP + b"v")
+    write("csv", "long-numeric-ids.csv", "d,id,v\n2020-01-01,10,1\n2020-01-01,9,2\n"
+          "2020-01-02,10,3\n2020-01-02,9,NA\n2020-01-03,9,5\n2020-01-03,10,6\n"
+          "\x1ed\x1eD\x1egv\x1eid\x1ev")
 
 
 def st_file(header, data=b"", pad=True):
@@ -142,17 +148,38 @@ def checkpoint_seeds(worker):
         last = glob.glob(os.path.join(work, "darts_logs", kind, "checkpoints", "last-*"))
         write("checkpoint", f"{kind.lower()}.safetensors", open(last[0], "rb").read())
     shutil.rmtree(work)
+    global_checkpoint_seed(worker)
     # Format version 1, still read: no tsrnn.metadata_crc32c, so the metadata's mutations are
     # not all stopped by a checksum.
-    with open(os.path.join(CORPUS, "checkpoint", "rnn.safetensors"), "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    del header["__metadata__"]["tsrnn.metadata_crc32c"]
-    header["__metadata__"]["tsrnn.format_version"] = "1"
-    write("checkpoint", "rnn-version1.safetensors", st_file(header, data[8 + n:]))
+    for name in ["rnn", "global"]:
+        with open(os.path.join(CORPUS, "checkpoint", name + ".safetensors"), "rb") as f:
+            data = f.read()
+        n = struct.unpack("<Q", data[:8])[0]
+        header = json.loads(data[8:8 + n])
+        del header["__metadata__"]["tsrnn.metadata_crc32c"]
+        header["__metadata__"]["tsrnn.format_version"] = "1"
+        write("checkpoint", name + "-version1.safetensors", st_file(header, data[8 + n:]))
     write("checkpoint", "weights-only.safetensors",
           source("tests/fixtures/air_rnn_init.safetensors"))
+
+
+def global_checkpoint_seed(worker):
+    """A checkpoint of a model of the three series of tests/fixtures/global/ (its
+    tsrnn.series_list), 1 epoch, hidden_dim 2, made in /tmp/tsrnn-seed."""
+    work = "/tmp/tsrnn-seed"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(os.path.join(ROOT, "tests", "fixtures", "global"), os.path.join(work, "g"))
+    shutil.copy(os.path.join(ROOT, "examples", "air_passengers.ini"), work)
+    subprocess.run([worker, "air_passengers.ini", "--quiet", "--set", "data.path=g/[abc].csv",
+                    "--set", "data.time_col=date", "--set", "data.value_cols=v", "--set",
+                    "data.split_after=2000-02-10", "--set", "model.training_length=8", "--set",
+                    "model.input_chunk_length=5", "--set", "model.hidden_dim=2", "--set",
+                    "training.n_epochs=1", "--set", "output.model_name=global", "--set",
+                    "output.log_tensorboard=false", "--set", "forecast.n=0"],
+                   cwd=work, check=True, stdout=subprocess.DEVNULL)
+    last = glob.glob(os.path.join(work, "darts_logs", "global", "checkpoints", "last-*"))
+    write("checkpoint", "global.safetensors", open(last[0], "rb").read())
+    shutil.rmtree(work)
 
 
 def tensorboard_seeds():

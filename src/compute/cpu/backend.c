@@ -122,38 +122,37 @@ static size_t cpu_describe(const struct tsrnn_compute *ctx, char *dst, size_t ds
 {
     const struct tsrnn_cpu *cpu = (const struct tsrnn_cpu *)ctx;
     const char *recurrence = tsrnn_cpu_packed_kernel_available() ? "packed" : "loops";
-    const char *large =
-        tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && cpu->blas_isa < TSRNN_CPU_ISA_AVX512
-            ? "tsrnn's blocked GEMM"
-            : "BLAS";
+    /* With AVX-512 kernels BLAS is linked but not called (cpu.h, tsrnn_cpu_own_products). */
+    bool own = tsrnn_cpu_own_products(cpu);
     return (size_t)snprintf(dst, dst_nbytes,
                             "CPU kernels %s (recurrent products %s, other large products %s), %d "
-                            "thread%s; BLAS %s",
-                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), recurrence, large, cpu->thread_count,
-                            cpu->thread_count == 1 ? "" : "s", tsrnn_cpu_blas_describe());
+                            "thread%s; BLAS %s%s",
+                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), recurrence,
+                            own ? "tsrnn's blocked GEMM" : "BLAS", cpu->thread_count,
+                            cpu->thread_count == 1 ? "" : "s", tsrnn_cpu_blas_describe(),
+                            own ? ", unused" : "");
 }
 
+/* OpenBLAS's core matters only where the products go to BLAS: not with AVX-512 kernels
+ * (tsrnn_cpu_own_products), which tsrnn_cpu_isa_detect() tells before any context exists
+ * (in the launcher too). */
 const char *tsrnn_compute_cpu_blas_coretype(void)
 {
-    return tsrnn_cpu_blas_coretype_hint();
+    return tsrnn_cpu_isa_detect() == TSRNN_CPU_ISA_AVX512 ? NULL : tsrnn_cpu_blas_coretype_hint();
 }
 
 const char *tsrnn_compute_cpu_blas_warning(void)
 {
     static char line[512];
-    const char *hint = tsrnn_cpu_blas_coretype_hint();
+    const char *hint = tsrnn_compute_cpu_blas_coretype();
     if (hint == NULL)
         return NULL;
     enum tsrnn_cpu_isa level = tsrnn_cpu_isa_supported();
     snprintf(line, sizeof(line),
              "OpenBLAS runs its generic %s kernels on this %s CPU (its release does not know "
-             "the CPU), %s; set OPENBLAS_CORETYPE=%s (tsrnn-launch does it for its workers)",
-             tsrnn_cpu_blas_core(), tsrnn_cpu_isa_name(level),
-             level == TSRNN_CPU_ISA_AVX512 && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512
-                 ? "so tsrnn runs its large products on its own AVX-512 kernels; what still goes "
-                   "to BLAS runs at a fraction of the CPU's speed"
-                 : "so the large products run at half the CPU's speed or less",
-             hint);
+             "the CPU), so the large products run at half the CPU's speed or less; set "
+             "OPENBLAS_CORETYPE=%s for every rank",
+             tsrnn_cpu_blas_core(), tsrnn_cpu_isa_name(level), hint);
     return line;
 }
 

@@ -31,8 +31,8 @@ bool tsrnn_cpu_blas_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_
     bool big = m * n * k >= BLAS_MIN_MACS && k >= BLAS_MIN_K;
     bool fits_int = m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
                     ldb <= INT_MAX && ldc <= INT_MAX;
-    return fits_int &&
-           (cpu->gemm_path == TSRNN_GEMM_BLAS || (cpu->gemm_path == TSRNN_GEMM_AUTO && big));
+    return fits_int && (cpu->gemm_path == TSRNN_GEMM_BLAS ||
+                        (cpu->gemm_path == TSRNN_GEMM_AUTO && big && !tsrnn_cpu_own_products(cpu)));
 }
 
 /* One BLAS product, split by rows of C among the compute threads when it is large. */

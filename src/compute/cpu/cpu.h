@@ -93,7 +93,8 @@ const char *tsrnn_cpu_isa_name(enum tsrnn_cpu_isa isa);
 #define TSRNN_CPU_BODY static inline __attribute__((always_inline)) void
 
 enum tsrnn_gemm_path {
-    TSRNN_GEMM_AUTO,  /* loops below the size where BLAS wins, BLAS above */
+    TSRNN_GEMM_AUTO,  /* loops below the size where BLAS wins, BLAS above (with AVX-512
+                         kernels tsrnn's blocked GEMM instead: tsrnn_cpu_own_products) */
     TSRNN_GEMM_LOOPS, /* always the reference loops (and no packed products) */
     TSRNN_GEMM_BLAS,  /* always BLAS (the loops when built without it) */
 };
@@ -124,17 +125,19 @@ struct tsrnn_cpu {
     /* Which GEMM implementation the kernels use; tests compare them. LOOPS also turns off
      * the packed products. Set it between operations, not during one. */
     enum tsrnn_gemm_path gemm_path;
-    int thread_count;            /* the parts tsrnn_cpu_parallel() splits work into */
-    enum tsrnn_cpu_isa blas_isa; /* tsrnn_cpu_blas_isa(), read once */
+    int thread_count; /* the parts tsrnn_cpu_parallel() splits work into */
     /* Packing space of tsrnn_cpu_gemm_blocked(), one per part, allocated by the first large
      * product (freed by tsrnn_cpu_finish). */
     float *blocked_scratch[TSRNN_CPU_MAX_HELPERS + 1];
-    size_t blocked_scratch_count;
+    size_t blocked_scratch_floats[TSRNN_CPU_MAX_HELPERS + 1]; /* each one's size */
     struct tsrnn_cpu_pool pool;
 };
 
 /* Set while this thread runs a part of tsrnn_cpu_parallel(): products do not split again. */
 extern _Thread_local bool tsrnn_cpu_in_job;
+/* This thread's slot in per-part arrays of the context inside a job: 0 for the thread that
+ * drives it, i + 1 for helper i (which always runs part i + 1). */
+extern _Thread_local size_t tsrnn_cpu_thread_slot;
 
 /* A CPU context outside the backend table, for the tests and benchmarks of the kernels
  * (tsrnn_compute_create() makes the same through the table). */
@@ -176,6 +179,14 @@ void tsrnn_cpu_gemm_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t
                          size_t lda, const float *b, size_t ldb, const float *bias, float *c,
                          size_t ldc);
 
+/* Whether the context's products all run on tsrnn's own kernels, none on BLAS: the AUTO path
+ * with AVX-512 kernels. Then the bits of a training do not depend on which kernels OpenBLAS
+ * picked (CPUID, OPENBLAS_CORETYPE), so not on the launcher either (gemm.c). */
+static inline bool tsrnn_cpu_own_products(const struct tsrnn_cpu *cpu)
+{
+    return cpu->gemm_path == TSRNN_GEMM_AUTO && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512;
+}
+
 /* The BLAS path (blas.c with OpenBLAS, noblas.c without): whether the context's path sends a
  * product of this size to BLAS, and the product itself (as tsrnn_cpu_gemm()). blas_init
  * keeps BLAS's own threads asleep (tsrnn splits products itself). */
@@ -186,9 +197,10 @@ void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b
                          size_t n, size_t k, float alpha, const float *a, size_t lda,
                          const float *b, size_t ldb, float beta, float *c, size_t ldc);
 
-/* tsrnn's own large products, on AVX-512 CPUs (in the AUTO path, where BLAS would take them
- * otherwise): whether this one goes there (alpha must be 1), and the product itself
- * (C = op(A) op(B) + beta C, as tsrnn_cpu_gemm), split by rows of C among the threads. */
+/* tsrnn's own large products, with AVX-512 kernels (in the AUTO path, where BLAS would take
+ * them otherwise): whether this one goes there (alpha must be 1), and the product itself
+ * (C = op(A) op(B) + beta C, as tsrnn_cpu_gemm), split by rows of C among the threads
+ * (inside a part of a job: unsplit, on that thread's scratch). */
 bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
                              float alpha);
 void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,

@@ -809,10 +809,16 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 }
 
 /* From this many multiply-adds (and k) a product goes to tsrnn_cpu_gemm_blocked() on an
- * AVX-512 CPU whose BLAS runs narrower kernels (an OpenBLAS that does not know the CPU: 30-45
- * GFLOP/s on these products where the blocked kernel makes 110-120; OpenBLAS's own SkylakeX
- * kernels make 125-135, so with them BLAS keeps the products), as it would go to BLAS otherwise (m and n from 16: A is packed in strips of 8
- * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. */
+ * AVX-512 CPU, whatever kernels OpenBLAS runs (m and n from 16: A is packed in strips of 8
+ * rows, B in panels of 16 columns); from SPLIT_MIN_BLOCKED_MACS it is split. With AVX-512
+ * kernels the AUTO path calls no BLAS at all (tsrnn_cpu_blas_takes): OpenBLAS picks its
+ * kernels from CPUID or OPENBLAS_CORETYPE, and a k-sum that depends on the environment
+ * would give the same job different weights under tsrnn-launch and mpirun (docs/numerics.md
+ * "Kernels"). What the blocked kernel does not take (skinny products: the head, the
+ * stepwise sums) goes to the loops. Inside a part of tsrnn_cpu_parallel() (the per-step
+ * products of a layer too small for packing, split by batch rows) a product runs unsplit on
+ * that thread's scratch, with the same per-row sums as outside: the bits do not depend on the
+ * thread count. */
 #define BLOCKED_MIN_MACS       (64 * 64 * 64)
 #define BLOCKED_MIN_K          16
 #define BLOCKED_MIN_MN         16
@@ -821,12 +827,8 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, float alpha)
 {
 #if PACKED_KERNEL_X86
-    /* Not inside a part of tsrnn_cpu_parallel(): the scratch belongs to the driving thread
-     * (products there -- per-step ones of layers too small for packing -- go to BLAS). */
-    return cpu->gemm_path == TSRNN_GEMM_AUTO && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 &&
-           cpu->blas_isa < TSRNN_CPU_ISA_AVX512 && !tsrnn_cpu_in_job && alpha == 1.0f &&
-           k >= BLOCKED_MIN_K && m >= BLOCKED_MIN_MN && n >= BLOCKED_MIN_MN &&
-           m * n * k >= BLOCKED_MIN_MACS;
+    return tsrnn_cpu_own_products(cpu) && alpha == 1.0f && k >= BLOCKED_MIN_K &&
+           m >= BLOCKED_MIN_MN && n >= BLOCKED_MIN_MN && m * n * k >= BLOCKED_MIN_MACS;
 #else
     (void)cpu, (void)m, (void)n, (void)k, (void)alpha;
     return false;
@@ -847,26 +849,27 @@ void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu_const, bool trans_a, boo
     size_t parts = (size_t)cpu->thread_count;
     if (parts > m / 8)
         parts = m / 8 > 0 ? m / 8 : 1;
-    if (m * n * k < SPLIT_MIN_BLOCKED_MACS)
+    if (m * n * k < SPLIT_MIN_BLOCKED_MACS || tsrnn_cpu_in_job)
         parts = 1;
     /* Scratch per part, kept in the context: allocated by the first large product (and by
-     * a wider one), not in every step. A part without its scratch is not started. Only the
-     * thread that drives the context gets here (tsrnn_cpu_blocked_takes). */
-    size_t need = blocked_scratch_count(n);
-    float *const *scratch = cpu->blocked_scratch;
-    for (size_t i = 0; i < parts; i++)
-        if (cpu->blocked_scratch_count < need || cpu->blocked_scratch[i] == NULL) {
-            if (cpu->blocked_scratch_count < need)
-                for (size_t j = 0; j <= TSRNN_CPU_MAX_HELPERS; j++) {
-                    free(cpu->blocked_scratch[j]);
-                    cpu->blocked_scratch[j] = NULL;
-                }
-            cpu->blocked_scratch_count = need;
+     * a wider one), not in every step. Each slot belongs to one thread at a time: outside a
+     * job the driving thread fills slots 0 .. parts-1 for its parts; inside a part of a job
+     * (the per-step products of a layer split by batch rows) the product is not split again
+     * and takes its thread's own slot, so concurrent parts never share one. A part without
+     * its scratch is not started. */
+    size_t first = tsrnn_cpu_in_job ? tsrnn_cpu_thread_slot : 0, need = blocked_scratch_count(n);
+    for (size_t i = first; i < first + parts; i++)
+        if (cpu->blocked_scratch_floats[i] < need) {
+            free(cpu->blocked_scratch[i]);
             cpu->blocked_scratch[i] = aligned_alloc(64, need * sizeof(float));
+            cpu->blocked_scratch_floats[i] = cpu->blocked_scratch[i] != NULL ? need : 0;
         }
-    while (parts > 1 && cpu->blocked_scratch[parts - 1] == NULL)
-        parts--;
-    if (scratch[0] == NULL) { /* out of memory: the loops need none */
+    float *const *scratch = cpu->blocked_scratch + first;
+    size_t ready = 0;
+    while (ready < parts && scratch[ready] != NULL)
+        ready++;
+    parts = ready;
+    if (parts == 0) { /* out of memory: the loops need none */
         gemm_loops(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
         return;
     }

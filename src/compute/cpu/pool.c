@@ -7,6 +7,7 @@
 #include "cpu.h"
 
 _Thread_local bool tsrnn_cpu_in_job;
+_Thread_local size_t tsrnn_cpu_thread_slot;
 
 struct helper_start {
     struct tsrnn_cpu_pool *pool;
@@ -20,6 +21,7 @@ static void *helper_main(void *arg)
     uint64_t seen = 0;
     free(arg);
     tsrnn_cpu_in_job = true;
+    tsrnn_cpu_thread_slot = part;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
@@ -60,7 +62,6 @@ enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count)
     static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
     pthread_once(&isa_once, detect_isa); /* once: a level the tests set stays */
     tsrnn_cpu_blas_init();
-    cpu->blas_isa = tsrnn_cpu_blas_isa();
     tsrnn_cpu_set_thread_count(cpu, thread_count);
     return TSRNN_OK;
 }

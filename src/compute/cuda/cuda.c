@@ -254,6 +254,22 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
     return TSRNN_OK;
 }
 
+static bool cuda_device_memory(const struct tsrnn_compute *ctx, char *name, size_t name_nbytes,
+                               size_t *used_nbytes, size_t *total_nbytes)
+{
+    const struct tsrnn_cuda *cuda = (const struct tsrnn_cuda *)ctx;
+    size_t free_nbytes = 0, total = 0;
+    if (cudaSetDevice(cuda->device) != cudaSuccess ||
+        cudaMemGetInfo(&free_nbytes, &total) != cudaSuccess) {
+        (void)cudaGetLastError(); /* a summary line is not worth a sticky error */
+        return false;
+    }
+    snprintf(name, name_nbytes, "%s", cuda->device_name);
+    *used_nbytes = total - free_nbytes;
+    *total_nbytes = total;
+    return true;
+}
+
 static void *cuda_stream(const struct tsrnn_compute *ctx)
 {
     return ((const struct tsrnn_cuda *)ctx)->stream;
@@ -342,6 +358,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
     .destroy = cuda_destroy,
     .host_memory = false,
     .stream = cuda_stream,
+    .device_memory = cuda_device_memory,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .upload = cuda_upload,
