@@ -24,6 +24,16 @@
   tests/fixtures/cov_enc_gru_1_metrics.csv, cov_enc_gru_1_forecast.csv   a GRU (random_state
       1, 30 epochs) with Darts' own add_encoders (cyclic month, year, relative position,
       Scaler transformer) through fit() and predict(n=26).
+  tests/fixtures/cov_global/{a,b,c}.csv, cov_global_metrics.csv, cov_global_forecast.csv,
+  cov_global_backtest.csv   a global model with add_encoders: Darts' RNNModel (LSTM, hidden 8,
+      training_length 8, input_chunk_length 5, batch 16, 5 epochs, lr 5e-3, random_state 5)
+      fitted on three monthly series of different starts and lengths, each split after
+      1993-06 and scaled by its own Scaler, with add_encoders cyclic month, year, relative
+      position and a Scaler transformer (fitted once on the training parts of all three):
+      every step's train_loss and epoch's val_loss, predict(6, series=train) of each series
+      (`series,month,v`) and historical_forecasts(start=1993-07, forecast_horizon=3,
+      stride=2, retrain=False, last_points_only=False) of each whole series
+      (`series,start,month,v`), original scale. (--global writes only these.)
   tests/fixtures/darts_hparams_covariates.yaml   the logs/hparams.yaml of a Darts RNNModel
       with one future covariate (add_encoders' year).
   tests/fixtures/air_covariates.csv   AirPassengers with the notebook's covariates as data
@@ -31,7 +41,7 @@
 
 Needs Darts (the virtual environment of CONTRIBUTING.md):
 
-    /work/venv-darts/bin/python scripts/gen-covariates-fixtures.py [--parity] [--seeds]
+    /work/venv-darts/bin/python scripts/gen-covariates-fixtures.py [--parity] [--seeds] [--global]
 
 encoders.txt: `case <index start> <freq> <length> <kind> <attribute> <reference> <width>`
 (kind: attribute, one_hot, cyclic, position; reference: the position of the target's end in
@@ -312,12 +322,91 @@ def covariate_columns_csv():
     (FIXTURES / "air_covariates.csv").write_text("\n".join(lines) + "\n")
 
 
+# The global model with add_encoders: (id, first month, length), split after GLOBAL_SPLIT.
+GLOBAL_SERIES = (("a", "1990-01-01", 60), ("b", "1991-07-01", 48), ("c", "1989-04-01", 72))
+GLOBAL_SPLIT = "1993-06-01"
+GLOBAL_DIR = FIXTURES / "cov_global"
+
+
+def global_run():
+    """Darts' RNNModel with add_encoders fitted on a list of three monthly series."""
+    import importlib.util
+    import tempfile
+
+    from darts.dataprocessing.transformers import Scaler as DScaler
+    from darts.models import RNNModel
+
+    rng = np.random.default_rng(77)
+    GLOBAL_DIR.mkdir(exist_ok=True)
+    series = []
+    for k, (sid, start, length) in enumerate(GLOBAL_SERIES):
+        months = pd.date_range(start, periods=length, freq="MS")
+        t = np.arange(length)
+        values = 100 + 20 * k + 15 * np.sin(2 * np.pi * (months.month - 1) / 12 + k) \
+            + t * (0.8 + 0.3 * k) + rng.normal(0, 3, length)
+        lines = ["month,v"] + [f"{m:%Y-%m},{v:.2f}" for m, v in zip(months, values)]
+        (GLOBAL_DIR / f"{sid}.csv").write_text("\n".join(lines) + "\n")
+        series.append(TimeSeries.from_csv(GLOBAL_DIR / f"{sid}.csv", time_col="month",
+                                          value_cols="v").astype(np.float32))
+    parts = [s.split_after(pd.Timestamp(GLOBAL_SPLIT)) for s in series]
+    train = [p[0] for p in parts]
+    val = [p[1] for p in parts]
+    scalers = [DScaler().fit(tr) for tr in train]
+    train_t = [sc.transform(tr) for sc, tr in zip(scalers, train)]
+    val_t = [sc.transform(v) for sc, v in zip(scalers, val)]
+    spec = importlib.util.spec_from_file_location("gen_darts",
+                                                  ROOT / "scripts" / "gen-darts-fixtures.py")
+    gd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gd)
+    rec = gd.make_recorder()()
+    add_encoders = {"cyclic": {"future": ["month"]}, "datetime_attribute": {"future": ["year"]},
+                    "position": {"future": ["relative"]}, "transformer": DScaler()}
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            model="LSTM", hidden_dim=8, dropout=0, batch_size=16, n_epochs=5,
+            optimizer_kwargs={"lr": 5e-3}, model_name="cov_global", work_dir=work_dir,
+            random_state=5, training_length=8, input_chunk_length=5, force_reset=True,
+            add_encoders=add_encoders,
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "enable_model_summary": False, "callbacks": [rec]})
+        model.fit(train_t, val_series=val_t)
+        pred = model.predict(6, series=train_t)
+        hist = model.historical_forecasts(
+            [sc.transform(s) for sc, s in zip(scalers, series)],
+            start=pd.Timestamp("1993-07-01"), forecast_horizon=3, stride=2, retrain=False,
+            last_points_only=False, show_warnings=False)
+    with open(FIXTURES / "cov_global_metrics.csv", "w") as f:
+        f.write("epoch,step,train_loss,val_loss\n")
+        for epoch, step, train_loss, val_loss in rec.rows:
+            f.write("%d,%d,%s,%s\n" % (epoch, step,
+                                        "" if train_loss is None else f"{train_loss:.9g}",
+                                        "" if val_loss is None else f"{val_loss:.9g}"))
+    lines = ["series,month,v"]
+    for (sid, _, _), sc, p in zip(GLOBAL_SERIES, scalers, pred):
+        p = sc.inverse_transform(p)
+        lines += [f"{sid},{t:%Y-%m},{v:.9g}" for t, v in zip(p.time_index, p.values()[:, 0])]
+    (FIXTURES / "cov_global_forecast.csv").write_text("\n".join(lines) + "\n")
+    lines = ["series,start,month,v"]
+    for (sid, _, _), sc, forecasts in zip(GLOBAL_SERIES, scalers, hist):
+        for fc in forecasts:
+            fc = sc.inverse_transform(fc)
+            lines += [f"{sid},{fc.time_index[0]:%Y-%m},{t:%Y-%m},{v:.9g}"
+                      for t, v in zip(fc.time_index, fc.values()[:, 0])]
+    (FIXTURES / "cov_global_backtest.csv").write_text("\n".join(lines) + "\n")
+    steps = [r for r in rec.rows if r[2] is not None]
+    print(f"cov_global: {len(steps)} steps, first train_loss {steps[0][2]:.9g}, "
+          f"{len(lines) - 1} backtest rows", flush=True)
+
+
 def main():
     import sys
 
     import darts
 
     sys.path.insert(0, str(ROOT / "scripts"))
+    if "--global" in sys.argv:
+        global_run()
+        return
     if "--parity" in sys.argv:
         darts_hparams()
         parity((42, 0, 1) if "--seeds" in sys.argv else (42,))
