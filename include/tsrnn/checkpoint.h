@@ -36,10 +36,17 @@
  *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
  *     tsrnn.series            JSON: time_col, time_unit, freq (pandas' name, or the step of
  *                             an integer index), components, train_length, train_end
+ *     tsrnn.covariates        JSON, only for a model with future covariates: data_columns
+ *                             (the data file's covariate columns, first), encoders
+ *                             ("datetime_attribute:year", "one_hot:month", ... in Darts'
+ *                             order), columns (K = input_size - output_size) and scaler (as
+ *                             tsrnn.scaler, over the K columns): tsrnn-predict rebuilds the
+ *                             covariates from the time index with them
  *     tsrnn.series_list       JSON {"series": [...]}, only in a run of named series (several
  *                             files, or a long-format file): per series, in the run's order,
  *                             id, time_unit, freq, length, train_length, train_end,
- *                             train_end_text and its scaler (as tsrnn.scaler). tsrnn.scaler
+ *                             train_end_text and its scaler (as tsrnn.scaler); with covariates also
+ *                             covariate_scaler (as tsrnn.covariates' scaler). tsrnn.scaler
  *                             and tsrnn.series then describe the first series. Optional, so
  *                             the format version stays 2: a checkpoint without it has the one
  *                             unnamed series of tsrnn.scaler and tsrnn.series
@@ -58,6 +65,7 @@
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
+#include "tsrnn/encoders.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/safetensors.h"
@@ -102,7 +110,8 @@ struct tsrnn_series_info {
 struct tsrnn_checkpoint_series {
     char id[TSRNN_NAME_MAX]; /* "" in a run of one series */
     struct tsrnn_scaler scaler;
-    struct tsrnn_freq freq; /* kind TSRNN_FREQ_NONE in checkpoints older than the field */
+    struct tsrnn_scaler cov_scaler; /* (K) its covariates' scaler; covariates.scaler when K = 0 */
+    struct tsrnn_freq freq;         /* kind TSRNN_FREQ_NONE in checkpoints older than the field */
     enum tsrnn_time_unit time_unit;
     size_t train_length;
     int64_t train_end; /* time of its last training point */
@@ -128,6 +137,7 @@ struct tsrnn_checkpoint {
     struct tsrnn_model_dims dims;
     int input_chunk_length, training_length;
     struct tsrnn_scaler scaler;
+    struct tsrnn_covariates covariates; /* the model's future covariates; count 0: none */
     struct tsrnn_series_info series;
     size_t series_count;                         /* S: 1 without tsrnn.series_list */
     struct tsrnn_checkpoint_series *series_list; /* (S) owned; [0] is scaler and series */

@@ -28,7 +28,13 @@
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
-#define TSRNN_CONFIG_MAX_KEYS 64  /* room in origins[] for the schema's keys */
+#define TSRNN_CONFIG_MAX_KEYS 80  /* room in origins[] for the schema's keys */
+
+/* [covariates] position: Darts' 'position' encoder. */
+enum tsrnn_position_kind {
+    TSRNN_POSITION_NONE,
+    TSRNN_POSITION_RELATIVE,
+};
 
 enum tsrnn_scaler_kind {
     TSRNN_SCALER_MINMAX,
@@ -111,6 +117,15 @@ struct tsrnn_config {
     double val_fraction;    /* 0 = not set */
     int max_samples_per_ts; /* 0 = no cap */
     enum tsrnn_scaler_kind scaler;
+
+    /* [covariates]: RNNModel's future covariates: columns of the data file, and Darts'
+     * add_encoders (encoders.h) */
+    char cov_columns[2048];           /* comma list of column names, "" = none */
+    char cov_datetime_attribute[256]; /* comma lists of attributes, "" = none */
+    char cov_one_hot[256];
+    char cov_cyclic[256];
+    enum tsrnn_position_kind cov_position;
+    enum tsrnn_scaler_kind cov_scaler; /* add_encoders' 'transformer' */
 
     /* [model] */
     enum tsrnn_model_kind model;

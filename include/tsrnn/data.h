@@ -139,6 +139,10 @@ struct tsrnn_series {
     size_t inserted_count;
     int64_t inserted_times[TSRNN_SERIES_INSERTED_NOTED];
     size_t filled_count;
+    /* [covariates] columns read from the same file (tsrnn_series_load_csv_covariates()):
+     * the future covariates a user supplies, filled like the values. */
+    size_t covariate_count; /* Kc */
+    float *covariates;      /* (L, Kc); NULL when Kc = 0 */
 };
 
 /* How to read the time index and missing values: [data] freq, fill_missing_dates and
@@ -183,6 +187,16 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
                                         size_t value_col_count,
                                         const struct tsrnn_series_options *options);
 
+/* As tsrnn_series_load_csv() with value_cols and covariate_cols (count >= 1 each) read
+ * together, so that the covariate columns are filled and checked like the values; then the
+ * covariate columns move to series->covariates (L, Kc) and the series keeps the values. */
+enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, const char *path,
+                                                   const char *time_col,
+                                                   const char (*value_cols)[TSRNN_NAME_MAX],
+                                                   size_t value_col_count,
+                                                   const char (*covariate_cols)[TSRNN_NAME_MAX],
+                                                   size_t covariate_col_count,
+                                                   const struct tsrnn_series_options *options);
 /* A long-format CSV file as Darts' TimeSeries.from_group_dataframe(df, group_cols=id_col,
  * time_col, value_cols) reads it: one series per distinct value of the column `id_col`
  * (which is neither the time nor a value column), each from its own rows in file order,
@@ -198,6 +212,15 @@ tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_M
                          const char *path, const char *id_col, const char *time_col,
                          const char (*value_cols)[TSRNN_NAME_MAX], size_t value_col_count,
                          const struct tsrnn_series_options *options);
+
+/* As tsrnn_series_load_groups() with value_cols and covariate_cols (count >= 1 each) read
+ * together, each series then split as tsrnn_series_load_csv_covariates() splits it. On error
+ * *series and *ids are NULL. */
+enum tsrnn_status tsrnn_series_load_groups_covariates(
+    struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count, const char *path,
+    const char *id_col, const char *time_col, const char (*value_cols)[TSRNN_NAME_MAX],
+    size_t value_col_count, const char (*covariate_cols)[TSRNN_NAME_MAX],
+    size_t covariate_col_count, const struct tsrnn_series_options *options);
 
 /* --- the files of [data] path (src/data/sources.c) --------------------------------------- */
 
@@ -263,23 +286,34 @@ void tsrnn_scaler_inverse(const struct tsrnn_scaler *scaler, float *values, size
 
 /* Darts' ShiftedTorchTrainingDataset(input=output=T, shift=1) over one series part:
  * sample i (0 = most recent) starts at s = L - T - 1 - i; its input is y[s .. s+T-1] and its
- * target y[s+1 .. s+T]. A part of L points gives N = L - T samples. */
+ * target y[s+1 .. s+T]. A part of L points gives N = L - T samples.
+ *
+ * With K future covariates (RNNModel, a DualCovariatesTorchModel) the input of step t is
+ * (y[s+t], cov[s+t+1]): the covariates of the target's time, as Darts' shifted dataset cuts
+ * them beside future_target and _RNNModule concatenates them to past_target. */
 struct tsrnn_windows {
     const float *values; /* (L, C), not owned */
     size_t length;       /* L */
     size_t component_count;
-    size_t training_length; /* T */
-    size_t count;           /* N */
+    size_t training_length;  /* T */
+    size_t count;            /* N */
+    const float *covariates; /* (Lc >= L, K), row 0 at values' row 0; not owned; NULL: K = 0 */
+    size_t covariate_count;  /* K */
 };
 
-/* Sets up windows over `values`; L must be >= T + 1. */
+/* Sets up windows over `values`, without covariates; L must be >= T + 1. */
 void tsrnn_windows_init(struct tsrnn_windows *w, const float *values, size_t length,
                         size_t component_count, size_t training_length);
+
+/* Adds K covariates per point, aligned with the windows' values (at least L rows). */
+void tsrnn_windows_set_covariates(struct tsrnn_windows *w, const float *covariates,
+                                  size_t covariate_count);
 
 /* The first point of sample `idx`'s input. */
 size_t tsrnn_windows_start(const struct tsrnn_windows *w, size_t idx);
 
-/* Copies samples idx[0..B) into input and target, each (B, T, C) row-major (batch_first). */
+/* Copies samples idx[0..B) into input (B, T, C + K) and target (B, T, C), row-major
+ * (batch_first). */
 void tsrnn_windows_gather(const struct tsrnn_windows *w, const size_t *idx, size_t batch_count,
                           float *input, float *target);
 
@@ -308,12 +342,14 @@ enum tsrnn_status tsrnn_window_list_init(struct tsrnn_window_list *list,
 void tsrnn_window_list_locate(const struct tsrnn_window_list *list, size_t idx, size_t *series_idx,
                               size_t *window_idx);
 
-/* Copies samples idx[0..B) into input and target, each (B, T, C) row-major, as
- * tsrnn_windows_gather(). Every series has the same T and C. */
+/* Copies samples idx[0..B) into input (B, T, C + K) and target (B, T, C), as
+ * tsrnn_windows_gather(). Every series has the same T, C and K. */
 void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t *idx,
                               size_t batch_count, float *input, float *target);
 
 /* --- the dataset of a run -------------------------------------------------------------- */
+
+struct tsrnn_covariates; /* include/tsrnn/encoders.h */
 
 /* One series of the run, loaded, split and scaled, with its training and validation
  * windows. */
@@ -324,6 +360,13 @@ struct tsrnn_dataset_series {
     size_t train_length;        /* points [0, train_length) train the model */
     size_t val_length;          /* points [train_length, L) validate it; 0 = no validation */
     struct tsrnn_scaler scaler; /* fitted on this series' training part only */
+    /* (L, K) its future covariates, scaled; NULL without. Darts encodes the training and the
+     * validation series apart, so each part's 'position' counts from that part's end. */
+    float *covariates;
+    /* (K) their scaler: the data file's covariate columns fitted on this series' training
+     * part (Darts' Scaler fitted on a list of series fits each apart), the encoders' columns
+     * the transformer shared by every series (struct tsrnn_covariates' scaler). */
+    struct tsrnn_scaler cov_scaler;
     struct tsrnn_windows train;
     struct tsrnn_windows val; /* count 0 without validation */
 };
@@ -332,14 +375,15 @@ struct tsrnn_dataset_series {
  * [data] and [model] training_length. Darts fits a global model on a list of series; one
  * series is the list of one, whose samples are exactly that series' windows. */
 struct tsrnn_dataset {
-    size_t series_count;                /* S */
-    struct tsrnn_dataset_series *items; /* (S) */
-    size_t component_count;             /* C, shared by every series */
-    size_t training_length;             /* T */
-    struct tsrnn_windows *train_parts;  /* (S) each series' training windows, for the lists */
-    struct tsrnn_windows *val_parts;    /* (S) its validation windows */
-    struct tsrnn_window_list train;     /* Darts' training dataset over the list */
-    struct tsrnn_window_list val;       /* its validation dataset; count 0 without validation */
+    size_t series_count;                 /* S */
+    struct tsrnn_dataset_series *items;  /* (S) */
+    size_t component_count;              /* C, shared by every series */
+    size_t training_length;              /* T */
+    struct tsrnn_windows *train_parts;   /* (S) each series' training windows, for the lists */
+    struct tsrnn_windows *val_parts;     /* (S) its validation windows */
+    struct tsrnn_window_list train;      /* Darts' training dataset over the list */
+    struct tsrnn_window_list val;        /* its validation dataset; count 0 without validation */
+    struct tsrnn_covariates *covariates; /* the encoders and their scaler; count 0: none */
 };
 
 /* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last

@@ -34,15 +34,20 @@ struct tsrnn_forecast {
     double mape, mae, rmse;
 };
 
-/* Forecasts `n` steps after the first `origin` points of `series` from their last
- * `input_chunk_length` points (scaled with `scaler`, the one the model was trained with),
+struct tsrnn_covariates;
+struct tsrnn_forecast_source;
+
+/* Forecasts `n` steps after the first src->origin points of src->series from their last
+ * `input_chunk_length` points (scaled with src->scaler, the one the model was trained with),
  * with `model` (built for batch 1 and at least input_chunk_length steps). The forecast's
  * time stamps continue the series' frequency (series->freq, tsrnn_freq_advance()). Errors:
  * TSRNN_ERR_USAGE when origin < input_chunk_length or when the stamps would pass the last one
- * tsrnn writes (an int64 index, the year 9999), TSRNN_ERR_NOMEM. */
+ * tsrnn writes (an int64 index, the year 9999), TSRNN_ERR_NOMEM.
+ * With covariates (src->covariates) they are computed from the input_chunk_length points
+ * before the forecast to its last step, 'position' counted from point origin - 1, as Darts'
+ * predict() encodes them (encode_inference). */
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
-                                     const struct tsrnn_scaler *scaler,
-                                     const struct tsrnn_series *series, size_t origin,
+                                     const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n);
 
 /* Accepts a zeroed struct. */
@@ -63,12 +68,15 @@ enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
  * series' rows after the previous series', its id in the first column (quoted when it holds
  * a comma or a quote). */
 
-/* One series to forecast: its values as read, where its history ends and its scaler. */
+/* One series to forecast: its values as read, where its history ends, its scaler and its
+ * future covariates. */
 struct tsrnn_forecast_source {
     const struct tsrnn_series *series;
     const struct tsrnn_scaler *scaler;
     size_t origin;
     const char *id; /* NULL: the one unnamed series of a run, written without an id column */
+    const struct tsrnn_covariates *covariates; /* NULL or count 0: none */
+    const struct tsrnn_scaler *cov_scaler;     /* (K) the series' covariate scaler */
 };
 
 /* Forecasts each of sources[0..count) `n` steps with tsrnn_forecast_run() and writes them
@@ -145,13 +153,15 @@ enum tsrnn_status tsrnn_backtest_first(const struct tsrnn_series *series, const 
                                        size_t fallback, const char *fallback_what,
                                        size_t input_chunk_length, size_t horizon, size_t *first);
 
-/* Runs the forecasts, model->batch_capacity of them per batch (each one's numbers do not
- * depend on the others: tsrnn_model_predict()), and scores them. `first` as
+/* Runs the forecasts of src's series (its scaler and covariates; its origin unused),
+ * model->batch_capacity of them per batch (each one's numbers do not depend on the others:
+ * tsrnn_model_predict()), and scores them. Covariates are computed over the whole series
+ * once, 'position' counted from its last point, as Darts' historical_forecasts() encodes
+ * them (encode_train_inference). `first` as
  * tsrnn_backtest_first() gives it; horizon and stride >= 1. TSRNN_ERR_USAGE for arguments
  * out of range, TSRNN_ERR_NOMEM, or the model's error. */
 enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_model *model,
-                                     const struct tsrnn_scaler *scaler,
-                                     const struct tsrnn_series *series, size_t first,
+                                     const struct tsrnn_forecast_source *src, size_t first,
                                      size_t input_chunk_length, size_t horizon, size_t stride,
                                      bool last_points_only);
 

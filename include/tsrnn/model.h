@@ -229,4 +229,14 @@ enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast
                                       const float *context, size_t batch_count,
                                       size_t context_count, size_t horizon);
 
+/* The same with K = I - O future covariates: `context` is (B, T0, I), each row (y[t],
+ * cov[t+1]); step k >= 1 feeds each window's (forecast[k-1], covariates[k-1]),
+ * `covariates` (horizon - 1, B, K) time-major like the forecast, the covariates of the
+ * steps after the first forecast, as Darts' _RNNModule concatenates the next future
+ * covariate to the last prediction. */
+enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, float *forecast,
+                                                 const float *context, size_t batch_count,
+                                                 size_t context_count, const float *covariates,
+                                                 size_t horizon);
+
 #endif

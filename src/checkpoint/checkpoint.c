@@ -45,18 +45,40 @@ static char *model_json(const struct tsrnn_model_dims *d, const struct tsrnn_con
     return text;
 }
 
-static json_t *scaler_object(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
+static json_t *scaler_object(const struct tsrnn_scaler *s, enum tsrnn_scaler_kind kind)
 {
     size_t C = s->component_count;
     return json_pack("{s:s, s:o, s:o, s:o, s:o}", "kind",
-                     cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
+                     kind == TSRNN_SCALER_MINMAX ? "minmax" : "none", "data_min",
                      float_array(s->data_min, C), "data_max", float_array(s->data_max, C), "scale",
                      float_array(s->scale, C), "offset", float_array(s->offset, C));
 }
 
 static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config *cfg)
 {
-    json_t *o = scaler_object(s, cfg);
+    json_t *o = scaler_object(s, cfg->scaler);
+    char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* tsrnn.covariates: the encoders ("kind:attribute", in order) and their scaler; NULL (and no
+ * entry) without covariates. */
+static char *covariates_json(const struct tsrnn_covariates *cov, const struct tsrnn_config *cfg)
+{
+    json_t *encoders = json_array();
+    for (size_t e = 0; encoders != NULL && e < cov->encoder_count; e++) {
+        char text[2 * TSRNN_ENCODER_NAME_MAX];
+        snprintf(text, sizeof(text), "%s:%s", tsrnn_encoder_kind_name(cov->encoders[e].kind),
+                 cov->encoders[e].name);
+        json_array_append_new(encoders, json_string(text));
+    }
+    json_t *data_columns = json_array();
+    for (size_t k = 0; data_columns != NULL && k < cov->column_count; k++)
+        json_array_append_new(data_columns, json_string(cov->column_names[k]));
+    json_t *o = json_pack("{s:o, s:o, s:I, s:o}", "data_columns", data_columns, "encoders",
+                          encoders, "columns", (json_int_t)cov->count, "scaler",
+                          scaler_object(&cov->scaler, cfg->cov_scaler));
     char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
     json_decref(o);
     return text;
@@ -64,7 +86,8 @@ static char *scaler_json(const struct tsrnn_scaler *s, const struct tsrnn_config
 
 /* tsrnn.series_list: every series of a run of named series (several files, or a long-format
  * file), with what forecasting it needs: its id, where its training part ends, its
- * frequency and its scaler. */
+ * frequency and its scaler, and with covariates their scaler (its own for the data file's
+ * covariate columns, the shared one for the encoders'). */
 static char *series_list_json(const struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     json_t *list = json_array();
@@ -74,12 +97,16 @@ static char *series_list_json(const struct tsrnn_dataset *ds, const struct tsrnn
         char end[64], freq[TSRNN_FREQ_NAME_MAX];
         tsrnn_time_format(s->times[item->train_length - 1], s->time_unit, end, sizeof(end));
         tsrnn_freq_name(&s->freq, freq, sizeof(freq));
-        json_array_append_new(
-            list, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "id", item->id, "time_unit",
-                            time_unit_names[s->time_unit], "freq", freq, "length",
-                            (json_int_t)s->length, "train_length", (json_int_t)item->train_length,
-                            "train_end", (json_int_t)s->times[item->train_length - 1],
-                            "train_end_text", end, "scaler", scaler_object(&item->scaler, cfg)));
+        json_t *entry =
+            json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "id", item->id, "time_unit",
+                      time_unit_names[s->time_unit], "freq", freq, "length", (json_int_t)s->length,
+                      "train_length", (json_int_t)item->train_length, "train_end",
+                      (json_int_t)s->times[item->train_length - 1], "train_end_text", end, "scaler",
+                      scaler_object(&item->scaler, cfg->scaler));
+        if (entry != NULL && item->covariates != NULL)
+            json_object_set_new(entry, "covariate_scaler",
+                                scaler_object(&item->cov_scaler, cfg->cov_scaler));
+        json_array_append_new(list, entry);
     }
     json_t *o = list ? json_pack("{s:o}", "series", list) : NULL;
     char *text = o ? json_dumps(o, JSON_FLAGS) : NULL;
@@ -177,11 +204,13 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     bool named = ds->items[0].id[0] != '\0';
     char *list_text = named ? series_list_json(ds, cfg) : NULL;
     char *cfg_text = tsrnn_config_text(cfg);
+    bool has_covariates = ds->covariates != NULL && ds->covariates->count > 0;
+    char *cov_text = has_covariates ? covariates_json(ds->covariates, cfg) : NULL;
 
     if (status == TSRNN_OK &&
         (tensors == NULL || host == NULL || names == NULL || rng_text == NULL ||
          model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL ||
-         (named && list_text == NULL)))
+         (has_covariates && cov_text == NULL) || (named && list_text == NULL)))
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
     if (status == TSRNN_OK) {
@@ -207,14 +236,15 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
             { "tsrnn.series", series_text },
             { "tsrnn.config", cfg_text },
             { "tsrnn.data_crc32c", crc_text },
-            { "tsrnn.series_list", list_text },    /* named series only: dropped below otherwise */
+            { "tsrnn.covariates", cov_text },      /* only with covariates */
+            { "tsrnn.series_list", list_text },    /* named series only */
             { "tsrnn.metadata_crc32c", meta_crc }, /* over all the others: last */
         };
-        size_t entry_count = sizeof(metadata) / sizeof(metadata[0]);
-        if (!named) {
-            metadata[entry_count - 2] = metadata[entry_count - 1];
-            entry_count--;
-        }
+        /* The optional entries without a value are dropped, the others keep their order. */
+        size_t entry_count = 0;
+        for (size_t k = 0; k < sizeof(metadata) / sizeof(metadata[0]); k++)
+            if (metadata[k].value != NULL)
+                metadata[entry_count++] = metadata[k];
         snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
                  tsrnn_safetensors_metadata_crc(metadata, entry_count));
         status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count);
@@ -225,6 +255,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     free(series_text);
     free(list_text);
     free(cfg_text);
+    free(cov_text);
     free(names);
     free(tensors);
     free(host);
@@ -330,7 +361,7 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
                     &in, "hidden_dim", &hidden, "n_rnn_layers", &layers, "output_size", &out,
                     "dropout", &dropout, "input_chunk_length", &icl, "training_length", &tl);
     enum tsrnn_status status = TSRNN_OK;
-    if (rc != 0 || in < 1 || in > TSRNN_MAX_COMPONENTS || hidden < 1 || hidden > 65536 ||
+    if (rc != 0 || in < 1 || in > 2 * TSRNN_MAX_COMPONENTS || hidden < 1 || hidden > 65536 ||
         layers < 1 || layers > TSRNN_MODEL_MAX_LAYERS || out < 1 || out > TSRNN_MAX_COMPONENTS ||
         !(dropout >= 0 && dropout < 1) || icl < 1 || tl < icl || tl > 1000000)
         status = bad_json(ck, "tsrnn.model", "a field is missing or out of range");
@@ -353,11 +384,10 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
     return status;
 }
 
-/* A scaler object (tsrnn.scaler's layout) of the metadata entry `key`. */
+/* A scaler object (tsrnn.scaler's layout) of C columns in the metadata entry `key`. */
 static enum tsrnn_status parse_scaler(const struct tsrnn_checkpoint *ck, const char *key, json_t *o,
-                                      struct tsrnn_scaler *sc)
+                                      struct tsrnn_scaler *sc, size_t C)
 {
-    size_t C = ck->dims.output_count;
     sc->component_count = C;
     TSRNN_TRY(read_floats(ck, key, o, "data_min", sc->data_min, C));
     TSRNN_TRY(read_floats(ck, key, o, "data_max", sc->data_max, C));
@@ -377,7 +407,62 @@ static enum tsrnn_status read_scaler(struct tsrnn_checkpoint *ck)
 {
     json_t *o;
     TSRNN_TRY(need_json(ck, "tsrnn.scaler", &o));
-    enum tsrnn_status status = parse_scaler(ck, "tsrnn.scaler", o, &ck->scaler);
+    enum tsrnn_status status =
+        parse_scaler(ck, "tsrnn.scaler", o, &ck->scaler, ck->dims.output_count);
+    json_decref(o);
+    return status;
+}
+
+/* tsrnn.covariates, present exactly when the model has more inputs than outputs: the
+ * encoders, in Darts' order, whose columns fill the difference, and their scaler. */
+static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
+{
+    const char *key = "tsrnn.covariates";
+    struct tsrnn_covariates *cov = &ck->covariates;
+    size_t K = ck->dims.input_count - ck->dims.output_count;
+    memset(cov, 0, sizeof(*cov));
+    if (tsrnn_safetensors_metadata(&ck->file, key) == NULL)
+        return K == 0 ? TSRNN_OK
+                      : bad_json(ck, key, "missing, but the model takes future covariates");
+    json_t *o, *encoders = NULL, *scaler = NULL, *data_columns = NULL;
+    json_int_t columns = 0;
+    TSRNN_TRY(need_json(ck, key, &o));
+    enum tsrnn_status status = TSRNN_OK;
+    if (json_unpack(o, "{s:o, s:o, s:I, s:o}", "data_columns", &data_columns, "encoders", &encoders,
+                    "columns", &columns, "scaler", &scaler) != 0 ||
+        !json_is_array(encoders) || json_array_size(encoders) >= TSRNN_MAX_ENCODERS ||
+        !json_is_array(data_columns) || json_array_size(data_columns) > TSRNN_MAX_COMPONENTS ||
+        columns != (json_int_t)K)
+        status = bad_json(ck, key, "a field is missing or does not fit the model's inputs");
+    for (size_t k = 0; status == TSRNN_OK && k < json_array_size(data_columns); k++) {
+        const char *name = json_string_value(json_array_get(data_columns, k));
+        if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX)
+            status = bad_json(ck, key, "a data column is not a short string");
+        else
+            snprintf(cov->column_names[k], TSRNN_NAME_MAX, "%s", name);
+        cov->column_count = k + 1;
+        cov->count++;
+    }
+    for (size_t e = 0; status == TSRNN_OK && e < json_array_size(encoders); e++) {
+        const char *text = json_string_value(json_array_get(encoders, e)), *why;
+        const char *colon = text != NULL ? strchr(text, ':') : NULL;
+        enum tsrnn_encoder_kind kinds[] = { TSRNN_ENCODER_CYCLIC, TSRNN_ENCODER_ATTRIBUTE,
+                                            TSRNN_ENCODER_ONE_HOT, TSRNN_ENCODER_POSITION };
+        bool ok = false;
+        for (size_t k = 0; colon != NULL && !ok && k < 4; k++) {
+            const char *name = tsrnn_encoder_kind_name(kinds[k]);
+            ok = strlen(name) == (size_t)(colon - text) && strncmp(text, name, strlen(name)) == 0 &&
+                 tsrnn_encoder_parse(&cov->encoders[e], kinds[k], colon + 1, &why);
+        }
+        if (!ok)
+            status = bad_json(ck, key, "an encoder is not kind:attribute as tsrnn writes it");
+        cov->count += ok ? tsrnn_encoder_width(&cov->encoders[e]) : 0;
+        cov->encoder_count = e + 1;
+    }
+    if (status == TSRNN_OK && cov->count != K)
+        status = bad_json(ck, key, "the encoders' columns do not fill the model's inputs");
+    if (status == TSRNN_OK)
+        status = parse_scaler(ck, key, scaler, &cov->scaler, K);
     json_decref(o);
     return status;
 }
@@ -414,7 +499,14 @@ static enum tsrnn_status parse_list_entry(const struct tsrnn_checkpoint *ck, jso
         return bad_json(ck, key, "unknown time_unit");
     if (!tsrnn_freq_parse(&out->freq, freq) && strcmp(freq, "none") != 0)
         return bad_json(ck, key, "freq is not a frequency");
-    return parse_scaler(ck, key, scaler, &out->scaler);
+    TSRNN_TRY(parse_scaler(ck, key, scaler, &out->scaler, ck->dims.output_count));
+    /* Without its own (a checkpoint of one series), a series' covariates use the shared scaler
+     * of tsrnn.covariates. */
+    json_t *cov_scaler = json_object_get(e, "covariate_scaler");
+    out->cov_scaler = ck->covariates.scaler;
+    if (cov_scaler == NULL || ck->covariates.count == 0)
+        return TSRNN_OK;
+    return parse_scaler(ck, key, cov_scaler, &out->cov_scaler, ck->covariates.count);
 }
 
 /* Every series of the run: tsrnn.series_list, or the one of tsrnn.scaler and tsrnn.series. */
@@ -445,6 +537,7 @@ static enum tsrnn_status read_series_list(struct tsrnn_checkpoint *ck)
     if (status == TSRNN_OK && !named)
         ck->series_list[0] = (struct tsrnn_checkpoint_series){
             .scaler = ck->scaler,
+            .cov_scaler = ck->covariates.scaler,
             .freq = ck->series.freq,
             .time_unit = ck->series.time_unit,
             .train_length = ck->series.train_length,
@@ -613,6 +706,8 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
         status = read_model(ck);
     if (status == TSRNN_OK)
         status = read_scaler(ck);
+    if (status == TSRNN_OK)
+        status = read_covariates(ck);
     if (status == TSRNN_OK)
         status = read_series(ck);
     if (status == TSRNN_OK)

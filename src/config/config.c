@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "tsrnn/data.h" /* tsrnn_freq_parse(): [data] freq is checked where it is read */
+#include "tsrnn/encoders.h"
 
 enum key_type {
     KEY_INT,     /* int, range [min, max] */
@@ -66,6 +67,7 @@ struct key {
                                 required when default_text is NULL */
 };
 
+static const char *const position_choices[] = { "none", "relative", NULL };
 static const char *const model_choices[] = { "RNN", "LSTM", "GRU", NULL };
 static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const fill_choices[] = { "none", "interpolate", NULL };
@@ -196,6 +198,50 @@ static const struct key schema[] = {
                 "`none` trains on the raw values.",
          .darts = "`Scaler()` (sklearn's `MinMaxScaler`) fitted on the training part",
          .example = "none"),
+
+    TEXT("covariates", "columns", KEY_STRING, cov_columns, "",
+         "a comma-separated list of column names of the data file, none of them a value column",
+         .doc = "Columns of the data file that are future covariates, read and filled like the "
+                "values (needs `[data] value_cols`). They come first, before the encoders' "
+                "columns, and must cover every step a forecast feeds them to: a forecast past "
+                "the file's last date is refused, naming the missing dates.",
+         .darts = "`fit(series, future_covariates=...)` with those columns",
+         .example = "temperature, holiday", .default_doc = "none"),
+    TEXT("covariates", "datetime_attribute", KEY_STRING, cov_datetime_attribute, "",
+         "a comma-separated list of year, month, day, hour, minute, second, dayofweek "
+         "(weekday, day_of_week), dayofyear (day_of_year), quarter, week (weekofyear, "
+         "week_of_year)",
+         .doc = "Future covariates computed from the time index, one column each: pandas' "
+                "attribute of each stamp, the 1-based ones (month, day, quarter, dayofyear, "
+                "week) counted from 0 as Darts does. They extend themselves to the forecast's "
+                "end. Darts orders the encoders `cyclic`, `datetime_attribute`, `one_hot`, "
+                "`position`, each in the order written ([data.md](data.md#covariates)).",
+         .darts = "`add_encoders={'datetime_attribute': {'future': [...]}}`",
+         .example = "year, month", .default_doc = "none"),
+    TEXT("covariates", "one_hot", KEY_STRING, cov_one_hot, "",
+         "a comma-separated list of month, day, hour, minute, second, dayofweek, quarter",
+         .doc = "Datetime attributes one-hot encoded, one column per value (month: 12). Not an "
+                "`add_encoders` key: the RNN example notebook builds them with "
+                "`datetime_attribute_timeseries`.",
+         .darts = "`datetime_attribute_timeseries(..., one_hot=True)` as future covariates",
+         .example = "month", .default_doc = "none"),
+    TEXT("covariates", "cyclic", KEY_STRING, cov_cyclic, "",
+         "a comma-separated list of month, day, hour, minute, second, dayofweek, dayofyear, "
+         "quarter, week",
+         .doc = "Datetime attributes as sin and cos of their phase, two columns each (never "
+                "scaled, as in Darts).",
+         .darts = "`add_encoders={'cyclic': {'future': [...]}}`", .example = "month",
+         .default_doc = "none"),
+    ENUM("covariates", "position", cov_position, "none", position_choices,
+         .doc = "`relative` adds each point's position relative to the series' last point (0 "
+                "there, 1 at the first forecast step).",
+         .darts = "`add_encoders={'position': {'future': ['relative']}}`", .example = "relative"),
+    ENUM("covariates", "scaler", cov_scaler, "none", scaler_choices,
+         .doc = "`minmax` scales the covariate columns (but `cyclic`'s) to [0, 1] over the "
+                "training parts of all series together, and applies that to the validation "
+                "parts and the forecasts, as Darts' encoder transformer does (a Darts user "
+                "scales `columns` with a `Scaler` fitted on the training part).",
+         .darts = "`add_encoders={..., 'transformer': Scaler()}`", .example = "minmax"),
 
     ENUM("model", "model", model, "RNN", model_choices,
          .doc = "The recurrent layer: PyTorch's `nn.RNN` (tanh), `nn.LSTM` or `nn.GRU`.",
@@ -1269,6 +1315,9 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
                            tsrnn_config_origin(cfg, "output", "force_reset"));
 
     TSRNN_TRY(check_training_controls(cfg));
+    struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS];
+    size_t encoder_count, covariate_count;
+    TSRNN_TRY(tsrnn_encoders_from_config(encoders, &encoder_count, &covariate_count, cfg));
     /* Darts' RNNModel raises when training_length < input_chunk_length. */
     if (cfg->training_length < cfg->input_chunk_length)
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -1394,6 +1443,10 @@ static const struct {
     { "data", "The series: which CSV file and columns, its frequency and what fills its gaps, "
               "how it is split into a training and a validation part, and how it is scaled "
               "([data.md](data.md) tells each step)." },
+    { "covariates", "`RNNModel`'s future covariates: columns of the data file, and covariates "
+                    "computed from the time index as Darts' `add_encoders` makes them. The input "
+                    "of step t is the target at t beside the covariates at t + 1 "
+                    "([data.md](data.md#covariates))." },
     { "model", "The network, as Darts' `RNNModel` arguments describe it." },
     { "training", "The optimisation: batches, epochs, learning rate, seed, resuming." },
     { "lr_scheduler_kwargs", "The arguments of `[training] lr_scheduler_cls`, under PyTorch's "

@@ -14,6 +14,8 @@ int64_t tsrnn_days_from_civil(int64_t y, int m, int d);
 /* The civil date of `days` since 1970-01-01. */
 void tsrnn_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
+bool tsrnn_is_leap_year(int64_t y);
+
 int tsrnn_days_in_month(int64_t y, int m);
 
 /* 0 = Monday .. 6 = Sunday, as Python's weekday(). */

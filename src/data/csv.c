@@ -184,9 +184,94 @@ void tsrnn_series_finish(struct tsrnn_series *series)
     free(series->values);
     free(series->times);
     free(series->component_names);
+    free(series->covariates);
     memset(series, 0, sizeof(*series));
 }
 
+/* value_cols then covariate_cols as one list of C + Kc names (owned), or NULL. */
+static char (*joined_columns(const char (*value_cols)[TSRNN_NAME_MAX], size_t C,
+                             const char (*covariate_cols)[TSRNN_NAME_MAX],
+                             size_t Kc))[TSRNN_NAME_MAX]
+{
+    char(*all)[TSRNN_NAME_MAX] = malloc((C + Kc) * sizeof(*all));
+    if (all == NULL) {
+        tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu column names", C + Kc);
+        return NULL;
+    }
+    memcpy(all, value_cols, C * sizeof(*all));
+    memcpy(all + C, covariate_cols, Kc * sizeof(*all));
+    return all;
+}
+
+/* A series read with C + Kc columns keeps the first C as its values; the others move to
+ * series->covariates (L, Kc). Frees the series on error. */
+static enum tsrnn_status split_covariates(struct tsrnn_series *series, size_t C, size_t Kc)
+{
+    size_t L = series->length;
+    series->covariates = malloc((L > 0 ? L : 1) * Kc * sizeof(float));
+    if (series->covariates == NULL) {
+        tsrnn_series_finish(series);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu x %zu covariates", L, Kc);
+    }
+    /* (L, C + Kc) -> values (L, C) in place, covariates (L, Kc). */
+    for (size_t t = 0; t < L; t++) {
+        memcpy(series->covariates + t * Kc, series->values + t * (C + Kc) + C, Kc * sizeof(float));
+        memmove(series->values + t * C, series->values + t * (C + Kc), C * sizeof(float));
+    }
+    series->component_count = C;
+    series->covariate_count = Kc;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, const char *path,
+                                                   const char *time_col,
+                                                   const char (*value_cols)[TSRNN_NAME_MAX],
+                                                   size_t value_col_count,
+                                                   const char (*covariate_cols)[TSRNN_NAME_MAX],
+                                                   size_t covariate_col_count,
+                                                   const struct tsrnn_series_options *options)
+{
+    size_t C = value_col_count, Kc = covariate_col_count;
+    char(*all)[TSRNN_NAME_MAX] = joined_columns(value_cols, C, covariate_cols, Kc);
+    if (all == NULL)
+        return TSRNN_ERR_NOMEM;
+    enum tsrnn_status status = tsrnn_series_load_csv(
+        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+    free(all);
+    if (status != TSRNN_OK)
+        return status;
+    return split_covariates(series, C, Kc);
+}
+
+enum tsrnn_status tsrnn_series_load_groups_covariates(
+    struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count, const char *path,
+    const char *id_col, const char *time_col, const char (*value_cols)[TSRNN_NAME_MAX],
+    size_t value_col_count, const char (*covariate_cols)[TSRNN_NAME_MAX],
+    size_t covariate_col_count, const struct tsrnn_series_options *options)
+{
+    size_t C = value_col_count, Kc = covariate_col_count;
+    char(*all)[TSRNN_NAME_MAX] = joined_columns(value_cols, C, covariate_cols, Kc);
+    *series = NULL;
+    *ids = NULL;
+    *count = 0;
+    if (all == NULL)
+        return TSRNN_ERR_NOMEM;
+    enum tsrnn_status status =
+        tsrnn_series_load_groups(series, ids, count, path, id_col, time_col,
+                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+    free(all);
+    for (size_t i = 0; status == TSRNN_OK && i < *count; i++)
+        status = split_covariates(&(*series)[i], C, Kc);
+    if (status != TSRNN_OK && *series != NULL) {
+        for (size_t i = 0; i < *count; i++)
+            tsrnn_series_finish(&(*series)[i]);
+        free(*series);
+        free(*ids);
+        *series = NULL;
+        *ids = NULL;
+    }
+    return status;
+}
 /* The first missing value of a row of a long-format file (text NULL: none), for the message
  * that refuses its series' first one. */
 struct row_missing {

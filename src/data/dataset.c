@@ -6,6 +6,7 @@
  * points only, so each needs at least training_length + 1 of them.
  */
 #include "tsrnn/data.h"
+#include "tsrnn/encoders.h"
 
 #include <float.h>
 #include <math.h>
@@ -151,6 +152,81 @@ static enum tsrnn_status prepare_series(struct tsrnn_dataset_series *ds,
     return TSRNN_OK;
 }
 
+/* The first Kc columns of `scaler` (K columns) fitted on the data file's covariate columns
+ * of `item`'s training part alone (or its identity, recording their range). */
+static void column_scaler(struct tsrnn_scaler *scaler, const struct tsrnn_dataset_series *item,
+                          size_t K, size_t Kc, enum tsrnn_scaler_kind kind)
+{
+    struct tsrnn_scaler own; /* every column fitted apart: its first Kc are these */
+    if (kind == TSRNN_SCALER_MINMAX)
+        tsrnn_scaler_fit(&own, item->covariates, item->train_length, K);
+    else
+        tsrnn_scaler_identity(&own, item->covariates, item->train_length, K);
+    for (size_t k = 0; k < Kc; k++) {
+        scaler->data_min[k] = own.data_min[k];
+        scaler->data_max[k] = own.data_max[k];
+        scaler->scale[k] = own.scale[k];
+        scaler->offset[k] = own.offset[k];
+    }
+}
+
+/* Darts' add_encoders at fit(): each series' training and validation parts encoded apart
+ * (fit() encodes series and val_series), the transformer fitted once on the training parts'
+ * encodings of all series, then applied to every part. The data file's covariate columns
+ * come first (Darts stacks the encodings after the user's covariates); with the scaler on,
+ * each series' are scaled by a scaler fitted on its own training part, as a Darts Scaler
+ * fitted on the list of covariate series scales each. */
+static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    struct tsrnn_covariates *cov = ds->covariates;
+    size_t K = cov->count, Kc = cov->column_count, train_points = 0;
+    if (K == 0)
+        return TSRNN_OK;
+    /* Encoded unscaled first: the transformer is fitted on these. */
+    for (size_t i = 0; i < ds->series_count; i++) {
+        struct tsrnn_dataset_series *item = &ds->items[i];
+        size_t L = item->series.length;
+        item->covariates = malloc(L * K * sizeof(float));
+        if (item->covariates == NULL)
+            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu x %zu covariates", L, K);
+        TSRNN_TRY(tsrnn_covariates_compute(item->covariates, cov, NULL, &item->series, item->id, 0,
+                                           item->train_length, item->train_length - 1));
+        if (item->val_length > 0)
+            TSRNN_TRY(tsrnn_covariates_compute(item->covariates + item->train_length * K, cov, NULL,
+                                               &item->series, item->id, item->train_length,
+                                               item->val_length, L - 1));
+        train_points += item->train_length;
+    }
+    if (cfg->cov_scaler == TSRNN_SCALER_MINMAX) {
+        float *rows = malloc(train_points * K * sizeof(float)); /* (sum of training parts, K) */
+        if (rows == NULL)
+            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows",
+                               train_points);
+        for (size_t i = 0, at = 0; i < ds->series_count; i++) {
+            size_t n = ds->items[i].train_length * K;
+            memcpy(rows + at, ds->items[i].covariates, n * sizeof(float));
+            at += n;
+        }
+        tsrnn_scaler_fit(&cov->scaler, rows, train_points, K);
+        free(rows);
+        tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, Kc);
+    } else {
+        tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);
+    }
+    for (size_t i = 0; i < ds->series_count; i++) {
+        struct tsrnn_dataset_series *item = &ds->items[i];
+        item->cov_scaler = cov->scaler;
+        if (Kc > 0)
+            column_scaler(&item->cov_scaler, item, K, Kc, cfg->cov_scaler);
+        tsrnn_scaler_transform(&item->cov_scaler, item->covariates, item->series.length);
+        tsrnn_windows_set_covariates(&item->train, item->covariates, K);
+        tsrnn_windows_set_covariates(&item->val, item->covariates + item->train_length * K, K);
+    }
+    /* As tsrnn.scaler describes the first series, the shared scaler carries its columns. */
+    cov->scaler = ds->items[0].cov_scaler;
+    return TSRNN_OK;
+}
+
 static enum tsrnn_status alloc_items(struct tsrnn_dataset *ds, size_t S)
 {
     ds->items = calloc(S, sizeof(*ds->items));
@@ -169,9 +245,16 @@ static enum tsrnn_status read_groups(struct tsrnn_dataset *ds, const struct tsrn
     struct tsrnn_series *series;
     char(*ids)[TSRNN_NAME_MAX];
     size_t S;
-    TSRNN_TRY(tsrnn_series_load_groups(&series, &ids, &S, tsrnn_display_path(path), cfg->id_col,
-                                       cfg->time_col, cfg->value_cols, cfg->value_col_count,
-                                       options));
+    const struct tsrnn_covariates *cov = ds->covariates;
+    if (cov->column_count > 0) /* each group's covariate columns beside its values */
+        TSRNN_TRY(tsrnn_series_load_groups_covariates(
+            &series, &ids, &S, tsrnn_display_path(path), cfg->id_col, cfg->time_col,
+            (const char(*)[TSRNN_NAME_MAX])cfg->value_cols, cfg->value_col_count,
+            (const char(*)[TSRNN_NAME_MAX])cov->column_names, cov->column_count, options));
+    else
+        TSRNN_TRY(tsrnn_series_load_groups(&series, &ids, &S, tsrnn_display_path(path), cfg->id_col,
+                                           cfg->time_col, cfg->value_cols, cfg->value_col_count,
+                                           options));
     enum tsrnn_status status = alloc_items(ds, S);
     for (size_t i = 0; i < S; i++) {
         if (status == TSRNN_OK) {
@@ -197,9 +280,16 @@ static enum tsrnn_status read_files(struct tsrnn_dataset *ds, const struct tsrnn
         struct tsrnn_dataset_series *item = &ds->items[i];
         /* Darts: from_csv(..., fill_missing_dates, freq), MissingValuesFiller(), then the
          * split and a Scaler fitted on the filled training part. */
-        TSRNN_TRY(tsrnn_series_load_csv(&item->series, tsrnn_display_path(paths->paths[i]),
-                                        cfg->time_col, cfg->value_cols, cfg->value_col_count,
-                                        options));
+        const struct tsrnn_covariates *cov = ds->covariates;
+        const char *path = tsrnn_display_path(paths->paths[i]);
+        if (cov->column_count > 0) /* the file's covariate columns beside its values */
+            TSRNN_TRY(tsrnn_series_load_csv_covariates(
+                &item->series, path, cfg->time_col, (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                cfg->value_col_count, (const char(*)[TSRNN_NAME_MAX])cov->column_names,
+                cov->column_count, options));
+        else
+            TSRNN_TRY(tsrnn_series_load_csv(&item->series, path, cfg->time_col, cfg->value_cols,
+                                            cfg->value_col_count, options));
         if (paths->count == 1)
             break; /* one series: no name */
         tsrnn_data_path_stem(paths->paths[i], item->id, sizeof(item->id));
@@ -243,6 +333,14 @@ static enum tsrnn_status check_components(const struct tsrnn_dataset *ds,
  * datasets over a list). */
 static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
+    /* What [covariates] asks for first: its columns are read with each series. */
+    struct tsrnn_covariates *cov = calloc(1, sizeof(*cov));
+    if (cov == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the covariates");
+    ds->covariates = cov;
+    TSRNN_TRY(tsrnn_encoders_from_config(cov->encoders, &cov->encoder_count, &cov->count, cfg));
+    TSRNN_TRY(tsrnn_covariate_columns_from_config(cov, cfg));
+
     struct tsrnn_data_paths paths;
     struct tsrnn_series_options options;
     tsrnn_series_options_from_config(&options, cfg);
@@ -261,6 +359,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
 
     ds->component_count = ds->items[0].series.component_count;
     ds->training_length = (size_t)cfg->training_length;
+    TSRNN_TRY(build_covariates(ds, cfg));
     for (size_t i = 0; i < S; i++) {
         ds->train_parts[i] = ds->items[i].train;
         ds->val_parts[i] = ds->items[i].val;
@@ -290,7 +389,9 @@ void tsrnn_dataset_finish(struct tsrnn_dataset *ds)
     for (size_t i = 0; ds->items != NULL && i < ds->series_count; i++) {
         tsrnn_series_finish(&ds->items[i].series);
         free(ds->items[i].scaled);
+        free(ds->items[i].covariates);
     }
+    free(ds->covariates);
     free(ds->items);
     free(ds->train_parts);
     free(ds->val_parts);

@@ -31,7 +31,7 @@ void tsrnn_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-static bool is_leap(int64_t y)
+bool tsrnn_is_leap_year(int64_t y)
 {
     return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
@@ -39,7 +39,7 @@ static bool is_leap(int64_t y)
 int tsrnn_days_in_month(int64_t y, int m)
 {
     static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    return m == 2 && is_leap(y) ? 29 : days[m - 1];
+    return m == 2 && tsrnn_is_leap_year(y) ? 29 : days[m - 1];
 }
 
 int tsrnn_weekday(int64_t days)

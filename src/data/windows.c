@@ -13,6 +13,8 @@ void tsrnn_windows_init(struct tsrnn_windows *w, const float *values, size_t len
     w->component_count = component_count;
     w->training_length = training_length;
     w->count = length > training_length ? length - training_length : 0;
+    w->covariates = NULL;
+    w->covariate_count = 0;
 }
 
 size_t tsrnn_windows_start(const struct tsrnn_windows *w, size_t idx)
@@ -20,14 +22,31 @@ size_t tsrnn_windows_start(const struct tsrnn_windows *w, size_t idx)
     return w->length - w->training_length - 1 - idx;
 }
 
+void tsrnn_windows_set_covariates(struct tsrnn_windows *w, const float *covariates,
+                                  size_t covariate_count)
+{
+    w->covariates = covariate_count > 0 ? covariates : NULL;
+    w->covariate_count = covariate_count;
+}
+
 void tsrnn_windows_gather(const struct tsrnn_windows *w, const size_t *idx, size_t batch_count,
                           float *input, float *target)
 {
-    size_t row_count = w->training_length * w->component_count; /* T * C */
+    size_t T = w->training_length, C = w->component_count, K = w->covariate_count;
+    size_t row_count = T * C;
     for (size_t b = 0; b < batch_count; b++) {
-        const float *src = w->values + tsrnn_windows_start(w, idx[b]) * w->component_count;
-        memcpy(input + b * row_count, src, row_count * sizeof(float));
-        memcpy(target + b * row_count, src + w->component_count, row_count * sizeof(float));
+        size_t s = tsrnn_windows_start(w, idx[b]);
+        const float *src = w->values + s * C;
+        memcpy(target + b * row_count, src + C, row_count * sizeof(float));
+        if (K == 0) {
+            memcpy(input + b * row_count, src, row_count * sizeof(float));
+            continue;
+        }
+        float *in = input + b * T * (C + K); /* (T, C + K) */
+        for (size_t t = 0; t < T; t++) {
+            memcpy(in + t * (C + K), src + t * C, C * sizeof(float));
+            memcpy(in + t * (C + K) + C, w->covariates + (s + t + 1) * K, K * sizeof(float));
+        }
     }
 }
 
@@ -68,11 +87,10 @@ void tsrnn_window_list_gather(const struct tsrnn_window_list *list, const size_t
                               size_t batch_count, float *input, float *target)
 {
     const struct tsrnn_windows *first = &list->series[0];
-    size_t row_count = first->training_length * first->component_count; /* T * C */
+    size_t T = first->training_length, C = first->component_count, K = first->covariate_count;
     for (size_t b = 0; b < batch_count; b++) {
         size_t s, w;
         tsrnn_window_list_locate(list, idx[b], &s, &w);
-        tsrnn_windows_gather(&list->series[s], &w, 1, input + b * row_count,
-                             target + b * row_count);
+        tsrnn_windows_gather(&list->series[s], &w, 1, input + b * T * (C + K), target + b * T * C);
     }
 }

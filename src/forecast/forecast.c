@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/encoders.h"
 #include "tsrnn/plot.h"
 
 /* Darts' metrics (see the header) over `count` points of C components: actual[i * a_step +
@@ -35,47 +36,88 @@ static void score(const float *actual, size_t a_step, const float *values, size_
     out->mape = zero ? NAN : 100.0 * pct_sum / n;
 }
 
-/* Forecasts n steps after each of the `count` origins of `series` in one batch of the model
- * (count <= model->batch_capacity), from the icl points before each, scaled with `scaler`:
- * values (count, n, C), original scale. */
-static enum tsrnn_status predict_after(struct tsrnn_model *model, const struct tsrnn_scaler *scaler,
-                                       const struct tsrnn_series *series, const size_t *origins,
-                                       size_t count, size_t icl, size_t n, float *values)
+/* The covariates K of a source (0: none). */
+static size_t covariate_count(const struct tsrnn_forecast_source *src)
 {
-    size_t C = series->component_count;
-    float *context = malloc(count * icl * C * sizeof(float));                   /* (B, icl, C) */
-    float *steps = count == 1 ? values : malloc(n * count * C * sizeof(float)); /* (n, B, C) */
+    return src->covariates != NULL ? src->covariates->count : 0;
+}
 
-    if (context == NULL || steps == NULL) {
+/* Points [first, first + length) of the source's covariates (length, K), scaled with its
+ * cov_scaler, 'position' counted from point `reference`; owned. */
+static enum tsrnn_status covariate_rows(float **rows, const struct tsrnn_forecast_source *src,
+                                        size_t first, size_t length, size_t reference)
+{
+    size_t K = covariate_count(src);
+    *rows = malloc((length ? length : 1) * K * sizeof(float));
+    if (*rows == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", length);
+    enum tsrnn_status status = tsrnn_covariates_compute(
+        *rows, src->covariates, src->cov_scaler, src->series, src->id, first, length, reference);
+    if (status != TSRNN_OK) {
+        free(*rows);
+        *rows = NULL;
+    }
+    return status;
+}
+
+/* Forecasts n steps after each of the `count` origins of src's series in one batch of the model
+ * (count <= model->batch_capacity), from the icl points before each, scaled with its scaler:
+ * values (count, n, C), original scale. With K covariates, `cov` (rows, K) holds them from
+ * series point `cov_first` on, up to each origin + n - 1: the input of step t is (y[t],
+ * cov[t + 1]) (Darts' RNNModel). */
+static enum tsrnn_status predict_after(struct tsrnn_model *model,
+                                       const struct tsrnn_forecast_source *src, const float *cov,
+                                       size_t cov_first, const size_t *origins, size_t count,
+                                       size_t icl, size_t n, float *values)
+{
+    const struct tsrnn_series *series = src->series;
+    size_t C = series->component_count, K = covariate_count(src), I = C + K, B = count;
+    float *context = malloc(B * icl * I * sizeof(float));               /* (B, icl, I) */
+    float *steps = B == 1 ? values : malloc(n * B * C * sizeof(float)); /* (n, B, C) */
+    float *future =
+        K > 0 && n > 1 ? malloc((n - 1) * B * K * sizeof(float)) : NULL; /* (n-1, B, K) */
+
+    if (context == NULL || steps == NULL || (K > 0 && n > 1 && future == NULL)) {
         free(context);
+        free(future);
         if (steps != values)
             free(steps);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", count,
-                           n);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", B, n);
     }
-    for (size_t b = 0; b < count; b++)
-        memcpy(context + b * icl * C, series->values + (origins[b] - icl) * C,
-               icl * C * sizeof(float));
-    tsrnn_scaler_transform(scaler, context, count * icl);
-    enum tsrnn_status status = tsrnn_model_predict(model, steps, context, count, icl, n);
+    for (size_t b = 0; b < B; b++) {
+        float *window = context + b * icl * I;
+        for (size_t t = 0; t < icl; t++) {
+            size_t p = origins[b] - icl + t; /* the series point of input step t */
+            memcpy(window + t * I, series->values + p * C, C * sizeof(float));
+            tsrnn_scaler_transform(src->scaler, window + t * I, 1);
+            if (K > 0)
+                memcpy(window + t * I + C, cov + (p + 1 - cov_first) * K, K * sizeof(float));
+        }
+        for (size_t k = 1; K > 0 && k < n; k++) /* step k's input: cov of point origin + k */
+            memcpy(future + ((k - 1) * B + b) * K, cov + (origins[b] + k - cov_first) * K,
+                   K * sizeof(float));
+    }
+    enum tsrnn_status status =
+        tsrnn_model_predict_covariates(model, steps, context, B, icl, future, n);
     free(context);
+    free(future);
     if (steps != values) { /* time-major to one forecast after another */
-        for (size_t b = 0; status == TSRNN_OK && b < count; b++)
+        for (size_t b = 0; status == TSRNN_OK && b < B; b++)
             for (size_t k = 0; k < n; k++)
-                memcpy(values + (b * n + k) * C, steps + (k * count + b) * C, C * sizeof(float));
+                memcpy(values + (b * n + k) * C, steps + (k * B + b) * C, C * sizeof(float));
         free(steps);
     }
     if (status == TSRNN_OK)
-        tsrnn_scaler_inverse(scaler, values, count * n);
+        tsrnn_scaler_inverse(src->scaler, values, B * n);
     return status;
 }
 
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
-                                     const struct tsrnn_scaler *scaler,
-                                     const struct tsrnn_series *series, size_t origin,
+                                     const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n)
 {
-    size_t C = series->component_count, icl = input_chunk_length;
+    const struct tsrnn_series *series = src->series;
+    size_t C = series->component_count, icl = input_chunk_length, origin = src->origin;
 
     memset(f, 0, sizeof(*f));
     if (origin < icl || origin > series->length)
@@ -92,7 +134,15 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
         tsrnn_forecast_finish(f);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
     }
-    enum tsrnn_status status = predict_after(model, scaler, series, &origin, 1, icl, n, f->values);
+    /* Darts' predict() encodes the points origin - icl + 1 .. origin + n - 1, 'position'
+     * counted from the history's end (encode_inference). */
+    float *cov = NULL;
+    enum tsrnn_status status = TSRNN_OK;
+    if (covariate_count(src) > 0 && n > 0)
+        status = covariate_rows(&cov, src, origin - icl + 1, icl + n - 1, origin - 1);
+    if (status == TSRNN_OK && n > 0)
+        status = predict_after(model, src, cov, origin - icl + 1, &origin, 1, icl, n, f->values);
+    free(cov);
     if (status != TSRNN_OK) {
         tsrnn_forecast_finish(f);
         return status;
@@ -222,8 +272,7 @@ enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
     for (size_t i = 0; i < count; i++) {
         const struct tsrnn_forecast_source *src = &sources[i];
         struct tsrnn_forecast f;
-        enum tsrnn_status status = tsrnn_forecast_run(&f, model, src->scaler, src->series,
-                                                      src->origin, input_chunk_length, n);
+        enum tsrnn_status status = tsrnn_forecast_run(&f, model, src, input_chunk_length, n);
         if (status != TSRNN_OK)
             return named ? tsrnn_error_append(status, " (series '%s')", src->id) : status;
         write_rows(out, &f, src->series, named ? src->id : NULL);
@@ -533,11 +582,11 @@ static void score_backtest(struct tsrnn_backtest *bt, const struct tsrnn_series 
 }
 
 enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_model *model,
-                                     const struct tsrnn_scaler *scaler,
-                                     const struct tsrnn_series *series, size_t first,
+                                     const struct tsrnn_forecast_source *src, size_t first,
                                      size_t input_chunk_length, size_t horizon, size_t stride,
                                      bool last_points_only)
 {
+    const struct tsrnn_series *series = src->series;
     size_t L = series->length, C = series->component_count, H = horizon;
     size_t batch = model->batch_capacity;
 
@@ -565,14 +614,20 @@ enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_mod
     enum tsrnn_status status = TSRNN_OK;
     if (bt->values == NULL || bt->scores == NULL || origins == NULL)
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", F, H);
+    /* Darts' historical_forecasts() encodes the whole series once (encode_train_inference),
+     * 'position' counted from its last point: every forecast takes its rows from these. */
+    float *cov = NULL;
+    if (status == TSRNN_OK && covariate_count(src) > 0)
+        status = covariate_rows(&cov, src, 0, L, L - 1);
     for (size_t f0 = 0; status == TSRNN_OK && f0 < F; f0 += batch) {
         size_t count = F - f0 < batch ? F - f0 : batch;
         for (size_t i = 0; i < count; i++)
             origins[i] = first + (f0 + i) * stride;
-        status = predict_after(model, scaler, series, origins, count, input_chunk_length, H,
+        status = predict_after(model, src, cov, 0, origins, count, input_chunk_length, H,
                                bt->values + f0 * H * C);
     }
     free(origins);
+    free(cov);
     if (status != TSRNN_OK) {
         tsrnn_backtest_finish(bt);
         return status;

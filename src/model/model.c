@@ -224,19 +224,53 @@ enum tsrnn_status tsrnn_model_predict(struct tsrnn_model *model, float *forecast
                                       const float *context, size_t batch_count,
                                       size_t context_count, size_t horizon)
 {
-    size_t BO = batch_count * model->dims.output_count;
+    return tsrnn_model_predict_covariates(model, forecast, context, batch_count, context_count,
+                                          NULL, horizon);
+}
+
+enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, float *forecast,
+                                                 const float *context, size_t batch_count,
+                                                 size_t context_count, const float *covariates,
+                                                 size_t horizon)
+{
+    size_t O = model->dims.output_count, I = model->dims.input_count, K = I - O;
+    size_t B = batch_count, BO = B * O;
 
     if (horizon == 0)
         return TSRNN_OK;
-    TSRNN_TRY(tsrnn_model_load_batch(model, context, NULL, batch_count, context_count));
-    TSRNN_TRY(forward(model, false, NULL, TSRNN_STATE_ZERO, false));
-    TSRNN_TRY(tsrnn_model_download_output(model, context_count - 1, forecast));
-    /* Step k's (B, O) outputs are the next input, (B, 1, C) batch-first as they lie. */
-    for (size_t k = 1; k < horizon; k++) {
-        TSRNN_TRY(OPS(model)->state_save(CTX(model), model->ws));
-        TSRNN_TRY(tsrnn_model_load_batch(model, forecast + (k - 1) * BO, NULL, batch_count, 1));
-        TSRNN_TRY(forward(model, false, NULL, TSRNN_STATE_SAVED, true));
-        TSRNN_TRY(tsrnn_model_download_output(model, 0, forecast + k * BO));
+    if (K > 0 && covariates == NULL && horizon > 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "a forecast with %zu inputs and %zu outputs needs %zu future "
+                           "covariates per step",
+                           I, O, K);
+    /* (B, I): each window's last forecast beside its next covariates; without covariates
+     * the forecasts are the input as they lie. */
+    float *rows = K > 0 ? malloc(B * I * sizeof(float)) : NULL;
+    if (K > 0 && rows == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecast inputs", B);
+    enum tsrnn_status status = tsrnn_model_load_batch(model, context, NULL, B, context_count);
+    if (status == TSRNN_OK)
+        status = forward(model, false, NULL, TSRNN_STATE_ZERO, false);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_download_output(model, context_count - 1, forecast);
+    /* Step k's (B, O) outputs are the next input, (B, 1, I) batch-first. */
+    for (size_t k = 1; status == TSRNN_OK && k < horizon; k++) {
+        const float *input = forecast + (k - 1) * BO;
+        if (K > 0) {
+            for (size_t b = 0; b < B; b++) {
+                memcpy(rows + b * I, input + b * O, O * sizeof(float));
+                memcpy(rows + b * I + O, covariates + ((k - 1) * B + b) * K, K * sizeof(float));
+            }
+            input = rows;
+        }
+        status = OPS(model)->state_save(CTX(model), model->ws);
+        if (status == TSRNN_OK)
+            status = tsrnn_model_load_batch(model, input, NULL, B, 1);
+        if (status == TSRNN_OK)
+            status = forward(model, false, NULL, TSRNN_STATE_SAVED, true);
+        if (status == TSRNN_OK)
+            status = tsrnn_model_download_output(model, 0, forecast + k * BO);
     }
-    return TSRNN_OK;
+    free(rows);
+    return status;
 }

@@ -316,6 +316,22 @@ static enum tsrnn_status select_series(const struct tsrnn_checkpoint *ck, const 
                        o->id, ck->series_count, known, ck->series_count > 8 ? ", ..." : "");
 }
 
+/* The checkpoint's series `cs` as a forecast source: `series` and its history's end, with
+ * the scalers and covariates the model was trained with. */
+static struct tsrnn_forecast_source source_of(const struct tsrnn_checkpoint *ck,
+                                              const struct tsrnn_checkpoint_series *cs,
+                                              const struct tsrnn_series *series, size_t origin)
+{
+    return (struct tsrnn_forecast_source){
+        .series = series,
+        .scaler = &cs->scaler,
+        .origin = origin,
+        .id = cs->id[0] != '\0' ? cs->id : NULL,
+        .covariates = &ck->covariates,
+        .cov_scaler = &cs->cov_scaler,
+    };
+}
+
 /* The series to forecast, each with where its history ends and the checkpoint's scaler for
  * it: --series whole (one series), or the training series of the checkpoint's config split as
  * in training. sources[] has room for the checkpoint's series count. */
@@ -335,12 +351,18 @@ static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrn
         struct tsrnn_series_options options;
         tsrnn_series_options_from_config(&options, cfg);
         options.short_series_freq = cs->freq;
-        TSRNN_TRY(tsrnn_series_load_csv(own, o->series_path, cfg->time_col,
-                                        (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
-                                        cfg->value_col_count, &options));
+        const struct tsrnn_covariates *cov = &ck->covariates;
+        if (cov->column_count > 0)
+            TSRNN_TRY(tsrnn_series_load_csv_covariates(
+                own, o->series_path, cfg->time_col, (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                cfg->value_col_count, (const char(*)[TSRNN_NAME_MAX])cov->column_names,
+                cov->column_count, &options));
+        else
+            TSRNN_TRY(tsrnn_series_load_csv(own, o->series_path, cfg->time_col,
+                                            (const char(*)[TSRNN_NAME_MAX])cfg->value_cols,
+                                            cfg->value_col_count, &options));
         TSRNN_TRY(check_series(own, ck, &cs->freq, tsrnn_display_path(o->series_path)));
-        sources[(*count)++] =
-            (struct tsrnn_forecast_source){ own, &cs->scaler, own->length, named ? cs->id : NULL };
+        sources[(*count)++] = source_of(ck, cs, own, own->length);
         return TSRNN_OK;
     }
     enum tsrnn_status status = tsrnn_dataset_load(dataset, cfg);
@@ -367,9 +389,7 @@ static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrn
         if (item->train_length != cs->train_length)
             tsrnn_warn("%s now has %zu training points, the model was trained on %zu", where,
                        item->train_length, cs->train_length);
-        sources[(*count)++] =
-            (struct tsrnn_forecast_source){ &item->series, &cs->scaler, item->train_length,
-                                            named ? cs->id : NULL };
+        sources[(*count)++] = source_of(ck, cs, &item->series, item->train_length);
     }
     return TSRNN_OK;
 }
@@ -405,8 +425,7 @@ static enum tsrnn_status report_scores(struct tsrnn_model *model, const struct t
     enum tsrnn_status status = each ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
         struct tsrnn_forecast f;
-        status = tsrnn_forecast_run(&f, model, sources[i].scaler, sources[i].series,
-                                    sources[i].origin, (size_t)ck->input_chunk_length, n);
+        status = tsrnn_forecast_run(&f, model, &sources[i], (size_t)ck->input_chunk_length, n);
         if (status != TSRNN_OK)
             break;
         print_scores(&f, sources[i].series, sources[i].id);
@@ -458,8 +477,7 @@ static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_ch
     struct tsrnn_forecast f;
     /* The first forecast before anything is printed: a forecast that cannot be made (its
      * stamps would pass the year 9999) is the error alone. */
-    TSRNN_TRY(tsrnn_forecast_run(&f, model, sources[0].scaler, sources[0].series, sources[0].origin,
-                                 icl, (size_t)o->n));
+    TSRNN_TRY(tsrnn_forecast_run(&f, model, &sources[0], icl, (size_t)o->n));
     print_loaded(ck, path);
     enum tsrnn_status status = report_scores(model, ck, sources, count, (size_t)o->n);
     if (status == TSRNN_OK)
@@ -596,10 +614,9 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
              snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors))
         status = tsrnn_error(TSRNN_ERR_USAGE, "--out %s: the path is too long", dir);
     for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
-        status = for_series(tsrnn_backtest_run(&bts[i], model, sources[i].scaler, sources[i].series,
-                                               firsts[i], (size_t)ck->input_chunk_length,
-                                               (size_t)o->horizon, (size_t)o->stride,
-                                               o->last_points_only),
+        status = for_series(tsrnn_backtest_run(&bts[i], model, &sources[i], firsts[i],
+                                               (size_t)ck->input_chunk_length, (size_t)o->horizon,
+                                               (size_t)o->stride, o->last_points_only),
                             sources[i].id);
         parts[i] = (struct tsrnn_backtest_part){ &bts[i], sources[i].series, sources[i].id };
         each[i] = bts[i].overall;

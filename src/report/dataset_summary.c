@@ -1,6 +1,8 @@
 /* The dataset summary a run prints before training (include/tsrnn/report.h). */
 #include "tsrnn/report.h"
 
+#include "tsrnn/encoders.h"
+
 static void print_range(FILE *out, const struct tsrnn_series *s, size_t first, size_t count)
 {
     char a[64], b[64];
@@ -33,6 +35,29 @@ static void print_filled(FILE *out, const struct tsrnn_series *s)
     fputc('\n', out);
 }
 
+/* "Covariates: 13 future covariates (the model's input: 1 + 13): datetime_attribute year,
+ * one_hot month (12 columns); scaler minmax" when there are any. */
+static void print_covariates(FILE *out, const struct tsrnn_config *cfg,
+                             const struct tsrnn_dataset *ds)
+{
+    const struct tsrnn_covariates *cov = ds->covariates;
+    if (cov == NULL || cov->count == 0)
+        return;
+    fprintf(out, "Covariates: %zu future covariates (the model's input: %zu + %zu):", cov->count,
+            ds->component_count, cov->count);
+    const char *sep = " ";
+    for (size_t k = 0; k < cov->column_count; k++, sep = ", ")
+        fprintf(out, "%scolumn %s", sep, cov->column_names[k]);
+    for (size_t e = 0; e < cov->encoder_count; e++, sep = ", ") {
+        size_t width = tsrnn_encoder_width(&cov->encoders[e]);
+        fprintf(out, "%s%s %s", sep, tsrnn_encoder_kind_name(cov->encoders[e].kind),
+                cov->encoders[e].name);
+        if (width > 1)
+            fprintf(out, " (%zu columns)", width);
+    }
+    fprintf(out, "; scaler %s\n", cfg->cov_scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none");
+}
+
 /* Series listed one per line in the summary of a run of several; the rest are counted. */
 #define SUMMARY_SERIES 10
 
@@ -56,6 +81,7 @@ static void report_series_list(FILE *out, const struct tsrnn_config *cfg,
             "\nSplit: train %zu points, val %zu points; scaler %s, fitted on each series' "
             "training part\n",
             train, val, cfg->scaler == TSRNN_SCALER_MINMAX ? "minmax" : "none");
+    print_covariates(out, cfg, ds);
     for (size_t i = 0; i < ds->series_count && i < SUMMARY_SERIES; i++) {
         const struct tsrnn_dataset_series *item = &ds->items[i];
         const struct tsrnn_series *s = &item->series;
@@ -110,6 +136,8 @@ static void report_one_series(FILE *out, const struct tsrnn_config *cfg,
         fprintf(out, " %s min %.9g max %.9g", s->component_names[c], item->scaler.data_min[c],
                 item->scaler.data_max[c]);
     fputc('\n', out);
+
+    print_covariates(out, cfg, ds);
 
     fprintf(out, "Windows: training_length %zu: %zu training samples, %zu validation samples\n",
             ds->training_length, ds->train.count, ds->val.count);

@@ -10,6 +10,7 @@
 #include "tsrnn/checkpoint.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/crc32c.h"
+#include "tsrnn/encoders.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/fs.h"
 #include "tsrnn/model.h"
@@ -230,16 +231,20 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
     static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
                                               "ReduceLROnPlateau" };
     const struct tsrnn_config *cfg = tr->cfg;
-    size_t C = tr->ds->component_count;
-    char path[PATH_MAX + 32], dropout[32];
+    size_t C = tr->ds->component_count, K = tr->ds->covariates->count;
+    char path[PATH_MAX + 32], dropout[32], covariates[64] = "null";
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/hparams.yaml", logs);
+    /* Darts' training sample holds the future covariates beside both targets. */
+    if (K > 0)
+        snprintf(covariates, sizeof(covariates), "!!python/tuple\n  - %d\n  - %zu",
+                 cfg->training_length, K);
     shortest_double(dropout, sizeof(dropout), cfg->dropout);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     fprintf(af.file,
             "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
             "likelihood: null\n",
-            dropout, cfg->hidden_dim, cfg->input_chunk_length, C);
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C + K);
     if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_NONE) {
         fprintf(af.file, "lr_scheduler_cls: null\nlr_scheduler_kwargs: null\n");
     } else {
@@ -260,12 +265,12 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
     write_kwargs(af.file, cfg, false);
     fprintf(af.file,
             "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
-            "train_sample_shape:\n  future_covariates: null\n"
+            "train_sample_shape:\n  future_covariates: %s\n"
             "  future_target: !!python/tuple\n  - %d\n  - %zu\n"
-            "  historic_future_covariates: null\n  past_covariates: null\n"
+            "  historic_future_covariates: %s\n  past_covariates: null\n"
             "  past_target: !!python/tuple\n  - %d\n  - %zu\n  static_covariates: null\n"
             "use_reversible_instance_norm: false\n",
-            C, cfg->training_length, C, cfg->training_length, C);
+            C, covariates, cfg->training_length, C, covariates, cfg->training_length, C);
     return tsrnn_atomic_file_commit(&af);
 }
 
@@ -589,11 +594,12 @@ static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t C = ds->component_count, T = ds->training_length;
+    size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
     size_t B = (size_t)cfg->batch_size;
+    /* RNNModel's input: the target's C components beside the K future covariates. */
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
-        .input_count = C,
+        .input_count = C + K,
         .hidden_count = (size_t)cfg->hidden_dim,
         .layer_count = (size_t)cfg->n_rnn_layers,
         .output_count = C,
@@ -654,7 +660,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         tr->start_batch = 0;
     }
 
-    tr->x = malloc(B * T * C * sizeof(float));
+    tr->x = malloc(B * T * (C + K) * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
@@ -1025,6 +1031,20 @@ static bool named_series(const struct tsrnn_dataset *ds)
     return ds->items[0].id[0] != '\0';
 }
 
+/* Series i of the run as a forecast source: its scaler, covariates and training part's end. */
+static struct tsrnn_forecast_source forecast_source(const struct tsrnn_dataset *ds, size_t i)
+{
+    const struct tsrnn_dataset_series *item = &ds->items[i];
+    return (struct tsrnn_forecast_source){
+        .series = &item->series,
+        .scaler = &item->scaler,
+        .origin = item->train_length,
+        .id = named_series(ds) ? item->id : NULL,
+        .covariates = ds->covariates,
+        .cov_scaler = &item->cov_scaler,
+    };
+}
+
 /* The id column's header in the forecast files: [data] id_col, else "series". */
 static const char *id_column(const struct tsrnn_config *cfg)
 {
@@ -1075,9 +1095,9 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
     for (size_t i = 0; i < S && status == TSRNN_OK; i++) {
         const struct tsrnn_dataset_series *item = &ds->items[i];
         struct tsrnn_forecast f;
-        status =
-            tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series, item->train_length,
-                               (size_t)tr->cfg->input_chunk_length, item->val_length);
+        struct tsrnn_forecast_source src = forecast_source(ds, i);
+        status = tsrnn_forecast_run(&f, &tr->model, &src, (size_t)tr->cfg->input_chunk_length,
+                                    item->val_length);
         if (status != TSRNN_OK)
             break;
         each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
@@ -1115,8 +1135,8 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
         char path[PATH_MAX + TSRNN_NAME_MAX + 32], title[TSRNN_NAME_MAX * 3],
             file_id[TSRNN_NAME_MAX];
         struct tsrnn_forecast f;
-        TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series,
-                                     item->train_length, (size_t)cfg->input_chunk_length,
+        struct tsrnn_forecast_source src = forecast_source(ds, i);
+        TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &src, (size_t)cfg->input_chunk_length,
                                      (size_t)cfg->forecast_n));
         ids[i] = item->id;
         tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
@@ -1150,12 +1170,7 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     if (sources == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
     for (size_t i = 0; i < S; i++)
-        sources[i] = (struct tsrnn_forecast_source){
-            .series = &ds->items[i].series,
-            .scaler = &ds->items[i].scaler,
-            .origin = ds->items[i].train_length,
-            .id = named_series(ds) ? ds->items[i].id : NULL,
-        };
+        sources[i] = forecast_source(ds, i);
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
     enum tsrnn_status status =
         tsrnn_forecast_save_all(&tr->model, sources, S, (size_t)cfg->input_chunk_length,
@@ -1176,9 +1191,9 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
         struct tsrnn_forecast f;
         const struct tsrnn_dataset_series *item = &ds->items[0];
-        status =
-            tsrnn_forecast_run(&f, &tr->model, &item->scaler, &item->series, item->train_length,
-                               (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n);
+        struct tsrnn_forecast_source src = forecast_source(ds, 0);
+        status = tsrnn_forecast_run(&f, &tr->model, &src, (size_t)cfg->input_chunk_length,
+                                    (size_t)cfg->forecast_n);
         if (status == TSRNN_OK) {
             char first[64], last[64];
             tsrnn_time_format(f.times[0], item->series.time_unit, first, sizeof(first));

@@ -243,12 +243,18 @@ const char *tu_source(const char *relative)
 int tu_train(struct tu_result *result, const char *model_name, const char *const *sets,
              int timeout_s)
 {
+    return tu_train_config(result, "examples/air_passengers.ini", model_name, sets, timeout_s);
+}
+
+int tu_train_config(struct tu_result *result, const char *config, const char *model_name,
+                    const char *const *sets, int timeout_s)
+{
     const char *argv[48];
     size_t n = 0;
     char work_dir[PATH_MAX + 32], name[160], example[PATH_MAX];
     snprintf(work_dir, sizeof(work_dir), "output.work_dir=%s", tu_run_dir());
     snprintf(name, sizeof(name), "output.model_name=%s", model_name);
-    snprintf(example, sizeof(example), "%s", tu_source("examples/air_passengers.ini"));
+    snprintf(example, sizeof(example), "%s", tu_source(config));
     argv[n++] = tu_env("TSRNN_WORKER");
     argv[n++] = "--set";
     argv[n++] = work_dir;

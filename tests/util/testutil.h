@@ -60,6 +60,10 @@ const char *tu_source(const char *relative);
 int tu_train(struct tu_result *result, const char *model_name, const char *const *sets,
              int timeout_s);
 
+/* The same with another config file of the source tree ("examples/....ini"). */
+int tu_train_config(struct tu_result *result, const char *config, const char *model_name,
+                    const char *const *sets, int timeout_s);
+
 /* One row of a metrics.csv (Lightning CSVLogger layout). */
 struct tu_metrics_row {
     long epoch, step;
