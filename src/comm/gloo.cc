@@ -61,6 +61,13 @@ extern "C" {
 }
 #include "store.h"
 
+/* The element types of a plan: the sums of floats and doubles, and broadcasts' words. */
+enum class Element {
+    f32,
+    f64,
+    u64
+};
+
 /* An allreduce of one size and type, kept for the next call of that size (every step reduces
  * the same gradient buffer): Gloo's classic AllreduceHalvingDoubling, which binds its buffer
  * when it is built, so the plan owns one and the caller's data is copied through it. Which
@@ -73,8 +80,6 @@ extern "C" {
  * rank and copies it to the others, so every rank gets the same bits, for any world size;
  * AllreduceRing (each rank adds in its own order) and AllreduceBcube gave ranks results that
  * differ in the last bit with 3 ranks, which lets the replicas drift apart. */
-enum class Element { f32, f64, u64 };
-
 struct Plan {
     size_t count;
     Element type;
@@ -237,7 +242,7 @@ constexpr size_t kMaxPlans = 4;
 
 template <typename T> constexpr Element element_of()
 {
-    return std::is_same<T, float>::value ? Element::f32
+    return std::is_same<T, float>::value    ? Element::f32
            : std::is_same<T, double>::value ? Element::f64
                                             : Element::u64;
 }
