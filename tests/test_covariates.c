@@ -261,6 +261,28 @@ static double rel(double a, double b)
     return fabs(a - b) / fabs(b);
 }
 
+/* Runs tsrnn-predict for `n` steps from the last checkpoint of `run` (no config); returns its
+ * exit code, its output in *result. */
+static int predict_last(const char *run, const char *n, struct tu_result *result)
+{
+    const char *argv[] = {
+        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", n, NULL
+    };
+    assert_int_equal(tu_run(argv, 30, result), 0);
+    return result->exit_code;
+}
+
+/* ... and that it prints the file `csv` (the trainer's forecast.csv) byte for byte. */
+static void expect_predict_prints(const char *run, const char *n, const char *csv)
+{
+    struct tu_result result;
+    assert_int_equal(predict_last(run, n, &result), 0);
+    char *expected = tu_read(csv);
+    assert_non_null(expected);
+    assert_string_equal(result.out, expected);
+    free(expected);
+}
+
 /* Darts' RNNModel(model="LSTM", random_state=42) with 13 future covariates draws its initial
  * weights for input_size 14: tsrnn's initialisation for I = C + K gives them bit for bit. */
 static void test_initial_weights_with_covariates_are_darts(void **state)
@@ -406,19 +428,8 @@ static void test_covariate_columns_from_the_data_file(void **state)
     assert_true(worst <= 1e-5);
     assert_true(f_worst <= 1e-4);
 
-    const char *predict[] = {
-        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "23", NULL
-    };
-    assert_int_equal(tu_run(predict, 30, &result), 0);
-    assert_int_equal(result.exit_code, 0);
-    char *expected = tu_read(path);
-    assert_string_equal(result.out, expected);
-    free(expected);
-    const char *too_far[] = {
-        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "26", NULL
-    };
-    assert_int_equal(tu_run(too_far, 30, &result), 0);
-    assert_int_equal(result.exit_code, 2);
+    expect_predict_prints(run, "23", path);
+    assert_int_equal(predict_last(run, "26", &result), 2);
     tu_expect_in(result.err, "end at 1960-12, but the forecast needs them up to 1961-03: the 3 "
                              "dates 1961-01 .. 1961-03 are missing");
 
@@ -448,16 +459,8 @@ static void test_predict_rebuilds_covariates_from_the_checkpoint(void **state)
     char run[PATH_MAX], trained[PATH_MAX + 32];
     snprintf(run, sizeof(run), "%s/ckpt", tu_run_dir());
     snprintf(trained, sizeof(trained), "%s/forecast.csv", run);
-    const char *predict[] = {
-        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "26", NULL
-    };
-    assert_int_equal(tu_run(predict, 30, &result), 0);
-    assert_int_equal(result.exit_code, 0);
-    char *expected = tu_read(trained);
-    assert_non_null(expected);
-    assert_string_equal(result.out, expected);
+    expect_predict_prints(run, "26", trained);
     printf("# tsrnn-predict from the checkpoint: the trainer's 26-month forecast, byte for byte\n");
-    free(expected);
 }
 
 /* The pjrt backend (XLA's CPU plugin) builds its programs for I = C + K inputs and O = C
@@ -677,16 +680,7 @@ static void test_global_add_encoders_run_matches_darts(void **state)
     }
     snprintf(path, sizeof(path), "%s/forecast.csv", run);
     double f_worst = compare_csv(path, tu_source("tests/fixtures/cov_global_forecast.csv"), 3 * 6);
-
-    const char *predict[] = {
-        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "6", NULL
-    };
-    assert_int_equal(tu_run(predict, 30, &result), 0);
-    assert_int_equal(result.exit_code, 0);
-    char *expected = tu_read(path);
-    assert_non_null(expected);
-    assert_string_equal(result.out, expected);
-    free(expected);
+    expect_predict_prints(run, "6", path);
 
     snprintf(out, sizeof(out), "%s/backtest", run);
     const char *backtest[] = { tu_env("TSRNN_PREDICT"),
@@ -817,11 +811,7 @@ static void test_covariate_columns_of_several_series(void **state)
 
     char run[PATH_MAX + 16];
     snprintf(run, sizeof(run), "%s/cols_long", dir);
-    const char *too_far[] = {
-        tu_env("TSRNN_PREDICT"), "--run", run, "--checkpoint", "last", "--n", "14", NULL
-    };
-    assert_int_equal(tu_run(too_far, 30, &result), 0);
-    assert_int_equal(result.exit_code, 2);
+    assert_int_equal(predict_last(run, "14", &result), 2);
     tu_expect_in(result.err, "the covariate columns 'x' of series 'a' end at 2003-12, but the "
                              "forecast needs them up to 2004-02: the 2 dates 2004-01 .. 2004-02 "
                              "are missing");
