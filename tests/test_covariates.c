@@ -815,6 +815,32 @@ static void test_covariate_columns_of_several_series(void **state)
     tu_expect_in(result.err, "the covariate columns 'x' of series 'a' end at 2003-12, but the "
                              "forecast needs them up to 2004-02: the 2 dates 2004-01 .. 2004-02 "
                              "are missing");
+    assert_null(strstr(result.err, "(series 'a')")); /* named once */
+
+    /* The trainer's own forecast, 14 months from each series' training part: past a's columns. */
+    const char *far[] = { sets_files,
+                          "data.id_col=",
+                          "data.time_col=month",
+                          "data.value_cols=v",
+                          "data.val_fraction=0.25",
+                          "data.split_after=",
+                          "model.hidden_dim=6",
+                          "model.training_length=6",
+                          "model.input_chunk_length=4",
+                          "training.n_epochs=1",
+                          "covariates.columns=x",
+                          "covariates.one_hot=",
+                          "output.log_tensorboard=false",
+                          "forecast.n=14",
+                          "forecast.plot=false",
+                          "--quiet",
+                          NULL };
+    int code =
+        tu_train_config(&result, "examples/air_passengers_covariates.ini", "cols_far", far, 60);
+    printf("# the trainer's forecast past a series' covariate columns: exit %d\n", code);
+    assert_int_equal(code, 2);
+    tu_expect_in(result.err, "the covariate columns 'x' of series 'a' end at 2003-12");
+    assert_null(strstr(result.err, "(series 'a')")); /* named once */
 }
 
 /* logs/hparams.yaml of a covariate run is real Darts' byte for byte

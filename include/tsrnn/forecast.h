@@ -50,6 +50,10 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
                                      const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n);
 
+/* Appends " (series 'ID')" to this thread's error message, unless `id` is NULL or the
+ * message names that series already (the covariates' "of series 'ID'"); returns `status`. */
+enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const char *id);
+
 /* Accepts a zeroed struct. */
 void tsrnn_forecast_finish(struct tsrnn_forecast *f);
 

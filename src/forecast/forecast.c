@@ -254,6 +254,17 @@ static enum tsrnn_status flushed(FILE *out, const char *what)
     return TSRNN_OK;
 }
 
+enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const char *id)
+{
+    char named[TSRNN_NAME_MAX + 16];
+    if (id == NULL)
+        return status;
+    snprintf(named, sizeof(named), "series '%s'", id);
+    if (strstr(tsrnn_last_error(), named) != NULL)
+        return status;
+    return tsrnn_error_append(status, " (%s)", named);
+}
+
 enum tsrnn_status tsrnn_forecast_write_csv(const struct tsrnn_forecast *f,
                                            const struct tsrnn_series *series, FILE *out)
 {
@@ -274,7 +285,7 @@ enum tsrnn_status tsrnn_forecast_write_all(struct tsrnn_model *model,
         struct tsrnn_forecast f;
         enum tsrnn_status status = tsrnn_forecast_run(&f, model, src, input_chunk_length, n);
         if (status != TSRNN_OK)
-            return named ? tsrnn_error_append(status, " (series '%s')", src->id) : status;
+            return tsrnn_forecast_error_series(status, named ? src->id : NULL);
         write_rows(out, &f, src->series, named ? src->id : NULL);
         tsrnn_forecast_finish(&f);
     }

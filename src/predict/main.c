@@ -495,12 +495,6 @@ static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_ch
     return status;
 }
 
-/* " (series 'ID')" after a message about a named series. */
-static enum tsrnn_status for_series(enum tsrnn_status status, const char *id)
-{
-    return id != NULL ? tsrnn_error_append(status, " (series '%s')", id) : status;
-}
-
 /* Where each series' first backtest forecast starts, and how many forecasts a batch holds. */
 static enum tsrnn_status backtest_plan(const struct options *o, const struct tsrnn_checkpoint *ck,
                                        const struct tsrnn_forecast_source *sources, size_t count,
@@ -517,7 +511,7 @@ static enum tsrnn_status backtest_plan(const struct options *o, const struct tsr
         if (status != TSRNN_OK && o->start == NULL)
             tsrnn_error_append(status, "; choose the first forecast's start with --start");
         if (status != TSRNN_OK)
-            return for_series(status, sources[i].id);
+            return tsrnn_forecast_error_series(status, sources[i].id);
         size_t forecasts = (s->length - (size_t)o->horizon - firsts[i]) / (size_t)o->stride + 1;
         most = forecasts > most ? forecasts : most;
     }
@@ -614,10 +608,11 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
              snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors))
         status = tsrnn_error(TSRNN_ERR_USAGE, "--out %s: the path is too long", dir);
     for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
-        status = for_series(tsrnn_backtest_run(&bts[i], model, &sources[i], firsts[i],
-                                               (size_t)ck->input_chunk_length, (size_t)o->horizon,
-                                               (size_t)o->stride, o->last_points_only),
-                            sources[i].id);
+        status = tsrnn_forecast_error_series(
+            tsrnn_backtest_run(&bts[i], model, &sources[i], firsts[i],
+                               (size_t)ck->input_chunk_length, (size_t)o->horizon,
+                               (size_t)o->stride, o->last_points_only),
+            sources[i].id);
         parts[i] = (struct tsrnn_backtest_part){ &bts[i], sources[i].series, sources[i].id };
         each[i] = bts[i].overall;
     }
