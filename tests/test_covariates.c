@@ -817,7 +817,8 @@ static void test_covariate_columns_of_several_series(void **state)
                              "are missing");
     assert_null(strstr(result.err, "(series 'a')")); /* named once */
 
-    /* The trainer's own forecast, 14 months from each series' training part: past a's columns. */
+    /* The trainer's [forecast] n = 14 months from each series' training part passes a's columns:
+     * refused before training, not after. */
     const char *far[] = { sets_files,
                           "data.id_col=",
                           "data.time_col=month",
@@ -841,6 +842,8 @@ static void test_covariate_columns_of_several_series(void **state)
     assert_int_equal(code, 2);
     tu_expect_in(result.err, "the covariate columns 'x' of series 'a' end at 2003-12");
     assert_null(strstr(result.err, "(series 'a')")); /* named once */
+    snprintf(path, sizeof(path), "%s/cols_far/metrics.csv", dir);
+    assert_int_equal(access(path, F_OK), -1); /* refused before the first epoch */
 }
 
 /* logs/hparams.yaml of a covariate run is real Darts' byte for byte

@@ -50,6 +50,12 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
                                      const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n);
 
+/* What tsrnn_forecast_run() would find missing of src's covariates for `n` steps: TSRNN_OK,
+ * or its TSRNN_ERR_DATA naming the covariate columns, the series and the missing dates. Lets
+ * the trainer refuse a [forecast] n before it trains rather than after. */
+enum tsrnn_status tsrnn_forecast_check_covariates(const struct tsrnn_forecast_source *src,
+                                                  size_t input_chunk_length, size_t n);
+
 /* Appends " (series 'ID')" to this thread's error message, unless `id` is NULL or the
  * message names that series already (the covariates' "of series 'ID'"); returns `status`. */
 enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const char *id);

@@ -60,6 +60,29 @@ static enum tsrnn_status covariate_rows(float **rows, const struct tsrnn_forecas
     return status;
 }
 
+/* The covariates of an n-step forecast after src->origin (origin >= icl) into *rows (owned;
+ * NULL without covariates): Darts' predict() encodes the points origin - icl + 1 .. origin +
+ * n - 1, 'position' counted from the history's end (encode_inference). */
+static enum tsrnn_status forecast_covariates(float **rows, const struct tsrnn_forecast_source *src,
+                                             size_t icl, size_t n)
+{
+    *rows = NULL;
+    if (covariate_count(src) == 0 || n == 0)
+        return TSRNN_OK;
+    return covariate_rows(rows, src, src->origin - icl + 1, icl + n - 1, src->origin - 1);
+}
+
+enum tsrnn_status tsrnn_forecast_check_covariates(const struct tsrnn_forecast_source *src,
+                                                  size_t input_chunk_length, size_t n)
+{
+    float *rows;
+    if (src->origin < input_chunk_length)
+        return TSRNN_OK; /* tsrnn_forecast_run() refuses it on its own */
+    TSRNN_TRY(forecast_covariates(&rows, src, input_chunk_length, n));
+    free(rows);
+    return TSRNN_OK;
+}
+
 /* Forecasts n steps after each of the `count` origins of src's series in one batch of the model
  * (count <= model->batch_capacity), from the icl points before each, scaled with its scaler:
  * values (count, n, C), original scale. With K covariates, `cov` (rows, K) holds them from
@@ -134,12 +157,8 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
         tsrnn_forecast_finish(f);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
     }
-    /* Darts' predict() encodes the points origin - icl + 1 .. origin + n - 1, 'position'
-     * counted from the history's end (encode_inference). */
     float *cov = NULL;
-    enum tsrnn_status status = TSRNN_OK;
-    if (covariate_count(src) > 0 && n > 0)
-        status = covariate_rows(&cov, src, origin - icl + 1, icl + n - 1, origin - 1);
+    enum tsrnn_status status = forecast_covariates(&cov, src, icl, n);
     if (status == TSRNN_OK && n > 0)
         status = predict_after(model, src, cov, origin - icl + 1, &origin, 1, icl, n, f->values);
     free(cov);

@@ -1045,6 +1045,20 @@ static struct tsrnn_forecast_source forecast_source(const struct tsrnn_dataset *
     };
 }
 
+/* [forecast] n past a series' covariate columns fails before the run folder is touched, on
+ * every rank (the data is the same everywhere), not after training. */
+static enum tsrnn_status check_forecast_covariates(const struct trainer *tr)
+{
+    if (tr->cfg->forecast_n <= 0)
+        return TSRNN_OK;
+    for (size_t i = 0; i < tr->ds->series_count; i++) {
+        struct tsrnn_forecast_source src = forecast_source(tr->ds, i);
+        TSRNN_TRY(tsrnn_forecast_check_covariates(&src, (size_t)tr->cfg->input_chunk_length,
+                                                  (size_t)tr->cfg->forecast_n));
+    }
+    return TSRNN_OK;
+}
+
 /* The id column's header in the forecast files: [data] id_col, else "series". */
 static const char *id_column(const struct tsrnn_config *cfg)
 {
@@ -1359,7 +1373,9 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
     tr.writes_files = tr.rank == 0;
-    enum tsrnn_status status = setup(&tr);
+    enum tsrnn_status status = check_forecast_covariates(&tr);
+    if (status == TSRNN_OK)
+        status = setup(&tr);
 
     r.param_count = tr.model.table.total_count;
     r.first_step = r.step_count = tr.step;
