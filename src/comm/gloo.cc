@@ -90,8 +90,7 @@ struct Plan {
 struct tsrnn_gloo {
     std::shared_ptr<gloo::transport::Device> device;
     std::shared_ptr<gloo::Context> context; /* null once aborted */
-    std::chrono::milliseconds timeout;
-    std::vector<Plan> plans; /* most recently used first */
+    std::vector<Plan> plans;                /* most recently used first */
 };
 
 namespace
@@ -330,14 +329,13 @@ extern "C" int tsrnn_gloo_open(struct tsrnn_gloo **gloo, int rank, int world_siz
     *gloo = nullptr;
     return guarded(err, err_nbytes, [&] {
         auto g = std::make_unique<tsrnn_gloo>();
-        g->timeout = Millis(timeout_ms);
 
         gloo::transport::tcp::attr attr;
         attr.hostname = host;
         g->device = gloo::transport::tcp::CreateDevice(attr);
 
         auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
-        context->setTimeout(g->timeout);
+        context->setTimeout(Millis(timeout_ms));
         CStore rendezvous(store);
         context->connectFullMesh(rendezvous, g->device);
         make_sync(*context);

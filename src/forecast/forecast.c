@@ -403,6 +403,25 @@ enum tsrnn_status tsrnn_forecast_save_csv(const struct tsrnn_forecast *f,
     return save_csv(write_forecast, &file, path);
 }
 
+/* Draws `lines` over `series`' time axis and components into the PNG `path`. */
+static enum tsrnn_status plot_lines(const struct tsrnn_series *series, const char *title,
+                                    const struct tsrnn_plot_line *lines, size_t line_count,
+                                    int width, int height, const char *path)
+{
+    const struct tsrnn_plot plot = {
+        .title = title,
+        .time_unit = series->time_unit,
+        .time_name = series->time_name,
+        .component_count = series->component_count,
+        .component_names = (const char(*)[TSRNN_NAME_MAX])series->component_names,
+        .lines = lines,
+        .line_count = line_count,
+        .width = width,
+        .height = height,
+    };
+    return tsrnn_plot_png(&plot, path);
+}
+
 enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
                                       const struct tsrnn_series *series, const char *title,
                                       int width, int height, const char *path)
@@ -426,18 +445,8 @@ enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
         { "actual", TSRNN_PLOT_ORANGE, series->times + f->origin, f->actual, f->actual_count },
         { "forecast", TSRNN_PLOT_GREEN, f->times, f->values, f->length },
     };
-    const struct tsrnn_plot plot = {
-        .title = full_title,
-        .time_unit = series->time_unit,
-        .time_name = series->time_name,
-        .component_count = C,
-        .component_names = (const char(*)[TSRNN_NAME_MAX])series->component_names,
-        .lines = lines,
-        .line_count = sizeof(lines) / sizeof(lines[0]),
-        .width = width,
-        .height = height,
-    };
-    return tsrnn_plot_png(&plot, path);
+    return plot_lines(series, full_title, lines, sizeof(lines) / sizeof(lines[0]), width, height,
+                      path);
 }
 
 /* --- backtests -------------------------------------------------------------------------- */
@@ -819,18 +828,8 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
                  bt->overall.mape);
     else
         snprintf(full_title, sizeof(full_title), "%s (backtest MAE %.4g)", title, bt->overall.mae);
-    const struct tsrnn_plot plot = {
-        .title = full_title,
-        .time_unit = series->time_unit,
-        .time_name = series->time_name,
-        .component_count = C,
-        .component_names = (const char(*)[TSRNN_NAME_MAX])series->component_names,
-        .lines = lines,
-        .line_count = line_count,
-        .width = width,
-        .height = height,
-    };
-    enum tsrnn_status status = tsrnn_plot_png(&plot, path);
+    enum tsrnn_status status =
+        plot_lines(series, full_title, lines, line_count, width, height, path);
     free(lines);
     free(times);
     free(last);
