@@ -85,7 +85,12 @@ static const struct tsrnn_comm_module *open_module(const char *path, const char 
     }
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
-        append(why, why_nbytes, "; %s: %s", path, dlerror());
+        /* The loader names the file that failed: the module, or a library it needs. */
+        const char *err = dlerror();
+        if (strncmp(err, path, strlen(path)) == 0)
+            append(why, why_nbytes, "; %s", err);
+        else
+            append(why, why_nbytes, "; %s: %s", path, err);
         return NULL;
     }
     const struct tsrnn_comm_module *(*get)(void);
