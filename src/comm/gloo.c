@@ -1,7 +1,7 @@
-/* The gloo comm backend (backend.h), C side of the module tsrnn-comm-gloo.so: the rendezvous through the store (store.h) and
- * what is said when it fails, what only Gloo needs checked, and the calls to the C++ shim
- * (gloo_shim.h, gloo.cc), whose error text becomes the message (comm.c puts the rank and the
- * call in front). */
+/* The gloo comm backend (backend.h), C side of the module tsrnn-comm-gloo.so: the rendezvous
+ * through the store (store.h) and what is said when it fails, what only Gloo needs checked,
+ * and the calls to the C++ shim (gloo_shim.h, gloo.cc), whose error text becomes the message
+ * (comm.c puts the rank and the call in front). */
 #include <math.h>
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /* The mpi comm backend (backend.h), the module tsrnn-comm-mpi.so: CPU ranks started by mpirun
- * or srun (DESIGN.md §2, §9). MPI itself is the rendezvous: MPI_Init meets the other ranks through the launcher (Open
- * MPI's daemons, Slurm's PMIx), and MPI_COMM_WORLD is the world.
+ * or srun (DESIGN.md §2, §9). MPI itself is the rendezvous: MPI_Init meets the other ranks
+ * through the launcher (Open MPI's daemons, Slurm's PMIx), and MPI_COMM_WORLD is the world.
  *
  * MPI has no per-call timeout. Every collective here is the non-blocking one
  * (MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier) completed by polling MPI_Test until it is done
