@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tsrnn/comm.h"
 #include "tsrnn/safetensors.h"
 
 static struct tu_result result;
@@ -210,6 +212,70 @@ static void test_comm_backend_from_the_launcher(void **state)
     run_with_env(alone);
     assert_int_equal(result.exit_code, 0);
     assert_string_equal(result.err, "");
+}
+
+/* Whether `text` (the loader's LD_DEBUG=files lines) says it mapped a file named `name`*. */
+static bool loaded(const char *text, const char *name)
+{
+    char needle[64];
+    snprintf(needle, sizeof(needle), "file=%s", name);
+    return strstr(text, needle) != NULL;
+}
+
+/* The comm modules (src/comm/module.c): a world of one maps neither Gloo nor Open MPI, nor
+ * their modules; a gloo rank whose module is not there, or is not one, stops with exit code
+ * 2 and a message naming the backend, the module, the path tried, the loader's reason and
+ * what to install. (Gloo and MPI ranks that load theirs: test_launch, test_mpi.) */
+static void test_comm_modules_loaded_when_chosen(void **state)
+{
+    (void)state;
+    /* LD_DEBUG=files: the dynamic loader names on stderr every file it maps. */
+    const char *one[] = { "LD_DEBUG=files", "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=1",
+                          "TSRNN_COMM_BACKEND=local", NULL };
+    run_with_env(one);
+    assert_int_equal(result.exit_code, 0);
+    assert_true(loaded(result.err, "libc.so.6"));
+    static const char *const unwanted[] = { "libgloo", "libmpi", "tsrnn-comm-", "libstdc++" };
+    for (size_t i = 0; i < sizeof(unwanted) / sizeof(unwanted[0]); i++) {
+        /* UBSan's runtime, in the sanitized build, needs libstdc++ itself. */
+        if (strcmp(unwanted[i], "libstdc++") == 0 && loaded(result.err, "libubsan"))
+            continue;
+        if (loaded(result.err, unwanted[i]) || strstr(result.err, unwanted[i]) != NULL)
+            fail_msg("a world of one loaded %s; the loader says:\n%s", unwanted[i], result.err);
+    }
+
+    if (!tsrnn_comm_backend_available("gloo")) {
+        print_message("gloo is not in this build: its module's failures are not checked\n");
+        return;
+    }
+    char rendezvous[PATH_MAX + 32], module_dir[PATH_MAX + 32];
+    snprintf(rendezvous, sizeof(rendezvous), "TSRNN_RENDEZVOUS=file:%s", tu_run_dir());
+    snprintf(module_dir, sizeof(module_dir), "TSRNN_MODULE_DIR=%s", tu_run_dir());
+    const char *gloo[] = {
+        module_dir, "TSRNN_RANK=0", "TSRNN_WORLD_SIZE=2", rendezvous, "TSRNN_COMM_BACKEND=gloo",
+        NULL
+    };
+    char expect[2 * PATH_MAX + 64];
+    run_with_env(gloo);
+    if (result.exit_code != 2)
+        fail_msg("no module: exit %d, expected 2; stderr: %s", result.exit_code, result.err);
+    snprintf(expect, sizeof(expect),
+             "comm backend gloo: its module tsrnn-comm-gloo.so did not load (tried "
+             "%s/tsrnn-comm-gloo.so: not there)",
+             tu_run_dir());
+    tu_expect_in(result.err, expect);
+    tu_expect_in(result.err, "needs Gloo (Debian: libgloo0) installed");
+
+    /* A file of that name that the loader refuses (longer than an ELF header). */
+    tu_write(tu_run_dir(), "tsrnn-comm-gloo.so",
+             "a text file where the gloo module should be, which the dynamic loader refuses\n");
+    run_with_env(gloo);
+    if (result.exit_code != 2)
+        fail_msg("bad module: exit %d, expected 2; stderr: %s", result.exit_code, result.err);
+    snprintf(expect, sizeof(expect), "(tried %s/tsrnn-comm-gloo.so: ", tu_run_dir());
+    tu_expect_in(result.err, expect);
+    tu_expect_in(result.err, "invalid ELF header)");
+    unlink(tu_path(tu_run_dir(), "tsrnn-comm-gloo.so"));
 }
 
 /* Each bad config: the text, then what the message must contain (file:line, key, ...). */
@@ -441,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
+        cmocka_unit_test(test_comm_modules_loaded_when_chosen),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

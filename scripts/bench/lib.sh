@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared by the scripts of scripts/bench/ (sourced, prints nothing itself):
 #   bench_build TARGET...  builds the release tree build-bench (configured once, Gloo on) and
-#                          the given ninja targets; prints the build folder's path;
+#                          the given ninja targets with the comm modules; prints the build
+#                          folder's path;
 #   torch_blas_dir         prints the folder whose libblas.so.3 PyTorch should load through
 #                          LD_LIBRARY_PATH (empty: leave torch's BLAS alone);
 #   training_rate          filters a tsrnn worker's or tsrnn-launch's report into "X M":
@@ -33,7 +34,9 @@ bench_build() {
         meson setup "$build" "$bench_root" --buildtype=release -Dtests=false -Dgloo=enabled \
             -Dmpi=enabled >&2
     fi
-    ninja -C "$build" "$@" >/dev/null
+    # The comm modules beside the programs: the Gloo and MPI workers load them (this folder
+    # always has both).
+    ninja -C "$build" "$@" tsrnn-comm-gloo.so tsrnn-comm-mpi.so >/dev/null
     echo "$build"
 }
 

@@ -44,11 +44,42 @@ struct tsrnn_comm_backend {
     void (*close)(void *state);
 };
 
-/* The backends, each in its own file; comm.c's table says which ones this build has. */
+/* The backends linked into libtsrnn, each in its own file; comm.c's table says which ones
+ * this build has. */
 extern const struct tsrnn_comm_backend tsrnn_comm_local_backend; /* local.c */
-extern const struct tsrnn_comm_backend tsrnn_comm_gloo_backend;  /* gloo.c, with gloo.cc */
-extern const struct tsrnn_comm_backend tsrnn_comm_mpi_backend;   /* mpi.c */
 extern const struct tsrnn_comm_backend tsrnn_comm_nccl_backend;  /* nccl.c */
+
+/* The backends whose libraries are heavy at start-up (Gloo: libstdc++, hiredis, ibverbs, ...;
+ * Open MPI: its runtime, PMIx, hwloc, ...) are modules instead: tsrnn-comm-gloo.so (gloo.c,
+ * gloo.cc) and tsrnn-comm-mpi.so (mpi.c), linked against their library and loaded with
+ * dlopen only when the backend is chosen (module.c), so that a program that never uses them
+ * never maps them. A module holds its backend's files only: every libtsrnn function it calls
+ * (tsrnn_error, the clock, the store) is the program's, which exports them (meson.build's
+ * module_host_symbols); one copy of the library's state, the thread's error message
+ * included.
+ *
+ * A module exports one symbol, tsrnn_comm_NAME_module: a function returning its table. */
+#define TSRNN_COMM_MODULE_ABI 1 /* raised when this header or comm.h's options change */
+
+struct tsrnn_comm_module {
+    int abi; /* TSRNN_COMM_MODULE_ABI of the module's build */
+    const struct tsrnn_comm_backend *backend;
+    /* The mpi module's NCCL bootstrap hooks (tsrnn_comm_mpi_hold() ... below); NULL in others. */
+    enum tsrnn_status (*mpi_hold)(int rank, int world_size);
+    enum tsrnn_status (*mpi_bootstrap_broadcast)(void *buf, size_t nbytes, double timeout_s);
+    void (*mpi_release)(void);
+};
+
+#define TSRNN_COMM_MODULE_EXPORT __attribute__((visibility("default")))
+TSRNN_COMM_MODULE_EXPORT const struct tsrnn_comm_module *tsrnn_comm_gloo_module(void);
+TSRNN_COMM_MODULE_EXPORT const struct tsrnn_comm_module *tsrnn_comm_mpi_module(void);
+
+/* module.c: the module of backend `name`, loaded on the first call (the later ones return the
+ * same table). A module that is missing or does not load is TSRNN_ERR_USAGE (exit 2: this
+ * machine cannot run the backend) with a message that names the module, every path tried and
+ * the loader's reason, and says what to install (`installs`: the library the module needs). */
+enum tsrnn_status tsrnn_comm_module_load(const struct tsrnn_comm_module **module, const char *name,
+                                         const char *installs);
 
 /* nccl_id.c (every build): the nccl backend's bootstrap under tsrnn-launch. Rank 0 calls
  * generate(id, nbytes, arg) (ncclGetUniqueId) and publishes the `nbytes` of `id` under the key
@@ -60,9 +91,10 @@ enum tsrnn_status tsrnn_comm_nccl_id_exchange(
     void *id, size_t nbytes, int rank, const char *rendezvous, double timeout_s,
     enum tsrnn_status (*generate)(void *id, size_t nbytes, void *arg), void *arg);
 
-/* mpi.c, for a GPU backend under mpirun or srun (DESIGN.md §9: "NCCL's unique id from rank 0
- * by MPI_Bcast"). The hook the nccl backend's open() uses when the world is an MPI one
- * (struct tsrnn_world.mpi; its comm options then carry no rendezvous):
+/* comm.c, for a GPU backend under mpirun or srun (DESIGN.md §9: "NCCL's unique id from rank 0
+ * by MPI_Bcast"): the mpi module's hooks (the first call loads it). The nccl backend's open()
+ * uses them when the world is an MPI one (struct tsrnn_world.mpi; its comm options then carry
+ * no rendezvous):
  *     tsrnn_comm_mpi_hold(rank, world_size);        MPI_Init once, checked against the world
  *     if (rank == 0) ncclGetUniqueId(&id);
  *     tsrnn_comm_mpi_bootstrap_broadcast(&id, sizeof(id), timeout_s);   rank 0's id to all

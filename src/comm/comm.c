@@ -1,12 +1,13 @@
 /* tsrnn comm: the dispatcher of comm.h and the one table of backends.
  *
  * A backend (backend.h) is a table of functions (open .. close) and a state pointer, in its
- * own file: local.c, gloo.c (with gloo.cc, the C++ shim), mpi.c,
- * nccl.c. This file checks what every backend
- * would check (options, ranks, sizes, roots), skips empty collectives, refuses collectives on
- * a communicator that failed or was aborted, and words every failure the same way ("rank 1:
- * allreduce of 483 floats failed (timeout 60 s): " + the backend's own text), so a backend
- * only ever sees valid, non-empty calls on a live connection and only says what went wrong.
+ * own file: local.c and nccl.c linked in; gloo.c (with gloo.cc, the C++ shim) and mpi.c each
+ * in a module loaded when the backend is chosen (module.c). This file checks what every
+ * backend would check (options, ranks, sizes, roots), skips empty collectives, refuses
+ * collectives on a communicator that failed or was aborted, and words every failure the same
+ * way ("rank 1: allreduce of 483 floats failed (timeout 60 s): " + the backend's own text), so
+ * a backend only ever sees valid, non-empty calls on a live connection and only says what went
+ * wrong.
  */
 #include "tsrnn/comm.h"
 
@@ -39,28 +40,23 @@ static const char *dtype_name(enum tsrnn_comm_dtype dtype)
     return dtype == TSRNN_COMM_F64 ? "doubles" : "floats";
 }
 
-/* Every backend tsrnn knows, with its table when this build has it (NULL when it was built
- * without): the one place that knows which backends were compiled. */
+/* Every backend tsrnn knows and how this build has it: linked in (its table), in a module
+ * loaded when chosen (backend.h, module.c), or not at all: the one place that knows which
+ * backends were compiled. */
 static const struct {
     const char *name;
-    const struct tsrnn_comm_backend *backend;
-    const char *needs; /* what a build needs for it */
+    const struct tsrnn_comm_backend *backend; /* linked into libtsrnn; NULL otherwise */
+    bool module;                              /* in tsrnn-comm-NAME.so */
+    const char *needs;                        /* what a build needs for it */
+    const char *installs;                     /* what its module needs at run time */
 } backends[] = {
-    { "local", &tsrnn_comm_local_backend, NULL },
-#if TSRNN_HAVE_GLOO
-    { "gloo", &tsrnn_comm_gloo_backend, "libgloo-dev" },
-#else
-    { "gloo", NULL, "libgloo-dev" },
-#endif
-#if TSRNN_HAVE_MPI_BACKEND
-    { "mpi", &tsrnn_comm_mpi_backend, "libopenmpi-dev" },
-#else
-    { "mpi", NULL, "libopenmpi-dev" },
-#endif
+    { "local", &tsrnn_comm_local_backend, false, NULL, NULL },
+    { "gloo", NULL, TSRNN_HAVE_GLOO, "libgloo-dev", "Gloo (Debian: libgloo0)" },
+    { "mpi", NULL, TSRNN_HAVE_MPI_BACKEND, "libopenmpi-dev", "Open MPI (Debian: libopenmpi3)" },
 #if TSRNN_HAVE_NCCL_BACKEND
-    { "nccl", &tsrnn_comm_nccl_backend, NULL },
+    { "nccl", &tsrnn_comm_nccl_backend, false, NULL, NULL },
 #else
-    { "nccl", NULL, "the CUDA backend (CUDA toolkit with cuDNN 9) and NCCL's header" },
+    { "nccl", NULL, false, "the CUDA backend (CUDA toolkit with cuDNN 9) and NCCL's header", NULL },
 #endif
 };
 
@@ -79,7 +75,7 @@ static int find_backend(const char *name)
 bool tsrnn_comm_backend_available(const char *name)
 {
     int i = name ? find_backend(name) : -1;
-    return i >= 0 && backends[i].backend != NULL;
+    return i >= 0 && (backends[i].backend != NULL || backends[i].module);
 }
 
 bool tsrnn_comm_backend_known(const char *name)
@@ -128,6 +124,12 @@ static enum tsrnn_status pick_backend(const struct tsrnn_comm_backend **backend,
         tsrnn_comm_backend_list(accepted, sizeof(accepted));
         return tsrnn_error(TSRNN_ERR_USAGE, "comm: unknown backend \"%s\": accepted are %s", name,
                            accepted);
+    }
+    if (backends[i].module) {
+        const struct tsrnn_comm_module *module;
+        TSRNN_TRY(tsrnn_comm_module_load(&module, name, backends[i].installs));
+        *backend = module->backend;
+        return TSRNN_OK;
     }
     if (!backends[i].backend)
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -386,4 +388,29 @@ int tsrnn_comm_world_size(const struct tsrnn_comm *comm)
 const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm)
 {
     return comm->backend->name;
+}
+
+/* The mpi module's NCCL bootstrap hooks (backend.h). */
+
+static const struct tsrnn_comm_module *mpi_module;
+
+enum tsrnn_status tsrnn_comm_mpi_hold(int rank, int world_size)
+{
+    int i = find_backend("mpi");
+    if (mpi_module == NULL)
+        TSRNN_TRY(tsrnn_comm_module_load(&mpi_module, "mpi", backends[i].installs));
+    return mpi_module->mpi_hold(rank, world_size);
+}
+
+enum tsrnn_status tsrnn_comm_mpi_bootstrap_broadcast(void *buf, size_t nbytes, double timeout_s)
+{
+    if (mpi_module == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE, "MPI bootstrap broadcast before tsrnn_comm_mpi_hold()");
+    return mpi_module->mpi_bootstrap_broadcast(buf, nbytes, timeout_s);
+}
+
+void tsrnn_comm_mpi_release(void)
+{
+    if (mpi_module != NULL)
+        mpi_module->mpi_release();
 }

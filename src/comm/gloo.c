@@ -1,7 +1,7 @@
-/* The gloo comm backend (backend.h), C side: the rendezvous through the store (store.h) and
- * what is said when it fails, what only Gloo needs checked, and the calls to the C++ shim
- * (gloo_shim.h, gloo.cc), whose error text becomes the message (comm.c puts the rank and the
- * call in front). */
+/* The gloo comm backend (backend.h), C side of the module tsrnn-comm-gloo.so: the rendezvous
+ * through the store (store.h) and what is said when it fails, what only Gloo needs checked,
+ * and the calls to the C++ shim (gloo_shim.h, gloo.cc), whose error text becomes the message
+ * (comm.c puts the rank and the call in front). */
 #include <math.h>
 #include <stdio.h>
 
@@ -133,7 +133,7 @@ static void gloo_close(void *state)
     tsrnn_gloo_close(state);
 }
 
-const struct tsrnn_comm_backend tsrnn_comm_gloo_backend = {
+static const struct tsrnn_comm_backend gloo_backend = {
     .name = "gloo",
     .needs_rendezvous = true,
     .device_buffers = false, /* host memory: the dispatcher stages device buffers */
@@ -144,3 +144,13 @@ const struct tsrnn_comm_backend tsrnn_comm_gloo_backend = {
     .abort = gloo_abort,
     .close = gloo_close,
 };
+
+/* The module's entry (backend.h). */
+const struct tsrnn_comm_module *tsrnn_comm_gloo_module(void)
+{
+    static const struct tsrnn_comm_module module = {
+        .abi = TSRNN_COMM_MODULE_ABI,
+        .backend = &gloo_backend,
+    };
+    return &module;
+}

@@ -1,6 +1,6 @@
-/* The mpi comm backend (backend.h): CPU ranks started by mpirun or srun (DESIGN.md §2, §9).
- * MPI itself is the rendezvous: MPI_Init meets the other ranks through the launcher (Open
- * MPI's daemons, Slurm's PMIx), and MPI_COMM_WORLD is the world.
+/* The mpi comm backend (backend.h), the module tsrnn-comm-mpi.so: CPU ranks started by mpirun
+ * or srun (DESIGN.md §2, §9). MPI itself is the rendezvous: MPI_Init meets the other ranks
+ * through the launcher (Open MPI's daemons, Slurm's PMIx), and MPI_COMM_WORLD is the world.
  *
  * MPI has no per-call timeout. Every collective here is the non-blocking one
  * (MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier) completed by polling MPI_Test until it is done
@@ -15,8 +15,8 @@
  * between tests, so a long wait does not burn a core it shares with a peer.
  *
  * The NCCL hook: a GPU rank under mpirun gets NCCL's unique id from rank 0 by MPI_Bcast
- * (tsrnn_comm_mpi_bootstrap_broadcast() below, declared in backend.h), and NCCL carries the
- * gradients; MPI only bootstraps. */
+ * (mpi_bootstrap_broadcast() below, which tsrnn_comm_mpi_bootstrap_broadcast() of backend.h
+ * calls), and NCCL carries the gradients; MPI only bootstraps. */
 #include <limits.h>
 #include <mpi.h>
 #include <sched.h>
@@ -117,10 +117,12 @@ struct mpi_state {
 
 static struct mpi_state the_state;
 
+static enum tsrnn_status mpi_hold(int rank, int world_size);
+
 static enum tsrnn_status mpi_open(void **state, const struct tsrnn_comm_options *opt)
 {
     *state = NULL;
-    TSRNN_TRY(tsrnn_comm_mpi_hold(opt->rank, opt->world_size));
+    TSRNN_TRY(mpi_hold(opt->rank, opt->world_size));
     the_state.timeout_s = opt->timeout_s;
     *state = &the_state;
     return TSRNN_OK;
@@ -192,7 +194,7 @@ static void mpi_close(void *state)
     release_mpi();
 }
 
-enum tsrnn_status tsrnn_comm_mpi_hold(int rank, int world_size)
+static enum tsrnn_status mpi_hold(int rank, int world_size)
 {
     enum tsrnn_status status = hold_mpi(rank, world_size);
     if (status != TSRNN_OK)
@@ -200,19 +202,14 @@ enum tsrnn_status tsrnn_comm_mpi_hold(int rank, int world_size)
     return status;
 }
 
-enum tsrnn_status tsrnn_comm_mpi_bootstrap_broadcast(void *buf, size_t nbytes, double timeout_s)
+static enum tsrnn_status mpi_bootstrap_broadcast(void *buf, size_t nbytes, double timeout_s)
 {
     if (holders == 0)
         return tsrnn_error(TSRNN_ERR_USAGE, "MPI bootstrap broadcast before tsrnn_comm_mpi_hold()");
     return broadcast_bytes(buf, nbytes, 0, timeout_s);
 }
 
-void tsrnn_comm_mpi_release(void)
-{
-    release_mpi();
-}
-
-const struct tsrnn_comm_backend tsrnn_comm_mpi_backend = {
+static const struct tsrnn_comm_backend mpi_backend = {
     .name = "mpi",
     .needs_rendezvous = false, /* MPI_Init meets the others through mpirun or srun */
     .device_buffers = false,   /* host memory: the dispatcher stages device buffers */
@@ -223,3 +220,16 @@ const struct tsrnn_comm_backend tsrnn_comm_mpi_backend = {
     .abort = mpi_abort,
     .close = mpi_close,
 };
+
+/* The module's entry (backend.h): the backend and the NCCL bootstrap hooks. */
+const struct tsrnn_comm_module *tsrnn_comm_mpi_module(void)
+{
+    static const struct tsrnn_comm_module module = {
+        .abi = TSRNN_COMM_MODULE_ABI,
+        .backend = &mpi_backend,
+        .mpi_hold = mpi_hold,
+        .mpi_bootstrap_broadcast = mpi_bootstrap_broadcast,
+        .mpi_release = release_mpi,
+    };
+    return &module;
+}
