@@ -466,8 +466,6 @@ static void test_worker(void **state)
     unsetenv("TPU_LIBRARY_PATH");
 }
 
-#endif
-
 /* The training controls on the fused step: the learning-rate scheduler runs on the host and
  * feeds each step's lr into the program (StepLR on xla = on the CPU, step by step); what the
  * compiled step cannot do (other optimizers, L1Loss, clipping) is refused with exit 2. */
@@ -506,6 +504,8 @@ static void test_training_controls(void **state)
     }
     unsetenv("TSRNN_PJRT_PLUGIN");
 }
+
+#endif
 
 int main(void)
 {
