@@ -44,6 +44,7 @@ static char load_why[512];
 
 static void load_openblas(void)
 {
+    tsrnn_cpu_blas_init(); /* done already where a context exists (below) */
     /* The handle stays open for the life of the process. */
     void *lib = dlopen(OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
@@ -87,11 +88,12 @@ bool tsrnn_cpu_blas_loaded(void)
 /* OpenBLAS runs single-threaded inside tsrnn's parts: its own workers, woken, spin with
  * sched_yield after every call, and beside our threads on 2 cores they took a third of the CPU
  * time of a 2-thread LSTM-256 run; even asleep its pthread build's constructor starts them,
- * and one spins. OPENBLAS_NUM_THREADS=1, read by that constructor, starts none. It is set here,
- * when a context is created, not before the dlopen: the first product may come from any
- * thread, and setenv is not safe while another thread reads the environment. A value the user
- * set stays (an experiment's); OMP_NUM_THREADS, which OpenBLAS reads only without
- * OPENBLAS_NUM_THREADS, is for the other programs of the shell and does not count here. */
+ * and one spins. OPENBLAS_NUM_THREADS=1, read by that constructor, starts none. It is set
+ * when a context is created, on the creating thread, rather than just before the dlopen: the
+ * first product may come from any thread, and setenv is not safe while another thread reads
+ * the environment (a load with no context yet sets it then). A value the user set stays (an
+ * experiment's); OMP_NUM_THREADS, which OpenBLAS reads only without OPENBLAS_NUM_THREADS, is
+ * for the other programs of the shell and does not count here. */
 static void keep_threads_unstarted(void)
 {
     setenv("OPENBLAS_NUM_THREADS", "1", 0); /* 0: not over the user's */
