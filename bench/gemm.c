@@ -176,7 +176,7 @@ static int report_shapes(void)
     };
     const char *hint = tsrnn_cpu_blas_coretype_hint();
     printf("tsrnn kernels: %s; BLAS: %s%s%s; own = tsrnn's AUTO path (%s)\n",
-           tsrnn_cpu_isa_name(tsrnn_cpu_isa), tsrnn_cpu_blas_describe(),
+           tsrnn_cpu_isa_name(tsrnn_cpu_isa), tsrnn_cpu_blas_describe(NULL),
            hint ? "; hint OPENBLAS_CORETYPE=" : "", hint ? hint : "",
            tsrnn_cpu_own_products(&cpu) ? "own kernels only" : "BLAS for the large products");
     printf("%-34s %9s %9s %6s   (GFLOP/s, best of 7 interleaved rounds)\n", "product", "OpenBLAS",
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--kernels") == 0) {
         const char *hint = tsrnn_cpu_blas_coretype_hint();
         printf("tsrnn kernels: %s; BLAS: %s%s%s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
-               tsrnn_cpu_blas_describe(), hint ? "; hint OPENBLAS_CORETYPE=" : "",
+               tsrnn_cpu_blas_describe(NULL), hint ? "; hint OPENBLAS_CORETYPE=" : "",
                hint ? hint : "");
         return 0;
     }
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
     };
     printf("tsrnn kernels: %s%s; BLAS: %s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
            tsrnn_cpu_packed_kernel_available() ? "" : " (packed products on plain loops)",
-           tsrnn_cpu_blas_describe());
+           tsrnn_cpu_blas_describe(NULL));
     double seconds[6];
     for (size_t i = 0; i < 6; i++) {
         const struct product *p = &products[i];

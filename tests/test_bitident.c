@@ -27,6 +27,7 @@
  * BLAS's and the packed FMA kernel's sizes: hidden 20), the activations are tsrnn's own, not
  * libm's, and a sum of 2 ranks' gradients has one order. */
 #include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -41,6 +42,7 @@
 #include "testutil.h"
 #include "tsrnn/crc32c.h"
 #include "tsrnn/safetensors.h"
+#include "tsrnn_build.h"
 
 struct crc_entry {
     const char *name;
@@ -323,6 +325,14 @@ static void test_two_worker_launch_is_bit_identical(void **state)
  * (OpenBLAS reads the variable once, when the process loads it: one process each). Below
  * AVX-512 (TSRNN_CPU_ISA=avx2, or the CPU) the large products are BLAS's and its kernels
  * choose the k-sum order: skipped there, after checking that the banner says so. */
+static const char *const lstm128_sets[] = { "trainer.accelerator=cpu",
+                                            "model.model=LSTM",
+                                            "model.hidden_dim=128",
+                                            "training.n_epochs=3",
+                                            "forecast.plot=false",
+                                            "--progress=none",
+                                            NULL };
+
 static void test_openblas_coretype_moves_no_bit(void **state)
 {
     (void)state;
@@ -330,14 +340,7 @@ static void test_openblas_coretype_moves_no_bit(void **state)
     enum {
         CORES = sizeof(cores) / sizeof(cores[0])
     };
-    const char *sets[] = { "trainer.accelerator=cpu",
-                           "model.model=LSTM",
-                           "model.hidden_dim=128",
-                           "training.n_epochs=3",
-                           "forecast.plot=false",
-                           "--progress=none",
-                           NULL,
-                           NULL };
+    const char *const *sets = lstm128_sets;
     struct crc_entry actual[CORES][MAX_ENTRIES];
     size_t counts[CORES];
     char *saved = getenv("OPENBLAS_CORETYPE") ? strdup(getenv("OPENBLAS_CORETYPE")) : NULL;
@@ -353,13 +356,24 @@ static void test_openblas_coretype_moves_no_bit(void **state)
         if (rc != 0)
             fail_msg("tsrnn-worker with OPENBLAS_CORETYPE=%s: exit %d; stderr:\n%s",
                      cores[c] ? cores[c] : "(unset)", rc, result.err);
-        /* The banner tells which kernels ran the large products. */
+        /* The banner tells which kernels ran the large products, and OpenBLAS's core where
+         * they are its (the core this process loaded it with). */
         own = strstr(result.out, "other large products tsrnn's blocked GEMM") != NULL;
-        tu_expect_in(result.out,
-                     own ? "Compute: CPU kernels AVX-512" : "other large products BLAS");
+        char core[128];
+        snprintf(core, sizeof(core), "core %s (OPENBLAS_CORETYPE=%s)", cores[c] ? cores[c] : "",
+                 cores[c] ? cores[c] : "");
         if (own) {
-            tu_expect_in(result.out, ", unused"); /* BLAS linked, never called */
+            tu_expect_in(result.out, "Compute: CPU kernels AVX-512");
+            /* no product goes to OpenBLAS: not even loaded, nothing to warn about */
+            tu_expect_in(result.out, TSRNN_HAVE_BLAS ? "; BLAS OpenBLAS (not loaded: no product "
+                                                       "goes to it with AVX-512 kernels)"
+                                                     : "; BLAS none (built without OpenBLAS)");
             assert_null(strstr(result.err, "warning: OpenBLAS"));
+        } else if (TSRNN_HAVE_BLAS) {
+            tu_expect_in(result.out, "other large products BLAS");
+            tu_expect_in(result.out, cores[c] ? core : "(detected, OPENBLAS_CORETYPE unset)");
+        } else {
+            tu_expect_in(result.out, "other large products tsrnn's loops");
         }
         struct tsrnn_safetensors st;
         counts[c] = measure(actual[c], &st, name, 2, 3 * 8);
@@ -397,12 +411,78 @@ static void test_openblas_coretype_moves_no_bit(void **state)
     assert_int_equal(moved, 0);
 }
 
+/* OpenBLAS is loaded only when a product goes to it (src/compute/cpu/blas.c), and a worker
+ * that cannot load it runs those products in tsrnn's loops and says so. A broken
+ * libopenblas.so.0 first on LD_LIBRARY_PATH stands in for a missing one (the loader stops at
+ * it). With AVX-512 kernels no product goes to OpenBLAS: it is never loaded, and the run's
+ * bits are those of a run beside a working OpenBLAS. Below AVX-512 (TSRNN_CPU_ISA=avx2, or
+ * the CPU) the banner and a warning name the library, and the loops' sums round otherwise
+ * than BLAS's: the last validation loss agrees within 1e-3 relative. */
+static void test_missing_openblas_runs_the_loops(void **state)
+{
+    (void)state;
+    if (!TSRNN_HAVE_BLAS)
+        skip(); /* a build without OpenBLAS loads none */
+    assert_int_equal(tu_train(&result, "blas-found", lstm128_sets, 100), 0);
+    bool own = strstr(result.out, "other large products tsrnn's blocked GEMM") != NULL;
+    struct crc_entry found[MAX_ENTRIES], broken[MAX_ENTRIES];
+    struct tsrnn_safetensors st_found, st_broken;
+    size_t count = measure(found, &st_found, "blas-found", 2, 3 * 8);
+
+    char *dir = tu_mkdtemp();
+    tu_write(dir, "libopenblas.so.0", "not a library\n");
+    char *saved = getenv("LD_LIBRARY_PATH") ? strdup(getenv("LD_LIBRARY_PATH")) : NULL;
+    setenv("LD_LIBRARY_PATH", dir, 1);
+    int rc = tu_train(&result, "blas-broken", lstm128_sets, 100);
+    if (saved != NULL)
+        setenv("LD_LIBRARY_PATH", saved, 1);
+    else
+        unsetenv("LD_LIBRARY_PATH");
+    free(saved);
+    tu_rmtree(dir);
+    free(dir);
+    if (rc != 0)
+        fail_msg("tsrnn-worker beside a broken libopenblas.so.0: exit %d; stderr:\n%s", rc,
+                 result.err);
+    if (own) {
+        tu_expect_in(result.out, "; BLAS OpenBLAS (not loaded: no product goes to it with "
+                                 "AVX-512 kernels)");
+        assert_null(strstr(result.err, "warning"));
+        assert_int_equal(measure(broken, &st_broken, "blas-broken", 2, 3 * 8), count);
+        for (size_t i = 0; i < count; i++)
+            if (broken[i].crc != found[i].crc)
+                fail_msg("%s: 0x%08x beside a broken OpenBLAS, 0x%08x beside a working one",
+                         found[i].name, broken[i].crc, found[i].crc);
+        printf("# AVX-512 kernels: OpenBLAS not loaded, %zu values as beside a working one\n",
+               count);
+        tsrnn_safetensors_finish(&st_broken);
+    } else {
+        tu_expect_in(result.out, "other large products tsrnn's loops");
+        tu_expect_in(result.out, "; BLAS OpenBLAS (not loaded: cannot load libopenblas.so.0");
+        tu_expect_in(result.err, "tsrnn-worker: warning: cannot load libopenblas.so.0, the "
+                                 "OpenBLAS this build uses (");
+        tu_expect_in(result.err, "install it (Debian: libopenblas0); until then tsrnn's loops "
+                                 "run the large products");
+        struct tu_metrics_row rows[2][64];
+        size_t n0 = tu_read_metrics(run_path("blas-found", "metrics.csv"), rows[0], 64);
+        size_t n1 = tu_read_metrics(run_path("blas-broken", "metrics.csv"), rows[1], 64);
+        assert_int_equal(n0, 3 * 8);
+        assert_int_equal(n1, n0);
+        double v0 = rows[0][n0 - 1].val_loss, v1 = rows[1][n1 - 1].val_loss;
+        printf("# %s kernels: last val_loss %.9g with OpenBLAS, %.9g with the loops\n",
+               strstr(result.out, "CPU kernels AVX2") ? "AVX2" : "baseline", v0, v1);
+        assert_true(fabs(v1 - v0) <= 1e-3 * fabs(v0));
+    }
+    tsrnn_safetensors_finish(&st_found);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_worker_run_is_bit_identical, free_checkpoint),
         cmocka_unit_test_teardown(test_two_worker_launch_is_bit_identical, free_checkpoint),
         cmocka_unit_test(test_openblas_coretype_moves_no_bit),
+        cmocka_unit_test(test_missing_openblas_runs_the_loops),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "src/compute/cpu/activation.h"
 #include "src/compute/cpu/cpu.h"
@@ -20,6 +21,7 @@
 #include "tsrnn/optim.h"
 #include "tsrnn/rng.h"
 #include "tsrnn/safetensors.h"
+#include "tsrnn_build.h"
 
 /* --- helpers --------------------------------------------------------------------------- */
 
@@ -171,6 +173,55 @@ static void expect_product(bool ta, bool tb, size_t m, size_t n, size_t k, float
             double want = alpha * sum + beta * c0[i * n + j];
             assert_true(fabs(c[i * n + j] - want) <= 1e-6 * (mag + fabs(c0[i * n + j])) + slack);
         }
+}
+
+/* This process's threads (/proc/self/task). */
+static size_t thread_count(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    assert_non_null(dir);
+    size_t count = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        count += e->d_name[0] != '.';
+    closedir(dir);
+    return count;
+}
+
+/* OpenBLAS is loaded by the first product that goes to it, not when a context is created, nor
+ * by a large product of the AUTO path with AVX-512 kernels (which is tsrnn's own), and it
+ * starts no thread of its own (blas.c): the context set OPENBLAS_NUM_THREADS=1 for its
+ * constructor. First in main(): nothing has sent a product to BLAS yet. */
+static void test_blas_loads_on_first_product(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 10, 0);
+    size_t m = 64, n = 64, k = 128; /* 0.5 M multiply-adds: BLAS's in the AUTO path */
+    float *a = random_floats(&rng, m * k, -1, 1), *b = random_floats(&rng, k * n, -1, 1);
+    float *c = calloc(m * n, sizeof(float)), *zeros = calloc(m * n, sizeof(float));
+    assert_false(tsrnn_cpu_blas_loaded());
+    /* "1" unless this environment set another (none set without OpenBLAS) */
+    const char *set = getenv("OPENBLAS_NUM_THREADS") ? getenv("OPENBLAS_NUM_THREADS") : "unset";
+    assert_true(strcmp(set, "unset") != 0 || !TSRNN_HAVE_BLAS);
+    size_t threads = thread_count();
+    bool own = tsrnn_cpu_own_products(&cpu);
+    tsrnn_cpu_gemm(&cpu, false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    assert_int_equal(tsrnn_cpu_blas_loaded(), TSRNN_HAVE_BLAS && !own);
+    cpu.gemm_path = TSRNN_GEMM_BLAS;
+    tsrnn_cpu_gemm(&cpu, false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    cpu.gemm_path = TSRNN_GEMM_AUTO;
+    expect_product(false, false, m, n, k, 1.0f, a, b, 0.0f, zeros, c, 0.0);
+    assert_int_equal(tsrnn_cpu_blas_loaded(), TSRNN_HAVE_BLAS);
+    assert_null(tsrnn_cpu_blas_load_error());
+    printf("# %s kernels, OPENBLAS_NUM_THREADS=%s: %zu thread(s) before BLAS, %zu after; %s\n",
+           tsrnn_cpu_isa_name(tsrnn_cpu_isa), set, threads, thread_count(),
+           tsrnn_cpu_blas_describe(NULL));
+    if (strcmp(set, "1") == 0 || !TSRNN_HAVE_BLAS)
+        assert_int_equal(thread_count(), threads);
+    free(a);
+    free(b);
+    free(c);
+    free(zeros);
 }
 
 /* Every transpose case, sizes around the 8- and 4-wide blocks, beta 0 and 1: the loops
@@ -371,7 +422,7 @@ static void test_blocked_products_match_reference(void **state)
     tsrnn_cpu_set_thread_count(&cpu, 1);
     /* The BLAS core checks agree with each other: a hint only below the CPU's level. */
     const char *hint = tsrnn_cpu_blas_coretype_hint();
-    printf("# BLAS: %s; hint %s\n", tsrnn_cpu_blas_describe(), hint ? hint : "none");
+    printf("# BLAS: %s; hint %s\n", tsrnn_cpu_blas_describe(NULL), hint ? hint : "none");
     if (hint != NULL)
         assert_true(tsrnn_cpu_blas_isa() < tsrnn_cpu_isa_supported());
     else if (tsrnn_cpu_blas_core() != NULL)
@@ -1080,6 +1131,7 @@ static void test_cache_sizes_are_bounded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blas_loads_on_first_product), /* first: see there */
         cmocka_unit_test(test_activations_match_libm),
         cmocka_unit_test(test_gemm_paths_agree),
         cmocka_unit_test(test_split_blas_products),

@@ -72,21 +72,24 @@ enum tsrnn_compute_kind tsrnn_compute_kind(const struct tsrnn_compute *compute);
  * can then hand them to the network as they are. */
 bool tsrnn_compute_host_memory(const struct tsrnn_compute *compute);
 
-/* One line on what the context computes with, for the banner (CPU: "CPU kernels AVX-512,
- * 1 thread; BLAS OpenBLAS 0.3.21, core SkylakeX (OPENBLAS_CORETYPE=SkylakeX)"). Returns what
- * snprintf does. */
+/* One line on what the context computes with, for the banner (CPU: "CPU kernels AVX2 (...),
+ * 1 thread; BLAS OpenBLAS 0.3.21, core Haswell (OPENBLAS_CORETYPE=Haswell)"; with AVX-512
+ * kernels "...; BLAS OpenBLAS (not loaded: no product goes to it with AVX-512 kernels)").
+ * Returns what snprintf does. */
 size_t tsrnn_compute_describe(const struct tsrnn_compute *compute, char *dst, size_t dst_nbytes);
 
 /* The CPU backend's BLAS on this machine. OpenBLAS releases older than the CPU run generic
  * SSE kernels on it (Debian 12's 0.3.21 on recent Xeons) unless OPENBLAS_CORETYPE names a
- * core, which OpenBLAS reads once, when the process loads it:
+ * core, which OpenBLAS reads once, when the process loads it (these functions load it, below
+ * AVX-512 kernels; nothing else does until a product goes to it):
  *   tsrnn_compute_cpu_blas_coretype: the OPENBLAS_CORETYPE that gives OpenBLAS this CPU's
  *     vector level ("SkylakeX", "Haswell"), or NULL when it has it already, when there is no
  *     BLAS, or when tsrnn's kernels are AVX-512 (then no product goes to BLAS, and results do
  *     not depend on its core); nothing in tsrnn sets the variable (a rank must compute the
  *     same under tsrnn-launch and mpirun);
  *   tsrnn_compute_cpu_blas_warning: a sentence saying so, with what it costs and what to
- *     do, or NULL. */
+ *     do; or that OpenBLAS cannot be loaded (which library, what to install; tsrnn's loops
+ *     take its products); or NULL. */
 const char *tsrnn_compute_cpu_blas_coretype(void);
 const char *tsrnn_compute_cpu_blas_warning(void);
 

@@ -357,8 +357,10 @@ def sgemm_peak(args, threads):
 
 
 def tsrnn_blas(args):
-    """The OpenBLAS tsrnn-worker loads, and the core type it picks, as one line."""
-    out = subprocess.run(["ldd", args.worker], capture_output=True, text=True).stdout
+    """The OpenBLAS tsrnn-worker loads where a product goes to it, and the core type it picks,
+    as one line. The worker loads it with dlopen (src/compute/cpu/blas.c), so ldd reads
+    bench-gemm, which links the same library (the same run path)."""
+    out = subprocess.run(["ldd", args.gemm], capture_output=True, text=True).stdout
     m = re.search(r"(libopenblas\S*|libblas\S*) => (\S+)", out)
     if m is None:
         return "no BLAS (reference loops only)"
@@ -487,7 +489,7 @@ def report(args, configs, info):
           f"{info['load_start']} at the start, {info['load_end']} at the end.")
     print(f"* OPENBLAS_CORETYPE: {info['coretype_env']} for tsrnn and Debian's PyTorch.")
     print(f"* tsrnn {info['version']} (git {info['git']}), meson release build; kernels "
-          f"{info['kernels']}; linked BLAS: {info['tsrnn_blas']}.")
+          f"{info['kernels']}; BLAS where loaded: {info['tsrnn_blas']}.")
     if with_pypi:
         print(f"* PyTorch {info['pypi'][0]} from PyPI ({TORCH_VENV.replace(os.path.expanduser('~'), '~')}"
               f"): {info['pypi'][1]}; torch.set_num_threads = thr. The targets compare with "

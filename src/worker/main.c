@@ -268,7 +268,7 @@ int main(int argc, char **argv)
                    "%s; started by %s)\n",
                    world.rank, world.rank + 1, world.world_size, world.local_rank,
                    tsrnn_comm_backend_name(comm), world.launcher);
-        char kernels[256];
+        char kernels[1024];
         tsrnn_compute_describe(compute, kernels, sizeof(kernels));
         printf("Compute: %s\n", kernels);
         /* Models below 128 x 128 recurrent weights (the Darts guide's) keep their products in

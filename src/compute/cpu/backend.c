@@ -122,20 +122,24 @@ static size_t cpu_describe(const struct tsrnn_compute *ctx, char *dst, size_t ds
 {
     const struct tsrnn_cpu *cpu = (const struct tsrnn_cpu *)ctx;
     const char *recurrence = tsrnn_cpu_packed_kernel_available() ? "packed" : "loops";
-    /* With AVX-512 kernels BLAS is linked but not called (cpu.h, tsrnn_cpu_own_products). */
+    /* With AVX-512 kernels no product goes to BLAS (cpu.h, tsrnn_cpu_own_products), and
+     * OpenBLAS is not loaded to be named. Otherwise the large products are its: it is loaded
+     * to name its core, and where it cannot be, tsrnn's loops take them (blas.c). */
     bool own = tsrnn_cpu_own_products(cpu);
-    return (size_t)snprintf(dst, dst_nbytes,
-                            "CPU kernels %s (recurrent products %s, other large products %s), %d "
-                            "thread%s; BLAS %s%s",
-                            tsrnn_cpu_isa_name(tsrnn_cpu_isa), recurrence,
-                            own ? "tsrnn's blocked GEMM" : "BLAS", cpu->thread_count,
-                            cpu->thread_count == 1 ? "" : "s", tsrnn_cpu_blas_describe(),
-                            own ? ", unused" : "");
+    const char *large = own                     ? "tsrnn's blocked GEMM"
+                        : tsrnn_cpu_blas_load() ? "BLAS"
+                                                : "tsrnn's loops";
+    return (size_t)snprintf(
+        dst, dst_nbytes,
+        "CPU kernels %s (recurrent products %s, other large products %s), %d thread%s; BLAS %s",
+        tsrnn_cpu_isa_name(tsrnn_cpu_isa), recurrence, large, cpu->thread_count,
+        cpu->thread_count == 1 ? "" : "s",
+        tsrnn_cpu_blas_describe(own ? "no product goes to it with AVX-512 kernels" : NULL));
 }
 
-/* OpenBLAS's core matters only where the products go to BLAS: not with AVX-512 kernels
+/* OpenBLAS matters only where the products go to BLAS: not with AVX-512 kernels
  * (tsrnn_cpu_own_products), which tsrnn_cpu_isa_detect() tells before any context exists
- * (in the launcher too). */
+ * (in the launcher too); there it is not even loaded. */
 const char *tsrnn_compute_cpu_blas_coretype(void)
 {
     return tsrnn_cpu_isa_detect() == TSRNN_CPU_ISA_AVX512 ? NULL : tsrnn_cpu_blas_coretype_hint();
@@ -143,7 +147,16 @@ const char *tsrnn_compute_cpu_blas_coretype(void)
 
 const char *tsrnn_compute_cpu_blas_warning(void)
 {
-    static char line[512];
+    static char line[1024];
+    const char *load_error =
+        tsrnn_cpu_isa_detect() == TSRNN_CPU_ISA_AVX512 ? NULL : tsrnn_cpu_blas_load_error();
+    if (load_error != NULL) {
+        snprintf(line, sizeof(line),
+                 "%s; until then tsrnn's loops run the large products, at a fraction of "
+                 "OpenBLAS's speed",
+                 load_error);
+        return line;
+    }
     const char *hint = tsrnn_compute_cpu_blas_coretype();
     if (hint == NULL)
         return NULL;

@@ -188,9 +188,19 @@ static inline bool tsrnn_cpu_own_products(const struct tsrnn_cpu *cpu)
 }
 
 /* The BLAS path (blas.c with OpenBLAS, noblas.c without): whether the context's path sends a
- * product of this size to BLAS, and the product itself (as tsrnn_cpu_gemm()). blas_init
- * keeps BLAS's own threads asleep (tsrnn splits products itself). */
+ * product of this size to BLAS (loading OpenBLAS the first time it does; the loops take it
+ * when OpenBLAS cannot be loaded), and the product itself (as tsrnn_cpu_gemm()). blas_init,
+ * called when a context is created, makes sure OpenBLAS starts no threads of its own when it
+ * loads (tsrnn splits products itself).
+ *   tsrnn_cpu_blas_load: loads OpenBLAS once (later calls return the first answer): whether
+ *     it is there (false without OpenBLAS in the build);
+ *   tsrnn_cpu_blas_load_error: after a failed load, why (the library, what to install); NULL
+ *     when it loads or the build has none;
+ *   tsrnn_cpu_blas_loaded: whether this process has loaded it, without loading it. */
 void tsrnn_cpu_blas_init(void);
+bool tsrnn_cpu_blas_load(void);
+const char *tsrnn_cpu_blas_load_error(void);
+bool tsrnn_cpu_blas_loaded(void);
 bool tsrnn_cpu_blas_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
                           size_t ldb, size_t ldc);
 void tsrnn_cpu_blas_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
@@ -207,19 +217,23 @@ void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool tran
                             size_t n, size_t k, const float *a, size_t lda, const float *b,
                             size_t ldb, float beta, float *c, size_t ldc);
 
-/* What the BLAS of this process runs (blas.c; noblas.c: no BLAS, level baseline, names NULL).
- * OpenBLAS built for many CPUs picks its kernels by CPUID when it loads, or by the
- * environment variable OPENBLAS_CORETYPE; a release older than the CPU falls back to generic
- * SSE kernels (OpenBLAS 0.3.21 calls an Intel family 6 model 207 "Prescott").
+/* What the BLAS of this process runs (blas.c, which loads OpenBLAS to ask; noblas.c, or
+ * OpenBLAS not loadable: no BLAS, level baseline, names NULL). OpenBLAS built for many CPUs
+ * picks its kernels by CPUID when it loads, or by the environment variable OPENBLAS_CORETYPE;
+ * a release older than the CPU falls back to generic SSE kernels (OpenBLAS 0.3.21 calls an
+ * Intel family 6 model 207 "Prescott").
  *   tsrnn_cpu_blas_core: OpenBLAS's core name ("SkylakeX", "Haswell", "Prescott", ...);
  *   tsrnn_cpu_blas_isa: the vector level of that core's kernels;
  *   tsrnn_cpu_blas_coretype_hint: the OPENBLAS_CORETYPE that would give this CPU's level
  *     ("SkylakeX" on AVX-512, "Haswell" on AVX2 + FMA), or NULL when BLAS already runs it;
- *   tsrnn_cpu_blas_describe: one line, "OpenBLAS 0.3.21, core SkylakeX (OPENBLAS_CORETYPE)". */
+ *   tsrnn_cpu_blas_describe: one line, "OpenBLAS 0.3.21, core SkylakeX (OPENBLAS_CORETYPE)",
+ *     or "OpenBLAS (not loaded: why)". unused_why: the caller sends no product to BLAS, and
+ *     says why; then OpenBLAS is not loaded to be described ("OpenBLAS (not loaded:
+ *     unused_why)"; if loaded already, the line ends ", unused"). NULL: loads it. */
 const char *tsrnn_cpu_blas_core(void);
 enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void);
 const char *tsrnn_cpu_blas_coretype_hint(void);
-const char *tsrnn_cpu_blas_describe(void);
+const char *tsrnn_cpu_blas_describe(const char *unused_why);
 
 /* The level this CPU supports (CPUID), before TSRNN_CPU_ISA caps it. */
 enum tsrnn_cpu_isa tsrnn_cpu_isa_supported(void);

@@ -7,6 +7,21 @@ void tsrnn_cpu_blas_init(void)
 {
 }
 
+bool tsrnn_cpu_blas_load(void)
+{
+    return false;
+}
+
+const char *tsrnn_cpu_blas_load_error(void)
+{
+    return NULL; /* none to load */
+}
+
+bool tsrnn_cpu_blas_loaded(void)
+{
+    return false;
+}
+
 bool tsrnn_cpu_blas_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
                           size_t ldb, size_t ldc)
 {
@@ -38,7 +53,8 @@ const char *tsrnn_cpu_blas_coretype_hint(void)
     return NULL;
 }
 
-const char *tsrnn_cpu_blas_describe(void)
+const char *tsrnn_cpu_blas_describe(const char *unused_why)
 {
+    (void)unused_why;
     return "none (built without OpenBLAS)";
 }
