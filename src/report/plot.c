@@ -69,8 +69,8 @@ static const char dejavu_rendering[] =
     "</fontconfig>";
 
 /* cairo's toy text API finds FONT through fontconfig, whose first use parses the system's
- * whole configuration (some 40 XML files) and maps every font's cache: ~26 M instructions
- * and ~4 ms, a tenth of the seed config's run. Where the DejaVu files are at a known place,
+ * whole configuration (some 40 XML files) and maps every font's cache: 24 M instructions,
+ * ~4 ms (this set-up: 4 M). Where the DejaVu files are at a known place,
  * fontconfig gets a configuration of those two files and the stock rendering settings
  * instead: the same glyphs (a user's own fontconfig settings no longer apply to the
  * pictures). Elsewhere it loads its own as before. Once per process; the process draws
@@ -929,9 +929,9 @@ static void draw_chart(const struct chart *ch)
 /* --- PNG ------------------------------------------------------------------------------- */
 
 /* cairo's own writer (libpng, zlib's default level 6, each row's filter chosen by trying
- * them all) took ~25 ms for a 1000x500 picture, about as long as the seed config's 2,100
- * optimizer steps. These pictures are lines and text on white: long runs of one byte, which
- * zlib's run-length strategy codes at a fraction of the cost (~4 ms), in a file about a
+ * them all) spent 220 M instructions (~20 ms) on the seed config's 1000x500 picture, a third
+ * of its 2,100 optimizer steps' time. These pictures are lines and text on white: long runs
+ * of one byte, which zlib's run-length strategy codes in 38 M (~4 ms), into a file about a
  * quarter larger (64 KB instead of 50). Rows go unfiltered: Sub, Up and Paeth, made for
  * photographs, cost time here and gain at most a tenth. */
 #define PNG_IDAT_MAX (64 * 1024) /* bytes of zlib stream per IDAT chunk */
