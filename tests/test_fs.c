@@ -303,6 +303,29 @@ static void test_planted_temporaries_are_never_followed(void **state)
     free(dir);
 }
 
+/* A commit that leaves the folder unsynced still puts the whole file under its name, and the
+ * folder syncs afterwards; a missing folder's sync is an error that names the path. */
+static void test_unsynced_commit_then_folder_sync(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp(), *path = join(dir, "last.safetensors");
+    struct tsrnn_atomic_file af;
+    assert_int_equal(tsrnn_atomic_file_open(&af, path), TSRNN_OK);
+    fputs("weights\n", af.file);
+    assert_int_equal(tsrnn_atomic_file_commit_unsynced(&af), TSRNN_OK);
+    expect_file(path, "weights\n");
+    assert_int_equal(tsrnn_atomic_file_sync_folder(path), TSRNN_OK);
+
+    char *gone = join(dir, "missing/last.safetensors");
+    assert_int_equal(tsrnn_atomic_file_sync_folder(gone), TSRNN_ERR_IO);
+    tu_expect_in(tsrnn_last_error(), "missing/last.safetensors: syncing its folder failed");
+    tu_expect_in(tsrnn_last_error(), "No such file or directory");
+    tu_rmtree(dir);
+    free(gone);
+    free(path);
+    free(dir);
+}
+
 /* Two writers of one file at once get different temporary names, which do not end in the
  * writer's pid. */
 static void test_temporary_names_are_unpredictable(void **state)
@@ -340,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_planted_link_in_sticky_folder_is_refused),
         cmocka_unit_test(test_planted_temporaries_are_never_followed),
         cmocka_unit_test(test_temporary_names_are_unpredictable),
+        cmocka_unit_test(test_unsynced_commit_then_folder_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

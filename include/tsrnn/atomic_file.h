@@ -53,6 +53,16 @@ enum tsrnn_status tsrnn_atomic_file_open(struct tsrnn_atomic_file *af, const cha
  * every case. */
 enum tsrnn_status tsrnn_atomic_file_commit(struct tsrnn_atomic_file *af);
 
+/* As tsrnn_atomic_file_commit(), but the folder is not synced: the file is whole under its
+ * name, yet the rename may not survive a crash until the folder is synced
+ * (tsrnn_atomic_file_sync_folder(), or a later commit or link in the same folder, which
+ * syncs every name there). For files replaced together: one folder sync after the last. */
+enum tsrnn_status tsrnn_atomic_file_commit_unsynced(struct tsrnn_atomic_file *af);
+
+/* fsync()s the folder holding `path` (a file system that cannot sync folders passes):
+ * TSRNN_ERR_IO "cannot write <path>: syncing its folder failed: <strerror>". */
+enum tsrnn_status tsrnn_atomic_file_sync_folder(const char *path);
+
 /* Closes and removes the temporary file, leaving the target as it was (in place: what was
  * written is gone already); frees `af`. Accepts an already committed or aborted struct. */
 void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af);

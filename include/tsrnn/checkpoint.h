@@ -119,13 +119,15 @@ struct tsrnn_checkpoint_series {
 
 /* Writes the checkpoint atomically (tsrnn_safetensors_write()): the weights and moments of
  * `model` and `adam`, `state`, the dataset's scaler and series description, and `cfg`.
+ * `sync_folder` false leaves the folder unsynced (tsrnn_safetensors_write_unsynced()): for a
+ * checkpoint that another file's commit or link in the same folder makes durable.
  * Errors: TSRNN_ERR_IO naming the path and strerror (the previous file at `path`, if any,
  * is untouched), TSRNN_ERR_NOMEM. */
 enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_model *model,
                                         const struct tsrnn_adam *adam,
                                         const struct tsrnn_train_state *state,
                                         const struct tsrnn_config *cfg,
-                                        const struct tsrnn_dataset *ds);
+                                        const struct tsrnn_dataset *ds, bool sync_folder);
 
 /* A checkpoint read back: the file, its state and what its metadata describes. */
 struct tsrnn_checkpoint {

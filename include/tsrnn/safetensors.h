@@ -162,4 +162,13 @@ enum tsrnn_status tsrnn_safetensors_write(const char *path, const struct tsrnn_t
                                           const struct tsrnn_metadata_entry *metadata,
                                           size_t metadata_count);
 
+/* As tsrnn_safetensors_write(), but the folder is left unsynced
+ * (tsrnn_atomic_file_commit_unsynced()): for a file that another one's folder sync will
+ * cover. */
+enum tsrnn_status tsrnn_safetensors_write_unsynced(const char *path,
+                                                   const struct tsrnn_tensor_desc *tensors,
+                                                   size_t tensor_count,
+                                                   const struct tsrnn_metadata_entry *metadata,
+                                                   size_t metadata_count);
+
 #endif

@@ -137,7 +137,7 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
                                         const struct tsrnn_adam *adam,
                                         const struct tsrnn_train_state *state,
                                         const struct tsrnn_config *cfg,
-                                        const struct tsrnn_dataset *ds)
+                                        const struct tsrnn_dataset *ds, bool sync_folder)
 {
     const struct tsrnn_param_table *table = &model->table;
     size_t n = table->entry_count, count = table->total_count;
@@ -247,7 +247,9 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
                 metadata[entry_count++] = metadata[k];
         snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
                  tsrnn_safetensors_metadata_crc(metadata, entry_count));
-        status = tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count);
+        status = sync_folder ? tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count)
+                             : tsrnn_safetensors_write_unsynced(path, tensors, 3 * n, metadata,
+                                                                entry_count);
     }
     free(rng_text);
     free(model_text);

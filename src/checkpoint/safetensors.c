@@ -808,7 +808,8 @@ static enum tsrnn_status build_header(const char *shown, const struct tsrnn_tens
 
 /* Header, then each tensor's bytes, into an atomic file. */
 static enum tsrnn_status write_file(const char *path, const unsigned char *head, size_t head_nbytes,
-                                    const struct tsrnn_tensor_desc *tensors, size_t tensor_count)
+                                    const struct tsrnn_tensor_desc *tensors, size_t tensor_count,
+                                    bool sync_folder)
 {
     struct tsrnn_atomic_file af;
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
@@ -820,7 +821,25 @@ static enum tsrnn_status write_file(const char *path, const unsigned char *head,
         if (nbytes > 0)
             fwrite(tensors[i].data, 1, (size_t)nbytes, af.file);
     }
-    return tsrnn_atomic_file_commit(&af); /* a short write shows as ferror() there */
+    /* a short write shows as ferror() there */
+    return sync_folder ? tsrnn_atomic_file_commit(&af) : tsrnn_atomic_file_commit_unsynced(&af);
+}
+
+static enum tsrnn_status write_safetensors(const char *path,
+                                           const struct tsrnn_tensor_desc *tensors,
+                                           size_t tensor_count,
+                                           const struct tsrnn_metadata_entry *metadata,
+                                           size_t metadata_count, bool sync_folder)
+{
+    const char *shown = tsrnn_display_path(path);
+    unsigned char *head = NULL;
+    size_t head_nbytes = 0;
+    TSRNN_TRY(
+        build_header(shown, tensors, tensor_count, metadata, metadata_count, &head, &head_nbytes));
+    enum tsrnn_status status =
+        write_file(path, head, head_nbytes, tensors, tensor_count, sync_folder);
+    free(head);
+    return status;
 }
 
 enum tsrnn_status tsrnn_safetensors_write(const char *path, const struct tsrnn_tensor_desc *tensors,
@@ -828,12 +847,14 @@ enum tsrnn_status tsrnn_safetensors_write(const char *path, const struct tsrnn_t
                                           const struct tsrnn_metadata_entry *metadata,
                                           size_t metadata_count)
 {
-    const char *shown = tsrnn_display_path(path);
-    unsigned char *head = NULL;
-    size_t head_nbytes = 0;
-    TSRNN_TRY(
-        build_header(shown, tensors, tensor_count, metadata, metadata_count, &head, &head_nbytes));
-    enum tsrnn_status status = write_file(path, head, head_nbytes, tensors, tensor_count);
-    free(head);
-    return status;
+    return write_safetensors(path, tensors, tensor_count, metadata, metadata_count, true);
+}
+
+enum tsrnn_status tsrnn_safetensors_write_unsynced(const char *path,
+                                                   const struct tsrnn_tensor_desc *tensors,
+                                                   size_t tensor_count,
+                                                   const struct tsrnn_metadata_entry *metadata,
+                                                   size_t metadata_count)
+{
+    return write_safetensors(path, tensors, tensor_count, metadata, metadata_count, false);
 }

@@ -305,7 +305,13 @@ static const char *finish_file(struct tsrnn_atomic_file *af, int *err)
     return step;
 }
 
-enum tsrnn_status tsrnn_atomic_file_commit(struct tsrnn_atomic_file *af)
+static enum tsrnn_status folder_sync_failed(const char *path, int err)
+{
+    return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s: syncing its folder failed",
+                             tsrnn_display_path(path));
+}
+
+static enum tsrnn_status commit(struct tsrnn_atomic_file *af, bool sync)
 {
     int err = 0;
     const char *step = finish_file(af, &err);
@@ -314,12 +320,27 @@ enum tsrnn_status tsrnn_atomic_file_commit(struct tsrnn_atomic_file *af)
         status = step_failed(af, step, err);
         if (af->tmp != NULL)
             unlink(af->tmp);
-    } else if (af->tmp != NULL && (err = sync_folder(af->target)) != 0) {
-        status = tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s: syncing its folder failed",
-                                   tsrnn_display_path(af->path));
+    } else if (sync && af->tmp != NULL && (err = sync_folder(af->target)) != 0) {
+        status = folder_sync_failed(af->path, err);
     }
     release(af);
     return status;
+}
+
+enum tsrnn_status tsrnn_atomic_file_commit(struct tsrnn_atomic_file *af)
+{
+    return commit(af, true);
+}
+
+enum tsrnn_status tsrnn_atomic_file_commit_unsynced(struct tsrnn_atomic_file *af)
+{
+    return commit(af, false);
+}
+
+enum tsrnn_status tsrnn_atomic_file_sync_folder(const char *path)
+{
+    int err = sync_folder(path);
+    return err == 0 ? TSRNN_OK : folder_sync_failed(path, err);
 }
 
 void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af)
