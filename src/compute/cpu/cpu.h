@@ -221,6 +221,12 @@ enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void);
 const char *tsrnn_cpu_blas_coretype_hint(void);
 const char *tsrnn_cpu_blas_describe(void);
 
+/* Whether tsrnn_cpu_gemm() / tsrnn_cpu_gemm_bias() run this product (alpha 1) in the
+ * reference loops, not in the blocked GEMM or BLAS: then kernels that keep the loops'
+ * per-element order give their bits. */
+bool tsrnn_cpu_loops_take(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
+                          size_t ldb, size_t ldc);
+
 /* The level this CPU supports (CPUID), before TSRNN_CPU_ISA caps it. */
 enum tsrnn_cpu_isa tsrnn_cpu_isa_supported(void);
 
@@ -292,6 +298,31 @@ extern const struct tsrnn_cell tsrnn_cell_lstm;
 extern const struct tsrnn_cell tsrnn_cell_gru;
 
 const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind);
+
+/* The recurrence of a small RNN layer with the batch in vector lanes (rnn.c), on AVX-512:
+ * the reference path's operations in its order (the same bits), blocks of 16 batch rows
+ * through the whole window with h transposed in registers. For layers up to
+ * TSRNN_CPU_RNN_LANES_MAX_HIDDEN units with up to TSRNN_CPU_RNN_LANES_MAX_INPUTS inputs (the
+ * input projection is done step by step) whose per-step products the loops would run
+ * (tsrnn_cpu_loops_take). */
+#define TSRNN_CPU_RNN_LANES_MAX_HIDDEN 32
+#define TSRNN_CPU_RNN_LANES_MAX_INPUTS 8
+
+/* Whether the kernel runs at the level in use (AVX-512). */
+bool tsrnn_cpu_rnn_lanes_available(void);
+
+/* Floats of a layer's weights packed for it: W_ih^T, W_hh^T, b_ih, b_hh, each row padded to
+ * whole blocks of 16 units. */
+size_t tsrnn_cpu_rnn_lanes_count(size_t input_count, size_t hidden_count);
+void tsrnn_cpu_rnn_lanes_pack(float *packed, const float *w_ih, const float *w_hh,
+                              const float *b_ih, const float *b_hh, size_t input_count,
+                              size_t hidden_count);
+
+/* Batch rows [r0, r1) of the layer through T steps: x (T, B, I) the layer's input, h
+ * (T+1, B, H) with h[0] the initial state (not read when zero_state) and h[1..T] out. */
+void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
+                                 size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 bool zero_state);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
  * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the

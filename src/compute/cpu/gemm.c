@@ -359,6 +359,13 @@ void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, siz
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+bool tsrnn_cpu_loops_take(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
+                          size_t ldb, size_t ldc)
+{
+    return !tsrnn_cpu_blocked_takes(cpu, m, n, k, 1.0f) &&
+           !(k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc));
+}
+
 /* c (M, N) = bias in every row + a[i] * b: the K = 1 case of gemm_loops_nt() with alpha 1 (so
  * the same bits: 1 * a[i] is a[i]), as an elementwise loop at every vector level (the input
  * projection of a univariate series, every step). */

@@ -27,7 +27,8 @@ struct layer_cache {
     bool input_masked;  /* input = the layer below's outputs times mask */
     float *mask;        /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
     float *dropped;     /* likewise: the masked outputs of the layer below */
-    float *gates;       /* (T, B, G*H) activated gates; RNN: the new h */
+    float *gates;       /* (T, B, G*H) activated gates; RNN: the new h (not written by
+                           tsrnn_cpu_rnn_lanes_forward(): nothing reads an RNN's) */
     float *h;           /* (T+1, B, H) h[0] = initial state */
     float *c;           /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
     float *aux;         /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
@@ -35,6 +36,8 @@ struct layer_cache {
     float *w_hh_t;      /* (H, G*H) the GEMM loops run along contiguous gate rows */
     float *w_hh_packed; /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
                            uses packed products */
+    float *w_lanes;     /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
+                           the layer is small enough (rnn_lanes_fits) */
 };
 
 struct tsrnn_workspace {
@@ -66,6 +69,15 @@ struct tsrnn_workspace {
     float *state_h;         /* (L, B, H) carried state between predict steps */
     float *state_c;         /* (L, B, H) LSTM, likewise; NULL otherwise */
 };
+
+/* Whether layer l can run tsrnn_cpu_rnn_lanes_forward(): an RNN layer of few units and inputs
+ * (the input projection step by step). */
+static bool rnn_lanes_fits(const struct tsrnn_model_dims *dims, size_t l)
+{
+    size_t input_count = l == 0 ? dims->input_count : dims->hidden_count;
+    return dims->kind == TSRNN_MODEL_RNN && dims->hidden_count <= TSRNN_CPU_RNN_LANES_MAX_HIDDEN &&
+           input_count <= TSRNN_CPU_RNN_LANES_MAX_INPUTS && input_count <= STEPWISE_MAX_INPUTS;
+}
 
 const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind)
 {
@@ -105,6 +117,9 @@ static void layout(struct tsrnn_workspace *ws, struct tsrnn_arena *arena, size_t
         lc->w_hh_t = tsrnn_arena_floats(arena, H * GH);
         if (packed)
             lc->w_hh_packed = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(H, GH));
+        if (rnn_lanes_fits(dims, l))
+            lc->w_lanes = tsrnn_arena_floats(
+                arena, tsrnn_cpu_rnn_lanes_count(l == 0 ? dims->input_count : H, H));
     }
     if (packed)
         ws->w_hh_packed_bwd = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(GH, H));
@@ -254,6 +269,7 @@ struct recurrence {
     struct tsrnn_layer_params *g;
     size_t input_count;
     bool stepwise_sums; /* backward: the per-step weight and bias sums inside the loop */
+    bool lanes;         /* forward: tsrnn_cpu_rnn_lanes_forward() */
 };
 
 /* A layer's recurrence is split among the compute threads from this many multiply-adds per
@@ -295,6 +311,11 @@ static void forward_rows(void *arg, size_t part, size_t parts)
 
     part_range(B, part, parts, 4, &r0, &r1);
     size_t n = r1 - r0;
+    if (rc->lanes) {
+        tsrnn_cpu_rnn_lanes_forward(lc->w_lanes, lc->input, I, lc->h, B, T, H, r0, r1,
+                                    ws->zero_initial_state);
+        return;
+    }
     float *hg = ws->hg + r0 * GH;
     for (size_t t = 0; t < T && n > 0; t++) {
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
@@ -346,6 +367,9 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
             tsrnn_cpu_pack(lc->w_hh_packed, p->w_hh, H, H, GH, true);
         else
             transpose(lc->w_hh_t, p->w_hh, GH, H);
+        if (lc->w_lanes != NULL)
+            tsrnn_cpu_rnn_lanes_pack(lc->w_lanes, p->w_ih, p->w_hh, p->b_ih, p->b_hh, input_count,
+                                     H);
     }
     /* The input projection, gates = input W_ih^T + b_ih: for all T steps in one GEMM, or
      * step by step for few inputs (in the loop of forward_rows). */
@@ -362,8 +386,14 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     else if (lc->c)
         memset(lc->c, 0, B * H * sizeof(float));
 
-    struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count };
-    tsrnn_cpu_parallel(cpu, forward_rows, &rc, recurrence_parts(ws));
+    /* The lanes kernel where the loops would run every product of a step (the largest part's
+     * rows bound them all). */
+    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
+                 tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
+                 tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
+    struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count, .lanes = lanes };
+    tsrnn_cpu_parallel(cpu, forward_rows, &rc, parts);
     return TSRNN_OK;
 }
 

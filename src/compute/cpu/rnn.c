@@ -1,6 +1,8 @@
 /* The vanilla RNN cell of torch.nn.RNN (nonlinearity="tanh"):
  *     h' = tanh(W_ih x + b_ih + W_hh h + b_hh)
  * gates holds h' itself. */
+#include <string.h>
+
 #include "activation.h"
 #include "cpu.h"
 
@@ -41,3 +43,178 @@ const struct tsrnn_cell tsrnn_cell_rnn = {
     .forward = rnn_forward,
     .backward = rnn_backward,
 };
+
+/* --- the recurrence of a small RNN layer with the batch in vector lanes ----------------------
+ *
+ * A hidden-20 layer's rows are 16 + 4 floats wide, which vectors of 8 or 16 fill badly; its
+ * batch of 16 fills one AVX-512 register exactly. So here a block of 16 batch rows walks
+ * the whole window with h transposed, (H, 16): unit j's 16 rows are one register, the
+ * recurrent product is acc_j += h^T[k] * W_hh[j][k] with the weight broadcast, and the input
+ * projection, the biases and tanh follow in registers, with no pass over memory between.
+ * Every element gets the operations of the reference path (gemm.c and rnn_forward above), in
+ * the same order:
+ *     gates = b_ih + x_0 w_ih[j][0] + ... + x_{I-1} w_ih[j][I-1]       (left to right)
+ *     hg    = b_hh + h_0 w_hh[j][0] + ... + h_{H-1} w_hh[j][H-1]       (none at a zero state)
+ *     h'    = tanh(hg + gates)
+ * so the bits are the same. h' is transposed back into the layer's (T+1, B, H) rows. */
+
+/* Hidden units padded to whole blocks of 16 (the transposition's), and the units whose sums
+ * one pass over k keeps in registers. */
+#define LANES       16
+#define LANES_CHUNK 8
+
+static size_t lanes_padded(size_t hidden_count)
+{
+    return (hidden_count + LANES - 1) / LANES * LANES;
+}
+
+size_t tsrnn_cpu_rnn_lanes_count(size_t input_count, size_t hidden_count)
+{
+    return (input_count + hidden_count + 2) * lanes_padded(hidden_count);
+}
+
+void tsrnn_cpu_rnn_lanes_pack(float *packed, const float *w_ih, const float *w_hh,
+                              const float *b_ih, const float *b_hh, size_t input_count,
+                              size_t hidden_count)
+{
+    size_t I = input_count, H = hidden_count, Hp = lanes_padded(H);
+    float *wi = packed, *wh = wi + I * Hp, *bi = wh + H * Hp, *bh = bi + Hp;
+    memset(packed, 0, tsrnn_cpu_rnn_lanes_count(I, H) * sizeof(float));
+    for (size_t j = 0; j < H; j++) {
+        for (size_t i = 0; i < I; i++)
+            wi[i * Hp + j] = w_ih[j * I + i];
+        for (size_t k = 0; k < H; k++)
+            wh[k * Hp + j] = w_hh[j * H + k];
+        bi[j] = b_ih[j];
+        bh[j] = b_hh[j];
+    }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#include <immintrin.h>
+
+bool tsrnn_cpu_rnn_lanes_available(void)
+{
+    return tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512;
+}
+
+/* r[c][l] -> column l of the 16 x 16 block: out[l][c] = r[c][l], in registers. */
+TSRNN_TARGET_AVX512 static inline void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (size_t i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* r[4g + c], 128-bit lane L: column 4L + c of rows 4g .. 4g+3 */
+    for (size_t g = 0; g < 16; g += 4) {
+        r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xee);
+        r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xee);
+    }
+    for (size_t c = 0; c < 4; c++) {
+        __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        __m512 b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+        __m512 d = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+        t[c] = _mm512_shuffle_f32x4(a, d, 0x88);      /* column c */
+        t[4 + c] = _mm512_shuffle_f32x4(b, e, 0x88);  /* column 4 + c */
+        t[8 + c] = _mm512_shuffle_f32x4(a, d, 0xdd);  /* column 8 + c */
+        t[12 + c] = _mm512_shuffle_f32x4(b, e, 0xdd); /* column 12 + c */
+    }
+    for (size_t i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* rows[l * ld + j] = lanes[j][l] for l < row_count, j < col_count: (col_count, 16) lanes
+ * back into rows, 16 units at a time (lanes has whole blocks of 16). */
+TSRNN_TARGET_AVX512 static void lanes_to_rows(float *rows, size_t ld, const float *lanes,
+                                              size_t col_count, size_t row_count)
+{
+    for (size_t j0 = 0; j0 < col_count; j0 += 16) {
+        size_t width = col_count - j0 < 16 ? col_count - j0 : 16;
+        __mmask16 cols = (__mmask16)((1u << width) - 1u);
+        __m512 r[16];
+        for (size_t c = 0; c < 16; c++)
+            r[c] = _mm512_load_ps(lanes + (j0 + c) * LANES);
+        transpose16(r);
+        for (size_t l = 0; l < row_count; l++)
+            _mm512_mask_storeu_ps(rows + l * ld + j0, cols, r[l]);
+    }
+}
+
+/* Rows r0 .. r0+row_count (<= 16) of the batch through all T steps. */
+TSRNN_TARGET_AVX512 static void lanes_forward_block(const float *packed, const float *x,
+                                                    size_t input_count, float *h, size_t B,
+                                                    size_t T, size_t H, size_t r0, size_t row_count,
+                                                    bool zero_state)
+{
+    size_t I = input_count, Hp = lanes_padded(H);
+    const float *wi = packed, *wh = wi + I * Hp, *bi = wh + H * Hp, *bh = bi + Hp;
+    /* h^T of the step before and of this step, and the inputs x^T of this step */
+    float ht[2][TSRNN_CPU_RNN_LANES_MAX_HIDDEN * LANES] __attribute__((aligned(64)));
+    float xt[TSRNN_CPU_RNN_LANES_MAX_INPUTS][LANES] __attribute__((aligned(64)));
+    memset(ht, 0, sizeof(ht));
+    memset(xt, 0, sizeof(xt));
+    if (!zero_state)
+        for (size_t l = 0; l < row_count; l++)
+            for (size_t k = 0; k < H; k++)
+                ht[0][k * LANES + l] = h[(r0 + l) * H + k];
+    for (size_t t = 0; t < T; t++) {
+        const float *prev = ht[t % 2];
+        float *next = ht[(t + 1) % 2];
+        for (size_t l = 0; l < row_count; l++)
+            for (size_t i = 0; i < I; i++)
+                xt[i][l] = x[(t * B + r0 + l) * I + i];
+        bool product = !(t == 0 && zero_state); /* from h = 0 W_hh h adds exact zeros */
+        for (size_t j0 = 0; j0 < H; j0 += LANES_CHUNK) {
+            __m512 acc[LANES_CHUNK], gate[LANES_CHUNK];
+            for (size_t u = 0; u < LANES_CHUNK; u++)
+                acc[u] = _mm512_set1_ps(bh[j0 + u]);
+            for (size_t k = 0; product && k < H; k++) {
+                __m512 hk = _mm512_load_ps(prev + k * LANES);
+                for (size_t u = 0; u < LANES_CHUNK; u++)
+                    acc[u] = _mm512_add_ps(acc[u],
+                                           _mm512_mul_ps(hk, _mm512_set1_ps(wh[k * Hp + j0 + u])));
+            }
+            for (size_t u = 0; u < LANES_CHUNK; u++)
+                gate[u] = _mm512_set1_ps(bi[j0 + u]);
+            for (size_t i = 0; i < I; i++) {
+                __m512 xi = _mm512_load_ps(xt[i]);
+                for (size_t u = 0; u < LANES_CHUNK; u++)
+                    gate[u] = _mm512_add_ps(gate[u],
+                                            _mm512_mul_ps(xi, _mm512_set1_ps(wi[i * Hp + j0 + u])));
+            }
+            float *out = next + j0 * LANES;
+            for (size_t u = 0; u < LANES_CHUNK; u++)
+                _mm512_store_ps(out + u * LANES, _mm512_add_ps(acc[u], gate[u]));
+            for (size_t e = 0; e < LANES_CHUNK * LANES; e++)
+                out[e] = tsrnn_tanhf(out[e]);
+        }
+        lanes_to_rows(h + ((t + 1) * B + r0) * H, H, next, H, row_count);
+    }
+}
+
+void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
+                                 size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 bool zero_state)
+{
+    for (size_t b = r0; b < r1; b += LANES)
+        lanes_forward_block(packed, x, input_count, h, B, T, H, b, r1 - b < LANES ? r1 - b : LANES,
+                            zero_state);
+}
+#else
+bool tsrnn_cpu_rnn_lanes_available(void)
+{
+    return false;
+}
+
+void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
+                                 size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 bool zero_state)
+{
+    (void)packed, (void)x, (void)input_count, (void)h, (void)B, (void)T, (void)H, (void)r0;
+    (void)r1, (void)zero_state;
+}
+#endif
