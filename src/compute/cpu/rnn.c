@@ -144,14 +144,45 @@ TSRNN_TARGET_AVX512 static void lanes_to_rows(float *rows, size_t ld, const floa
     }
 }
 
+/* Units j0 .. j0+width (width 8 or 4, a constant once inlined) of one step: h^T of the step
+ * into next from h^T of the step before (prev, not read without the product) and the inputs
+ * x^T, the sums in registers over k. */
+TSRNN_TARGET_AVX512 static inline __attribute__((always_inline)) void
+lanes_chunk(float *next, const float *prev, const float (*xt)[LANES], const float *packed,
+            size_t input_count, size_t H, size_t j0, bool product, size_t width)
+{
+    size_t I = input_count, Hp = lanes_padded(H);
+    const float *wi = packed, *wh = wi + I * Hp, *bi = wh + H * Hp, *bh = bi + Hp;
+    __m512 acc[LANES_CHUNK], gate[LANES_CHUNK];
+    for (size_t u = 0; u < width; u++)
+        acc[u] = _mm512_set1_ps(bh[j0 + u]);
+    for (size_t k = 0; product && k < H; k++) {
+        __m512 hk = _mm512_load_ps(prev + k * LANES);
+        for (size_t u = 0; u < width; u++)
+            acc[u] = _mm512_add_ps(acc[u], _mm512_mul_ps(hk, _mm512_set1_ps(wh[k * Hp + j0 + u])));
+    }
+    for (size_t u = 0; u < width; u++)
+        gate[u] = _mm512_set1_ps(bi[j0 + u]);
+    for (size_t i = 0; i < I; i++) {
+        __m512 xi = _mm512_load_ps(xt[i]);
+        for (size_t u = 0; u < width; u++)
+            gate[u] =
+                _mm512_add_ps(gate[u], _mm512_mul_ps(xi, _mm512_set1_ps(wi[i * Hp + j0 + u])));
+    }
+    float *out = next + j0 * LANES;
+    for (size_t u = 0; u < width; u++)
+        _mm512_store_ps(out + u * LANES, _mm512_add_ps(acc[u], gate[u]));
+    for (size_t e = 0; e < width * LANES; e++)
+        out[e] = tsrnn_tanhf(out[e]);
+}
+
 /* Rows r0 .. r0+row_count (<= 16) of the batch through all T steps. */
 TSRNN_TARGET_AVX512 static void lanes_forward_block(const float *packed, const float *x,
                                                     size_t input_count, float *h, size_t B,
                                                     size_t T, size_t H, size_t r0, size_t row_count,
                                                     bool zero_state)
 {
-    size_t I = input_count, Hp = lanes_padded(H);
-    const float *wi = packed, *wh = wi + I * Hp, *bi = wh + H * Hp, *bh = bi + Hp;
+    size_t I = input_count;
     /* h^T of the step before and of this step, and the inputs x^T of this step */
     float ht[2][TSRNN_CPU_RNN_LANES_MAX_HIDDEN * LANES] __attribute__((aligned(64)));
     float xt[TSRNN_CPU_RNN_LANES_MAX_INPUTS][LANES] __attribute__((aligned(64)));
@@ -168,29 +199,13 @@ TSRNN_TARGET_AVX512 static void lanes_forward_block(const float *packed, const f
             for (size_t i = 0; i < I; i++)
                 xt[i][l] = x[(t * B + r0 + l) * I + i];
         bool product = !(t == 0 && zero_state); /* from h = 0 W_hh h adds exact zeros */
-        for (size_t j0 = 0; j0 < H; j0 += LANES_CHUNK) {
-            __m512 acc[LANES_CHUNK], gate[LANES_CHUNK];
-            for (size_t u = 0; u < LANES_CHUNK; u++)
-                acc[u] = _mm512_set1_ps(bh[j0 + u]);
-            for (size_t k = 0; product && k < H; k++) {
-                __m512 hk = _mm512_load_ps(prev + k * LANES);
-                for (size_t u = 0; u < LANES_CHUNK; u++)
-                    acc[u] = _mm512_add_ps(acc[u],
-                                           _mm512_mul_ps(hk, _mm512_set1_ps(wh[k * Hp + j0 + u])));
-            }
-            for (size_t u = 0; u < LANES_CHUNK; u++)
-                gate[u] = _mm512_set1_ps(bi[j0 + u]);
-            for (size_t i = 0; i < I; i++) {
-                __m512 xi = _mm512_load_ps(xt[i]);
-                for (size_t u = 0; u < LANES_CHUNK; u++)
-                    gate[u] = _mm512_add_ps(gate[u],
-                                            _mm512_mul_ps(xi, _mm512_set1_ps(wi[i * Hp + j0 + u])));
-            }
-            float *out = next + j0 * LANES;
-            for (size_t u = 0; u < LANES_CHUNK; u++)
-                _mm512_store_ps(out + u * LANES, _mm512_add_ps(acc[u], gate[u]));
-            for (size_t e = 0; e < LANES_CHUNK * LANES; e++)
-                out[e] = tsrnn_tanhf(out[e]);
+        for (size_t j0 = 0; j0 < H;) {          /* chunks of 8 units, a last one of 4 */
+            size_t width = H - j0 > LANES_CHUNK / 2 ? LANES_CHUNK : LANES_CHUNK / 2;
+            if (width == LANES_CHUNK)
+                lanes_chunk(next, prev, xt, packed, I, H, j0, product, LANES_CHUNK);
+            else
+                lanes_chunk(next, prev, xt, packed, I, H, j0, product, LANES_CHUNK / 2);
+            j0 += width;
         }
         lanes_to_rows(h + ((t + 1) * B + r0) * H, H, next, H, row_count);
     }
