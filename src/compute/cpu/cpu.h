@@ -237,6 +237,15 @@ void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
  * summed in row order. */
 void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld);
 
+/* The per-step sums of a layer with few inputs, over rows (M) of one step's gradients d_a, d_b
+ * (M, N) with leading dimension ld (d_b may alias d_a):
+ *     w (I, N) += x^T d_a       as tsrnn_cpu_gemm(trans_a) with alpha = beta = 1, x (M, I);
+ *     bias_a (N) += column sums of d_a, bias_b (N) += column sums of d_b
+ * with each element's operations and order of those calls (the same bits), in one pass. */
+void tsrnn_cpu_stepwise_sums(const struct tsrnn_cpu *cpu, float *w, size_t ldw, float *bias_a,
+                             float *bias_b, const float *x, size_t input_count, const float *d_a,
+                             const float *d_b, size_t ld, size_t m, size_t n);
+
 /* --- products with a packed right-hand side ---------------------------------------------
  *
  * The recurrence multiplies T inputs in a row by the same matrix. Packed once into panels

@@ -483,6 +483,68 @@ void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, si
     column_sums(bias_grad, rows, m, n, ld);
 }
 
+/* W columns from j of tsrnn_cpu_stepwise_sums_body(), V a vector of W floats (or float): the
+ * chains of one column side by side down the rows, in registers. */
+#define STEPWISE_COLUMNS(V)                                                                        \
+    do {                                                                                           \
+        V acc = *(const V *)(wk + j);                                                              \
+        if (kk == 0) {                                                                             \
+            V sum_a = *(const V *)(bias_a + j), sum_b = *(const V *)(bias_b + j);                  \
+            for (size_t i = 0; i < m; i++) {                                                       \
+                V da = *(const V *)(d_a + i * ld + j);                                             \
+                acc += x[i * input_count] * da;                                                    \
+                sum_a += da;                                                                       \
+                sum_b += *(const V *)(d_b + i * ld + j);                                           \
+            }                                                                                      \
+            *(V *)(bias_a + j) = sum_a;                                                            \
+            *(V *)(bias_b + j) = sum_b;                                                            \
+        } else {                                                                                   \
+            for (size_t i = 0; i < m; i++)                                                         \
+                acc += x[i * input_count + kk] * *(const V *)(d_a + i * ld + j);                   \
+        }                                                                                          \
+        *(V *)(wk + j) = acc;                                                                      \
+    } while (0)
+
+TSRNN_CPU_BODY stepwise_sums_body(float *restrict w, size_t ldw, float *restrict bias_a,
+                                  float *restrict bias_b, const float *restrict x,
+                                  size_t input_count, const float *d_a, const float *d_b, size_t ld,
+                                  size_t m, size_t n)
+{
+    for (size_t kk = 0; kk < input_count; kk++) {
+        float *restrict wk = w + kk * ldw;
+        size_t j = 0;
+        for (; j + 16 <= n; j += 16)
+            STEPWISE_COLUMNS(v16f);
+        for (; j + 8 <= n; j += 8)
+            STEPWISE_COLUMNS(v8f);
+        for (; j + 4 <= n; j += 4)
+            STEPWISE_COLUMNS(v4f);
+        for (; j < n; j++)
+            STEPWISE_COLUMNS(float);
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(stepwise_sums,
+                       (float *restrict w, size_t ldw, float *restrict bias_a,
+                        float *restrict bias_b, const float *restrict x, size_t input_count,
+                        const float *d_a, const float *d_b, size_t ld, size_t m, size_t n),
+                       (w, ldw, bias_a, bias_b, x, input_count, d_a, d_b, ld, m, n))
+
+void tsrnn_cpu_stepwise_sums(const struct tsrnn_cpu *cpu, float *w, size_t ldw, float *bias_a,
+                             float *bias_b, const float *x, size_t input_count, const float *d_a,
+                             const float *d_b, size_t ld, size_t m, size_t n)
+{
+    /* One column: the column sums take eight partial sums (column_sums_body), not a chain. */
+    if (n > 1 && tsrnn_cpu_loops_take(cpu, input_count, n, m, input_count, ld, ldw)) {
+        stepwise_sums(w, ldw, bias_a, bias_b, x, input_count, d_a, d_b, ld, m, n);
+        return;
+    }
+    tsrnn_cpu_gemm(cpu, true, false, input_count, n, m, 1.0f, x, input_count, d_a, ld, 1.0f, w,
+                   ldw);
+    tsrnn_cpu_add_column_sums(bias_a, d_a, m, n, ld);
+    tsrnn_cpu_add_column_sums(bias_b, d_b, m, n, ld);
+}
+
 /* --- packed right-hand side ------------------------------------------------------------- */
 
 #define PANEL_COLS 16

@@ -421,13 +421,11 @@ static void add_stepwise_sums(const struct recurrence *rc, size_t t, size_t j0, 
     size_t I = rc->input_count;
     const float *d_xg = ws->d_xg + t * B * GH + j0, *d_hg = ws->d_hg + t * B * GH + j0;
 
-    tsrnn_cpu_gemm(ws->cpu, true, false, I, j1 - j0, B, 1.0f, lc->input + t * B * I, I, d_xg, GH,
-                   1.0f, ws->d_w_ih_t + j0, GH);
     /* b_hh gets its own sums even where d_hg aliases d_xg (RNN, LSTM): the gradients it
      * accumulates into need not equal b_ih's (backend.h: backward ops accumulate), and from
      * equal ones (the model's zeros) the same additions give the same bits. */
-    tsrnn_cpu_add_column_sums(g->b_ih + j0, d_xg, B, j1 - j0, GH);
-    tsrnn_cpu_add_column_sums(g->b_hh + j0, d_hg, B, j1 - j0, GH);
+    tsrnn_cpu_stepwise_sums(ws->cpu, ws->d_w_ih_t + j0, GH, g->b_ih + j0, g->b_hh + j0,
+                            lc->input + t * B * I, I, d_xg, d_hg, GH, B, j1 - j0);
 }
 
 /* After a split backward loop: the per-step sums of all steps, in the loop's order, each part
