@@ -328,10 +328,17 @@ void tsrnn_cpu_rnn_lanes_pack(float *packed, const float *w_ih, const float *w_h
                               size_t hidden_count);
 
 /* Batch rows [r0, r1) of the layer through T steps: x (T, B, I) the layer's input, h
- * (T+1, B, H) with h[0] the initial state (not read when zero_state) and h[1..T] out. */
+ * (T+1, B, H) with h[0] the initial state (not read when zero_state) and h[1..T] out, and
+ * h_lanes (T, H, B) the same h[1..T] transposed per step. */
 void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
-                                 size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 float *h_lanes, size_t B, size_t T, size_t H, size_t r0, size_t r1,
                                  bool zero_state);
+
+/* The head over the top layer's h_lanes (T, H, B): out (T, B, O) = h V_w^T + V_b with the
+ * operations and order of tsrnn_cpu_fill_rows() then tsrnn_cpu_gemm() in the loops (which
+ * must take that product: tsrnn_cpu_loops_take). */
+void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const float *v_b, float *out,
+                              size_t B, size_t T, size_t H, size_t O);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
  * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the

@@ -38,6 +38,7 @@ struct layer_cache {
                            uses packed products */
     float *w_lanes;     /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
                            the layer is small enough (rnn_lanes_fits) */
+    float *h_lanes;     /* (T, H, B) h[1..T] transposed by tsrnn_cpu_rnn_lanes_forward() */
 };
 
 struct tsrnn_workspace {
@@ -51,6 +52,8 @@ struct tsrnn_workspace {
     size_t batch_count, step_count; /* B, T of the batch loaded */
     bool zero_initial_state;        /* the last forward started from h = 0 */
     bool packed_products;           /* the last forward used the packed recurrent products */
+    bool lanes_top;                 /* the last forward's top layer ran the lanes kernel, so
+                                       its h_lanes holds its outputs */
     struct layer_cache layers[TSRNN_MODEL_MAX_LAYERS];
     float *x;               /* (T, B, C) input, time-major */
     float *y;               /* (T, B, O) target, time-major */
@@ -117,9 +120,11 @@ static void layout(struct tsrnn_workspace *ws, struct tsrnn_arena *arena, size_t
         lc->w_hh_t = tsrnn_arena_floats(arena, H * GH);
         if (packed)
             lc->w_hh_packed = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(H, GH));
-        if (rnn_lanes_fits(dims, l))
+        if (rnn_lanes_fits(dims, l)) {
             lc->w_lanes = tsrnn_arena_floats(
                 arena, tsrnn_cpu_rnn_lanes_count(l == 0 ? dims->input_count : H, H));
+            lc->h_lanes = tsrnn_arena_floats(arena, T * H * B);
+        }
     }
     if (packed)
         ws->w_hh_packed_bwd = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(GH, H));
@@ -312,7 +317,7 @@ static void forward_rows(void *arg, size_t part, size_t parts)
     part_range(B, part, parts, 4, &r0, &r1);
     size_t n = r1 - r0;
     if (rc->lanes) {
-        tsrnn_cpu_rnn_lanes_forward(lc->w_lanes, lc->input, I, lc->h, B, T, H, r0, r1,
+        tsrnn_cpu_rnn_lanes_forward(lc->w_lanes, lc->input, I, lc->h, lc->h_lanes, B, T, H, r0, r1,
                                     ws->zero_initial_state);
         return;
     }
@@ -392,6 +397,8 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
                  tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
                  tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
+    if (l + 1 == ws->dims.layer_count)
+        ws->lanes_top = lanes;
     struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count, .lanes = lanes };
     tsrnn_cpu_parallel(cpu, forward_rows, &rc, parts);
     return TSRNN_OK;
@@ -566,6 +573,12 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
+    if (ws->lanes_top && tsrnn_cpu_loops_take(ws->cpu, rows, O, H, H, H, O)) {
+        const struct layer_cache *top = &ws->layers[ws->dims.layer_count - 1];
+        tsrnn_cpu_rnn_lanes_head(top->h_lanes, v_w, v_b, ws->out, ws->batch_count, ws->step_count,
+                                 H, O);
+        return TSRNN_OK;
+    }
     tsrnn_cpu_fill_rows(ws->out, v_b, rows, O);
     tsrnn_cpu_gemm(ws->cpu, false, true, rows, O, H, 1.0f, top_outputs(ws), H, v_w, H, 1.0f,
                    ws->out, O);

@@ -127,37 +127,42 @@ TSRNN_TARGET_AVX512 static inline void transpose16(__m512 r[16])
         r[i] = t[i];
 }
 
-/* rows[l * ld + j] = lanes[j][l] for l < row_count, j < col_count: (col_count, 16) lanes
- * back into rows, 16 units at a time (lanes has whole blocks of 16). */
+/* rows[l * ld + j] = lanes[j * lanes_ld + l] for l < row_count, j < col_count: units in
+ * lanes back into rows, 16 units at a time. */
 TSRNN_TARGET_AVX512 static void lanes_to_rows(float *rows, size_t ld, const float *lanes,
-                                              size_t col_count, size_t row_count)
+                                              size_t lanes_ld, size_t col_count, size_t row_count)
 {
+    __mmask16 lanes_mask = (__mmask16)((1u << row_count) - 1u);
     for (size_t j0 = 0; j0 < col_count; j0 += 16) {
         size_t width = col_count - j0 < 16 ? col_count - j0 : 16;
         __mmask16 cols = (__mmask16)((1u << width) - 1u);
         __m512 r[16];
         for (size_t c = 0; c < 16; c++)
-            r[c] = _mm512_load_ps(lanes + (j0 + c) * LANES);
+            r[c] = c < width ? _mm512_maskz_loadu_ps(lanes_mask, lanes + (j0 + c) * lanes_ld)
+                             : _mm512_setzero_ps();
         transpose16(r);
         for (size_t l = 0; l < row_count; l++)
             _mm512_mask_storeu_ps(rows + l * ld + j0, cols, r[l]);
     }
 }
 
-/* Units j0 .. j0+width (width 8 or 4, a constant once inlined) of one step: h^T of the step
- * into next from h^T of the step before (prev, not read without the product) and the inputs
- * x^T, the sums in registers over k. */
+/* Units j0 .. j0+width (width 8 or 4, a constant once inlined) of one step for the rows of
+ * `lanes`: h^T of the step into next (units < H, unit stride ld) from h^T of the step before
+ * (prev, unit stride prev_ld; not read without the product) and the inputs x^T, the sums in
+ * registers over k. */
 TSRNN_TARGET_AVX512 static inline __attribute__((always_inline)) void
-lanes_chunk(float *next, const float *prev, const float (*xt)[LANES], const float *packed,
-            size_t input_count, size_t H, size_t j0, bool product, size_t width)
+lanes_chunk(float *next, size_t ld, const float *prev, size_t prev_ld, __mmask16 lanes,
+            const float (*xt)[LANES], const float *packed, size_t input_count, size_t H, size_t j0,
+            bool product, size_t width)
 {
     size_t I = input_count, Hp = lanes_padded(H);
     const float *wi = packed, *wh = wi + I * Hp, *bi = wh + H * Hp, *bh = bi + Hp;
     __m512 acc[LANES_CHUNK], gate[LANES_CHUNK];
+    float out[LANES_CHUNK * LANES] __attribute__((aligned(64)));
     for (size_t u = 0; u < width; u++)
         acc[u] = _mm512_set1_ps(bh[j0 + u]);
     for (size_t k = 0; product && k < H; k++) {
-        __m512 hk = _mm512_load_ps(prev + k * LANES);
+        __m512 hk = _mm512_maskz_loadu_ps(lanes, prev + k * prev_ld);
         for (size_t u = 0; u < width; u++)
             acc[u] = _mm512_add_ps(acc[u], _mm512_mul_ps(hk, _mm512_set1_ps(wh[k * Hp + j0 + u])));
     }
@@ -169,32 +174,36 @@ lanes_chunk(float *next, const float *prev, const float (*xt)[LANES], const floa
             gate[u] =
                 _mm512_add_ps(gate[u], _mm512_mul_ps(xi, _mm512_set1_ps(wi[i * Hp + j0 + u])));
     }
-    float *out = next + j0 * LANES;
     for (size_t u = 0; u < width; u++)
         _mm512_store_ps(out + u * LANES, _mm512_add_ps(acc[u], gate[u]));
     for (size_t e = 0; e < width * LANES; e++)
         out[e] = tsrnn_tanhf(out[e]);
+    for (size_t u = 0; u < width && j0 + u < H; u++)
+        _mm512_mask_storeu_ps(next + (j0 + u) * ld, lanes, _mm512_load_ps(out + u * LANES));
 }
 
-/* Rows r0 .. r0+row_count (<= 16) of the batch through all T steps. */
+/* Rows r0 .. r0+row_count (<= 16) of the batch through all T steps, h^T of step t into
+ * h_lanes + t * H * B + r0 (unit stride B). */
 TSRNN_TARGET_AVX512 static void lanes_forward_block(const float *packed, const float *x,
-                                                    size_t input_count, float *h, size_t B,
-                                                    size_t T, size_t H, size_t r0, size_t row_count,
-                                                    bool zero_state)
+                                                    size_t input_count, float *h, float *h_lanes,
+                                                    size_t B, size_t T, size_t H, size_t r0,
+                                                    size_t row_count, bool zero_state)
 {
     size_t I = input_count;
-    /* h^T of the step before and of this step, and the inputs x^T of this step */
-    float ht[2][TSRNN_CPU_RNN_LANES_MAX_HIDDEN * LANES] __attribute__((aligned(64)));
+    __mmask16 lanes = (__mmask16)((1u << row_count) - 1u);
+    /* h^T of the initial state, and the inputs x^T of a step */
+    float h0[TSRNN_CPU_RNN_LANES_MAX_HIDDEN * LANES] __attribute__((aligned(64)));
     float xt[TSRNN_CPU_RNN_LANES_MAX_INPUTS][LANES] __attribute__((aligned(64)));
-    memset(ht, 0, sizeof(ht));
+    memset(h0, 0, sizeof(h0));
     memset(xt, 0, sizeof(xt));
     if (!zero_state)
         for (size_t l = 0; l < row_count; l++)
             for (size_t k = 0; k < H; k++)
-                ht[0][k * LANES + l] = h[(r0 + l) * H + k];
+                h0[k * LANES + l] = h[(r0 + l) * H + k];
     for (size_t t = 0; t < T; t++) {
-        const float *prev = ht[t % 2];
-        float *next = ht[(t + 1) % 2];
+        const float *prev = t == 0 ? h0 : h_lanes + (t - 1) * H * B + r0;
+        size_t prev_ld = t == 0 ? LANES : B;
+        float *next = h_lanes + t * H * B + r0;
         for (size_t l = 0; l < row_count; l++)
             for (size_t i = 0; i < I; i++)
                 xt[i][l] = x[(t * B + r0 + l) * I + i];
@@ -202,22 +211,77 @@ TSRNN_TARGET_AVX512 static void lanes_forward_block(const float *packed, const f
         for (size_t j0 = 0; j0 < H;) {          /* chunks of 8 units, a last one of 4 */
             size_t width = H - j0 > LANES_CHUNK / 2 ? LANES_CHUNK : LANES_CHUNK / 2;
             if (width == LANES_CHUNK)
-                lanes_chunk(next, prev, xt, packed, I, H, j0, product, LANES_CHUNK);
+                lanes_chunk(next, B, prev, prev_ld, lanes, xt, packed, I, H, j0, product,
+                            LANES_CHUNK);
             else
-                lanes_chunk(next, prev, xt, packed, I, H, j0, product, LANES_CHUNK / 2);
+                lanes_chunk(next, B, prev, prev_ld, lanes, xt, packed, I, H, j0, product,
+                            LANES_CHUNK / 2);
             j0 += width;
         }
-        lanes_to_rows(h + ((t + 1) * B + r0) * H, H, next, H, row_count);
+        lanes_to_rows(h + ((t + 1) * B + r0) * H, H, next, B, H, row_count);
     }
 }
 
 void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
-                                 size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 float *h_lanes, size_t B, size_t T, size_t H, size_t r0, size_t r1,
                                  bool zero_state)
 {
     for (size_t b = r0; b < r1; b += LANES)
-        lanes_forward_block(packed, x, input_count, h, B, T, H, b, r1 - b < LANES ? r1 - b : LANES,
-                            zero_state);
+        lanes_forward_block(packed, x, input_count, h, h_lanes, B, T, H, b,
+                            r1 - b < LANES ? r1 - b : LANES, zero_state);
+}
+
+/* One output of the head for 16 rows: v_b + 1 * dot(h, v_w) with gemm.c's dot(): eight
+ * partial sums from 0 over the blocks of 8 units, joined ((p0 + p4) + (p1 + p5)) +
+ * ((p2 + p6) + (p3 + p7)), then the units past the blocks one by one. */
+TSRNN_TARGET_AVX512 static inline __m512 lanes_head_output(const float *ht, size_t ld,
+                                                           __mmask16 lanes, const float *v_w,
+                                                           float v_b, size_t H)
+{
+    __m512 p[8];
+    for (size_t u = 0; u < 8; u++)
+        p[u] = _mm512_setzero_ps();
+    size_t k = 0;
+    for (; k + 8 <= H; k += 8)
+        for (size_t u = 0; u < 8; u++)
+            p[u] =
+                _mm512_add_ps(p[u], _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, ht + (k + u) * ld),
+                                                  _mm512_set1_ps(v_w[k + u])));
+    __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(p[0], p[4]), _mm512_add_ps(p[1], p[5])),
+                               _mm512_add_ps(_mm512_add_ps(p[2], p[6]), _mm512_add_ps(p[3], p[7])));
+    for (; k < H; k++)
+        sum = _mm512_add_ps(
+            sum, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, ht + k * ld), _mm512_set1_ps(v_w[k])));
+    return _mm512_add_ps(_mm512_set1_ps(v_b), _mm512_mul_ps(_mm512_set1_ps(1.0f), sum));
+}
+
+TSRNN_TARGET_AVX512 static void lanes_head(const float *h_lanes, const float *v_w, const float *v_b,
+                                           float *out, size_t B, size_t T, size_t H, size_t O)
+{
+    for (size_t t = 0; t < T; t++)
+        for (size_t b = 0; b < B; b += LANES) {
+            size_t row_count = B - b < LANES ? B - b : LANES;
+            __mmask16 lanes = (__mmask16)((1u << row_count) - 1u);
+            const float *ht = h_lanes + t * H * B + b;
+            float *rows = out + (t * B + b) * O;
+            for (size_t o = 0; o < O; o++) {
+                __m512 y = lanes_head_output(ht, B, lanes, v_w + o * H, v_b[o], H);
+                if (O == 1) {
+                    _mm512_mask_storeu_ps(rows, lanes, y);
+                    continue;
+                }
+                float lane[LANES] __attribute__((aligned(64)));
+                _mm512_store_ps(lane, y);
+                for (size_t l = 0; l < row_count; l++)
+                    rows[l * O + o] = lane[l];
+            }
+        }
+}
+
+void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const float *v_b, float *out,
+                              size_t B, size_t T, size_t H, size_t O)
+{
+    lanes_head(h_lanes, v_w, v_b, out, B, T, H, O);
 }
 #else
 bool tsrnn_cpu_rnn_lanes_available(void)
@@ -226,10 +290,16 @@ bool tsrnn_cpu_rnn_lanes_available(void)
 }
 
 void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
-                                 size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 float *h_lanes, size_t B, size_t T, size_t H, size_t r0, size_t r1,
                                  bool zero_state)
 {
-    (void)packed, (void)x, (void)input_count, (void)h, (void)B, (void)T, (void)H, (void)r0;
-    (void)r1, (void)zero_state;
+    (void)packed, (void)x, (void)input_count, (void)h, (void)h_lanes, (void)B, (void)T, (void)H;
+    (void)r0, (void)r1, (void)zero_state;
+}
+
+void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const float *v_b, float *out,
+                              size_t B, size_t T, size_t H, size_t O)
+{
+    (void)h_lanes, (void)v_w, (void)v_b, (void)out, (void)B, (void)T, (void)H, (void)O;
 }
 #endif
