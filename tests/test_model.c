@@ -436,24 +436,30 @@ static void test_isa_levels_are_bit_identical(void **state)
     }
 }
 
-/* Small RNN layers run their recurrence with the batch in vector lanes on AVX-512
- * (tsrnn_cpu_rnn_lanes_forward) and in the reference loops below it: the same bits at every
- * level this CPU has -- loss, outputs, every gradient and a forecast (which carries the state
- * between steps) -- for the seed config's shape, batches around the 16-row blocks, up to 32
- * units, several inputs, and a second layer fed by the first. */
+/* Small layers run AVX-512 kernels of their own: an RNN's recurrence and head with the batch
+ * in vector lanes (tsrnn_cpu_rnn_lanes_forward), the weight gradients of 16q + 4 columns with
+ * the last 4 columns of 4 rows in one register (gemm.c, gemm_tn_avx512); below AVX-512, the
+ * reference loops. The same bits at every level this CPU has -- loss, outputs, every gradient
+ * and a forecast (which carries the state between steps) -- for the seed config's shape,
+ * batches around the 16-row blocks, up to 32 units, several inputs, a second layer fed by
+ * the first, and LSTM and GRU layers of 20 units (dW_hh (80, 20) and (60, 20)). */
 static void test_small_rnn_levels_are_bit_identical(void **state)
 {
     (void)state;
-    const size_t shapes[][4] = {
-        /* H, B, C, L */
-        { 20, 16, 1, 1 }, { 20, 37, 3, 1 }, { 5, 3, 2, 2 }, { 32, 17, 8, 1 }, { 9, 16, 1, 2 },
+    const size_t shapes[][5] = {
+        /* kind, H, B, C, L */
+        { TSRNN_MODEL_RNN, 20, 16, 1, 1 }, { TSRNN_MODEL_RNN, 20, 37, 3, 1 },
+        { TSRNN_MODEL_RNN, 5, 3, 2, 2 },   { TSRNN_MODEL_RNN, 32, 17, 8, 1 },
+        { TSRNN_MODEL_RNN, 9, 16, 1, 2 },  { TSRNN_MODEL_LSTM, 20, 16, 1, 1 },
+        { TSRNN_MODEL_GRU, 20, 5, 2, 1 },
     };
     enum tsrnn_cpu_isa saved = tsrnn_cpu_isa, top = tsrnn_cpu_isa_detect();
-    printf("# small RNN layers compared: baseline .. %s (lanes kernel: %s)\n",
+    printf("# small layers compared: baseline .. %s (AVX-512 kernels: %s)\n",
            tsrnn_cpu_isa_name(top), top == TSRNN_CPU_ISA_AVX512 ? "yes" : "no");
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
-        size_t H = shapes[s][0], B = shapes[s][1], C = shapes[s][2], T = 7, horizon = 3;
-        struct tsrnn_model_dims dims = { TSRNN_MODEL_RNN, C, H, shapes[s][3], C, 0.0f };
+        enum tsrnn_model_kind kind = (enum tsrnn_model_kind)shapes[s][0];
+        size_t H = shapes[s][1], B = shapes[s][2], C = shapes[s][3], T = 7, horizon = 3;
+        struct tsrnn_model_dims dims = { kind, C, H, shapes[s][4], C, 0.0f };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
         struct tsrnn_rng rng;
@@ -480,8 +486,9 @@ static void test_small_rnn_levels_are_bit_identical(void **state)
             }
             if (memcmp(&loss, &loss0, sizeof(loss)) != 0 ||
                 memcmp(now, first, (count + out_count + fc_count) * sizeof(float)) != 0)
-                fail_msg("RNN H %zu B %zu C %zu L %zu: %s differs from baseline", H, B, C,
-                         shapes[s][3], tsrnn_cpu_isa_name((enum tsrnn_cpu_isa)isa));
+                fail_msg("%s H %zu B %zu C %zu L %zu: %s differs from baseline",
+                         tsrnn_model_kind_name(kind), H, B, C, shapes[s][4],
+                         tsrnn_cpu_isa_name((enum tsrnn_cpu_isa)isa));
         }
         tsrnn_cpu_set_isa(saved);
         free(first);

@@ -281,6 +281,87 @@ static inline __attribute__((always_inline)) void dot_rows4(float *c, size_t ldc
         c[r * ldc] += alpha * sum[r];
 }
 
+#if PACKED_KERNEL_X86
+/* --- transposed A on AVX-512: the weight gradients of small layers ---------------------------
+ *
+ * C (M, N) = cin + A^T B with N = 16q or 16q + 4 (a hidden-20 layer's dW_hh, (G*H, H), summed
+ * over the window's T*B rows): rows of C in 16-column registers, A broadcast; the last 4
+ * columns of 4 rows share one register, lane 4r + c holding C[i + r][16q + c], fed by A's 4
+ * adjacent values of a k (A^T's row) each repeated 4 times and B's 4 values repeated 4 times.
+ * Every element gets c = cin, then c += a * b for k = 0, 1, ... as in gemm_tile(): the same
+ * bits, with all 16 lanes busy where 8-wide tiles leave the 4-wide tail's register half
+ * empty. */
+
+/* Rows i .. i+R of C (R = 8 or 4, a constant once inlined), columns [16 jb, 16 jb + 16) and,
+ * for jb == 0 with a tail, the last 4 columns. */
+TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
+tn_block(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t lda,
+         const float *b, size_t ldb, size_t n, size_t k, size_t jb, bool tail, size_t R)
+{
+    const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    size_t j0 = 16 * jb, jt = n / 16 * 16;
+    __m512 acc[8], acc_t[2] = { _mm512_setzero_ps(), _mm512_setzero_ps() };
+    for (size_t r = 0; r < R; r++)
+        acc[r] = _mm512_loadu_ps(cin + r * ldcin + j0);
+    for (size_t g = 0; tail && g < R / 4; g++) {
+        const float *row = cin + 4 * g * ldcin + jt;
+        __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(row));
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(row + ldcin), 1);
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(row + 2 * ldcin), 2);
+        acc_t[g] = _mm512_insertf32x4(v, _mm_loadu_ps(row + 3 * ldcin), 3);
+    }
+    for (size_t kk = 0; kk < k; kk++) {
+        const float *ak = a + kk * lda, *bk = b + kk * ldb;
+        __m512 bv = _mm512_loadu_ps(bk + j0);
+        for (size_t r = 0; r < R; r++)
+            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(_mm512_set1_ps(ak[r]), bv));
+        if (!tail)
+            continue;
+        __m512 bt = _mm512_broadcast_f32x4(_mm_loadu_ps(bk + jt));
+        for (size_t g = 0; g < R / 4; g++) {
+            __m512 at =
+                _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_loadu_ps(ak + 4 * g)));
+            acc_t[g] = _mm512_add_ps(acc_t[g], _mm512_mul_ps(at, bt));
+        }
+    }
+    for (size_t r = 0; r < R; r++)
+        _mm512_storeu_ps(c + r * ldc + j0, acc[r]);
+    for (size_t g = 0; tail && g < R / 4; g++) {
+        float *row = c + 4 * g * ldc + jt;
+        _mm_storeu_ps(row, _mm512_castps512_ps128(acc_t[g]));
+        _mm_storeu_ps(row + ldc, _mm512_extractf32x4_ps(acc_t[g], 1));
+        _mm_storeu_ps(row + 2 * ldc, _mm512_extractf32x4_ps(acc_t[g], 2));
+        _mm_storeu_ps(row + 3 * ldc, _mm512_extractf32x4_ps(acc_t[g], 3));
+    }
+}
+
+/* Whether gemm_tn_avx512() takes C = cin + A^T B of this shape (alpha 1). */
+static bool tn_avx512_takes(size_t m, size_t n, size_t k)
+{
+    return tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && m >= 4 && n >= 16 && k > 1 &&
+           (n % 16 == 0 || n % 16 == 4);
+}
+
+/* Rows in 8s, then 4s; returns how many rows it did (the rest: single rows, the loops'). */
+TSRNN_TARGET_AVX512_KERNEL static size_t gemm_tn_avx512(size_t m, size_t n, size_t k,
+                                                        const float *a, size_t lda, const float *b,
+                                                        size_t ldb, const float *cin, size_t ldcin,
+                                                        float *c, size_t ldc)
+{
+    bool tail = n % 16 == 4;
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8)
+        for (size_t jb = 0; jb < n / 16; jb++)
+            tn_block(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i, lda, b, ldb, n, k, jb,
+                     tail && jb == 0, 8);
+    for (; i + 4 <= m; i += 4)
+        for (size_t jb = 0; jb < n / 16; jb++)
+            tn_block(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i, lda, b, ldb, n, k, jb,
+                     tail && jb == 0, 4);
+    return i;
+}
+#endif
+
 /* C = cin + alpha * op(A) B, B not transposed; cin is C (ldcin = ldc) or a bias row
  * (ldcin = 0). Tiles of 4 rows, then single rows. */
 TSRNN_VECTOR_CLONES static void gemm_loops_nt(bool trans_a, size_t m, size_t n, size_t k,
@@ -300,6 +381,12 @@ TSRNN_VECTOR_CLONES static void gemm_loops_nt(bool trans_a, size_t m, size_t n, 
         }
         return;
     }
+#if PACKED_KERNEL_X86
+    if (trans_a && alpha == 1.0f && tn_avx512_takes(m, n, k)) {
+        size_t done = gemm_tn_avx512(m, n, k, a, lda, b, ldb, cin, ldcin, c, ldc);
+        a += done, c += done * ldc, cin += done * ldcin, m -= done;
+    }
+#endif
     /* The common case, with alpha a constant: 1 * a is a exactly, so the tiles broadcast A
      * straight from memory instead of scaling it first (a third fewer operations). */
     if (alpha == 1.0f)
