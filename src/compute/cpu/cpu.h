@@ -246,6 +246,16 @@ void tsrnn_cpu_stepwise_sums(const struct tsrnn_cpu *cpu, float *w, size_t ldw, 
                              float *bias_b, const float *x, size_t input_count, const float *d_a,
                              const float *d_b, size_t ld, size_t m, size_t n);
 
+/* The backward of a head with one output over M rows of N <= 32 units (AVX-512; returns
+ * false, doing nothing, elsewhere or where the loops would not take the products):
+ *     g (N) += d^T rows      as tsrnn_cpu_gemm(trans_a) (1, N, K = M), beta 1: a chain per
+ *                            column down the rows;
+ *     out (M, N) = d v       as tsrnn_cpu_gemm() (M, N, K = 1), beta 0: 0 + (1 d[i]) v[j]
+ * in one pass, each element's operations in those calls' order (the same bits): the second
+ * product runs while the first waits on its chains. */
+bool tsrnn_cpu_head1_backward(const struct tsrnn_cpu *cpu, size_t m, size_t n, const float *d,
+                              const float *rows, const float *v, float *g, float *out);
+
 /* --- products with a packed right-hand side ---------------------------------------------
  *
  * The recurrence multiplies T inputs in a row by the same matrix. Packed once into panels

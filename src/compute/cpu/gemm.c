@@ -632,6 +632,46 @@ void tsrnn_cpu_stepwise_sums(const struct tsrnn_cpu *cpu, float *w, size_t ldw, 
     tsrnn_cpu_add_column_sums(bias_b, d_b, m, n, ld);
 }
 
+#if PACKED_KERNEL_X86
+/* tsrnn_cpu_head1_backward() on AVX-512: both products in one pass over the rows, up to 32
+ * columns in two registers (the second masked). */
+TSRNN_TARGET_AVX512_KERNEL static void head1_backward_avx512(size_t m, size_t n, const float *d,
+                                                             const float *rows, const float *v,
+                                                             float *g, float *out)
+{
+    __mmask16 lo = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u);
+    __mmask16 hi = (__mmask16)(n > 16 ? (1u << (n - 16)) - 1u : 0u);
+    __m512 g0 = _mm512_maskz_loadu_ps(lo, g), g1 = _mm512_maskz_loadu_ps(hi, g + 16);
+    __m512 v0 = _mm512_maskz_loadu_ps(lo, v), v1 = _mm512_maskz_loadu_ps(hi, v + 16);
+    __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    for (size_t i = 0; i < m; i++) {
+        __m512 di = _mm512_set1_ps(d[i]), av = _mm512_mul_ps(one, di);
+        const float *row = rows + i * n;
+        g0 = _mm512_add_ps(g0, _mm512_mul_ps(di, _mm512_maskz_loadu_ps(lo, row)));
+        g1 = _mm512_add_ps(g1, _mm512_mul_ps(di, _mm512_maskz_loadu_ps(hi, row + 16)));
+        _mm512_mask_storeu_ps(out + i * n, lo, _mm512_add_ps(zero, _mm512_mul_ps(av, v0)));
+        _mm512_mask_storeu_ps(out + i * n + 16, hi, _mm512_add_ps(zero, _mm512_mul_ps(av, v1)));
+    }
+    _mm512_mask_storeu_ps(g, lo, g0);
+    _mm512_mask_storeu_ps(g + 16, hi, g1);
+}
+#endif
+
+bool tsrnn_cpu_head1_backward(const struct tsrnn_cpu *cpu, size_t m, size_t n, const float *d,
+                              const float *rows, const float *v, float *g, float *out)
+{
+#if PACKED_KERNEL_X86
+    if (tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && n <= 32 &&
+        tsrnn_cpu_loops_take(cpu, 1, n, m, 1, n, n) &&
+        tsrnn_cpu_loops_take(cpu, m, n, 1, 1, n, n)) {
+        head1_backward_avx512(m, n, d, rows, v, g, out);
+        return true;
+    }
+#endif
+    (void)cpu, (void)m, (void)n, (void)d, (void)rows, (void)v, (void)g, (void)out;
+    return false;
+}
+
 /* --- packed right-hand side ------------------------------------------------------------- */
 
 #define PANEL_COLS 16

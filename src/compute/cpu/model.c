@@ -591,9 +591,12 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrn
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
+    tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
+    if (O == 1 &&
+        tsrnn_cpu_head1_backward(ws->cpu, rows, H, ws->d_out, top_outputs(ws), v_w, g_v_w, ws->d_h))
+        return TSRNN_OK;
     tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H, 1.0f,
                    g_v_w, H);
-    tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
     tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
     return TSRNN_OK;
 }
