@@ -344,6 +344,15 @@ void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t inp
                                  float *h_lanes, size_t B, size_t T, size_t H, size_t r0, size_t r1,
                                  bool zero_state);
 
+/* One step t of the layer's backward for batch rows [r0, r1), with the operations and order of
+ * backward_rows (model.c) and rnn_backward: dh = d_h[t] + carry, d_xg[t] = dh (1 - h[t+1]^2),
+ * and with carry_out the next carry = 0 + d_xg[t] W_hh. d_h and d_xg are the step's (B, H)
+ * rows, h_lanes the forward's h[t+1] transposed and carry (H, B) the carry transposed (zeros
+ * at the window's last step). */
+void tsrnn_cpu_rnn_lanes_backward_step(const float *d_h, const float *h_lanes, float *carry,
+                                       const float *w_hh, float *d_xg, size_t B, size_t H,
+                                       size_t r0, size_t r1, bool carry_out);
+
 /* The head over the top layer's h_lanes (T, H, B): out (T, B, O) = h V_w^T + V_b with the
  * operations and order of tsrnn_cpu_fill_rows() then tsrnn_cpu_gemm() in the loops (which
  * must take that product: tsrnn_cpu_loops_take). */

@@ -39,6 +39,7 @@ struct layer_cache {
     float *w_lanes;     /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
                            the layer is small enough (rnn_lanes_fits) */
     float *h_lanes;     /* (T, H, B) h[1..T] transposed by tsrnn_cpu_rnn_lanes_forward() */
+    bool lanes_ran;     /* the last forward ran it (so h_lanes holds that forward's h) */
 };
 
 struct tsrnn_workspace {
@@ -274,7 +275,7 @@ struct recurrence {
     struct tsrnn_layer_params *g;
     size_t input_count;
     bool stepwise_sums; /* backward: the per-step weight and bias sums inside the loop */
-    bool lanes;         /* forward: tsrnn_cpu_rnn_lanes_forward() */
+    bool lanes;         /* tsrnn_cpu_rnn_lanes_forward() / _backward_step() */
 };
 
 /* A layer's recurrence is split among the compute threads from this many multiply-adds per
@@ -397,6 +398,7 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
                  tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
                  tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
+    lc->lanes_ran = lanes;
     if (l + 1 == ws->dims.layer_count)
         ws->lanes_top = lanes;
     struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count, .lanes = lanes };
@@ -466,6 +468,18 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         return;
     float *dh_step = ws->dh_step + r0 * H, *dh_carry = ws->dh_carry + r0 * H;
     float *dh_direct = ws->dh_direct + r0 * H, *dc = ws->dc ? ws->dc + r0 * H : NULL;
+    if (rc->lanes) { /* the carry transposed, (H, B): this part's rows of each unit */
+        for (size_t j = 0; j < H; j++)
+            memset(ws->dh_carry + j * B + r0, 0, n * sizeof(float));
+        for (size_t t = T; t-- > 0;) {
+            tsrnn_cpu_rnn_lanes_backward_step(ws->d_h + t * B * H, lc->h_lanes + t * H * B,
+                                              ws->dh_carry, p->w_hh, ws->d_xg + t * B * GH, B, H,
+                                              r0, r1, t > 0);
+            if (rc->stepwise_sums)
+                add_stepwise_sums(rc, t, 0, GH);
+        }
+        return;
+    }
     memset(dh_carry, 0, n * H * sizeof(float));
     if (cell->has_cell_state)
         memset(dc, 0, n * H * sizeof(float));
@@ -514,7 +528,10 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         memset(ws->d_w_ih_t, 0, input_count * GH * sizeof(float));
     if (ws->packed_products)
         tsrnn_cpu_pack(ws->w_hh_packed_bwd, p->w_hh, H, GH, H, false);
-    size_t parts = recurrence_parts(ws);
+    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    /* The lanes kernel after a lanes forward, where the loops would run the carry's product. */
+    bool lanes = lc->lanes_ran && tsrnn_cpu_rnn_lanes_available() &&
+                 tsrnn_cpu_loops_take(cpu, rows, H, GH, GH, H, H);
     struct recurrence rc = {
         .ws = ws,
         .l = l,
@@ -522,6 +539,7 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         .g = g,
         .input_count = input_count,
         .stepwise_sums = stepwise && parts == 1,
+        .lanes = lanes,
     };
     tsrnn_cpu_parallel(cpu, backward_rows, &rc, parts);
     /* Split, the per-step sums over the batch follow, split by columns. */

@@ -231,6 +231,76 @@ void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t inp
                             r1 - b < LANES ? r1 - b : LANES, zero_state);
 }
 
+/* lanes[j * LANES + l] = rows[l * ld + j] for j < col_count (zero for l >= row_count): rows
+ * into units, 16 units at a time (lanes has room for whole blocks of 16 units). */
+TSRNN_TARGET_AVX512 static void rows_to_lanes(float *lanes, const float *rows, size_t ld,
+                                              size_t col_count, size_t row_count)
+{
+    for (size_t j0 = 0; j0 < col_count; j0 += 16) {
+        size_t width = col_count - j0 < 16 ? col_count - j0 : 16;
+        __mmask16 cols = (__mmask16)((1u << width) - 1u);
+        __m512 r[16];
+        for (size_t l = 0; l < 16; l++)
+            r[l] = l < row_count ? _mm512_maskz_loadu_ps(cols, rows + l * ld + j0)
+                                 : _mm512_setzero_ps();
+        transpose16(r);
+        for (size_t c = 0; c < width; c++)
+            _mm512_store_ps(lanes + (j0 + c) * LANES, r[c]);
+    }
+}
+
+/* Units j0 .. j0+width of carry^T = 0 + d_xg^T W_hh (the loops' order: k = 0, 1, ...). */
+TSRNN_TARGET_AVX512 static inline __attribute__((always_inline)) void
+lanes_carry_chunk(float *carry, size_t ld, __mmask16 lanes, const float *dxg, const float *w_hh,
+                  size_t H, size_t j0, size_t width)
+{
+    __m512 acc[LANES_CHUNK];
+    for (size_t u = 0; u < width; u++)
+        acc[u] = _mm512_setzero_ps();
+    for (size_t k = 0; k < H; k++) {
+        __m512 dk = _mm512_load_ps(dxg + k * LANES);
+        for (size_t u = 0; u < width; u++)
+            acc[u] = _mm512_add_ps(acc[u], _mm512_mul_ps(dk, _mm512_set1_ps(w_hh[k * H + j0 + u])));
+    }
+    for (size_t u = 0; u < width && j0 + u < H; u++)
+        _mm512_mask_storeu_ps(carry + (j0 + u) * ld, lanes, acc[u]);
+}
+
+TSRNN_TARGET_AVX512 static void lanes_backward_block(const float *d_h, const float *h_lanes,
+                                                     float *carry, const float *w_hh, float *d_xg,
+                                                     size_t B, size_t H, size_t r0,
+                                                     size_t row_count, bool carry_out)
+{
+    __mmask16 lanes = (__mmask16)((1u << row_count) - 1u);
+    float dh[TSRNN_CPU_RNN_LANES_MAX_HIDDEN * LANES] __attribute__((aligned(64)));
+    rows_to_lanes(dh, d_h + r0 * H, H, H, row_count);
+    for (size_t j = 0; j < H; j++) {
+        __m512 c = _mm512_maskz_loadu_ps(lanes, carry + j * B + r0);
+        __m512 hv = _mm512_maskz_loadu_ps(lanes, h_lanes + j * B + r0);
+        __m512 d = _mm512_add_ps(_mm512_load_ps(dh + j * LANES), c);
+        __m512 one_minus = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(hv, hv));
+        _mm512_store_ps(dh + j * LANES, _mm512_mul_ps(d, one_minus));
+    }
+    lanes_to_rows(d_xg + r0 * H, H, dh, LANES, H, row_count);
+    for (size_t j0 = 0; carry_out && j0 < H;) { /* chunks of 8 units, a last one of 4 */
+        size_t width = H - j0 > LANES_CHUNK / 2 ? LANES_CHUNK : LANES_CHUNK / 2;
+        if (width == LANES_CHUNK)
+            lanes_carry_chunk(carry + r0, B, lanes, dh, w_hh, H, j0, LANES_CHUNK);
+        else
+            lanes_carry_chunk(carry + r0, B, lanes, dh, w_hh, H, j0, LANES_CHUNK / 2);
+        j0 += width;
+    }
+}
+
+void tsrnn_cpu_rnn_lanes_backward_step(const float *d_h, const float *h_lanes, float *carry,
+                                       const float *w_hh, float *d_xg, size_t B, size_t H,
+                                       size_t r0, size_t r1, bool carry_out)
+{
+    for (size_t b = r0; b < r1; b += LANES)
+        lanes_backward_block(d_h, h_lanes, carry, w_hh, d_xg, B, H, b,
+                             r1 - b < LANES ? r1 - b : LANES, carry_out);
+}
+
 /* One output of the head for 16 rows: v_b + 1 * dot(h, v_w) with gemm.c's dot(): eight
  * partial sums from 0 over the blocks of 8 units, joined ((p0 + p4) + (p1 + p5)) +
  * ((p2 + p6) + (p3 + p7)), then the units past the blocks one by one. */
@@ -301,5 +371,13 @@ void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const floa
                               size_t B, size_t T, size_t H, size_t O)
 {
     (void)h_lanes, (void)v_w, (void)v_b, (void)out, (void)B, (void)T, (void)H, (void)O;
+}
+
+void tsrnn_cpu_rnn_lanes_backward_step(const float *d_h, const float *h_lanes, float *carry,
+                                       const float *w_hh, float *d_xg, size_t B, size_t H,
+                                       size_t r0, size_t r1, bool carry_out)
+{
+    (void)d_h, (void)h_lanes, (void)carry, (void)w_hh, (void)d_xg, (void)B, (void)H, (void)r0;
+    (void)r1, (void)carry_out;
 }
 #endif
