@@ -23,23 +23,25 @@
 
 /* What a layer's forward keeps for its backward, for one window of T steps. */
 struct layer_cache {
-    const float *input; /* (T, B, I) the layer's input (after dropout of the layer below) */
-    bool input_masked;  /* input = the layer below's outputs times mask */
-    float *mask;        /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
-    float *dropped;     /* likewise: the masked outputs of the layer below */
-    float *gates;       /* (T, B, G*H) activated gates; RNN: the new h (not written by
+    const float *input;         /* (T, B, I) the layer's input (after dropout of the layer below) */
+    bool input_masked;          /* input = the layer below's outputs times mask */
+    float *mask;                /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
+    float *dropped;             /* likewise: the masked outputs of the layer below */
+    float *gates;               /* (T, B, G*H) activated gates; RNN: the new h (not written by
                            tsrnn_cpu_rnn_lanes_forward(): nothing reads an RNN's) */
-    float *h;           /* (T+1, B, H) h[0] = initial state */
-    float *c;           /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
-    float *aux;         /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
-    float *w_ih_t;      /* (I, G*H) W_ih transposed at the start of each forward, so that */
-    float *w_hh_t;      /* (H, G*H) the GEMM loops run along contiguous gate rows */
-    float *w_hh_packed; /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
+    float *h;                   /* (T+1, B, H) h[0] = initial state */
+    float *c;                   /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
+    float *aux;                 /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
+    float *w_ih_t;              /* (I, G*H) W_ih transposed at the start of each forward, so that */
+    float *w_hh_t;              /* (H, G*H) the GEMM loops run along contiguous gate rows */
+    float *w_hh_packed;         /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
                            uses packed products */
-    float *w_lanes;     /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
+    bool rows_weights_current;  /* w_ih_t, w_hh_t / w_hh_packed hold the current weights */
+    bool lanes_weights_current; /* w_lanes does */
+    float *w_lanes;             /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
                            the layer is small enough (rnn_lanes_fits) */
-    float *h_lanes;     /* (T, H, B) h[1..T] transposed by tsrnn_cpu_rnn_lanes_forward() */
-    bool lanes_ran;     /* the last forward ran it (so h_lanes holds that forward's h) */
+    float *h_lanes;             /* (T, H, B) h[1..T] transposed by tsrnn_cpu_rnn_lanes_forward() */
+    bool lanes_ran;             /* the last forward ran it (so h_lanes holds that forward's h) */
 };
 
 struct tsrnn_workspace {
@@ -366,16 +368,27 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
         lc->input = lc->dropped;
     }
 
+    /* The lanes kernel where the loops would run every product of a step (the largest part's
+     * rows bound them all). */
     bool packed = ws->packed_products;
-    if (!weights_unchanged) {
+    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
+                 tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
+                 tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
+    /* The weights in the form this forward's kernels read, made once per change of the
+     * weights (a forecast's later steps keep them). */
+    if (!weights_unchanged)
+        lc->rows_weights_current = lc->lanes_weights_current = false;
+    if (lanes && !lc->lanes_weights_current) {
+        tsrnn_cpu_rnn_lanes_pack(lc->w_lanes, p->w_ih, p->w_hh, p->b_ih, p->b_hh, input_count, H);
+        lc->lanes_weights_current = true;
+    } else if (!lanes && !lc->rows_weights_current) {
         transpose(lc->w_ih_t, p->w_ih, GH, input_count);
         if (packed)
             tsrnn_cpu_pack(lc->w_hh_packed, p->w_hh, H, H, GH, true);
         else
             transpose(lc->w_hh_t, p->w_hh, GH, H);
-        if (lc->w_lanes != NULL)
-            tsrnn_cpu_rnn_lanes_pack(lc->w_lanes, p->w_ih, p->w_hh, p->b_ih, p->b_hh, input_count,
-                                     H);
+        lc->rows_weights_current = true;
     }
     /* The input projection, gates = input W_ih^T + b_ih: for all T steps in one GEMM, or
      * step by step for few inputs (in the loop of forward_rows). */
@@ -392,12 +405,6 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     else if (lc->c)
         memset(lc->c, 0, B * H * sizeof(float));
 
-    /* The lanes kernel where the loops would run every product of a step (the largest part's
-     * rows bound them all). */
-    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
-    bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
-                 tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
-                 tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
     lc->lanes_ran = lanes;
     if (l + 1 == ws->dims.layer_count)
         ws->lanes_top = lanes;
