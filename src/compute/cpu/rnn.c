@@ -98,8 +98,8 @@ bool tsrnn_cpu_rnn_lanes_available(void)
     return tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512;
 }
 
-/* r[c][l] -> column l of the 16 x 16 block: out[l][c] = r[c][l], in registers. */
-TSRNN_TARGET_AVX512 static inline void transpose16(__m512 r[16])
+/* out[l][c] = r[c][l]: the 16 x 16 block transposed, in registers (r is overwritten). */
+TSRNN_TARGET_AVX512 static inline void transpose16(__m512 r[16], __m512 out[16])
 {
     __m512 t[16];
     for (size_t i = 0; i < 16; i += 2) {
@@ -118,13 +118,11 @@ TSRNN_TARGET_AVX512 static inline void transpose16(__m512 r[16])
         __m512 b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
         __m512 d = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
         __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
-        t[c] = _mm512_shuffle_f32x4(a, d, 0x88);      /* column c */
-        t[4 + c] = _mm512_shuffle_f32x4(b, e, 0x88);  /* column 4 + c */
-        t[8 + c] = _mm512_shuffle_f32x4(a, d, 0xdd);  /* column 8 + c */
-        t[12 + c] = _mm512_shuffle_f32x4(b, e, 0xdd); /* column 12 + c */
+        out[c] = _mm512_shuffle_f32x4(a, d, 0x88);      /* column c */
+        out[4 + c] = _mm512_shuffle_f32x4(b, e, 0x88);  /* column 4 + c */
+        out[8 + c] = _mm512_shuffle_f32x4(a, d, 0xdd);  /* column 8 + c */
+        out[12 + c] = _mm512_shuffle_f32x4(b, e, 0xdd); /* column 12 + c */
     }
-    for (size_t i = 0; i < 16; i++)
-        r[i] = t[i];
 }
 
 /* rows[l * ld + j] = lanes[j * lanes_ld + l] for l < row_count, j < col_count: units in
@@ -136,13 +134,13 @@ TSRNN_TARGET_AVX512 static void lanes_to_rows(float *rows, size_t ld, const floa
     for (size_t j0 = 0; j0 < col_count; j0 += 16) {
         size_t width = col_count - j0 < 16 ? col_count - j0 : 16;
         __mmask16 cols = (__mmask16)((1u << width) - 1u);
-        __m512 r[16];
+        __m512 r[16], out[16];
         for (size_t c = 0; c < 16; c++)
             r[c] = c < width ? _mm512_maskz_loadu_ps(lanes_mask, lanes + (j0 + c) * lanes_ld)
                              : _mm512_setzero_ps();
-        transpose16(r);
+        transpose16(r, out);
         for (size_t l = 0; l < row_count; l++)
-            _mm512_mask_storeu_ps(rows + l * ld + j0, cols, r[l]);
+            _mm512_mask_storeu_ps(rows + l * ld + j0, cols, out[l]);
     }
 }
 
@@ -239,13 +237,14 @@ TSRNN_TARGET_AVX512 static void rows_to_lanes(float *lanes, const float *rows, s
     for (size_t j0 = 0; j0 < col_count; j0 += 16) {
         size_t width = col_count - j0 < 16 ? col_count - j0 : 16;
         __mmask16 cols = (__mmask16)((1u << width) - 1u);
-        __m512 r[16];
+        __m512 r[16], out[16];
         for (size_t l = 0; l < 16; l++)
             r[l] = l < row_count ? _mm512_maskz_loadu_ps(cols, rows + l * ld + j0)
                                  : _mm512_setzero_ps();
-        transpose16(r);
-        for (size_t c = 0; c < width; c++)
-            _mm512_store_ps(lanes + (j0 + c) * LANES, r[c]);
+        transpose16(r, out);
+        for (size_t c = 0; c < 16; c++) /* whole, not a copy of `width` registers */
+            if (c < width)
+                _mm512_store_ps(lanes + (j0 + c) * LANES, out[c]);
     }
 }
 
