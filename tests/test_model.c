@@ -487,6 +487,69 @@ static void test_isa_levels_are_bit_identical(void **state)
     }
 }
 
+/* Small layers run AVX-512 kernels of their own: an RNN's recurrence and head with the batch
+ * in vector lanes (tsrnn_cpu_rnn_lanes_forward), the weight gradients of 16q + 4 columns with
+ * the last 4 columns of 4 rows in one register (gemm.c, gemm_tn_avx512); below AVX-512, the
+ * reference loops. The same bits at every level this CPU has -- loss, outputs, every gradient
+ * and a forecast (which carries the state between steps) -- for the seed config's shape,
+ * batches around the 16-row blocks, up to 32 units, several inputs, a second layer fed by
+ * the first, and LSTM and GRU layers of 20 units (dW_hh (80, 20) and (60, 20)). */
+static void test_small_rnn_levels_are_bit_identical(void **state)
+{
+    (void)state;
+    const size_t shapes[][5] = {
+        /* kind, H, B, C, L */
+        { TSRNN_MODEL_RNN, 20, 16, 1, 1 }, { TSRNN_MODEL_RNN, 20, 37, 3, 1 },
+        { TSRNN_MODEL_RNN, 5, 3, 2, 2 },   { TSRNN_MODEL_RNN, 32, 17, 8, 1 },
+        { TSRNN_MODEL_RNN, 9, 16, 1, 2 },  { TSRNN_MODEL_LSTM, 20, 16, 1, 1 },
+        { TSRNN_MODEL_GRU, 20, 5, 2, 1 },
+    };
+    enum tsrnn_cpu_isa saved = tsrnn_cpu_isa, top = tsrnn_cpu_isa_detect();
+    printf("# small layers compared: baseline .. %s (AVX-512 kernels: %s)\n",
+           tsrnn_cpu_isa_name(top), top == TSRNN_CPU_ISA_AVX512 ? "yes" : "no");
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        enum tsrnn_model_kind kind = (enum tsrnn_model_kind)shapes[s][0];
+        size_t H = shapes[s][1], B = shapes[s][2], C = shapes[s][3], T = 7, horizon = 3;
+        struct tsrnn_model_dims dims = { kind, C, H, shapes[s][4], C, 0.0f };
+        struct tsrnn_model m;
+        assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
+        struct tsrnn_rng rng;
+        tsrnn_rng_init(&rng, 12, s);
+        float *x = random_floats(&rng, B * T * C, -2, 2);
+        float *y = random_floats(&rng, B * T * C, -1, 1);
+        size_t count = m.table.total_count, out_count = B * T * C, fc_count = horizon * B * C;
+        float *first = malloc((count + out_count + fc_count) * sizeof(float));
+        float *now = malloc((count + out_count + fc_count) * sizeof(float));
+        float loss0 = 0.0f;
+        tsrnn_model_init_params(m.params, &m.table, &dims, 7);
+        for (int isa = TSRNN_CPU_ISA_BASELINE; isa <= (int)top; isa++) {
+            tsrnn_cpu_set_isa((enum tsrnn_cpu_isa)isa);
+            float loss = run_forward(&m, x, y, B, T, true, NULL);
+            run_backward(&m);
+            memcpy(now, m.grads, count * sizeof(float));
+            outputs(&m, now + count);
+            assert_int_equal(tsrnn_model_predict(&m, now + count + out_count, x, B, T, horizon),
+                             TSRNN_OK);
+            if (isa == TSRNN_CPU_ISA_BASELINE) {
+                loss0 = loss;
+                memcpy(first, now, (count + out_count + fc_count) * sizeof(float));
+                continue;
+            }
+            if (memcmp(&loss, &loss0, sizeof(loss)) != 0 ||
+                memcmp(now, first, (count + out_count + fc_count) * sizeof(float)) != 0)
+                fail_msg("%s H %zu B %zu C %zu L %zu: %s differs from baseline",
+                         tsrnn_model_kind_name(kind), H, B, C, shapes[s][4],
+                         tsrnn_cpu_isa_name((enum tsrnn_cpu_isa)isa));
+        }
+        tsrnn_cpu_set_isa(saved);
+        free(first);
+        free(now);
+        free(x);
+        free(y);
+        tsrnn_model_finish(&m);
+    }
+}
+
 /* A model large enough for packed products: loss, every gradient and a forecast agree with
  * the reference loops (TSRNN_GEMM_LOOPS turns packing off) within float32 summation-order
  * differences. */
@@ -1138,6 +1201,7 @@ int main(void)
         cmocka_unit_test(test_packed_products_match_reference),
         cmocka_unit_test(test_packed_model_matches_loops),
         cmocka_unit_test(test_isa_levels_are_bit_identical),
+        cmocka_unit_test(test_small_rnn_levels_are_bit_identical),
         cmocka_unit_test(test_blocked_products_match_reference),
         cmocka_unit_test(test_threaded_recurrence_is_bit_identical),
         cmocka_unit_test(test_param_table_counts),

@@ -235,6 +235,12 @@ enum tsrnn_cpu_isa tsrnn_cpu_blas_isa(void);
 const char *tsrnn_cpu_blas_coretype_hint(void);
 const char *tsrnn_cpu_blas_describe(const char *unused_why);
 
+/* Whether tsrnn_cpu_gemm() / tsrnn_cpu_gemm_bias() run this product (alpha 1) in the
+ * reference loops, not in the blocked GEMM or BLAS: then kernels that keep the loops'
+ * per-element order give their bits. */
+bool tsrnn_cpu_loops_take(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
+                          size_t ldb, size_t ldc);
+
 /* The level this CPU supports (CPUID), before TSRNN_CPU_ISA caps it. */
 enum tsrnn_cpu_isa tsrnn_cpu_isa_supported(void);
 
@@ -244,6 +250,25 @@ void tsrnn_cpu_fill_rows(float *rows, const float *bias, size_t m, size_t n);
 /* bias_grad (N) += column sums of rows (M, N), whose rows are ld floats apart; each column
  * summed in row order. */
 void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld);
+
+/* The per-step sums of a layer with few inputs, over rows (M) of one step's gradients d_a, d_b
+ * (M, N) with leading dimension ld (d_b may alias d_a):
+ *     w (I, N) += x^T d_a       as tsrnn_cpu_gemm(trans_a) with alpha = beta = 1, x (M, I);
+ *     bias_a (N) += column sums of d_a, bias_b (N) += column sums of d_b
+ * with each element's operations and order of those calls (the same bits), in one pass. */
+void tsrnn_cpu_stepwise_sums(const struct tsrnn_cpu *cpu, float *w, size_t ldw, float *bias_a,
+                             float *bias_b, const float *x, size_t input_count, const float *d_a,
+                             const float *d_b, size_t ld, size_t m, size_t n);
+
+/* The backward of a head with one output over M rows of N <= 32 units (AVX-512; returns
+ * false, doing nothing, elsewhere or where the loops would not take the products):
+ *     g (N) += d^T rows      as tsrnn_cpu_gemm(trans_a) (1, N, K = M), beta 1: a chain per
+ *                            column down the rows;
+ *     out (M, N) = d v       as tsrnn_cpu_gemm() (M, N, K = 1), beta 0: 0 + (1 d[i]) v[j]
+ * in one pass, each element's operations in those calls' order (the same bits): the second
+ * product runs while the first waits on its chains. */
+bool tsrnn_cpu_head1_backward(const struct tsrnn_cpu *cpu, size_t m, size_t n, const float *d,
+                              const float *rows, const float *v, float *g, float *out);
 
 /* --- products with a packed right-hand side ---------------------------------------------
  *
@@ -306,6 +331,47 @@ extern const struct tsrnn_cell tsrnn_cell_lstm;
 extern const struct tsrnn_cell tsrnn_cell_gru;
 
 const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind);
+
+/* The recurrence of a small RNN layer with the batch in vector lanes (rnn.c), on AVX-512:
+ * the reference path's operations in its order (the same bits), blocks of 16 batch rows
+ * through the whole window with h transposed in registers. For layers up to
+ * TSRNN_CPU_RNN_LANES_MAX_HIDDEN units with up to TSRNN_CPU_RNN_LANES_MAX_INPUTS inputs (the
+ * input projection is done step by step) whose per-step products the loops would run
+ * (tsrnn_cpu_loops_take). */
+#define TSRNN_CPU_RNN_LANES_MAX_HIDDEN 32
+#define TSRNN_CPU_RNN_LANES_MAX_INPUTS 8
+
+/* Whether the kernel runs at the level in use (AVX-512). */
+bool tsrnn_cpu_rnn_lanes_available(void);
+
+/* Floats of a layer's weights packed for it: W_ih^T, W_hh^T, b_ih, b_hh, each row padded to
+ * whole blocks of 16 units. */
+size_t tsrnn_cpu_rnn_lanes_count(size_t input_count, size_t hidden_count);
+void tsrnn_cpu_rnn_lanes_pack(float *packed, const float *w_ih, const float *w_hh,
+                              const float *b_ih, const float *b_hh, size_t input_count,
+                              size_t hidden_count);
+
+/* Batch rows [r0, r1) of the layer through T steps: x (T, B, I) the layer's input, h
+ * (T+1, B, H) with h[0] the initial state (not read when zero_state) and h[1..T] out, and
+ * h_lanes (T, H, B) the same h[1..T] transposed per step. */
+void tsrnn_cpu_rnn_lanes_forward(const float *packed, const float *x, size_t input_count, float *h,
+                                 float *h_lanes, size_t B, size_t T, size_t H, size_t r0, size_t r1,
+                                 bool zero_state);
+
+/* One step t of the layer's backward for batch rows [r0, r1), with the operations and order of
+ * backward_rows (model.c) and rnn_backward: dh = d_h[t] + carry, d_xg[t] = dh (1 - h[t+1]^2),
+ * and with carry_out the next carry = 0 + d_xg[t] W_hh. d_h and d_xg are the step's (B, H)
+ * rows, h_lanes the forward's h[t+1] transposed and carry (H, B) the carry transposed (zeros
+ * at the window's last step). */
+void tsrnn_cpu_rnn_lanes_backward_step(const float *d_h, const float *h_lanes, float *carry,
+                                       const float *w_hh, float *d_xg, size_t B, size_t H,
+                                       size_t r0, size_t r1, bool carry_out);
+
+/* The head over the top layer's h_lanes (T, H, B): out (T, B, O) = h V_w^T + V_b with the
+ * operations and order of tsrnn_cpu_fill_rows() then tsrnn_cpu_gemm() in the loops (which
+ * must take that product: tsrnn_cpu_loops_take). */
+void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const float *v_b, float *out,
+                              size_t B, size_t T, size_t H, size_t O);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
  * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the

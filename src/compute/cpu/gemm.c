@@ -281,6 +281,87 @@ static inline __attribute__((always_inline)) void dot_rows4(float *c, size_t ldc
         c[r * ldc] += alpha * sum[r];
 }
 
+#if PACKED_KERNEL_X86
+/* --- transposed A on AVX-512: the weight gradients of small layers ---------------------------
+ *
+ * C (M, N) = cin + A^T B with N = 16q or 16q + 4 (a hidden-20 layer's dW_hh, (G*H, H), summed
+ * over the window's T*B rows): rows of C in 16-column registers, A broadcast; the last 4
+ * columns of 4 rows share one register, lane 4r + c holding C[i + r][16q + c], fed by A's 4
+ * adjacent values of a k (A^T's row) each repeated 4 times and B's 4 values repeated 4 times.
+ * Every element gets c = cin, then c += a * b for k = 0, 1, ... as in gemm_tile(): the same
+ * bits, with all 16 lanes busy where 8-wide tiles leave the 4-wide tail's register half
+ * empty. */
+
+/* Rows i .. i+R of C (R = 8 or 4, a constant once inlined), columns [16 jb, 16 jb + 16) and,
+ * for jb == 0 with a tail, the last 4 columns. */
+TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
+tn_block(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t lda,
+         const float *b, size_t ldb, size_t n, size_t k, size_t jb, bool tail, size_t R)
+{
+    const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    size_t j0 = 16 * jb, jt = n / 16 * 16;
+    __m512 acc[8], acc_t[2] = { _mm512_setzero_ps(), _mm512_setzero_ps() };
+    for (size_t r = 0; r < R; r++)
+        acc[r] = _mm512_loadu_ps(cin + r * ldcin + j0);
+    for (size_t g = 0; tail && g < R / 4; g++) {
+        const float *row = cin + 4 * g * ldcin + jt;
+        __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(row));
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(row + ldcin), 1);
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(row + 2 * ldcin), 2);
+        acc_t[g] = _mm512_insertf32x4(v, _mm_loadu_ps(row + 3 * ldcin), 3);
+    }
+    for (size_t kk = 0; kk < k; kk++) {
+        const float *ak = a + kk * lda, *bk = b + kk * ldb;
+        __m512 bv = _mm512_loadu_ps(bk + j0);
+        for (size_t r = 0; r < R; r++)
+            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(_mm512_set1_ps(ak[r]), bv));
+        if (!tail)
+            continue;
+        __m512 bt = _mm512_broadcast_f32x4(_mm_loadu_ps(bk + jt));
+        for (size_t g = 0; g < R / 4; g++) {
+            __m512 at =
+                _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_loadu_ps(ak + 4 * g)));
+            acc_t[g] = _mm512_add_ps(acc_t[g], _mm512_mul_ps(at, bt));
+        }
+    }
+    for (size_t r = 0; r < R; r++)
+        _mm512_storeu_ps(c + r * ldc + j0, acc[r]);
+    for (size_t g = 0; tail && g < R / 4; g++) {
+        float *row = c + 4 * g * ldc + jt;
+        _mm_storeu_ps(row, _mm512_castps512_ps128(acc_t[g]));
+        _mm_storeu_ps(row + ldc, _mm512_extractf32x4_ps(acc_t[g], 1));
+        _mm_storeu_ps(row + 2 * ldc, _mm512_extractf32x4_ps(acc_t[g], 2));
+        _mm_storeu_ps(row + 3 * ldc, _mm512_extractf32x4_ps(acc_t[g], 3));
+    }
+}
+
+/* Whether gemm_tn_avx512() takes C = cin + A^T B of this shape (alpha 1). */
+static bool tn_avx512_takes(size_t m, size_t n, size_t k)
+{
+    return tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && m >= 4 && n >= 16 && k > 1 &&
+           (n % 16 == 0 || n % 16 == 4);
+}
+
+/* Rows in 8s, then 4s; returns how many rows it did (the rest: single rows, the loops'). */
+TSRNN_TARGET_AVX512_KERNEL static size_t gemm_tn_avx512(size_t m, size_t n, size_t k,
+                                                        const float *a, size_t lda, const float *b,
+                                                        size_t ldb, const float *cin, size_t ldcin,
+                                                        float *c, size_t ldc)
+{
+    bool tail = n % 16 == 4;
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8)
+        for (size_t jb = 0; jb < n / 16; jb++)
+            tn_block(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i, lda, b, ldb, n, k, jb,
+                     tail && jb == 0, 8);
+    for (; i + 4 <= m; i += 4)
+        for (size_t jb = 0; jb < n / 16; jb++)
+            tn_block(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i, lda, b, ldb, n, k, jb,
+                     tail && jb == 0, 4);
+    return i;
+}
+#endif
+
 /* C = cin + alpha * op(A) B, B not transposed; cin is C (ldcin = ldc) or a bias row
  * (ldcin = 0). Tiles of 4 rows, then single rows. */
 TSRNN_VECTOR_CLONES static void gemm_loops_nt(bool trans_a, size_t m, size_t n, size_t k,
@@ -300,6 +381,12 @@ TSRNN_VECTOR_CLONES static void gemm_loops_nt(bool trans_a, size_t m, size_t n, 
         }
         return;
     }
+#if PACKED_KERNEL_X86
+    if (trans_a && alpha == 1.0f && tn_avx512_takes(m, n, k)) {
+        size_t done = gemm_tn_avx512(m, n, k, a, lda, b, ldb, cin, ldcin, c, ldc);
+        a += done, c += done * ldc, cin += done * ldcin, m -= done;
+    }
+#endif
     /* The common case, with alpha a constant: 1 * a is a exactly, so the tiles broadcast A
      * straight from memory instead of scaling it first (a third fewer operations). */
     if (alpha == 1.0f)
@@ -357,6 +444,13 @@ void tsrnn_cpu_gemm(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, siz
         return;
     }
     gemm_loops(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+bool tsrnn_cpu_loops_take(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k, size_t lda,
+                          size_t ldb, size_t ldc)
+{
+    return !tsrnn_cpu_blocked_takes(cpu, m, n, k, 1.0f) &&
+           !(k > 0 && tsrnn_cpu_blas_takes(cpu, m, n, k, lda, ldb, ldc));
 }
 
 /* c (M, N) = bias in every row + a[i] * b: the K = 1 case of gemm_loops_nt() with alpha 1 (so
@@ -474,6 +568,108 @@ TSRNN_CPU_ISA_VARIANTS(column_sums,
 void tsrnn_cpu_add_column_sums(float *bias_grad, const float *rows, size_t m, size_t n, size_t ld)
 {
     column_sums(bias_grad, rows, m, n, ld);
+}
+
+/* W columns from j of tsrnn_cpu_stepwise_sums_body(), V a vector of W floats (or float): the
+ * chains of one column side by side down the rows, in registers. */
+#define STEPWISE_COLUMNS(V)                                                                        \
+    do {                                                                                           \
+        V acc = *(const V *)(wk + j);                                                              \
+        if (kk == 0) {                                                                             \
+            V sum_a = *(const V *)(bias_a + j), sum_b = *(const V *)(bias_b + j);                  \
+            for (size_t i = 0; i < m; i++) {                                                       \
+                V da = *(const V *)(d_a + i * ld + j);                                             \
+                acc += x[i * input_count] * da;                                                    \
+                sum_a += da;                                                                       \
+                sum_b += *(const V *)(d_b + i * ld + j);                                           \
+            }                                                                                      \
+            *(V *)(bias_a + j) = sum_a;                                                            \
+            *(V *)(bias_b + j) = sum_b;                                                            \
+        } else {                                                                                   \
+            for (size_t i = 0; i < m; i++)                                                         \
+                acc += x[i * input_count + kk] * *(const V *)(d_a + i * ld + j);                   \
+        }                                                                                          \
+        *(V *)(wk + j) = acc;                                                                      \
+    } while (0)
+
+TSRNN_CPU_BODY stepwise_sums_body(float *restrict w, size_t ldw, float *restrict bias_a,
+                                  float *restrict bias_b, const float *restrict x,
+                                  size_t input_count, const float *d_a, const float *d_b, size_t ld,
+                                  size_t m, size_t n)
+{
+    for (size_t kk = 0; kk < input_count; kk++) {
+        float *restrict wk = w + kk * ldw;
+        size_t j = 0;
+        for (; j + 16 <= n; j += 16)
+            STEPWISE_COLUMNS(v16f);
+        for (; j + 8 <= n; j += 8)
+            STEPWISE_COLUMNS(v8f);
+        for (; j + 4 <= n; j += 4)
+            STEPWISE_COLUMNS(v4f);
+        for (; j < n; j++)
+            STEPWISE_COLUMNS(float);
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(stepwise_sums,
+                       (float *restrict w, size_t ldw, float *restrict bias_a,
+                        float *restrict bias_b, const float *restrict x, size_t input_count,
+                        const float *d_a, const float *d_b, size_t ld, size_t m, size_t n),
+                       (w, ldw, bias_a, bias_b, x, input_count, d_a, d_b, ld, m, n))
+
+void tsrnn_cpu_stepwise_sums(const struct tsrnn_cpu *cpu, float *w, size_t ldw, float *bias_a,
+                             float *bias_b, const float *x, size_t input_count, const float *d_a,
+                             const float *d_b, size_t ld, size_t m, size_t n)
+{
+    /* One column: the column sums take eight partial sums (column_sums_body), not a chain. */
+    if (n > 1 && tsrnn_cpu_loops_take(cpu, input_count, n, m, input_count, ld, ldw)) {
+        stepwise_sums(w, ldw, bias_a, bias_b, x, input_count, d_a, d_b, ld, m, n);
+        return;
+    }
+    tsrnn_cpu_gemm(cpu, true, false, input_count, n, m, 1.0f, x, input_count, d_a, ld, 1.0f, w,
+                   ldw);
+    tsrnn_cpu_add_column_sums(bias_a, d_a, m, n, ld);
+    tsrnn_cpu_add_column_sums(bias_b, d_b, m, n, ld);
+}
+
+#if PACKED_KERNEL_X86
+/* tsrnn_cpu_head1_backward() on AVX-512: both products in one pass over the rows, up to 32
+ * columns in two registers (the second masked). */
+TSRNN_TARGET_AVX512_KERNEL static void head1_backward_avx512(size_t m, size_t n, const float *d,
+                                                             const float *rows, const float *v,
+                                                             float *g, float *out)
+{
+    __mmask16 lo = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u);
+    __mmask16 hi = (__mmask16)(n > 16 ? (1u << (n - 16)) - 1u : 0u);
+    __m512 g0 = _mm512_maskz_loadu_ps(lo, g), g1 = _mm512_maskz_loadu_ps(hi, g + 16);
+    __m512 v0 = _mm512_maskz_loadu_ps(lo, v), v1 = _mm512_maskz_loadu_ps(hi, v + 16);
+    __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    for (size_t i = 0; i < m; i++) {
+        __m512 di = _mm512_set1_ps(d[i]), av = _mm512_mul_ps(one, di);
+        const float *row = rows + i * n;
+        g0 = _mm512_add_ps(g0, _mm512_mul_ps(di, _mm512_maskz_loadu_ps(lo, row)));
+        g1 = _mm512_add_ps(g1, _mm512_mul_ps(di, _mm512_maskz_loadu_ps(hi, row + 16)));
+        _mm512_mask_storeu_ps(out + i * n, lo, _mm512_add_ps(zero, _mm512_mul_ps(av, v0)));
+        _mm512_mask_storeu_ps(out + i * n + 16, hi, _mm512_add_ps(zero, _mm512_mul_ps(av, v1)));
+    }
+    _mm512_mask_storeu_ps(g, lo, g0);
+    _mm512_mask_storeu_ps(g + 16, hi, g1);
+}
+#endif
+
+bool tsrnn_cpu_head1_backward(const struct tsrnn_cpu *cpu, size_t m, size_t n, const float *d,
+                              const float *rows, const float *v, float *g, float *out)
+{
+#if PACKED_KERNEL_X86
+    if (tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512 && n <= 32 &&
+        tsrnn_cpu_loops_take(cpu, 1, n, m, 1, n, n) &&
+        tsrnn_cpu_loops_take(cpu, m, n, 1, 1, n, n)) {
+        head1_backward_avx512(m, n, d, rows, v, g, out);
+        return true;
+    }
+#endif
+    (void)cpu, (void)m, (void)n, (void)d, (void)rows, (void)v, (void)g, (void)out;
+    return false;
 }
 
 /* --- packed right-hand side ------------------------------------------------------------- */

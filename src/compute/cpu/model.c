@@ -23,18 +23,25 @@
 
 /* What a layer's forward keeps for its backward, for one window of T steps. */
 struct layer_cache {
-    const float *input; /* (T, B, I) the layer's input (after dropout of the layer below) */
-    bool input_masked;  /* input = the layer below's outputs times mask */
-    float *mask;        /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
-    float *dropped;     /* likewise: the masked outputs of the layer below */
-    float *gates;       /* (T, B, G*H) activated gates; RNN: the new h */
-    float *h;           /* (T+1, B, H) h[0] = initial state */
-    float *c;           /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
-    float *aux;         /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
-    float *w_ih_t;      /* (I, G*H) W_ih transposed at the start of each forward, so that */
-    float *w_hh_t;      /* (H, G*H) the GEMM loops run along contiguous gate rows */
-    float *w_hh_packed; /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
+    const float *input;         /* (T, B, I) the layer's input (after dropout of the layer below) */
+    bool input_masked;          /* input = the layer below's outputs times mask */
+    float *mask;                /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
+    float *dropped;             /* likewise: the masked outputs of the layer below */
+    float *gates;               /* (T, B, G*H) activated gates; RNN: the new h (not written by
+                           tsrnn_cpu_rnn_lanes_forward(): nothing reads an RNN's) */
+    float *h;                   /* (T+1, B, H) h[0] = initial state */
+    float *c;                   /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
+    float *aux;                 /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
+    float *w_ih_t;              /* (I, G*H) W_ih transposed at the start of each forward, so that */
+    float *w_hh_t;              /* (H, G*H) the GEMM loops run along contiguous gate rows */
+    float *w_hh_packed;         /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
                            uses packed products */
+    bool rows_weights_current;  /* w_ih_t, w_hh_t / w_hh_packed hold the current weights */
+    bool lanes_weights_current; /* w_lanes does */
+    float *w_lanes;             /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
+                           the layer is small enough (rnn_lanes_fits) */
+    float *h_lanes;             /* (T, H, B) h[1..T] transposed by tsrnn_cpu_rnn_lanes_forward() */
+    bool lanes_ran;             /* the last forward ran it (so h_lanes holds that forward's h) */
 };
 
 struct tsrnn_workspace {
@@ -48,6 +55,8 @@ struct tsrnn_workspace {
     size_t batch_count, step_count; /* B, T of the batch loaded */
     bool zero_initial_state;        /* the last forward started from h = 0 */
     bool packed_products;           /* the last forward used the packed recurrent products */
+    bool lanes_top;                 /* the last forward's top layer ran the lanes kernel, so
+                                       its h_lanes holds its outputs */
     struct layer_cache layers[TSRNN_MODEL_MAX_LAYERS];
     float *x;               /* (T, B, C) input, time-major */
     float *y;               /* (T, B, O) target, time-major */
@@ -66,6 +75,15 @@ struct tsrnn_workspace {
     float *state_h;         /* (L, B, H) carried state between predict steps */
     float *state_c;         /* (L, B, H) LSTM, likewise; NULL otherwise */
 };
+
+/* Whether layer l can run tsrnn_cpu_rnn_lanes_forward(): an RNN layer of few units and inputs
+ * (the input projection step by step). */
+static bool rnn_lanes_fits(const struct tsrnn_model_dims *dims, size_t l)
+{
+    size_t input_count = l == 0 ? dims->input_count : dims->hidden_count;
+    return dims->kind == TSRNN_MODEL_RNN && dims->hidden_count <= TSRNN_CPU_RNN_LANES_MAX_HIDDEN &&
+           input_count <= TSRNN_CPU_RNN_LANES_MAX_INPUTS && input_count <= STEPWISE_MAX_INPUTS;
+}
 
 const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind)
 {
@@ -105,6 +123,11 @@ static void layout(struct tsrnn_workspace *ws, struct tsrnn_arena *arena, size_t
         lc->w_hh_t = tsrnn_arena_floats(arena, H * GH);
         if (packed)
             lc->w_hh_packed = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(H, GH));
+        if (rnn_lanes_fits(dims, l)) {
+            lc->w_lanes = tsrnn_arena_floats(
+                arena, tsrnn_cpu_rnn_lanes_count(l == 0 ? dims->input_count : H, H));
+            lc->h_lanes = tsrnn_arena_floats(arena, T * H * B);
+        }
     }
     if (packed)
         ws->w_hh_packed_bwd = tsrnn_arena_floats(arena, tsrnn_cpu_packed_count(GH, H));
@@ -254,6 +277,7 @@ struct recurrence {
     struct tsrnn_layer_params *g;
     size_t input_count;
     bool stepwise_sums; /* backward: the per-step weight and bias sums inside the loop */
+    bool lanes;         /* tsrnn_cpu_rnn_lanes_forward() / _backward_step() */
 };
 
 /* A layer's recurrence is split among the compute threads from this many multiply-adds per
@@ -295,6 +319,11 @@ static void forward_rows(void *arg, size_t part, size_t parts)
 
     part_range(B, part, parts, 4, &r0, &r1);
     size_t n = r1 - r0;
+    if (rc->lanes) {
+        tsrnn_cpu_rnn_lanes_forward(lc->w_lanes, lc->input, I, lc->h, lc->h_lanes, B, T, H, r0, r1,
+                                    ws->zero_initial_state);
+        return;
+    }
     float *hg = ws->hg + r0 * GH;
     for (size_t t = 0; t < T && n > 0; t++) {
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
@@ -339,13 +368,27 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
         lc->input = lc->dropped;
     }
 
+    /* The lanes kernel where the loops would run every product of a step (the largest part's
+     * rows bound them all). */
     bool packed = ws->packed_products;
-    if (!weights_unchanged) {
+    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
+                 tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
+                 tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
+    /* The weights in the form this forward's kernels read, made once per change of the
+     * weights (a forecast's later steps keep them). */
+    if (!weights_unchanged)
+        lc->rows_weights_current = lc->lanes_weights_current = false;
+    if (lanes && !lc->lanes_weights_current) {
+        tsrnn_cpu_rnn_lanes_pack(lc->w_lanes, p->w_ih, p->w_hh, p->b_ih, p->b_hh, input_count, H);
+        lc->lanes_weights_current = true;
+    } else if (!lanes && !lc->rows_weights_current) {
         transpose(lc->w_ih_t, p->w_ih, GH, input_count);
         if (packed)
             tsrnn_cpu_pack(lc->w_hh_packed, p->w_hh, H, H, GH, true);
         else
             transpose(lc->w_hh_t, p->w_hh, GH, H);
+        lc->rows_weights_current = true;
     }
     /* The input projection, gates = input W_ih^T + b_ih: for all T steps in one GEMM, or
      * step by step for few inputs (in the loop of forward_rows). */
@@ -362,8 +405,11 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     else if (lc->c)
         memset(lc->c, 0, B * H * sizeof(float));
 
-    struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count };
-    tsrnn_cpu_parallel(cpu, forward_rows, &rc, recurrence_parts(ws));
+    lc->lanes_ran = lanes;
+    if (l + 1 == ws->dims.layer_count)
+        ws->lanes_top = lanes;
+    struct recurrence rc = { .ws = ws, .l = l, .p = p, .input_count = input_count, .lanes = lanes };
+    tsrnn_cpu_parallel(cpu, forward_rows, &rc, parts);
     return TSRNN_OK;
 }
 
@@ -391,13 +437,11 @@ static void add_stepwise_sums(const struct recurrence *rc, size_t t, size_t j0, 
     size_t I = rc->input_count;
     const float *d_xg = ws->d_xg + t * B * GH + j0, *d_hg = ws->d_hg + t * B * GH + j0;
 
-    tsrnn_cpu_gemm(ws->cpu, true, false, I, j1 - j0, B, 1.0f, lc->input + t * B * I, I, d_xg, GH,
-                   1.0f, ws->d_w_ih_t + j0, GH);
     /* b_hh gets its own sums even where d_hg aliases d_xg (RNN, LSTM): the gradients it
      * accumulates into need not equal b_ih's (backend.h: backward ops accumulate), and from
      * equal ones (the model's zeros) the same additions give the same bits. */
-    tsrnn_cpu_add_column_sums(g->b_ih + j0, d_xg, B, j1 - j0, GH);
-    tsrnn_cpu_add_column_sums(g->b_hh + j0, d_hg, B, j1 - j0, GH);
+    tsrnn_cpu_stepwise_sums(ws->cpu, ws->d_w_ih_t + j0, GH, g->b_ih + j0, g->b_hh + j0,
+                            lc->input + t * B * I, I, d_xg, d_hg, GH, B, j1 - j0);
 }
 
 /* After a split backward loop: the per-step sums of all steps, in the loop's order, each part
@@ -431,6 +475,18 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         return;
     float *dh_step = ws->dh_step + r0 * H, *dh_carry = ws->dh_carry + r0 * H;
     float *dh_direct = ws->dh_direct + r0 * H, *dc = ws->dc ? ws->dc + r0 * H : NULL;
+    if (rc->lanes) { /* the carry transposed, (H, B): this part's rows of each unit */
+        for (size_t j = 0; j < H; j++)
+            memset(ws->dh_carry + j * B + r0, 0, n * sizeof(float));
+        for (size_t t = T; t-- > 0;) {
+            tsrnn_cpu_rnn_lanes_backward_step(ws->d_h + t * B * H, lc->h_lanes + t * H * B,
+                                              ws->dh_carry, p->w_hh, ws->d_xg + t * B * GH, B, H,
+                                              r0, r1, t > 0);
+            if (rc->stepwise_sums)
+                add_stepwise_sums(rc, t, 0, GH);
+        }
+        return;
+    }
     memset(dh_carry, 0, n * H * sizeof(float));
     if (cell->has_cell_state)
         memset(dc, 0, n * H * sizeof(float));
@@ -479,7 +535,10 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         memset(ws->d_w_ih_t, 0, input_count * GH * sizeof(float));
     if (ws->packed_products)
         tsrnn_cpu_pack(ws->w_hh_packed_bwd, p->w_hh, H, GH, H, false);
-    size_t parts = recurrence_parts(ws);
+    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    /* The lanes kernel after a lanes forward, where the loops would run the carry's product. */
+    bool lanes = lc->lanes_ran && tsrnn_cpu_rnn_lanes_available() &&
+                 tsrnn_cpu_loops_take(cpu, rows, H, GH, GH, H, H);
     struct recurrence rc = {
         .ws = ws,
         .l = l,
@@ -487,6 +546,7 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         .g = g,
         .input_count = input_count,
         .stepwise_sums = stepwise && parts == 1,
+        .lanes = lanes,
     };
     tsrnn_cpu_parallel(cpu, backward_rows, &rc, parts);
     /* Split, the per-step sums over the batch follow, split by columns. */
@@ -538,6 +598,12 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
+    if (ws->lanes_top && tsrnn_cpu_loops_take(ws->cpu, rows, O, H, H, H, O)) {
+        const struct layer_cache *top = &ws->layers[ws->dims.layer_count - 1];
+        tsrnn_cpu_rnn_lanes_head(top->h_lanes, v_w, v_b, ws->out, ws->batch_count, ws->step_count,
+                                 H, O);
+        return TSRNN_OK;
+    }
     tsrnn_cpu_fill_rows(ws->out, v_b, rows, O);
     tsrnn_cpu_gemm(ws->cpu, false, true, rows, O, H, 1.0f, top_outputs(ws), H, v_w, H, 1.0f,
                    ws->out, O);
@@ -550,9 +616,12 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrn
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
+    tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
+    if (O == 1 &&
+        tsrnn_cpu_head1_backward(ws->cpu, rows, H, ws->d_out, top_outputs(ws), v_w, g_v_w, ws->d_h))
+        return TSRNN_OK;
     tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H, 1.0f,
                    g_v_w, H);
-    tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
     tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
     return TSRNN_OK;
 }
