@@ -54,6 +54,8 @@ struct tsrnn_workspace {
     float *out;             /* (T, B, O) head output */
     float *d_out;           /* (T, B, O) */
     float *d_h;             /* (T, B, H) dLoss/d(outputs of the layer being walked back) */
+    const float *d_h_head;  /* V_w (O, H) when the head's backward left d_h = d_out V_w of the
+                               top layer to its packed backward (head_d_h_deferred); else NULL */
     float *d_xg;            /* (T, B, G*H) */
     float *d_hg;            /* (T, B, G*H) GRU; aliases d_xg otherwise */
     float *d_w_ih_t;        /* (I, G*H) dW_ih^T gathered step by step for layers with few inputs */
@@ -447,6 +449,75 @@ static void stepwise_sums_columns(void *arg, size_t part, size_t parts)
         add_stepwise_sums(rc, t, j0, j1);
 }
 
+/* dh (n, H) = d_out (n, O) v_w (O, H) + carry: the head's share of dLoss/dh with the
+ * reference loops' k-sum (from 0, in order of o; what tsrnn_cpu_head_backward() would have
+ * left in d_h), plus what flows back from step t+1. */
+TSRNN_CPU_BODY head_dh_body(float *restrict dh, const float *restrict d_out,
+                            const float *restrict v_w, const float *restrict carry, size_t n,
+                            size_t H, size_t O)
+{
+    for (size_t i = 0; i < n; i++) {
+        float *restrict row = dh + i * H;
+        float d = d_out[i * O];
+        for (size_t j = 0; j < H; j++)
+            row[j] = 0.0f + d * v_w[j];
+        for (size_t o = 1; o < O; o++) {
+            d = d_out[i * O + o];
+            for (size_t j = 0; j < H; j++)
+                row[j] += d * v_w[o * H + j];
+        }
+        for (size_t j = 0; j < H; j++)
+            row[j] += carry[i * H + j];
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(head_dh,
+                       (float *restrict dh, const float *restrict d_out, const float *restrict v_w,
+                        const float *restrict carry, size_t n, size_t H, size_t O),
+                       (dh, d_out, v_w, carry, n, H, O))
+
+/* Step t of the packed path's backward for batch rows [r0, r1), in blocks of
+ * PACKED_BLOCK_ROWS rows as packed_forward_step(): a block's dLoss/dh, cell backward and
+ * product with W_hh follow one another while its rows are in cache. */
+static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1)
+{
+    struct tsrnn_workspace *ws = rc->ws;
+    const struct tsrnn_cell *cell = ws->cell;
+    const struct layer_cache *lc = &ws->layers[rc->l];
+    size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
+    for (size_t b0 = r0; b0 < r1; b0 += PACKED_BLOCK_ROWS) {
+        size_t n = r1 - b0 < PACKED_BLOCK_ROWS ? r1 - b0 : PACKED_BLOCK_ROWS;
+        float *dh_step = ws->dh_step + b0 * H, *dh_carry = ws->dh_carry + b0 * H;
+        float *dh_direct = ws->dh_direct + b0 * H;
+        if (ws->d_h_head != NULL) {
+            size_t O = ws->dims.output_count;
+            head_dh(dh_step, ws->d_out + (t * B + b0) * O, ws->d_h_head, dh_carry, n, H, O);
+        } else {
+            const float *d_h_t = ws->d_h + (t * B + b0) * H;
+            for (size_t i = 0; i < n * H; i++)
+                dh_step[i] = d_h_t[i] + dh_carry[i];
+        }
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, b0);
+        struct tsrnn_cell_grads cg = {
+            .dh = dh_step,
+            .dc = ws->dc ? ws->dc + b0 * H : NULL,
+            .d_xg = ws->d_xg + (t * B + b0) * GH,
+            .d_hg = ws->d_hg + (t * B + b0) * GH,
+            .dh_prev = dh_direct,
+        };
+        cell->backward(&cg, &s, n, H);
+        if (t == 0)
+            continue; /* nobody asks for dLoss/dh[0] */
+        memset(dh_carry, 0, n * H * sizeof(float));
+        tsrnn_cpu_gemm_packed(ws->cpu, n, H, GH, cg.d_hg, GH, ws->w_hh_packed_bwd, dh_carry, H);
+        if (cell->has_direct_path)
+            for (size_t i = 0; i < n * H; i++)
+                dh_carry[i] += dh_direct[i];
+    }
+    if (rc->stepwise_sums)
+        add_stepwise_sums(rc, t, 0, GH);
+}
+
 /* The time loop of tsrnn_cpu_layer_backward() for one part of the batch. */
 static void backward_rows(void *arg, size_t part, size_t parts)
 {
@@ -469,6 +540,10 @@ static void backward_rows(void *arg, size_t part, size_t parts)
     if (cell->has_cell_state)
         memset(dc, 0, n * H * sizeof(float));
     for (size_t t = T; t-- > 0;) {
+        if (ws->packed_products) {
+            packed_backward_step(rc, t, r0, r1);
+            continue;
+        }
         const float *d_h_t = ws->d_h + (t * B + r0) * H;
         for (size_t i = 0; i < n * H; i++)
             dh_step[i] = d_h_t[i] + dh_carry[i];
@@ -486,17 +561,32 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         if (t == 0)
             break; /* nobody asks for dLoss/dh[0] */
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
-        if (ws->packed_products) {
-            memset(dh_carry, 0, n * H * sizeof(float));
-            tsrnn_cpu_gemm_packed(cpu, n, H, GH, cg.d_hg, GH, ws->w_hh_packed_bwd, dh_carry, H);
-        } else {
-            tsrnn_cpu_gemm(cpu, false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f,
-                           dh_carry, H);
-        }
+        tsrnn_cpu_gemm(cpu, false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, dh_carry,
+                       H);
         if (cell->has_direct_path)
             for (size_t i = 0; i < n * H; i++)
                 dh_carry[i] += dh_direct[i];
     }
+}
+
+/* d_h (T*B, H) = d_out V_w: dLoss/d(the top layer's outputs) through the head. */
+static void head_d_h(struct tsrnn_workspace *ws, const float *v_w)
+{
+    size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
+    size_t O = ws->dims.output_count;
+    tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
+}
+
+/* Whether the head's backward leaves d_h to the top layer's packed backward, which forms each
+ * block of rows as it needs them (head_dh): a (T, B, H) array less to write and to read back
+ * from memory, 4 MiB at LSTM-256 B64 T64. Only where tsrnn_cpu_gemm() would run the product
+ * on the reference loops, whose sums head_dh repeats: not on BLAS nor the blocked kernel. */
+static bool head_d_h_deferred(const struct tsrnn_workspace *ws)
+{
+    size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
+    size_t O = ws->dims.output_count;
+    return ws->packed_products && !tsrnn_cpu_blocked_takes(ws->cpu, rows, H, O, 1.0f) &&
+           !tsrnn_cpu_blas_takes(ws->cpu, rows, H, O, O, H, H);
 }
 
 enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
@@ -508,6 +598,10 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
     size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
     size_t GH = ws->cell->gate_count * H, input_count = l == 0 ? ws->dims.input_count : H;
 
+    if (ws->d_h_head != NULL && l + 1 != ws->dims.layer_count) { /* the top layer's, not l's */
+        head_d_h(ws, ws->d_h_head);
+        ws->d_h_head = NULL;
+    }
     bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
     if (stepwise) /* dW_ih^T, (I, G*H): its rows are what a step's product fills */
         memset(ws->d_w_ih_t, 0, input_count * GH * sizeof(float));
@@ -523,6 +617,7 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         .stepwise_sums = stepwise && parts == 1,
     };
     tsrnn_cpu_parallel(cpu, backward_rows, &rc, parts);
+    ws->d_h_head = NULL; /* used up: below, d_h is this layer's input gradient */
     /* Split, the per-step sums over the batch follow, split by columns. */
     if (stepwise && parts > 1)
         tsrnn_cpu_parallel(cpu, stepwise_sums_columns, &rc, parts);
@@ -587,7 +682,11 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrn
     tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H, 1.0f,
                    g_v_w, H);
     tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
-    tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
+    if (head_d_h_deferred(ws)) {
+        ws->d_h_head = v_w;
+        return TSRNN_OK;
+    }
+    head_d_h(ws, v_w);
     return TSRNN_OK;
 }
 
