@@ -488,9 +488,9 @@ size_t tsrnn_cpu_packed_count(size_t k, size_t n)
 void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
-    if (!trans_b) { /* full panels: a row of 16 is one copy */
-        for (size_t p = 0; p < n / PANEL_COLS; p++)
-            for (size_t kk = 0; kk < k; kk++)
+    if (!trans_b) { /* full panels: a row of 16 is one copy; B read row after row, in order */
+        for (size_t kk = 0; kk < k; kk++)
+            for (size_t p = 0; p < n / PANEL_COLS; p++)
                 memcpy(packed + (p * k + kk) * PANEL_COLS, b + kk * ldb + p * PANEL_COLS,
                        PANEL_COLS * sizeof(float));
     } else { /* column j of the panel is row j of B: read along B's rows */

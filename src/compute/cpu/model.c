@@ -577,16 +577,24 @@ static void head_d_h(struct tsrnn_workspace *ws, const float *v_w)
     tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
 }
 
+/* Whether a model with packed products would run this product of the head (alpha 1) on the
+ * reference loops, not on BLAS nor the blocked kernel: then the head's own loops below, which
+ * repeat the loops' sums in another traversal, give the same bits. */
+static bool head_product_on_loops(const struct tsrnn_workspace *ws, size_t m, size_t n, size_t k,
+                                  size_t lda, size_t ldb, size_t ldc)
+{
+    return ws->packed_products && !tsrnn_cpu_blocked_takes(ws->cpu, m, n, k, 1.0f) &&
+           !tsrnn_cpu_blas_takes(ws->cpu, m, n, k, lda, ldb, ldc);
+}
+
 /* Whether the head's backward leaves d_h to the top layer's packed backward, which forms each
  * block of rows as it needs them (head_dh): a (T, B, H) array less to write and to read back
- * from memory, 4 MiB at LSTM-256 B64 T64. Only where tsrnn_cpu_gemm() would run the product
- * on the reference loops, whose sums head_dh repeats: not on BLAS nor the blocked kernel. */
+ * from memory, 4 MiB at LSTM-256 B64 T64. */
 static bool head_d_h_deferred(const struct tsrnn_workspace *ws)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
-    return ws->packed_products && !tsrnn_cpu_blocked_takes(ws->cpu, rows, H, O, 1.0f) &&
-           !tsrnn_cpu_blas_takes(ws->cpu, rows, H, O, O, H, H);
+    return head_product_on_loops(ws, rows, H, O, O, H, H);
 }
 
 enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
@@ -673,14 +681,38 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn
     return TSRNN_OK;
 }
 
+/* g_v_w (O, H) += d_out^T (rows, O) h (rows, H), every element summed in row order from its
+ * value: the reference loops' sums (tsrnn_cpu_gemm), walked row after row of h instead of in
+ * 16-column strips down all rows, which read h (4 MiB at LSTM-256 B64 T64) 1 KiB apart. */
+TSRNN_CPU_BODY head_weight_grad_body(float *restrict g_v_w, const float *restrict d_out,
+                                     const float *restrict h, size_t rows, size_t H, size_t O)
+{
+    for (size_t o = 0; o < O; o++) {
+        float *restrict g = g_v_w + o * H;
+        for (size_t i = 0; i < rows; i++) {
+            float d = d_out[i * O + o];
+            for (size_t j = 0; j < H; j++)
+                g[j] += d * h[i * H + j];
+        }
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(head_weight_grad,
+                       (float *restrict g_v_w, const float *restrict d_out, const float *restrict h,
+                        size_t rows, size_t H, size_t O),
+                       (g_v_w, d_out, h, rows, H, O))
+
 enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
                                           const float *v_w, float *g_v_w, float *g_v_b)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
-    tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H, 1.0f,
-                   g_v_w, H);
+    if (head_product_on_loops(ws, O, H, rows, O, H, H))
+        head_weight_grad(g_v_w, ws->d_out, top_outputs(ws), rows, H, O);
+    else
+        tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H,
+                       1.0f, g_v_w, H);
     tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
     if (head_d_h_deferred(ws)) {
         ws->d_h_head = v_w;
