@@ -283,12 +283,22 @@ static void part_range(size_t count, size_t part, size_t parts, size_t align, si
     *hi = part + 1 == parts ? count : count * (part + 1) / parts / align * align;
 }
 
-/* The packed path walks a step's rows in blocks of this many: a block's input projection,
- * recurrent product and cell run one after the other while its rows of hg and the gates (2 x
- * 64 KiB at G*H = 1024) are still in cache, instead of three passes over the whole batch. */
-#define PACKED_BLOCK_ROWS 16
+/* The packed path walks a step's rows in blocks of PACKED_BLOCK_ROWS: a block's input
+ * projection, recurrent product and cell run one after the other while its rows of hg and the
+ * gates (2 x 64 KiB at G*H = 1024) are still in cache, instead of three passes over the whole
+ * batch. Each block streams the packed W_hh once more, so only while it stays in L2: up to
+ * PACKED_BLOCK_MAX_WEIGHTS (LSTM-256's 1 MiB); above (LSTM-512's 4 MiB: 22 % slower in blocks
+ * of 16) a step's rows are one block. */
+#define PACKED_BLOCK_ROWS        16
+#define PACKED_BLOCK_MAX_WEIGHTS (256 * 1024)
 
-/* Step t of the packed path for batch rows [r0, r1), in blocks of PACKED_BLOCK_ROWS rows;
+static size_t packed_block_rows(const struct tsrnn_workspace *ws)
+{
+    size_t H = ws->dims.hidden_count, GH = ws->cell->gate_count * H;
+    return H * GH <= PACKED_BLOCK_MAX_WEIGHTS ? PACKED_BLOCK_ROWS : ws->batch_count;
+}
+
+/* Step t of the packed path for batch rows [r0, r1), in blocks of packed_block_rows() rows;
  * every row's arithmetic is that of one pass over all rows. */
 static void packed_forward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1,
                                 float *hg)
@@ -300,8 +310,9 @@ static void packed_forward_step(const struct recurrence *rc, size_t t, size_t r0
     size_t B = ws->batch_count, H = ws->dims.hidden_count;
     size_t GH = cell->gate_count * H, I = rc->input_count;
     bool zero_state = t == 0 && ws->zero_initial_state; /* then W_hh h adds exact zeros */
-    for (size_t b0 = r0; b0 < r1; b0 += PACKED_BLOCK_ROWS) {
-        size_t n = r1 - b0 < PACKED_BLOCK_ROWS ? r1 - b0 : PACKED_BLOCK_ROWS;
+    size_t block = packed_block_rows(ws);
+    for (size_t b0 = r0; b0 < r1; b0 += block) {
+        size_t n = r1 - b0 < block ? r1 - b0 : block;
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, b0);
         if (I <= STEPWISE_MAX_INPUTS)
             tsrnn_cpu_gemm_bias(ws->cpu, n, GH, I, lc->input + (t * B + b0) * I, I, lc->w_ih_t, GH,
@@ -477,7 +488,7 @@ TSRNN_CPU_ISA_VARIANTS(head_dh,
                        (dh, d_out, v_w, carry, n, H, O))
 
 /* Step t of the packed path's backward for batch rows [r0, r1), in blocks of
- * PACKED_BLOCK_ROWS rows as packed_forward_step(): a block's dLoss/dh, cell backward and
+ * packed_block_rows() rows as packed_forward_step(): a block's dLoss/dh, cell backward and
  * product with W_hh follow one another while its rows are in cache. */
 static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1)
 {
@@ -485,8 +496,9 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
     const struct tsrnn_cell *cell = ws->cell;
     const struct layer_cache *lc = &ws->layers[rc->l];
     size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
-    for (size_t b0 = r0; b0 < r1; b0 += PACKED_BLOCK_ROWS) {
-        size_t n = r1 - b0 < PACKED_BLOCK_ROWS ? r1 - b0 : PACKED_BLOCK_ROWS;
+    size_t block = packed_block_rows(ws);
+    for (size_t b0 = r0; b0 < r1; b0 += block) {
+        size_t n = r1 - b0 < block ? r1 - b0 : block;
         float *dh_step = ws->dh_step + b0 * H, *dh_carry = ws->dh_carry + b0 * H;
         float *dh_direct = ws->dh_direct + b0 * H;
         if (ws->d_h_head != NULL) {
