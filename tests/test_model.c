@@ -339,7 +339,9 @@ static void test_split_blas_products(void **state)
 
 /* The packed products (the recurrence of large models) against a double-precision product:
  * row counts around the 4-row kernel, column counts around the 16-column panels, both ways
- * of packing. Runs the AVX2 kernel where the CPU has it, the portable loops otherwise. */
+ * of packing. Runs the AVX2 kernel where the CPU has it, the portable loops otherwise; and
+ * the product from a bias row (tsrnn_cpu_gemm_packed_bias) against a fill and the product,
+ * bit for bit (k = 300: two of the AVX-512 kernel's k blocks). */
 static void test_packed_products_match_reference(void **state)
 {
     (void)state;
@@ -375,6 +377,12 @@ static void test_packed_products_match_reference(void **state)
                                 }
                                 assert_true(fabs(c[i * n + j] - sum) <= 1e-6 * mag + 1e-7);
                             }
+                        float *filled = malloc(m * n * sizeof(float));
+                        tsrnn_cpu_fill_rows(filled, c0, m, n); /* bias: c0's first row */
+                        tsrnn_cpu_gemm_packed(&cpu, m, n, k, a, k, packed, filled, n);
+                        tsrnn_cpu_gemm_packed_bias(&cpu, m, n, k, a, k, packed, c0, c, n);
+                        assert_memory_equal(c, filled, m * n * sizeof(float));
+                        free(filled);
                         free(a);
                         free(b);
                         free(c);

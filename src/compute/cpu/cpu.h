@@ -291,6 +291,13 @@ void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t 
 void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
                            const float *a, size_t lda, const float *packed, float *c, size_t ldc);
 
+/* C (M, N) = bias (N) in every row + A (M, K) B, B packed: the bits of tsrnn_cpu_fill_rows()
+ * then tsrnn_cpu_gemm_packed(), without the pass that fills C (the AVX-512 kernel adds its tiles'
+ * sums to the bias where it would add them to C). */
+void tsrnn_cpu_gemm_packed_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
+                                const float *a, size_t lda, const float *packed, const float *bias,
+                                float *c, size_t ldc);
+
 /* --- the cells ----------------------------------------------------------------------------
  *
  * One time step of a cell over a batch: views into a layer's activations at step t. */

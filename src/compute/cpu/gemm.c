@@ -684,9 +684,9 @@ size_t tsrnn_cpu_packed_count(size_t k, size_t n)
 void tsrnn_cpu_pack(float *packed, const float *b, size_t ldb, size_t k, size_t n, bool trans_b)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS;
-    if (!trans_b) { /* full panels: a row of 16 is one copy */
-        for (size_t p = 0; p < n / PANEL_COLS; p++)
-            for (size_t kk = 0; kk < k; kk++)
+    if (!trans_b) { /* full panels: a row of 16 is one copy; B read row after row, in order */
+        for (size_t kk = 0; kk < k; kk++)
+            for (size_t p = 0; p < n / PANEL_COLS; p++)
                 memcpy(packed + (p * k + kk) * PANEL_COLS, b + kk * ldb + p * PANEL_COLS,
                        PANEL_COLS * sizeof(float));
     } else { /* column j of the panel is row j of B: read along B's rows */
@@ -774,11 +774,13 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
 /* AVX-512: ROWS (8 or 4 or 1) rows of C times PANELS (2 or 1) panels, one 16-float register
  * per row and panel: 16 accumulators for 8 x 2, enough independent chains to keep both FMA
  * ports busy (4 cycles of latency x 2 ports), each k step two panel loads and eight
- * broadcasts. A(r, kk) = a[r * a_row + kk * a_col]. C += the product; cols = the columns of the
- * last panel that exist (the rest are the pack's zero padding, not stored). */
+ * broadcasts. A(r, kk) = a[r * a_row + kk * a_col]. C = Cin + the product (Cin is C itself,
+ * ldcin = ldc, or a bias row, ldcin = 0); cols = the columns of the last panel that exist (the
+ * rest are the pack's zero padding, not stored). */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
-panel512(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col, const float *panel,
-         size_t panel_stride, size_t k, size_t rows, size_t panels, size_t cols, size_t store_rows)
+panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t a_row,
+         size_t a_col, const float *panel, size_t panel_stride, size_t k, size_t rows,
+         size_t panels, size_t cols, size_t store_rows)
 {
     __m512 acc[8][2];
     for (size_t r = 0; r < rows; r++)
@@ -798,52 +800,56 @@ panel512(float *c, size_t ldc, const float *a, size_t a_row, size_t a_col, const
         size_t width = p + 1 == panels ? cols : PANEL_COLS;
         __mmask16 mask = (__mmask16)((1u << width) - 1u);
         for (size_t r = 0; r < store_rows; r++) {
-            float *cr = c + r * ldc + p * PANEL_COLS;
-            __m512 old = _mm512_maskz_loadu_ps(mask, cr);
-            _mm512_mask_storeu_ps(cr, mask, _mm512_add_ps(old, acc[r][p]));
+            __m512 old = _mm512_maskz_loadu_ps(mask, cin + r * ldcin + p * PANEL_COLS);
+            _mm512_mask_storeu_ps(c + r * ldc + p * PANEL_COLS, mask,
+                                  _mm512_add_ps(old, acc[r][p]));
         }
     }
 }
 
-/* The AVX-512 product over k in blocks of PACKED_KC (a block of two panels, 32 KiB, stays in
- * the 48 KiB L1 while every row block of C passes over it), panels in pairs, rows in 8s, then
- * 4s, then single rows. */
 #define PACKED_KC 256
 
+/* Rows 0 .. m of C for one block of k and PANELS (2 or 1) panels: tiles of 8 rows, then 4,
+ * then single rows. Each element's sum is the same whatever tile computes it. */
+TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
+packed_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t lda,
+            const float *panel, size_t stride, size_t kc, size_t m, size_t panels, size_t cols)
+{
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8)
+        panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
+                 8, panels, cols, 8);
+    for (; i + 4 <= m; i += 4)
+        panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
+                 4, panels, cols, 4);
+    for (; i < m; i++)
+        panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
+                 1, panels, cols, 1);
+}
+
+/* The AVX-512 product, C = Cin + A packed (Cin as panel512's), over k in blocks of PACKED_KC
+ * (a block of two panels, 32 KiB, stays in the 48 KiB L1 while every row block of C passes
+ * over it), panels in pairs. The blocks after the first add to C. */
 TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, size_t k,
-                                                          const float *a, size_t a_row,
-                                                          size_t a_col, const float *packed,
-                                                          float *c, size_t ldc)
+                                                          const float *a, size_t lda,
+                                                          const float *packed, const float *cin,
+                                                          size_t ldcin, float *c, size_t ldc)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS, stride = k * PANEL_COLS;
     for (size_t k0 = 0; k0 < k; k0 += PACKED_KC) {
         size_t kc = k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+        const float *in = k0 == 0 ? cin : c;
+        size_t ldin = k0 == 0 ? ldcin : ldc;
         for (size_t p = 0; p < panel_count; p += 2) {
             size_t panels = p + 1 < panel_count ? 2 : 1;
             size_t last = p + panels - 1;
             size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
             const float *panel = packed + p * stride + k0 * PANEL_COLS;
-            const float *ak = a + k0 * a_col;
-            float *cp = c + p * PANEL_COLS;
-            size_t i = 0;
-            if (panels == 2) {
-                for (; i + 8 <= m; i += 8)
-                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
-                             2, cols, 8);
-                for (; i + 4 <= m; i += 4)
-                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 4,
-                             2, cols, 4);
-                for (; i < m; i++)
-                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
-                             2, cols, 1);
-            } else {
-                for (; i + 8 <= m; i += 8)
-                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 8,
-                             1, cols, 8);
-                for (; i < m; i++)
-                    panel512(cp + i * ldc, ldc, ak + i * a_row, a_row, a_col, panel, stride, kc, 1,
-                             1, cols, 1);
-            }
+            size_t j = p * PANEL_COLS;
+            if (panels == 2)
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols);
+            else
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols);
         }
     }
 }
@@ -962,11 +968,11 @@ TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size
                     float *cs = p->c + (i0 + s) * p->ldc + q * PANEL_COLS;
                     size_t rows = mc - s < 8 ? mc - s : 8;
                     if (panels == 2)
-                        panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 2, cols,
-                                 rows);
+                        panel512(cs, p->ldc, cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc,
+                                 8, 2, cols, rows);
                     else
-                        panel512(cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc, 8, 1, cols,
-                                 rows);
+                        panel512(cs, p->ldc, cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc,
+                                 8, 1, cols, rows);
                 }
         }
     }
@@ -984,7 +990,7 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
     bool kernel = cpu->gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_packed_kernel_available();
 #if PACKED_KERNEL_X86
     if (kernel && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512) {
-        gemm_packed_avx512(m, n, k, a, lda, 1, packed, c, ldc);
+        gemm_packed_avx512(m, n, k, a, lda, packed, c, ldc, c, ldc);
         return;
     }
 #endif
@@ -1002,6 +1008,20 @@ void tsrnn_cpu_gemm_packed(const struct tsrnn_cpu *cpu, size_t m, size_t n, size
 #endif
         panel_loops(c + i * ldc + p * PANEL_COLS, ldc, a + i * lda, lda, panel, k, m - i, cols);
     }
+}
+
+void tsrnn_cpu_gemm_packed_bias(const struct tsrnn_cpu *cpu, size_t m, size_t n, size_t k,
+                                const float *a, size_t lda, const float *packed, const float *bias,
+                                float *c, size_t ldc)
+{
+#if PACKED_KERNEL_X86
+    if (cpu->gemm_path != TSRNN_GEMM_LOOPS && tsrnn_cpu_isa == TSRNN_CPU_ISA_AVX512) {
+        gemm_packed_avx512(m, n, k, a, lda, packed, bias, 0, c, ldc);
+        return;
+    }
+#endif
+    tsrnn_cpu_fill_rows(c, bias, m, n);
+    tsrnn_cpu_gemm_packed(cpu, m, n, k, a, lda, packed, c, ldc);
 }
 
 /* From this many multiply-adds (and k) a product goes to tsrnn_cpu_gemm_blocked() on an

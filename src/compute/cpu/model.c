@@ -63,6 +63,8 @@ struct tsrnn_workspace {
     float *out;             /* (T, B, O) head output */
     float *d_out;           /* (T, B, O) */
     float *d_h;             /* (T, B, H) dLoss/d(outputs of the layer being walked back) */
+    const float *d_h_head;  /* V_w (O, H) when the head's backward left d_h = d_out V_w of the
+                               top layer to its packed backward (head_d_h_deferred); else NULL */
     float *d_xg;            /* (T, B, G*H) */
     float *d_hg;            /* (T, B, G*H) GRU; aliases d_xg otherwise */
     float *d_w_ih_t;        /* (I, G*H) dW_ih^T gathered step by step for layers with few inputs */
@@ -305,6 +307,50 @@ static void part_range(size_t count, size_t part, size_t parts, size_t align, si
     *hi = part + 1 == parts ? count : count * (part + 1) / parts / align * align;
 }
 
+/* The packed path walks a step's rows in blocks of PACKED_BLOCK_ROWS: a block's input
+ * projection, recurrent product and cell run one after the other while its rows of hg and the
+ * gates (2 x 64 KiB at G*H = 1024) are still in cache, instead of three passes over the whole
+ * batch. Each block streams the packed W_hh once more, so only while it stays in L2: up to
+ * PACKED_BLOCK_MAX_WEIGHTS (LSTM-256's 1 MiB); above (LSTM-512's 4 MiB: 22 % slower in blocks
+ * of 16) a step's rows are one block. */
+#define PACKED_BLOCK_ROWS        16
+#define PACKED_BLOCK_MAX_WEIGHTS (256 * 1024)
+
+static size_t packed_block_rows(const struct tsrnn_workspace *ws)
+{
+    size_t H = ws->dims.hidden_count, GH = ws->cell->gate_count * H;
+    return H * GH <= PACKED_BLOCK_MAX_WEIGHTS ? PACKED_BLOCK_ROWS : ws->batch_count;
+}
+
+/* Step t of the packed path for batch rows [r0, r1), in blocks of packed_block_rows() rows;
+ * every row's arithmetic is that of one pass over all rows. */
+static void packed_forward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1,
+                                float *hg)
+{
+    const struct tsrnn_workspace *ws = rc->ws;
+    const struct tsrnn_cell *cell = ws->cell;
+    const struct layer_cache *lc = &ws->layers[rc->l];
+    const struct tsrnn_layer_params *p = rc->p;
+    size_t B = ws->batch_count, H = ws->dims.hidden_count;
+    size_t GH = cell->gate_count * H, I = rc->input_count;
+    bool zero_state = t == 0 && ws->zero_initial_state; /* then W_hh h adds exact zeros */
+    size_t block = packed_block_rows(ws);
+    for (size_t b0 = r0; b0 < r1; b0 += block) {
+        size_t n = r1 - b0 < block ? r1 - b0 : block;
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, b0);
+        if (I <= STEPWISE_MAX_INPUTS)
+            tsrnn_cpu_gemm_bias(ws->cpu, n, GH, I, lc->input + (t * B + b0) * I, I, lc->w_ih_t, GH,
+                                p->b_ih, s.gates, GH);
+        if (zero_state)
+            tsrnn_cpu_fill_rows(hg, p->b_hh, n, GH);
+        else
+            tsrnn_cpu_gemm_packed_bias(ws->cpu, n, GH, H, s.h_prev, H, lc->w_hh_packed, p->b_hh, hg,
+                                       GH);
+        s.hg = hg;
+        cell->forward(&s, n, H);
+    }
+}
+
 /* The time loop of tsrnn_cpu_layer_forward() for one part of the batch. */
 static void forward_rows(void *arg, size_t part, size_t parts)
 {
@@ -326,16 +372,17 @@ static void forward_rows(void *arg, size_t part, size_t parts)
     }
     float *hg = ws->hg + r0 * GH;
     for (size_t t = 0; t < T && n > 0; t++) {
+        if (ws->packed_products) {
+            packed_forward_step(rc, t, r0, r1, hg);
+            continue;
+        }
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
         if (I <= STEPWISE_MAX_INPUTS)
             tsrnn_cpu_gemm_bias(cpu, n, GH, I, lc->input + (t * B + r0) * I, I, lc->w_ih_t, GH,
                                 p->b_ih, s.gates, GH);
-        bool zero_state = t == 0 && ws->zero_initial_state; /* then W_hh h adds exact zeros */
-        if (zero_state || ws->packed_products)
+        if (t == 0 && ws->zero_initial_state) /* then W_hh h adds exact zeros */
             tsrnn_cpu_fill_rows(hg, p->b_hh, n, GH);
-        if (!zero_state && ws->packed_products)
-            tsrnn_cpu_gemm_packed(cpu, n, GH, H, s.h_prev, H, lc->w_hh_packed, hg, GH);
-        else if (!zero_state)
+        else
             tsrnn_cpu_gemm_bias(cpu, n, GH, H, s.h_prev, H, lc->w_hh_t, GH, p->b_hh, hg, GH);
         s.hg = hg;
         cell->forward(&s, n, H);
@@ -457,6 +504,76 @@ static void stepwise_sums_columns(void *arg, size_t part, size_t parts)
         add_stepwise_sums(rc, t, j0, j1);
 }
 
+/* dh (n, H) = d_out (n, O) v_w (O, H) + carry: the head's share of dLoss/dh with the
+ * reference loops' k-sum (from 0, in order of o; what tsrnn_cpu_head_backward() would have
+ * left in d_h), plus what flows back from step t+1. */
+TSRNN_CPU_BODY head_dh_body(float *restrict dh, const float *restrict d_out,
+                            const float *restrict v_w, const float *restrict carry, size_t n,
+                            size_t H, size_t O)
+{
+    for (size_t i = 0; i < n; i++) {
+        float *restrict row = dh + i * H;
+        float d = d_out[i * O];
+        for (size_t j = 0; j < H; j++)
+            row[j] = 0.0f + d * v_w[j];
+        for (size_t o = 1; o < O; o++) {
+            d = d_out[i * O + o];
+            for (size_t j = 0; j < H; j++)
+                row[j] += d * v_w[o * H + j];
+        }
+        for (size_t j = 0; j < H; j++)
+            row[j] += carry[i * H + j];
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(head_dh,
+                       (float *restrict dh, const float *restrict d_out, const float *restrict v_w,
+                        const float *restrict carry, size_t n, size_t H, size_t O),
+                       (dh, d_out, v_w, carry, n, H, O))
+
+/* Step t of the packed path's backward for batch rows [r0, r1), in blocks of
+ * packed_block_rows() rows as packed_forward_step(): a block's dLoss/dh, cell backward and
+ * product with W_hh follow one another while its rows are in cache. */
+static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1)
+{
+    struct tsrnn_workspace *ws = rc->ws;
+    const struct tsrnn_cell *cell = ws->cell;
+    const struct layer_cache *lc = &ws->layers[rc->l];
+    size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
+    size_t block = packed_block_rows(ws);
+    for (size_t b0 = r0; b0 < r1; b0 += block) {
+        size_t n = r1 - b0 < block ? r1 - b0 : block;
+        float *dh_step = ws->dh_step + b0 * H, *dh_carry = ws->dh_carry + b0 * H;
+        float *dh_direct = ws->dh_direct + b0 * H;
+        if (ws->d_h_head != NULL) {
+            size_t O = ws->dims.output_count;
+            head_dh(dh_step, ws->d_out + (t * B + b0) * O, ws->d_h_head, dh_carry, n, H, O);
+        } else {
+            const float *d_h_t = ws->d_h + (t * B + b0) * H;
+            for (size_t i = 0; i < n * H; i++)
+                dh_step[i] = d_h_t[i] + dh_carry[i];
+        }
+        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, b0);
+        struct tsrnn_cell_grads cg = {
+            .dh = dh_step,
+            .dc = ws->dc ? ws->dc + b0 * H : NULL,
+            .d_xg = ws->d_xg + (t * B + b0) * GH,
+            .d_hg = ws->d_hg + (t * B + b0) * GH,
+            .dh_prev = dh_direct,
+        };
+        cell->backward(&cg, &s, n, H);
+        if (t == 0)
+            continue; /* nobody asks for dLoss/dh[0] */
+        memset(dh_carry, 0, n * H * sizeof(float));
+        tsrnn_cpu_gemm_packed(ws->cpu, n, H, GH, cg.d_hg, GH, ws->w_hh_packed_bwd, dh_carry, H);
+        if (cell->has_direct_path)
+            for (size_t i = 0; i < n * H; i++)
+                dh_carry[i] += dh_direct[i];
+    }
+    if (rc->stepwise_sums)
+        add_stepwise_sums(rc, t, 0, GH);
+}
+
 /* The time loop of tsrnn_cpu_layer_backward() for one part of the batch. */
 static void backward_rows(void *arg, size_t part, size_t parts)
 {
@@ -491,6 +608,10 @@ static void backward_rows(void *arg, size_t part, size_t parts)
     if (cell->has_cell_state)
         memset(dc, 0, n * H * sizeof(float));
     for (size_t t = T; t-- > 0;) {
+        if (ws->packed_products) {
+            packed_backward_step(rc, t, r0, r1);
+            continue;
+        }
         const float *d_h_t = ws->d_h + (t * B + r0) * H;
         for (size_t i = 0; i < n * H; i++)
             dh_step[i] = d_h_t[i] + dh_carry[i];
@@ -508,17 +629,40 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         if (t == 0)
             break; /* nobody asks for dLoss/dh[0] */
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
-        if (ws->packed_products) {
-            memset(dh_carry, 0, n * H * sizeof(float));
-            tsrnn_cpu_gemm_packed(cpu, n, H, GH, cg.d_hg, GH, ws->w_hh_packed_bwd, dh_carry, H);
-        } else {
-            tsrnn_cpu_gemm(cpu, false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f,
-                           dh_carry, H);
-        }
+        tsrnn_cpu_gemm(cpu, false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, dh_carry,
+                       H);
         if (cell->has_direct_path)
             for (size_t i = 0; i < n * H; i++)
                 dh_carry[i] += dh_direct[i];
     }
+}
+
+/* d_h (T*B, H) = d_out V_w: dLoss/d(the top layer's outputs) through the head. */
+static void head_d_h(struct tsrnn_workspace *ws, const float *v_w)
+{
+    size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
+    size_t O = ws->dims.output_count;
+    tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
+}
+
+/* Whether a model with packed products would run this product of the head (alpha 1) on the
+ * reference loops, not on BLAS nor the blocked kernel: then the head's own loops below, which
+ * repeat the loops' sums in another traversal, give the same bits. */
+static bool head_product_on_loops(const struct tsrnn_workspace *ws, size_t m, size_t n, size_t k,
+                                  size_t lda, size_t ldb, size_t ldc)
+{
+    return ws->packed_products && !tsrnn_cpu_blocked_takes(ws->cpu, m, n, k, 1.0f) &&
+           !tsrnn_cpu_blas_takes(ws->cpu, m, n, k, lda, ldb, ldc);
+}
+
+/* Whether the head's backward leaves d_h to the top layer's packed backward, which forms each
+ * block of rows as it needs them (head_dh): a (T, B, H) array less to write and to read back
+ * from memory, 4 MiB at LSTM-256 B64 T64. */
+static bool head_d_h_deferred(const struct tsrnn_workspace *ws)
+{
+    size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
+    size_t O = ws->dims.output_count;
+    return head_product_on_loops(ws, rows, H, O, O, H, H);
 }
 
 enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
@@ -530,6 +674,10 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
     size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
     size_t GH = ws->cell->gate_count * H, input_count = l == 0 ? ws->dims.input_count : H;
 
+    if (ws->d_h_head != NULL && l + 1 != ws->dims.layer_count) { /* the top layer's, not l's */
+        head_d_h(ws, ws->d_h_head);
+        ws->d_h_head = NULL;
+    }
     bool stepwise = input_count <= STEPWISE_MAX_INPUTS;
     if (stepwise) /* dW_ih^T, (I, G*H): its rows are what a step's product fills */
         memset(ws->d_w_ih_t, 0, input_count * GH * sizeof(float));
@@ -549,6 +697,7 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         .lanes = lanes,
     };
     tsrnn_cpu_parallel(cpu, backward_rows, &rc, parts);
+    ws->d_h_head = NULL; /* used up: below, d_h is this layer's input gradient */
     /* Split, the per-step sums over the batch follow, split by columns. */
     if (stepwise && parts > 1)
         tsrnn_cpu_parallel(cpu, stepwise_sums_columns, &rc, parts);
@@ -610,6 +759,27 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn
     return TSRNN_OK;
 }
 
+/* g_v_w (O, H) += d_out^T (rows, O) h (rows, H), every element summed in row order from its
+ * value: the reference loops' sums (tsrnn_cpu_gemm), walked row after row of h instead of in
+ * 16-column strips down all rows, which read h (4 MiB at LSTM-256 B64 T64) 1 KiB apart. */
+TSRNN_CPU_BODY head_weight_grad_body(float *restrict g_v_w, const float *restrict d_out,
+                                     const float *restrict h, size_t rows, size_t H, size_t O)
+{
+    for (size_t o = 0; o < O; o++) {
+        float *restrict g = g_v_w + o * H;
+        for (size_t i = 0; i < rows; i++) {
+            float d = d_out[i * O + o];
+            for (size_t j = 0; j < H; j++)
+                g[j] += d * h[i * H + j];
+        }
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(head_weight_grad,
+                       (float *restrict g_v_w, const float *restrict d_out, const float *restrict h,
+                        size_t rows, size_t H, size_t O),
+                       (g_v_w, d_out, h, rows, H, O))
+
 enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
                                           const float *v_w, float *g_v_w, float *g_v_b)
 {
@@ -617,12 +787,22 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrn
     size_t O = ws->dims.output_count;
     (void)ctx;
     tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
-    if (O == 1 &&
+    /* A small one-output head (seedstep's lanes layers) and a head whose d_h the packed
+     * recurrence forms block by block (head_dh) never meet: the first needs H <= 32, the
+     * second packed layers. */
+    if (O == 1 && !head_d_h_deferred(ws) &&
         tsrnn_cpu_head1_backward(ws->cpu, rows, H, ws->d_out, top_outputs(ws), v_w, g_v_w, ws->d_h))
         return TSRNN_OK;
-    tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H, 1.0f,
-                   g_v_w, H);
-    tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
+    if (head_product_on_loops(ws, O, H, rows, O, H, H))
+        head_weight_grad(g_v_w, ws->d_out, top_outputs(ws), rows, H, O);
+    else
+        tsrnn_cpu_gemm(ws->cpu, true, false, O, H, rows, 1.0f, ws->d_out, O, top_outputs(ws), H,
+                       1.0f, g_v_w, H);
+    if (head_d_h_deferred(ws)) {
+        ws->d_h_head = v_w;
+        return TSRNN_OK;
+    }
+    head_d_h(ws, v_w);
     return TSRNN_OK;
 }
 
