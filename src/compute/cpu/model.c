@@ -269,6 +269,20 @@ static struct tsrnn_cell_step step_view(const struct layer_cache *lc, size_t t, 
     };
 }
 
+/* The gradient views of step t, from batch row r0 on: dLoss/dh of the step and the cell's
+ * outputs into the workspace (dc carried across steps, dh_prev the cell's direct path). */
+static struct tsrnn_cell_grads grads_view(const struct tsrnn_workspace *ws, size_t t, size_t B,
+                                          size_t H, size_t GH, size_t r0)
+{
+    return (struct tsrnn_cell_grads){
+        .dh = ws->dh_step + r0 * H,
+        .dc = ws->dc ? ws->dc + r0 * H : NULL,
+        .d_xg = ws->d_xg + (t * B + r0) * GH,
+        .d_hg = ws->d_hg + (t * B + r0) * GH,
+        .dh_prev = ws->dh_direct + r0 * H,
+    };
+}
+
 /* One layer's recurrence, which tsrnn_cpu_parallel() may split by batch rows: a window's
  * steps read and write only its own rows, so the parts need no synchronisation, and each
  * row's arithmetic is the same however the batch is split. */
@@ -554,13 +568,7 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
                 dh_step[i] = d_h_t[i] + dh_carry[i];
         }
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, b0);
-        struct tsrnn_cell_grads cg = {
-            .dh = dh_step,
-            .dc = ws->dc ? ws->dc + b0 * H : NULL,
-            .d_xg = ws->d_xg + (t * B + b0) * GH,
-            .d_hg = ws->d_hg + (t * B + b0) * GH,
-            .dh_prev = dh_direct,
-        };
+        struct tsrnn_cell_grads cg = grads_view(ws, t, B, H, GH, b0);
         cell->backward(&cg, &s, n, H);
         if (t == 0)
             continue; /* nobody asks for dLoss/dh[0] */
@@ -616,13 +624,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         for (size_t i = 0; i < n * H; i++)
             dh_step[i] = d_h_t[i] + dh_carry[i];
         struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
-        struct tsrnn_cell_grads cg = {
-            .dh = dh_step,
-            .dc = dc,
-            .d_xg = ws->d_xg + (t * B + r0) * GH,
-            .d_hg = ws->d_hg + (t * B + r0) * GH,
-            .dh_prev = dh_direct,
-        };
+        struct tsrnn_cell_grads cg = grads_view(ws, t, B, H, GH, r0);
         cell->backward(&cg, &s, n, H);
         if (rc->stepwise_sums)
             add_stepwise_sums(rc, t, 0, GH);
