@@ -312,6 +312,13 @@ static size_t recurrence_parts(const struct tsrnn_workspace *ws)
     return parts < B / SPLIT_MIN_PART_ROWS ? parts : B / SPLIT_MIN_PART_ROWS;
 }
 
+/* The most batch rows one of `parts` parts holds (part_range() rounds to 4): what bounds the
+ * per-step products a part's kernels are asked for. */
+static size_t part_rows_max(const struct tsrnn_workspace *ws, size_t parts)
+{
+    return (ws->batch_count + parts - 1) / parts + 4;
+}
+
 /* Part `part` of `parts` of [0, count): [*lo, *hi), starting on multiples of `align` (the GEMM
  * tiles' height for batch rows, a 16-column panel for gate columns). */
 static void part_range(size_t count, size_t part, size_t parts, size_t align, size_t *lo,
@@ -432,7 +439,7 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     /* The lanes kernel where the loops would run every product of a step (the largest part's
      * rows bound them all). */
     bool packed = ws->packed_products;
-    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    size_t parts = recurrence_parts(ws), rows = part_rows_max(ws, parts);
     bool lanes = lc->w_lanes != NULL && !packed && tsrnn_cpu_rnn_lanes_available() &&
                  tsrnn_cpu_loops_take(cpu, rows, GH, input_count, input_count, GH, GH) &&
                  tsrnn_cpu_loops_take(cpu, rows, GH, H, H, GH, GH);
@@ -685,7 +692,7 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
         memset(ws->d_w_ih_t, 0, input_count * GH * sizeof(float));
     if (ws->packed_products)
         tsrnn_cpu_pack(ws->w_hh_packed_bwd, p->w_hh, H, GH, H, false);
-    size_t parts = recurrence_parts(ws), rows = (B + parts - 1) / parts + 4;
+    size_t parts = recurrence_parts(ws), rows = part_rows_max(ws, parts);
     /* The lanes kernel after a lanes forward, where the loops would run the carry's product. */
     bool lanes = lc->lanes_ran && tsrnn_cpu_rnn_lanes_available() &&
                  tsrnn_cpu_loops_take(cpu, rows, H, GH, GH, H, H);
