@@ -14,8 +14,12 @@
 
 #include "tsrnn/atomic_file.h"
 
+/* The run's checkpoints/ folder, and a checkpoint's path in it (names are < 256 bytes). */
+#define DIR_MAX             (PATH_MAX + 16)
+#define CHECKPOINT_PATH_MAX (DIR_MAX + 256)
+
 struct tsrnn_checkpoint_writer {
-    char dir[PATH_MAX];
+    char dir[DIR_MAX];
     const struct tsrnn_model *model; /* its table and dims; the device is not touched */
     const struct tsrnn_config *cfg;
     const struct tsrnn_dataset *ds;
@@ -30,7 +34,7 @@ struct tsrnn_checkpoint_writer {
     bool writing, stopping;
     enum tsrnn_status failed; /* a write failed: the run stops; message holds the reason */
     char message[2048];
-    char last_path[PATH_MAX + 256], best_path[PATH_MAX + 256]; /* on disk; "" until then */
+    char last_path[CHECKPOINT_PATH_MAX], best_path[CHECKPOINT_PATH_MAX]; /* on disk; "" before */
 };
 
 static bool improved(const struct tsrnn_checkpoint_snapshot *snap)
