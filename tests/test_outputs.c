@@ -1185,8 +1185,8 @@ static void expect_same_files(const char *a, const char *b)
 /* The writer thread drops superseded snapshots (the example's epochs take a fraction of a
  * checkpoint's fsyncs), yet after the run the folder holds what the synchronous writes leave
  * (TSRNN_CHECKPOINT_SYNC=1), byte for byte: the last epoch and the best one, 245 of the 300
- * (best val_loss 0.014915, as test_train's PyTorch fixture has it). The same run folder both
- * times, so that the config inside is the same text. */
+ * (val_loss 0.01491, the epoch Darts' own run picks: tests/fixtures/darts_rnn_42_metrics.csv).
+ * The same run folder both times, so that the config inside is the same text. */
 static void test_checkpoint_writer_leaves_the_synchronous_files(void **state)
 {
     (void)state;
