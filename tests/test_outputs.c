@@ -1,7 +1,7 @@
 /* What rank 0 leaves in the run folder, through the real tsrnn-worker and tsrnn-predict:
  * checkpoints read back by a strict reader written here, TensorBoard scalars decoded and
  * compared with metrics.csv, resume bit for bit, checkpoints that survive SIGKILL and a full
- * disk, bad checkpoints refused without touching the folder, forecasts and plots. */
+ * disk, the writer thread's checkpoints equal to the synchronous ones, bad checkpoints refused without touching the folder, forecasts and plots. */
 #include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -772,12 +772,14 @@ static void test_resume_is_bit_identical(void **state)
 static void test_interrupted_run_resumes_to_the_same_weights(void **state)
 {
     (void)state;
-    const char *full[] = { "training.n_epochs=400", "--quiet", NULL };
-    const char *resume[] = { "training.n_epochs=400", "--quiet", "--resume=last",
+    const char *full[] = { "training.n_epochs=1500", "--quiet", NULL };
+    const char *resume[] = { "training.n_epochs=1500", "--quiet", "--resume=last",
                              "output.force_reset=false", NULL };
     assert_int_equal(tu_train(&result, "uninterrupted", full, 120), 0);
     /* The signal must land after the first epoch's checkpoint and before the end: on a slow
-     * or busy machine (ASan, a parallel test) try later, on a fast one earlier. */
+     * or busy machine (ASan, a parallel test) try later, on a fast one earlier. 1500 epochs
+     * take about 0.3 s here with the checkpoints written behind the training, as 400 did when
+     * the training waited for them. */
     static const double after_s[] = { 0.25, 0.6, 0.1, 1.5 };
     char *before = NULL;
     for (size_t k = 0; k < sizeof(after_s) / sizeof(after_s[0]) && before == NULL; k++) {
@@ -793,8 +795,8 @@ static void test_interrupted_run_resumes_to_the_same_weights(void **state)
     printf("# interrupted with: %s", before);
     assert_int_equal(tu_train(&result, "interrupted", resume, 120), 0);
     struct st_file a, b;
-    st_read(&a, run_path("uninterrupted", "checkpoints/last-epoch=399.safetensors"));
-    st_read(&b, run_path("interrupted", "checkpoints/last-epoch=399.safetensors"));
+    st_read(&a, run_path("uninterrupted", "checkpoints/last-epoch=1499.safetensors"));
+    st_read(&b, run_path("interrupted", "checkpoints/last-epoch=1499.safetensors"));
     size_t na, nb;
     const unsigned char *da = st_data(&a, &na), *db = st_data(&b, &nb);
     assert_int_equal(na, nb);
@@ -1157,6 +1159,170 @@ static void test_existing_run_needs_resume_or_reset(void **state)
     free(after);
 }
 
+/* --- checkpoints written behind the training (src/checkpoint/writer.c) ----------------- */
+
+/* Fails unless folders `a` and `b` hold the same names with the same bytes. */
+static void expect_same_files(const char *a, const char *b)
+{
+    char *names_a = list_dir(a), *names_b = list_dir(b);
+    assert_string_equal(names_a, names_b);
+    for (char *save, *line = strtok_r(names_a, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        char path_a[2 * PATH_MAX], path_b[2 * PATH_MAX];
+        snprintf(path_a, sizeof(path_a), "%s/%s", a, line);
+        snprintf(path_b, sizeof(path_b), "%s/%s", b, line);
+        size_t na, nb;
+        unsigned char *bytes_a = read_bytes(path_a, &na), *bytes_b = read_bytes(path_b, &nb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(bytes_a, bytes_b, na);
+        free(bytes_a);
+        free(bytes_b);
+    }
+    free(names_a);
+    free(names_b);
+}
+
+/* The writer thread drops superseded snapshots (the example's epochs take a fraction of a
+ * checkpoint's fsyncs), yet after the run the folder holds what the synchronous writes leave
+ * (TSRNN_CHECKPOINT_SYNC=1), byte for byte: the last epoch and the best one, 245 of the 300
+ * (val_loss 0.01491, the epoch Darts' own run picks: tests/fixtures/darts_rnn_42_metrics.csv).
+ * The same run folder both times, so that the config inside is the same text. */
+static void test_checkpoint_writer_leaves_the_synchronous_files(void **state)
+{
+    (void)state;
+    const char *sets[] = { "--quiet", NULL };
+    char kept[PATH_MAX];
+    snprintf(kept, sizeof(kept), "%s/writer-checkpoints", tu_run_dir());
+    assert_int_equal(tu_train(&result, "writer", sets, 120), 0);
+    assert_int_equal(rename(run_path("writer", "checkpoints"), kept), 0);
+    assert_int_equal(setenv("TSRNN_CHECKPOINT_SYNC", "1", 1), 0);
+    int code = tu_train(&result, "writer", sets, 120);
+    assert_int_equal(unsetenv("TSRNN_CHECKPOINT_SYNC"), 0);
+    assert_int_equal(code, 0);
+    char *names = list_dir(kept);
+    assert_string_equal(names, "best-epoch=245-val_loss=0.0149.safetensors\n"
+                               "last-epoch=299.safetensors\n");
+    free(names);
+    expect_same_files(kept, run_path("writer", "checkpoints"));
+}
+
+/* The checkpoint `which` ("last", "best") of a run folder, read back whole (CRC included). */
+static struct tsrnn_checkpoint *read_located(const char *dir, const char *which)
+{
+    char path[2 * PATH_MAX];
+    if (tsrnn_checkpoint_locate(path, sizeof(path), dir, which) != TSRNN_OK)
+        fail_msg("%s: no %s checkpoint: %s", dir, which, tsrnn_last_error());
+    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
+    assert_non_null(ck);
+    if (tsrnn_checkpoint_read(ck, path) != TSRNN_OK)
+        fail_msg("%s: %s", path, tsrnn_last_error());
+    return ck;
+}
+
+/* SIGKILL at pseudo-random moments in the first 0.2 s, while most epochs still improve and
+ * the writer runs behind: the newest last checkpoint
+ * is whole, and the best checkpoint is the one it names (tsrnn.best_epoch), whole too: an
+ * improving epoch superseded in the writer's queue by a later one still got its best-...
+ * file before that later one was written. */
+static void test_sigkill_keeps_the_last_and_the_best(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=100000", "--quiet", NULL };
+    uint32_t lcg = 20261204u;
+    int landed = 0;
+    for (int k = 0; k < 10; k++) {
+        lcg = lcg * 1664525u + 1013904223u;
+        double after_s = 0.02 + 0.18 * (double)(lcg >> 8) / (double)(1u << 24);
+        tu_signal_next_run(SIGKILL, after_s);
+        tu_train(&result, "killed_best", sets, 60);
+        assert_int_equal(result.signal, SIGKILL);
+        char dir[PATH_MAX], path[2 * PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", run_path("killed_best", "checkpoints"));
+        if (tsrnn_checkpoint_locate(path, sizeof(path), dir, "last") != TSRNN_OK)
+            continue; /* killed before the first epoch ended */
+        tsrnn_error_clear();
+        struct tsrnn_checkpoint *last = read_located(dir, "last");
+        struct tsrnn_checkpoint *best = read_located(dir, "best");
+        printf("# killed after %.3f s: last epoch %lld names best epoch %lld; best file epoch "
+               "%lld\n",
+               after_s, (long long)last->state.epoch, (long long)last->state.best_epoch,
+               (long long)best->state.epoch);
+        assert_int_equal(best->state.epoch, last->state.best_epoch);
+        assert_int_equal(best->state.best_epoch, best->state.epoch);
+        assert_true(best->state.best_value == last->state.best_value);
+        tsrnn_checkpoint_finish(last);
+        tsrnn_checkpoint_finish(best);
+        free(last);
+        free(best);
+        landed++;
+    }
+    if (landed == 0)
+        fail_msg("no SIGKILL landed after the first checkpoint");
+}
+
+/* SIGTERM mid-run: the checkpoint of every finished step is on disk before the process ends
+ * (exit 130): its global step is the count the message gives, and the message names it. */
+static void test_sigterm_leaves_the_checkpoint_of_every_step(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.n_epochs=100000", "--quiet", NULL };
+    static const double after_s[] = { 0.2, 0.45 };
+    for (size_t k = 0; k < sizeof(after_s) / sizeof(after_s[0]); k++) {
+        tu_signal_next_run(SIGTERM, after_s[k]);
+        assert_int_equal(tu_train(&result, "terminated", sets, 60), 130);
+        const char *holds = strstr(result.err, "metrics.csv holds the ");
+        assert_non_null(holds);
+        long long steps = strtoll(holds + strlen("metrics.csv holds the "), NULL, 10);
+        struct tsrnn_checkpoint *last = read_located(run_path("terminated", "checkpoints"), "last");
+        printf("# SIGTERM after %.2f s: %lld steps; last checkpoint epoch %lld, %lld batches%s\n",
+               after_s[k], steps, (long long)last->state.epoch, (long long)last->state.batches_done,
+               last->state.epoch_complete ? "" : " (mid-epoch)");
+        assert_int_equal(last->state.global_step, steps);
+        tu_expect_in(result.err, strrchr(last->path, '/') + 1);
+        tsrnn_checkpoint_finish(last);
+        free(last);
+    }
+}
+
+/* A write failing at the last epoch, when no later hand-off can report it: the drain at the
+ * end of training does, with the same message and exit code, and the folder keeps the
+ * previous checkpoint. */
+static void test_full_disk_at_the_last_epoch(void **state)
+{
+    (void)state;
+    const char *first[] = { "model.model=LSTM", "model.hidden_dim=64", "training.n_epochs=2",
+                            "--quiet", NULL };
+    const char *more[] = { "model.model=LSTM",
+                           "model.hidden_dim=64",
+                           "training.n_epochs=3",
+                           "--quiet",
+                           "--resume=last",
+                           "output.force_reset=false",
+                           NULL };
+    assert_int_equal(tu_train(&result, "full_last", first, 60), 0);
+    char *before = list_dir(run_path("full_last", "checkpoints"));
+    struct rlimit saved, limit;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    limit = saved;
+    limit.rlim_cur = 64 * 1024;
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &limit), 0);
+    int code = tu_train(&result, "full_last", more, 60);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_int_equal(code, 1);
+    tu_expect_in(result.err, "last-epoch=2.safetensors");
+    tu_expect_in(result.err, "File too large");
+    char *after = list_dir(run_path("full_last", "checkpoints"));
+    assert_string_equal(after, before);
+    struct tsrnn_checkpoint *last = read_located(run_path("full_last", "checkpoints"), "last");
+    assert_int_equal(last->state.epoch, 1);
+    tsrnn_checkpoint_finish(last);
+    free(last);
+    free(before);
+    free(after);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1177,6 +1343,10 @@ int main(void)
 
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),
+        cmocka_unit_test(test_checkpoint_writer_leaves_the_synchronous_files),
+        cmocka_unit_test(test_sigkill_keeps_the_last_and_the_best),
+        cmocka_unit_test(test_sigterm_leaves_the_checkpoint_of_every_step),
+        cmocka_unit_test(test_full_disk_at_the_last_epoch),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_teardown_run_dir);
 }

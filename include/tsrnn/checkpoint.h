@@ -129,6 +129,33 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
                                         const struct tsrnn_config *cfg,
                                         const struct tsrnn_dataset *ds, bool sync_folder);
 
+/* A host copy of what one checkpoint holds, taken at an epoch's end on the thread that owns
+ * the device: the checkpoint can then be written by another thread while training goes on
+ * (the model's table and dims, the config and the dataset do not change during a run). One
+ * allocation: free() it. */
+struct tsrnn_checkpoint_snapshot {
+    struct tsrnn_train_state state;
+    uint64_t adam_step; /* the step count of Adam's bias correction */
+    double adam_lr;     /* tsrnn.lr when state.has_controls is false */
+    size_t count;       /* P: the model's parameter count */
+    float host[];       /* (3, P) the weights, exp_avg, exp_avg_sq */
+};
+
+/* Downloads the weights and moments of `model` and `adam` with `state` into a new snapshot
+ * (*out, NULL on error). Errors: the download's, TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_checkpoint_snapshot_take(struct tsrnn_checkpoint_snapshot **out,
+                                                 const struct tsrnn_model *model,
+                                                 const struct tsrnn_adam *adam,
+                                                 const struct tsrnn_train_state *state);
+
+/* tsrnn_checkpoint_save() from a snapshot of `model` (its parameter table and dims are read,
+ * nothing on the device). Safe on any thread. */
+enum tsrnn_status tsrnn_checkpoint_write(const char *path,
+                                         const struct tsrnn_checkpoint_snapshot *snap,
+                                         const struct tsrnn_model *model,
+                                         const struct tsrnn_config *cfg,
+                                         const struct tsrnn_dataset *ds, bool sync_folder);
+
 /* A checkpoint read back: the file, its state and what its metadata describes. */
 struct tsrnn_checkpoint {
     char path[PATH_MAX];
@@ -192,5 +219,41 @@ enum tsrnn_status tsrnn_checkpoint_repair_best(const char *checkpoint_dir);
  * `keep` (a file name), and the temporary files an interrupted write left ("" for `which`
  * removes those only). Failures are warnings: an extra old file is harmless. */
 void tsrnn_checkpoint_prune(const char *checkpoint_dir, const char *which, const char *keep);
+
+/* --- a run's epoch checkpoints, written behind the training ----------------------------- */
+
+/* The writer of one run's epoch checkpoints in `checkpoint_dir`: for each snapshot handed
+ * over, last-epoch=N.safetensors, and best-epoch=N-<monitor>=X.XXXX.safetensors (a hard link
+ * to it, or a copy) when the epoch improved the monitored loss (tsrnn.best_epoch = tsrnn.epoch);
+ * each durable before it is visible, the previous ones pruned only after
+ * (docs/run-folder.md "Checkpoints"). */
+struct tsrnn_checkpoint_writer;
+
+/* `threaded`: the writes run on a thread of the writer's own, with every signal blocked,
+ * while training goes on; else (or where no thread can be made) in put(). `model`, `cfg` and
+ * `ds` must stay unchanged until destroy (the model's table and dims are read, nothing on the
+ * device). Errors: TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_checkpoint_writer_create(struct tsrnn_checkpoint_writer **out,
+                                                 const char *checkpoint_dir,
+                                                 const struct tsrnn_model *model,
+                                                 const struct tsrnn_config *cfg,
+                                                 const struct tsrnn_dataset *ds, bool threaded);
+
+/* Hands an epoch's snapshot over (the writer owns and frees it) and returns at once. Latest
+ * wins: a snapshot still waiting is dropped for a newer one, except an improving one whose
+ * best-... file a newer, not improving, one does not replace: at most two wait, besides the
+ * one being written. Returns the failure of an earlier write (its message, as the
+ * synchronous write would have returned it): the run stops; nothing more is written. */
+enum tsrnn_status tsrnn_checkpoint_writer_put(struct tsrnn_checkpoint_writer *w,
+                                              struct tsrnn_checkpoint_snapshot *snap);
+
+/* Waits until everything handed over is on disk (or a write failed: that failure is
+ * returned), then copies the paths of the newest last and best checkpoints written into
+ * `last` and `best` (each left as it is when none was). */
+enum tsrnn_status tsrnn_checkpoint_writer_drain(struct tsrnn_checkpoint_writer *w, char *last,
+                                                char *best, size_t capacity);
+
+/* Writes what is still queued, ends the thread and frees the writer; accepts NULL. */
+void tsrnn_checkpoint_writer_destroy(struct tsrnn_checkpoint_writer *w);
 
 #endif

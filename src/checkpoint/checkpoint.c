@@ -133,33 +133,66 @@ static char *series_json(const struct tsrnn_dataset_series *ds)
     return text;
 }
 
+enum tsrnn_status tsrnn_checkpoint_snapshot_take(struct tsrnn_checkpoint_snapshot **out,
+                                                 const struct tsrnn_model *model,
+                                                 const struct tsrnn_adam *adam,
+                                                 const struct tsrnn_train_state *state)
+{
+    size_t count = model->table.total_count;
+    struct tsrnn_checkpoint_snapshot *snap = malloc(sizeof(*snap) + 3 * count * sizeof(float));
+    *out = NULL;
+    if (snap == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a checkpoint of %zu parameters",
+                           count);
+    *snap = (struct tsrnn_checkpoint_snapshot){
+        .state = *state, .adam_step = adam->step, .adam_lr = adam->lr, .count = count
+    };
+    enum tsrnn_status status =
+        tsrnn_compute_download(model->compute, snap->host, model->params, count * sizeof(float));
+    if (status == TSRNN_OK)
+        status = tsrnn_compute_download(adam->compute, snap->host + count, adam->exp_avg,
+                                        count * sizeof(float));
+    if (status == TSRNN_OK)
+        status = tsrnn_compute_download(adam->compute, snap->host + 2 * count, adam->exp_avg_sq,
+                                        count * sizeof(float));
+    if (status != TSRNN_OK) {
+        free(snap);
+        return status;
+    }
+    *out = snap;
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_model *model,
                                         const struct tsrnn_adam *adam,
                                         const struct tsrnn_train_state *state,
                                         const struct tsrnn_config *cfg,
                                         const struct tsrnn_dataset *ds, bool sync_folder)
 {
+    struct tsrnn_checkpoint_snapshot *snap;
+    TSRNN_TRY(tsrnn_checkpoint_snapshot_take(&snap, model, adam, state));
+    enum tsrnn_status status = tsrnn_checkpoint_write(path, snap, model, cfg, ds, sync_folder);
+    free(snap);
+    return status;
+}
+
+enum tsrnn_status tsrnn_checkpoint_write(const char *path,
+                                         const struct tsrnn_checkpoint_snapshot *snap,
+                                         const struct tsrnn_model *model,
+                                         const struct tsrnn_config *cfg,
+                                         const struct tsrnn_dataset *ds, bool sync_folder)
+{
     const struct tsrnn_param_table *table = &model->table;
-    size_t n = table->entry_count, count = table->total_count;
+    const struct tsrnn_train_state *state = &snap->state;
+    size_t n = table->entry_count, count = snap->count;
     struct tsrnn_tensor_desc *tensors = calloc(3 * n, sizeof(*tensors));
     char(*names)[TSRNN_PARAM_NAME_MAX + 24] = calloc(3 * n, sizeof(*names));
-    /* Host copies of the device's parameters and moments, in one buffer. */
-    float *host = malloc(3 * count * sizeof(float) + 1);
-    const float *const sources[3] = { host, host + count, host + 2 * count };
+    const float *const sources[3] = { snap->host, snap->host + count, snap->host + 2 * count };
     static const char *const prefixes[3] = { "", "optim.exp_avg.", "optim.exp_avg_sq." };
     uint32_t crc = 0;
 
     enum tsrnn_status status = TSRNN_OK;
-    if (host != NULL) {
-        status = tsrnn_compute_download(model->compute, host, model->params, count * sizeof(float));
-        if (status == TSRNN_OK)
-            status = tsrnn_compute_download(adam->compute, host + count, adam->exp_avg,
-                                            count * sizeof(float));
-        if (status == TSRNN_OK)
-            status = tsrnn_compute_download(adam->compute, host + 2 * count, adam->exp_avg_sq,
-                                            count * sizeof(float));
-    }
-    for (size_t group = 0; tensors != NULL && host != NULL && names != NULL && group < 3; group++)
+    for (size_t group = 0; tensors != NULL && names != NULL && group < 3; group++)
         for (size_t e = 0; e < n; e++) {
             const struct tsrnn_param_entry *entry = &table->entries[e];
             struct tsrnn_tensor_desc *t = &tensors[group * n + e];
@@ -177,13 +210,13 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     snprintf(epoch, sizeof(epoch), "%" PRId64, state->epoch);
     snprintf(batches, sizeof(batches), "%" PRId64, state->batches_done);
     snprintf(step, sizeof(step), "%" PRId64, state->global_step);
-    snprintf(adam_step, sizeof(adam_step), "%" PRIu64, adam->step);
+    snprintf(adam_step, sizeof(adam_step), "%" PRIu64, snap->adam_step);
     snprintf(version, sizeof(version), "%d", TSRNN_CHECKPOINT_FORMAT_VERSION);
     snprintf(crc_text, sizeof(crc_text), "%08" PRIx32, crc);
     snprintf(value, sizeof(value), "%.17g", state->monitor_value);
     snprintf(best, sizeof(best), "%.17g", state->best_value);
     snprintf(best_epoch, sizeof(best_epoch), "%" PRId64, state->best_epoch);
-    snprintf(lr, sizeof(lr), "%.17g", state->has_controls ? state->lr : adam->lr);
+    snprintf(lr, sizeof(lr), "%.17g", state->has_controls ? state->lr : snap->adam_lr);
     snprintf(sched, sizeof(sched),
              "last_epoch=%" PRId64 " best=%.17g num_bad_epochs=%" PRId64
              " cooldown_counter=%" PRId64,
@@ -208,8 +241,8 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     char *cov_text = has_covariates ? covariates_json(ds->covariates, cfg) : NULL;
 
     if (status == TSRNN_OK &&
-        (tensors == NULL || host == NULL || names == NULL || rng_text == NULL ||
-         model_text == NULL || scaler_text == NULL || series_text == NULL || cfg_text == NULL ||
+        (tensors == NULL || names == NULL || rng_text == NULL || model_text == NULL ||
+         scaler_text == NULL || series_text == NULL || cfg_text == NULL ||
          (has_covariates && cov_text == NULL) || (named && list_text == NULL)))
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing the checkpoint %s",
                              tsrnn_display_path(path));
@@ -260,7 +293,6 @@ enum tsrnn_status tsrnn_checkpoint_save(const char *path, const struct tsrnn_mod
     free(cov_text);
     free(names);
     free(tensors);
-    free(host);
     return status;
 }
 

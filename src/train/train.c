@@ -61,6 +61,8 @@ struct trainer {
     struct tsrnn_train_state state;                  /* as the next checkpoint records it */
     char last_checkpoint[TSRNN_CHECKPOINT_PATH_MAX]; /* "" until written */
     char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];
+    /* Rank 0 with save_checkpoints: writes each epoch's checkpoints while the next trains. */
+    struct tsrnn_checkpoint_writer *ckpt_writer;
     struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
 };
 
@@ -678,11 +680,18 @@ static enum tsrnn_status setup(struct trainer *tr)
         return TSRNN_OK;
     TSRNN_TRY(prepare_run_folder(tr));
     tsrnn_world_report(tr->world, "run_dir", "%s", tr->run_dir);
+    /* TSRNN_CHECKPOINT_SYNC=1 writes each epoch's checkpoints before the next epoch starts,
+     * as tsrnn did before the writer thread: for tests and comparisons (docs/run-folder.md). */
+    const char *sync = getenv("TSRNN_CHECKPOINT_SYNC");
+    if (cfg->save_checkpoints)
+        TSRNN_TRY(tsrnn_checkpoint_writer_create(&tr->ckpt_writer, tr->ckpt_dir, &tr->model, cfg,
+                                                 ds, sync == NULL || strcmp(sync, "1") != 0));
     return TSRNN_OK;
 }
 
 static void finish(struct trainer *tr)
 {
+    tsrnn_checkpoint_writer_destroy(tr->ckpt_writer); /* reads the model: first */
     tsrnn_metrics_csv_close(&tr->metrics);
     tsrnn_tb_close(&tr->tb);
     tsrnn_model_finish(&tr->model);
@@ -828,45 +837,25 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
     return TSRNN_OK;
 }
 
-/* The checkpoints of the epoch just finished: last-epoch=N always, best-... when the
- * monitored loss improved; each replaces its predecessor only once it is safely on disk. */
+/* The checkpoints of the epoch just finished: a snapshot for the writer, which writes them
+ * while the next epoch trains. */
 static enum tsrnn_status save_checkpoints(struct trainer *tr)
 {
-    const struct tsrnn_train_state *st = &tr->state;
-    char name[256], path[sizeof(tr->ckpt_dir) + sizeof(name)];
-    bool improved = st->best_epoch == st->epoch && !isnan(st->monitor_value);
+    struct tsrnn_checkpoint_snapshot *snap;
+    TSRNN_TRY(tsrnn_checkpoint_snapshot_take(&snap, &tr->model, &tr->adam, &tr->state));
+    return tsrnn_checkpoint_writer_put(tr->ckpt_writer, snap);
+}
 
-    /* An improving epoch's two names share one sync of the folder, after both (one fsync of
-     * three per such epoch: 77 of AirPassengers' 300 epochs); the previous checkpoints are
-     * pruned only after it. */
-    tsrnn_checkpoint_name_last(name, sizeof(name), st->epoch);
-    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
-    TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds, !improved));
-    snprintf(tr->last_checkpoint, sizeof(tr->last_checkpoint), "%s", path);
-    if (!improved) {
-        tsrnn_checkpoint_prune(tr->ckpt_dir, "last", name);
-        return TSRNN_OK;
-    }
-    char last_name[sizeof(name)];
-    snprintf(last_name, sizeof(last_name), "%s", name);
-    tsrnn_checkpoint_name_best(name, sizeof(name), st->epoch, st->monitor, st->best_value);
-    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
-    /* The same state as last-epoch=N, so the same bytes: a hard link instead of a second
-     * write and fsync (AirPassengers' 300 epochs: 0.40 -> 0.36 s for the whole run), which
-     * syncs the folder, last-epoch=N's rename with it. Written out where the file system has
-     * no hard links. A crash before that leaves the previous epoch's pair, perhaps
-     * with last-epoch=N beside it, the best by its metadata: tsrnn_checkpoint_locate() takes
-     * it for "best", and the next resume names it (tsrnn_checkpoint_repair_best()). */
-    if (tsrnn_atomic_file_link(tr->last_checkpoint, path) != TSRNN_OK) {
-        tsrnn_error_clear();
-        /* a link at the best name is written through, perhaps into another folder */
-        TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds, true));
-        TSRNN_TRY(tsrnn_atomic_file_sync_folder(tr->last_checkpoint));
-    }
-    tsrnn_checkpoint_prune(tr->ckpt_dir, "last", last_name);
-    tsrnn_checkpoint_prune(tr->ckpt_dir, "best", name);
-    snprintf(tr->best_checkpoint, sizeof(tr->best_checkpoint), "%s", path);
-    return TSRNN_OK;
+/* Waits until the writer has every checkpoint handed over on disk, and names them: before
+ * anything reads them or the process ends. A failed write is returned in place of `status`:
+ * it happened at an earlier epoch's end, where the synchronous run would have stopped. */
+static enum tsrnn_status drain_checkpoints(struct trainer *tr, enum tsrnn_status status)
+{
+    if (tr->ckpt_writer == NULL)
+        return status;
+    enum tsrnn_status drained = tsrnn_checkpoint_writer_drain(
+        tr->ckpt_writer, tr->last_checkpoint, tr->best_checkpoint, sizeof(tr->last_checkpoint));
+    return drained != TSRNN_OK ? drained : status;
 }
 
 /* max_steps = 0 on a new run: no step is taken, yet the weights (initialised or imported with
@@ -944,6 +933,7 @@ static enum tsrnn_status interrupt(struct trainer *tr, int64_t epoch, size_t bat
 {
     if (batch > 0) /* mid-epoch; else the previous epoch's checkpoint is the right one */
         TSRNN_TRY(end_epoch(tr, epoch, batch, false, NAN));
+    TSRNN_TRY(drain_checkpoints(tr, TSRNN_OK)); /* on disk before the process ends */
     const char *saved = !tr->writes_files            ? "rank 0 saves it"
                         : !tr->cfg->save_checkpoints ? "none ([output] save_checkpoints = false)"
                         : tr->last_checkpoint[0] == '\0' ? "none yet"
@@ -1403,6 +1393,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
     if (status == TSRNN_OK)
         status = gather_gpus(&tr);
+    status = drain_checkpoints(&tr, status);
     if (status == TSRNN_OK && tr.stop_early) {
         /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
          * to the launcher too. */
