@@ -857,23 +857,31 @@ static void test_sigkill_never_leaves_a_broken_checkpoint(void **state)
     }
 }
 
-/* A disk that fills up (here RLIMIT_FSIZE: a checkpoint cannot grow past 64 KiB) stops the
- * run with exit 1 naming the file and the reason; the previous checkpoints stay as they were
- * and no temporary file is left. */
-static void test_full_disk_keeps_the_previous_checkpoint(void **state)
+/* The checkpoint `which` ("last", "best") of a run folder, read back whole (CRC included). */
+static struct tsrnn_checkpoint *read_located(const char *dir, const char *which)
 {
-    (void)state;
+    char path[2 * PATH_MAX];
+    if (tsrnn_checkpoint_locate(path, sizeof(path), dir, which) != TSRNN_OK)
+        fail_msg("%s: no %s checkpoint: %s", dir, which, tsrnn_last_error());
+    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
+    assert_non_null(ck);
+    if (tsrnn_checkpoint_read(ck, path) != TSRNN_OK)
+        fail_msg("%s: %s", path, tsrnn_last_error());
+    return ck;
+}
+
+/* A disk that fills up (here RLIMIT_FSIZE: a checkpoint cannot grow past 64 KiB) at epoch 2
+ * of a run resumed after epoch 1 and set to `epochs` (training.n_epochs=...): exit 1 naming
+ * the file and the reason; the previous checkpoints stay as they were, byte for byte, and no
+ * temporary file is left. */
+static void check_full_disk(const char *name, const char *epochs)
+{
     const char *first[] = { "model.model=LSTM", "model.hidden_dim=64", "training.n_epochs=2",
                             "--quiet", NULL };
-    const char *more[] = { "model.model=LSTM",
-                           "model.hidden_dim=64",
-                           "training.n_epochs=4",
-                           "--quiet",
-                           "--resume=last",
-                           "output.force_reset=false",
-                           NULL };
-    assert_int_equal(tu_train(&result, "full_disk", first, 60), 0);
-    char *before = snapshot(run_path("full_disk", "checkpoints"));
+    const char *more[] = { "model.model=LSTM", "model.hidden_dim=64",      epochs, "--quiet",
+                           "--resume=last",    "output.force_reset=false", NULL };
+    assert_int_equal(tu_train(&result, name, first, 60), 0);
+    char *before = snapshot(run_path(name, "checkpoints"));
 
     struct rlimit saved, limit;
     assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
@@ -881,26 +889,28 @@ static void test_full_disk_keeps_the_previous_checkpoint(void **state)
     limit.rlim_cur = 64 * 1024;
     signal(SIGXFSZ, SIG_IGN); /* write() then fails with EFBIG instead of killing */
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &limit), 0);
-    int code = tu_train(&result, "full_disk", more, 60);
+    int code = tu_train(&result, name, more, 60);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
     signal(SIGXFSZ, SIG_DFL);
 
     assert_int_equal(code, 1);
     tu_expect_in(result.err, "last-epoch=2.safetensors");
     tu_expect_in(result.err, "File too large");
-    char *after = snapshot(run_path("full_disk", "checkpoints"));
+    char *after = snapshot(run_path(name, "checkpoints"));
     assert_string_equal(after, before);
-    char path[PATH_MAX];
-    assert_int_equal(
-        tsrnn_checkpoint_locate(path, sizeof(path), run_path("full_disk", "checkpoints"), "last"),
-        TSRNN_OK);
-    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
-    assert_int_equal(tsrnn_checkpoint_read(ck, path), TSRNN_OK);
-    assert_int_equal(ck->state.epoch, 1);
-    tsrnn_checkpoint_finish(ck);
-    free(ck);
+    struct tsrnn_checkpoint *last = read_located(run_path(name, "checkpoints"), "last");
+    assert_int_equal(last->state.epoch, 1);
+    tsrnn_checkpoint_finish(last);
+    free(last);
     free(before);
     free(after);
+}
+
+/* Epoch 2 of 4: the writer's failure is reported at the next epoch's hand-off. */
+static void test_full_disk_keeps_the_previous_checkpoint(void **state)
+{
+    (void)state;
+    check_full_disk("full_disk", "training.n_epochs=4");
 }
 
 /* Resuming from a checkpoint that is wrong in any way: exit 2, a message naming the file and
@@ -1206,19 +1216,6 @@ static void test_checkpoint_writer_leaves_the_synchronous_files(void **state)
     expect_same_files(kept, run_path("writer", "checkpoints"));
 }
 
-/* The checkpoint `which` ("last", "best") of a run folder, read back whole (CRC included). */
-static struct tsrnn_checkpoint *read_located(const char *dir, const char *which)
-{
-    char path[2 * PATH_MAX];
-    if (tsrnn_checkpoint_locate(path, sizeof(path), dir, which) != TSRNN_OK)
-        fail_msg("%s: no %s checkpoint: %s", dir, which, tsrnn_last_error());
-    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
-    assert_non_null(ck);
-    if (tsrnn_checkpoint_read(ck, path) != TSRNN_OK)
-        fail_msg("%s: %s", path, tsrnn_last_error());
-    return ck;
-}
-
 /* SIGKILL at pseudo-random moments in the first 0.2 s, while most epochs still improve and
  * the writer runs behind: the newest last checkpoint
  * is whole, and the best checkpoint is the one it names (tsrnn.best_epoch), whole too: an
@@ -1284,43 +1281,12 @@ static void test_sigterm_leaves_the_checkpoint_of_every_step(void **state)
     }
 }
 
-/* A write failing at the last epoch, when no later hand-off can report it: the drain at the
- * end of training does, with the same message and exit code, and the folder keeps the
- * previous checkpoint. */
+/* Epoch 2 of 3, the last, when no later hand-off can report the failure: the drain at the
+ * end of training does, with the same message and exit code. */
 static void test_full_disk_at_the_last_epoch(void **state)
 {
     (void)state;
-    const char *first[] = { "model.model=LSTM", "model.hidden_dim=64", "training.n_epochs=2",
-                            "--quiet", NULL };
-    const char *more[] = { "model.model=LSTM",
-                           "model.hidden_dim=64",
-                           "training.n_epochs=3",
-                           "--quiet",
-                           "--resume=last",
-                           "output.force_reset=false",
-                           NULL };
-    assert_int_equal(tu_train(&result, "full_last", first, 60), 0);
-    char *before = list_dir(run_path("full_last", "checkpoints"));
-    struct rlimit saved, limit;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
-    limit = saved;
-    limit.rlim_cur = 64 * 1024;
-    signal(SIGXFSZ, SIG_IGN);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &limit), 0);
-    int code = tu_train(&result, "full_last", more, 60);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
-    signal(SIGXFSZ, SIG_DFL);
-    assert_int_equal(code, 1);
-    tu_expect_in(result.err, "last-epoch=2.safetensors");
-    tu_expect_in(result.err, "File too large");
-    char *after = list_dir(run_path("full_last", "checkpoints"));
-    assert_string_equal(after, before);
-    struct tsrnn_checkpoint *last = read_located(run_path("full_last", "checkpoints"), "last");
-    assert_int_equal(last->state.epoch, 1);
-    tsrnn_checkpoint_finish(last);
-    free(last);
-    free(before);
-    free(after);
+    check_full_disk("full_last", "training.n_epochs=3");
 }
 
 int main(void)
