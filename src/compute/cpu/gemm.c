@@ -771,22 +771,38 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
     }
 }
 
+/* Where a tile of the packed product prefetches the next block of panels: from `next` (that
+ * block's first panel, at the first of this tile's rows of it; `stride` to its second), one
+ * row of both panels every `every` values of k. NULL next: no prefetch. */
+struct panel_prefetch {
+    const float *next;
+    size_t stride, every;
+};
+
 /* AVX-512: ROWS (8 or 4 or 1) rows of C times PANELS (2 or 1) panels, one 16-float register
  * per row and panel: 16 accumulators for 8 x 2, enough independent chains to keep both FMA
  * ports busy (4 cycles of latency x 2 ports), each k step two panel loads and eight
  * broadcasts. A(r, kk) = a[r * a_row + kk * a_col]. C = Cin + the product (Cin is C itself,
  * ldcin = ldc, or a bias row, ldcin = 0); cols = the columns of the last panel that exist (the
- * rest are the pack's zero padding, not stored). */
+ * rest are the pack's zero padding, not stored). Prefetches into L2 as pf says: it changes
+ * no arithmetic. */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
 panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t a_row,
          size_t a_col, const float *panel, size_t panel_stride, size_t k, size_t rows,
-         size_t panels, size_t cols, size_t store_rows)
+         size_t panels, size_t cols, size_t store_rows, struct panel_prefetch pf)
 {
     __m512 acc[8][2];
     for (size_t r = 0; r < rows; r++)
         for (size_t p = 0; p < panels; p++)
             acc[r][p] = _mm512_setzero_ps();
+    size_t pf_k = 0;
     for (size_t kk = 0; kk < k; kk++) {
+        if (pf.next != NULL && kk == pf_k) {
+            _mm_prefetch((const char *)pf.next, _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf.next + pf.stride), _MM_HINT_T1);
+            pf.next += PANEL_COLS;
+            pf_k += pf.every;
+        }
         __m512 b[2];
         for (size_t p = 0; p < panels; p++)
             b[p] = _mm512_loadu_ps(panel + p * panel_stride + kk * PANEL_COLS);
@@ -807,29 +823,49 @@ panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, s
     }
 }
 
+static const struct panel_prefetch no_prefetch = { NULL, 0, 1 };
+
 #define PACKED_KC 256
 
+/* Tile `tile` of `tiles`' share of the prefetch of the next block (NULL: none), `stride` from
+ * its first panel to its second: rows tile * kc / tiles .. of both, one every `tiles` values of
+ * k, so that the tiles together cover the block's kc rows. */
+static inline struct panel_prefetch tile_prefetch(const float *next, size_t stride, size_t kc,
+                                                  size_t tile, size_t tiles)
+{
+    struct panel_prefetch pf = { NULL, stride, tiles };
+    if (next != NULL)
+        pf.next = next + tile * kc / tiles * PANEL_COLS;
+    return pf;
+}
+
 /* Rows 0 .. m of C for one block of k and PANELS (2 or 1) panels: tiles of 8 rows, then 4,
- * then single rows. Each element's sum is the same whatever tile computes it. */
+ * then single rows. Each element's sum is the same whatever tile computes it. While they
+ * run, the tiles prefetch the block that follows, `next` (as tile_prefetch's), into L2: a
+ * W_hh that does not stay in L2 from one step to the next (LSTM-512's 4 MiB) then comes from
+ * L3 while the block before it computes, instead of while the first tile of each block waits
+ * for it (docs/benchmarks.md, "The recurrent product past L2"). */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
 packed_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t lda,
-            const float *panel, size_t stride, size_t kc, size_t m, size_t panels, size_t cols)
+            const float *panel, size_t stride, size_t kc, size_t m, size_t panels, size_t cols,
+            const float *next)
 {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8)
+    size_t tiles = m / 8 + m % 8 / 4 + m % 4, tile = 0, i = 0;
+    for (; i + 8 <= m; i += 8, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 8, panels, cols, 8);
-    for (; i + 4 <= m; i += 4)
+                 8, panels, cols, 8, tile_prefetch(next, stride, kc, tile, tiles));
+    for (; i + 4 <= m; i += 4, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 4, panels, cols, 4);
-    for (; i < m; i++)
+                 4, panels, cols, 4, tile_prefetch(next, stride, kc, tile, tiles));
+    for (; i < m; i++, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 1, panels, cols, 1);
+                 1, panels, cols, 1, tile_prefetch(next, stride, kc, tile, tiles));
 }
 
 /* The AVX-512 product, C = Cin + A packed (Cin as panel512's), over k in blocks of PACKED_KC
  * (a block of two panels, 32 KiB, stays in the 48 KiB L1 while every row block of C passes
- * over it), panels in pairs. The blocks after the first add to C. */
+ * over it), panels in pairs. The blocks after the first add to C. Each pair's block prefetches
+ * the next one in this order (the next pair, or the first pair of the next k block). */
 TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, size_t k,
                                                           const float *a, size_t lda,
                                                           const float *packed, const float *cin,
@@ -845,11 +881,16 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
             size_t last = p + panels - 1;
             size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
             const float *panel = packed + p * stride + k0 * PANEL_COLS;
+            const float *next = p + 2 < panel_count ? panel + 2 * stride
+                                : k0 + kc < k       ? packed + (k0 + kc) * PANEL_COLS
+                                                    : NULL;
             size_t j = p * PANEL_COLS;
             if (panels == 2)
-                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols);
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
+                            next);
             else
-                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols);
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols,
+                            next);
         }
     }
 }
@@ -969,10 +1010,10 @@ TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size
                     size_t rows = mc - s < 8 ? mc - s : 8;
                     if (panels == 2)
                         panel512(cs, p->ldc, cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc,
-                                 8, 2, cols, rows);
+                                 8, 2, cols, rows, no_prefetch);
                     else
                         panel512(cs, p->ldc, cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc,
-                                 8, 1, cols, rows);
+                                 8, 1, cols, rows, no_prefetch);
                 }
         }
     }
