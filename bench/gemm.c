@@ -15,8 +15,10 @@
  *                         each side for ~0.1 s, 7 rounds, the best of each; the ratio own/BLAS;
  *   bench-gemm --steps    the per-step recurrent products as the packed path runs them
  *                         (forward h W_hh^T from the bias, backward d_hg W_hh into a zeroed
- *                         carry) for LSTM-256 and LSTM-512, batch 64 and a 2-thread part's 32
- *                         rows: "warm" calls one packed copy again and again (W_hh stays in
+ *                         carry) in the row blocks a step runs them in: LSTM-256's 16 rows
+ *                         (its 1 MiB W_hh stays in L2), LSTM-512's whole batch of 64 and a
+ *                         2-thread part's 32 rows (src/compute/cpu/model.c, packed_block_rows):
+ *                         "warm" calls one packed copy again and again (W_hh stays in
  *                         L1/L2 where it fits), "cold" rotates over STEP_COPIES copies and
  *                         writes a step's gates (2 x rows x G*H floats) between calls, as the
  *                         time loop does, so W_hh comes from L3 as in a step when it does not
@@ -191,8 +193,8 @@ static double time_step_once(const struct step_product *p, const struct step_buf
 static int report_steps(void)
 {
     static const struct step_product steps[] = {
-        { "LSTM-256 fwd h W_hh^T  64x1024x256", true, 64, 1024, 256 },
-        { "LSTM-256 bwd d W_hh    64x256x1024", false, 64, 256, 1024 },
+        { "LSTM-256 fwd h W_hh^T  16x1024x256", true, 16, 1024, 256 },
+        { "LSTM-256 bwd d W_hh    16x256x1024", false, 16, 256, 1024 },
         { "LSTM-512 fwd h W_hh^T  64x2048x512", true, 64, 2048, 512 },
         { "LSTM-512 bwd d W_hh    64x512x2048", false, 64, 512, 2048 },
         { "LSTM-512 fwd h W_hh^T  32x2048x512", true, 32, 2048, 512 },
