@@ -771,12 +771,19 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
     }
 }
 
-/* Where a tile of the packed product prefetches the next block of panels: from `next` (that
- * block's first panel, at the first of this tile's rows of it; `stride` to its second), one
- * row of both panels every `every` values of k. NULL next: no prefetch. */
+/* The block of panels the packed product runs after the current one: its first panel at
+ * its first row, `stride` floats on to its second (0 when it has one), kc rows; NULL panel:
+ * none. */
+struct next_block {
+    const float *panel;
+    size_t stride, kc;
+};
+
+/* What one tile prefetches of the next block: `rows` rows of both its panels from `next`,
+ * one every `every` values of k. */
 struct panel_prefetch {
     const float *next;
-    size_t stride, every;
+    size_t stride, every, rows;
 };
 
 /* AVX-512: ROWS (8 or 4 or 1) rows of C times PANELS (2 or 1) panels, one 16-float register
@@ -797,10 +804,11 @@ panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, s
             acc[r][p] = _mm512_setzero_ps();
     size_t pf_k = 0;
     for (size_t kk = 0; kk < k; kk++) {
-        if (pf.next != NULL && kk == pf_k) {
+        if (pf.rows > 0 && kk == pf_k) {
             _mm_prefetch((const char *)pf.next, _MM_HINT_T1);
             _mm_prefetch((const char *)(pf.next + pf.stride), _MM_HINT_T1);
             pf.next += PANEL_COLS;
+            pf.rows--;
             pf_k += pf.every;
         }
         __m512 b[2];
@@ -823,43 +831,64 @@ panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, s
     }
 }
 
-static const struct panel_prefetch no_prefetch = { NULL, 0, 1 };
+static const struct panel_prefetch no_prefetch = { NULL, 0, 1, 0 };
 
 #define PACKED_KC 256
 
-/* Tile `tile` of `tiles`' share of the prefetch of the next block (NULL: none), `stride` from
- * its first panel to its second: rows tile * kc / tiles .. of both, one every `tiles` values of
- * k, so that the tiles together cover the block's kc rows. */
-static inline struct panel_prefetch tile_prefetch(const float *next, size_t stride, size_t kc,
-                                                  size_t tile, size_t tiles)
+/* The rows of the k block that starts at k0. */
+static inline size_t packed_kc(size_t k, size_t k0)
 {
-    struct panel_prefetch pf = { NULL, stride, tiles };
-    if (next != NULL)
-        pf.next = next + tile * kc / tiles * PANEL_COLS;
-    return pf;
+    return k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+}
+
+/* The block after panels p, p + 1 of the k block at k0 in gemm_packed_avx512()'s order: the
+ * next pair of the same k block, or the first pair of the next k block, or none. */
+static inline struct next_block packed_next(const float *packed, size_t panel_count, size_t k,
+                                            size_t k0, size_t p)
+{
+    size_t stride = k * PANEL_COLS, kc = packed_kc(k, k0);
+    if (p + 2 < panel_count)
+        return (struct next_block){ packed + (p + 2) * stride + k0 * PANEL_COLS,
+                                    p + 3 < panel_count ? stride : 0, kc };
+    if (k0 + kc < k)
+        return (struct next_block){ packed + (k0 + kc) * PANEL_COLS, panel_count > 1 ? stride : 0,
+                                    packed_kc(k, k0 + kc) };
+    return (struct next_block){ NULL, 0, 0 };
+}
+
+/* Tile `tile` of `tiles`' share of the prefetch of the next block: its rows tile * kc /
+ * tiles .. (tile + 1) * kc / tiles, one every `tiles` values of k (the next block has no more
+ * rows than the current one, so a tile's k loop has room for its share). */
+static inline struct panel_prefetch tile_prefetch(struct next_block next, size_t tile, size_t tiles)
+{
+    if (next.panel == NULL)
+        return no_prefetch;
+    size_t first = tile * next.kc / tiles, end = (tile + 1) * next.kc / tiles;
+    return (struct panel_prefetch){ next.panel + first * PANEL_COLS, next.stride, tiles,
+                                    end - first };
 }
 
 /* Rows 0 .. m of C for one block of k and PANELS (2 or 1) panels: tiles of 8 rows, then 4,
  * then single rows. Each element's sum is the same whatever tile computes it. While they
- * run, the tiles prefetch the block that follows, `next` (as tile_prefetch's), into L2: a
- * W_hh that does not stay in L2 from one step to the next (LSTM-512's 4 MiB) then comes from
- * L3 while the block before it computes, instead of while the first tile of each block waits
- * for it (docs/benchmarks.md, "The recurrent product past L2"). */
+ * run, the tiles prefetch the block that follows, `next`, into L2: a W_hh that does not stay
+ * in L2 from one step to the next (LSTM-512's 4 MiB) then comes from L3 while the block
+ * before it computes, instead of while the first tile of each block waits for it
+ * (docs/benchmarks.md, "The recurrent product past L2"). */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
 packed_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t lda,
             const float *panel, size_t stride, size_t kc, size_t m, size_t panels, size_t cols,
-            const float *next)
+            struct next_block next)
 {
     size_t tiles = m / 8 + m % 8 / 4 + m % 4, tile = 0, i = 0;
     for (; i + 8 <= m; i += 8, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 8, panels, cols, 8, tile_prefetch(next, stride, kc, tile, tiles));
+                 8, panels, cols, 8, tile_prefetch(next, tile, tiles));
     for (; i + 4 <= m; i += 4, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 4, panels, cols, 4, tile_prefetch(next, stride, kc, tile, tiles));
+                 4, panels, cols, 4, tile_prefetch(next, tile, tiles));
     for (; i < m; i++, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 1, panels, cols, 1, tile_prefetch(next, stride, kc, tile, tiles));
+                 1, panels, cols, 1, tile_prefetch(next, tile, tiles));
 }
 
 /* The AVX-512 product, C = Cin + A packed (Cin as panel512's), over k in blocks of PACKED_KC
@@ -873,7 +902,7 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS, stride = k * PANEL_COLS;
     for (size_t k0 = 0; k0 < k; k0 += PACKED_KC) {
-        size_t kc = k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+        size_t kc = packed_kc(k, k0);
         const float *in = k0 == 0 ? cin : c;
         size_t ldin = k0 == 0 ? ldcin : ldc;
         for (size_t p = 0; p < panel_count; p += 2) {
@@ -881,9 +910,7 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
             size_t last = p + panels - 1;
             size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
             const float *panel = packed + p * stride + k0 * PANEL_COLS;
-            const float *next = p + 2 < panel_count ? panel + 2 * stride
-                                : k0 + kc < k       ? packed + (k0 + kc) * PANEL_COLS
-                                                    : NULL;
+            struct next_block next = packed_next(packed, panel_count, k, k0, p);
             size_t j = p * PANEL_COLS;
             if (panels == 2)
                 packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
