@@ -891,16 +891,24 @@ packed_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a
                  1, panels, cols, 1, tile_prefetch(next, tile, tiles));
 }
 
+/* Up to this many packed weights (LSTM-256's W_hh, 1 MiB) stay in the 2 MiB L2 from one of a
+ * step's row blocks to the next (model.c's PACKED_BLOCK_MAX_WEIGHTS); only above does the
+ * product prefetch (packed_rows). Below, the prefetches only cost: LSTM-256's 16-row blocks
+ * ran their products 9-15 % slower with them (`bench-gemm --steps`, warm, best of 4). */
+#define PACKED_L2_WEIGHTS (256 * 1024)
+
 /* The AVX-512 product, C = Cin + A packed (Cin as panel512's), over k in blocks of PACKED_KC
  * (a block of two panels, 32 KiB, stays in the 48 KiB L1 while every row block of C passes
- * over it), panels in pairs. The blocks after the first add to C. Each pair's block prefetches
- * the next one in this order (the next pair, or the first pair of the next k block). */
+ * over it), panels in pairs. The blocks after the first add to C. With a large B each pair's
+ * block prefetches the next one in this order (the next pair, or the first pair of the next
+ * k block); the pairs of a small one run the kernel without the prefetch's test. */
 TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, size_t k,
                                                           const float *a, size_t lda,
                                                           const float *packed, const float *cin,
                                                           size_t ldcin, float *c, size_t ldc)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS, stride = k * PANEL_COLS;
+    bool prefetch = k * n > PACKED_L2_WEIGHTS;
     for (size_t k0 = 0; k0 < k; k0 += PACKED_KC) {
         size_t kc = packed_kc(k, k0);
         const float *in = k0 == 0 ? cin : c;
@@ -910,11 +918,15 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
             size_t last = p + panels - 1;
             size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
             const float *panel = packed + p * stride + k0 * PANEL_COLS;
-            struct next_block next = packed_next(packed, panel_count, k, k0, p);
+            struct next_block next = prefetch ? packed_next(packed, panel_count, k, k0, p)
+                                              : (struct next_block){ NULL, 0, 0 };
             size_t j = p * PANEL_COLS;
-            if (panels == 2)
+            if (panels == 2 && prefetch)
                 packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
                             next);
+            else if (panels == 2)
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
+                            (struct next_block){ NULL, 0, 0 });
             else
                 packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols,
                             next);
