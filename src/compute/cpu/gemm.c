@@ -772,7 +772,7 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
 }
 
 /* The block of panels the packed product runs after the current one: its first panel at
- * its first row, `stride` floats on to its second (0 when it has one), kc rows; NULL panel:
+ * its first row, `stride` floats on to its second (0 when it has only one), kc rows; NULL panel:
  * none. */
 struct next_block {
     const float *panel;
