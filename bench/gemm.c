@@ -13,6 +13,16 @@
  *                         OpenBLAS and through tsrnn's AUTO path (with AVX-512 kernels: its own
  *                         blocked GEMM or the loops, never BLAS), interleaved: round r times
  *                         each side for ~0.1 s, 7 rounds, the best of each; the ratio own/BLAS;
+ *   bench-gemm --steps    the per-step recurrent products as the packed path runs them
+ *                         (forward h W_hh^T from the bias, backward d_hg W_hh into a zeroed
+ *                         carry) in the row blocks a step runs them in: LSTM-256's 16 rows
+ *                         (its 1 MiB W_hh stays in L2), LSTM-512's whole batch of 64 and a
+ *                         2-thread part's 32 rows (src/compute/cpu/model.c, packed_block_rows):
+ *                         "warm" calls one packed copy again and again (W_hh stays in
+ *                         L1/L2 where it fits), "cold" rotates over STEP_COPIES copies and
+ *                         writes a step's gates (2 x rows x G*H floats) between calls, as the
+ *                         time loop does, so W_hh comes from L3 as in a step when it does not
+ *                         fit in L2; 5 rounds of ~0.2 s, interleaved, the best of each;
  *   bench-gemm --peak N   the sgemm peak with N threads: a 2048^3 OpenBLAS cblas_sgemm (the
  *                         reference loops in a build without BLAS), 5 rounds of >= 0.5 s, one
  *                         line "sgemm peak: ... best B GFLOP/s, median M GFLOP/s".
@@ -133,6 +143,115 @@ static int report_peak(int thread_count)
     return 0;
 }
 
+/* One product of --steps: C (M, N) = [bias +] A (M, K) W with W packed, K x N. */
+struct step_product {
+    const char *what;
+    bool forward; /* from the bias row (tsrnn_cpu_gemm_packed_bias); else C zeroed, then += */
+    size_t m, n, k;
+};
+
+/* Copies of the packed weights a cold call rotates over: with the gates written between
+ * calls, 4 x 4 MiB for LSTM-512 is past the 2 MiB L2, well within L3. */
+#define STEP_COPIES 4
+
+struct step_buffers {
+    float *a, *bias, *c, *gates, *packed[STEP_COPIES];
+    size_t gates_count;
+};
+
+/* Seconds per call over ~0.2 s: on copy 0 alone (warm), or rotating over the copies and
+ * writing the gates between calls (cold). */
+static double time_step_once(const struct step_product *p, const struct step_buffers *buf,
+                             bool cold)
+{
+    size_t calls = 0;
+    double start = tsrnn_clock_now_s(), spent = 0.0;
+    do {
+        const float *packed = buf->packed[cold ? calls % STEP_COPIES : 0];
+        if (cold) /* the cell's writes of a step: gates and their cache (not timed) */
+            for (size_t i = 0; i < buf->gates_count; i++)
+                buf->gates[i] = buf->a[i % (p->m * p->k)] + (float)calls;
+        double call_start = tsrnn_clock_now_s();
+        if (p->forward) {
+            tsrnn_cpu_gemm_packed_bias(&cpu, p->m, p->n, p->k, buf->a, p->k, packed, buf->bias,
+                                       buf->c, p->n);
+        } else {
+            memset(buf->c, 0, p->m * p->n * sizeof(float));
+            tsrnn_cpu_gemm_packed(&cpu, p->m, p->n, p->k, buf->a, p->k, packed, buf->c, p->n);
+        }
+        calls++;
+        double now = tsrnn_clock_now_s();
+        spent += now - call_start;
+        if (now - start >= 0.2)
+            break;
+    } while (true);
+    return spent / (double)calls;
+}
+
+/* The --steps report. The gates written between cold calls: G*H = the forward's n or the
+ * backward's k, two arrays of rows x G*H. */
+static int report_steps(void)
+{
+    static const struct step_product steps[] = {
+        { "LSTM-256 fwd h W_hh^T  16x1024x256", true, 16, 1024, 256 },
+        { "LSTM-256 bwd d W_hh    16x256x1024", false, 16, 256, 1024 },
+        { "LSTM-512 fwd h W_hh^T  64x2048x512", true, 64, 2048, 512 },
+        { "LSTM-512 bwd d W_hh    64x512x2048", false, 64, 512, 2048 },
+        { "LSTM-512 fwd h W_hh^T  32x2048x512", true, 32, 2048, 512 },
+        { "LSTM-512 bwd d W_hh    32x512x2048", false, 32, 512, 2048 },
+    };
+    printf("tsrnn kernels: %s; per-step packed products, %d copies rotated when cold\n",
+           tsrnn_cpu_isa_name(tsrnn_cpu_isa), STEP_COPIES);
+    printf("%-34s %8s %8s %6s   (GFLOP/s, best of 5 interleaved rounds)\n", "product", "warm",
+           "cold", "ratio");
+    cpu.gemm_path = TSRNN_GEMM_AUTO;
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        const struct step_product *p = &steps[i];
+        size_t gh = p->forward ? p->n : p->k, w_count = p->k * p->n;
+        struct step_buffers buf = { .gates_count = 2 * p->m * gh };
+        float *w = malloc(w_count * sizeof(float));
+        buf.a = malloc(p->m * p->k * sizeof(float));
+        buf.bias = malloc(p->n * sizeof(float));
+        buf.c = malloc(p->m * p->n * sizeof(float));
+        buf.gates = malloc(buf.gates_count * sizeof(float));
+        bool ok =
+            w != NULL && buf.a != NULL && buf.bias != NULL && buf.c != NULL && buf.gates != NULL;
+        for (size_t j = 0; j < STEP_COPIES; j++) {
+            buf.packed[j] = aligned_alloc(64, tsrnn_cpu_packed_count(p->k, p->n) * sizeof(float));
+            ok = ok && buf.packed[j] != NULL;
+        }
+        if (!ok) {
+            fprintf(stderr, "bench-gemm: out of memory\n");
+            return 1;
+        }
+        for (size_t j = 0; j < p->m * p->k; j++)
+            buf.a[j] = (float)(j % 7) * 0.01f;
+        for (size_t j = 0; j < p->n; j++)
+            buf.bias[j] = (float)(j % 3) * 0.01f;
+        for (size_t j = 0; j < w_count; j++)
+            w[j] = (float)(j % 5) * 0.01f;
+        for (size_t j = 0; j < STEP_COPIES; j++)
+            tsrnn_cpu_pack(buf.packed[j], w, p->n, p->k, p->n, false);
+        double warm = 1e30, cold = 1e30;
+        for (int round = 0; round < 5; round++) {
+            double t = time_step_once(p, &buf, false);
+            warm = t < warm ? t : warm;
+            t = time_step_once(p, &buf, true);
+            cold = t < cold ? t : cold;
+        }
+        double flops = 2.0 * (double)(p->m * p->n * p->k) * 1e-9;
+        printf("%-34s %8.1f %8.1f %6.2f\n", p->what, flops / warm, flops / cold, warm / cold);
+        free(w);
+        free(buf.a);
+        free(buf.bias);
+        free(buf.c);
+        free(buf.gates);
+        for (size_t j = 0; j < STEP_COPIES; j++)
+            free(buf.packed[j]);
+    }
+    return 0;
+}
+
 /* One product of --shapes: C (M, N) += op(A) op(B), as tsrnn_cpu_gemm() gets it. */
 struct shape {
     const char *what;
@@ -221,6 +340,8 @@ int main(int argc, char **argv)
         return report_peak(atoi(argv[2]));
     if (argc == 2 && strcmp(argv[1], "--shapes") == 0)
         return report_shapes();
+    if (argc == 2 && strcmp(argv[1], "--steps") == 0)
+        return report_steps();
     if (argc == 2 && strcmp(argv[1], "--kernels") == 0) {
         const char *hint = tsrnn_cpu_blas_coretype_hint();
         printf("tsrnn kernels: %s; BLAS: %s%s%s\n", tsrnn_cpu_isa_name(tsrnn_cpu_isa),
@@ -229,7 +350,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: bench-gemm [--kernels | --shapes | --peak THREADS]\n");
+        fprintf(stderr, "usage: bench-gemm [--kernels | --shapes | --steps | --peak THREADS]\n");
         return 2;
     }
     /* B 64, T 64, H 256, G*H 1024, input 1: the products that hold 99.9% of the FLOPs. */

@@ -393,6 +393,58 @@ static void test_packed_products_match_reference(void **state)
     tsrnn_cpu_set_isa(saved);
 }
 
+/* A packed B past PACKED_L2_WEIGHTS (gemm.c) runs the AVX-512 product with its prefetch of
+ * the next panel block; the prefetch moves no bit: the product equals, bit for bit, the same
+ * product run on 32-column slices of B packed on their own (too small to prefetch), from C
+ * and from a bias row. Odd panel counts (a single last panel) and a short last k block. */
+static void test_packed_prefetch_moves_no_bit(void **state)
+{
+    (void)state;
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 9, 0);
+    const size_t sizes[][3] = { { 21, 1040, 300 }, { 64, 528, 520 }, { 3, 2048, 257 } };
+    printf("# packed kernel: %s\n",
+           tsrnn_cpu_packed_kernel_available() ? tsrnn_cpu_isa_name(tsrnn_cpu_isa) : "loops");
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+        assert_true(k * n > 256 * 1024);
+        float *a = random_floats(&rng, m * k, -1, 1), *b = random_floats(&rng, k * n, -1, 1);
+        float *c = random_floats(&rng, m * n, -1, 1), *bias = random_floats(&rng, n, -1, 1);
+        float *sliced = malloc(m * n * sizeof(float)), *c_bias = malloc(m * n * sizeof(float));
+        float *sliced_bias = malloc(m * n * sizeof(float));
+        float *packed = malloc(tsrnn_cpu_packed_count(k, n) * sizeof(float));
+        float *slice = malloc(tsrnn_cpu_packed_count(k, 32) * sizeof(float));
+        float *block = malloc(m * 32 * sizeof(float));
+        assert_non_null(sliced), assert_non_null(c_bias), assert_non_null(sliced_bias);
+        assert_non_null(packed), assert_non_null(slice), assert_non_null(block);
+        memcpy(sliced, c, m * n * sizeof(float));
+        tsrnn_cpu_pack(packed, b, n, k, n, false);
+        tsrnn_cpu_gemm_packed(&cpu, m, n, k, a, k, packed, c, n);
+        tsrnn_cpu_gemm_packed_bias(&cpu, m, n, k, a, k, packed, bias, c_bias, n);
+        for (size_t j0 = 0; j0 < n; j0 += 32) {
+            size_t w = n - j0 < 32 ? n - j0 : 32;
+            tsrnn_cpu_pack(slice, b + j0, n, k, w, false);
+            tsrnn_cpu_gemm_packed(&cpu, m, w, k, a, k, slice, sliced + j0, n);
+            /* the bias product's C has n = ldc columns (its fill of the loops' path) */
+            tsrnn_cpu_gemm_packed_bias(&cpu, m, w, k, a, k, slice, bias + j0, block, w);
+            for (size_t i = 0; i < m; i++)
+                memcpy(sliced_bias + i * n + j0, block + i * w, w * sizeof(float));
+        }
+        assert_memory_equal(c, sliced, m * n * sizeof(float));
+        assert_memory_equal(c_bias, sliced_bias, m * n * sizeof(float));
+        free(a);
+        free(b);
+        free(c);
+        free(bias);
+        free(sliced);
+        free(c_bias);
+        free(sliced_bias);
+        free(packed);
+        free(slice);
+        free(block);
+    }
+}
+
 /* tsrnn's own blocked products (AVX-512; the loops elsewhere) against a double-precision
  * product: every transposition, beta 0 and 1, sizes around the 8-row strips, the 16-column
  * panels, the 256-deep k blocks and the 512-row m blocks, on 1 and 2 threads. */
@@ -1207,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_gemm_paths_agree),
         cmocka_unit_test(test_split_blas_products),
         cmocka_unit_test(test_packed_products_match_reference),
+        cmocka_unit_test(test_packed_prefetch_moves_no_bit),
         cmocka_unit_test(test_packed_model_matches_loops),
         cmocka_unit_test(test_isa_levels_are_bit_identical),
         cmocka_unit_test(test_small_rnn_levels_are_bit_identical),

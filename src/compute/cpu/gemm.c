@@ -771,22 +771,46 @@ __attribute__((target("avx2,fma"))) static void panel_kernel4(float *c, size_t l
     }
 }
 
+/* The block of panels the packed product runs after the current one: its first panel at
+ * its first row, `stride` floats on to its second (0 when it has only one), kc rows; NULL panel:
+ * none. */
+struct next_block {
+    const float *panel;
+    size_t stride, kc;
+};
+
+/* What one tile prefetches of the next block: `rows` rows of both its panels from `next`,
+ * one every `every` values of k. */
+struct panel_prefetch {
+    const float *next;
+    size_t stride, every, rows;
+};
+
 /* AVX-512: ROWS (8 or 4 or 1) rows of C times PANELS (2 or 1) panels, one 16-float register
  * per row and panel: 16 accumulators for 8 x 2, enough independent chains to keep both FMA
  * ports busy (4 cycles of latency x 2 ports), each k step two panel loads and eight
  * broadcasts. A(r, kk) = a[r * a_row + kk * a_col]. C = Cin + the product (Cin is C itself,
  * ldcin = ldc, or a bias row, ldcin = 0); cols = the columns of the last panel that exist (the
- * rest are the pack's zero padding, not stored). */
+ * rest are the pack's zero padding, not stored). Prefetches into L2 as pf says: it changes
+ * no arithmetic. */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
 panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t a_row,
          size_t a_col, const float *panel, size_t panel_stride, size_t k, size_t rows,
-         size_t panels, size_t cols, size_t store_rows)
+         size_t panels, size_t cols, size_t store_rows, struct panel_prefetch pf)
 {
     __m512 acc[8][2];
     for (size_t r = 0; r < rows; r++)
         for (size_t p = 0; p < panels; p++)
             acc[r][p] = _mm512_setzero_ps();
+    size_t pf_k = 0;
     for (size_t kk = 0; kk < k; kk++) {
+        if (pf.rows > 0 && kk == pf_k) {
+            _mm_prefetch((const char *)pf.next, _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf.next + pf.stride), _MM_HINT_T1);
+            pf.next += PANEL_COLS;
+            pf.rows--;
+            pf_k += pf.every;
+        }
         __m512 b[2];
         for (size_t p = 0; p < panels; p++)
             b[p] = _mm512_loadu_ps(panel + p * panel_stride + kk * PANEL_COLS);
@@ -807,37 +831,86 @@ panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, s
     }
 }
 
+static const struct panel_prefetch no_prefetch = { NULL, 0, 1, 0 };
+
 #define PACKED_KC 256
 
+/* The rows of the k block that starts at k0. */
+static inline size_t packed_kc(size_t k, size_t k0)
+{
+    return k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+}
+
+/* The block after panels p, p + 1 of the k block at k0 in gemm_packed_avx512()'s order: the
+ * next pair of the same k block, or the first pair of the next k block, or none. */
+static inline struct next_block packed_next(const float *packed, size_t panel_count, size_t k,
+                                            size_t k0, size_t p)
+{
+    size_t stride = k * PANEL_COLS, kc = packed_kc(k, k0);
+    if (p + 2 < panel_count)
+        return (struct next_block){ packed + (p + 2) * stride + k0 * PANEL_COLS,
+                                    p + 3 < panel_count ? stride : 0, kc };
+    if (k0 + kc < k)
+        return (struct next_block){ packed + (k0 + kc) * PANEL_COLS, panel_count > 1 ? stride : 0,
+                                    packed_kc(k, k0 + kc) };
+    return (struct next_block){ NULL, 0, 0 };
+}
+
+/* Tile `tile` of `tiles`' share of the prefetch of the next block: its rows tile * kc /
+ * tiles .. (tile + 1) * kc / tiles, one every `tiles` values of k (the next block has no more
+ * rows than the current one, so a tile's k loop has room for its share). */
+static inline struct panel_prefetch tile_prefetch(struct next_block next, size_t tile, size_t tiles)
+{
+    if (next.panel == NULL)
+        return no_prefetch;
+    size_t first = tile * next.kc / tiles, end = (tile + 1) * next.kc / tiles;
+    return (struct panel_prefetch){ next.panel + first * PANEL_COLS, next.stride, tiles,
+                                    end - first };
+}
+
 /* Rows 0 .. m of C for one block of k and PANELS (2 or 1) panels: tiles of 8 rows, then 4,
- * then single rows. Each element's sum is the same whatever tile computes it. */
+ * then single rows. Each element's sum is the same whatever tile computes it. While they
+ * run, the tiles prefetch the block that follows, `next`, into L2: a W_hh that does not stay
+ * in L2 from one step to the next (LSTM-512's 4 MiB) then comes from L3 while the block
+ * before it computes, instead of while the first tile of each block waits for it
+ * (docs/benchmarks.md, "The recurrent product past L2"). */
 TSRNN_TARGET_AVX512_KERNEL static inline __attribute__((always_inline)) void
 packed_rows(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, size_t lda,
-            const float *panel, size_t stride, size_t kc, size_t m, size_t panels, size_t cols)
+            const float *panel, size_t stride, size_t kc, size_t m, size_t panels, size_t cols,
+            struct next_block next)
 {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8)
+    size_t tiles = m / 8 + m % 8 / 4 + m % 4, tile = 0, i = 0;
+    for (; i + 8 <= m; i += 8, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 8, panels, cols, 8);
-    for (; i + 4 <= m; i += 4)
+                 8, panels, cols, 8, tile_prefetch(next, tile, tiles));
+    for (; i + 4 <= m; i += 4, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 4, panels, cols, 4);
-    for (; i < m; i++)
+                 4, panels, cols, 4, tile_prefetch(next, tile, tiles));
+    for (; i < m; i++, tile++)
         panel512(c + i * ldc, ldc, cin + i * ldcin, ldcin, a + i * lda, lda, 1, panel, stride, kc,
-                 1, panels, cols, 1);
+                 1, panels, cols, 1, tile_prefetch(next, tile, tiles));
 }
+
+/* Up to this many packed weights (LSTM-256's W_hh, 1 MiB) stay in the 2 MiB L2 from one of a
+ * step's row blocks to the next (model.c's PACKED_BLOCK_MAX_WEIGHTS); only above does the
+ * product prefetch (packed_rows). Below, the prefetches only cost: LSTM-256's 16-row blocks
+ * ran their products 9-15 % slower with them (`bench-gemm --steps`, warm, best of 4). */
+#define PACKED_L2_WEIGHTS (256 * 1024)
 
 /* The AVX-512 product, C = Cin + A packed (Cin as panel512's), over k in blocks of PACKED_KC
  * (a block of two panels, 32 KiB, stays in the 48 KiB L1 while every row block of C passes
- * over it), panels in pairs. The blocks after the first add to C. */
+ * over it), panels in pairs. The blocks after the first add to C. With a large B each pair's
+ * block prefetches the next one in this order (the next pair, or the first pair of the next
+ * k block); the pairs of a small one run the kernel without the prefetch's test. */
 TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, size_t k,
                                                           const float *a, size_t lda,
                                                           const float *packed, const float *cin,
                                                           size_t ldcin, float *c, size_t ldc)
 {
     size_t panel_count = (n + PANEL_COLS - 1) / PANEL_COLS, stride = k * PANEL_COLS;
+    bool prefetch = k * n > PACKED_L2_WEIGHTS;
     for (size_t k0 = 0; k0 < k; k0 += PACKED_KC) {
-        size_t kc = k - k0 < PACKED_KC ? k - k0 : PACKED_KC;
+        size_t kc = packed_kc(k, k0);
         const float *in = k0 == 0 ? cin : c;
         size_t ldin = k0 == 0 ? ldcin : ldc;
         for (size_t p = 0; p < panel_count; p += 2) {
@@ -845,11 +918,18 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
             size_t last = p + panels - 1;
             size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
             const float *panel = packed + p * stride + k0 * PANEL_COLS;
+            struct next_block next = prefetch ? packed_next(packed, panel_count, k, k0, p)
+                                              : (struct next_block){ NULL, 0, 0 };
             size_t j = p * PANEL_COLS;
-            if (panels == 2)
-                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols);
+            if (panels == 2 && prefetch)
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
+                            next);
+            else if (panels == 2)
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
+                            (struct next_block){ NULL, 0, 0 });
             else
-                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols);
+                packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols,
+                            next);
         }
     }
 }
@@ -878,9 +958,6 @@ static size_t blocked_scratch_count(size_t n)
     return ((n + PANEL_COLS - 1) / PANEL_COLS * PANEL_COLS + BLOCKED_MC) * BLOCKED_KC;
 }
 
-/* strips [mc/8][kc][8] of op(A) rows i0.. and columns k0.., zero rows past mc. Transposed, a
- * strip's 8 values of one k are adjacent in A (one 32-byte copy of constant size, inlined);
- * otherwise 8 rows are read side by side, k after k. */
 /* dst[kk * 8 + r] = src[r * ld + kk] for r, kk < 8: an 8 x 8 transpose in registers. */
 TSRNN_TARGET_AVX512_KERNEL static inline void transpose8x8(float *restrict dst,
                                                            const float *restrict src, size_t ld)
@@ -908,20 +985,34 @@ TSRNN_TARGET_AVX512_KERNEL static inline void transpose8x8(float *restrict dst,
     _mm256_storeu_ps(dst + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
+/* strips [mc/8][kc][8] of op(A) rows i0.. and columns k0.., zero rows past mc. Transposed, a
+ * strip's 8 values of one k are adjacent in A (one 32-byte copy of constant size, inlined), and
+ * the full strips are filled k after k, each of A's rows read along once (mc values): strip
+ * after strip, each copy would read another row (LSTM-512's d_hg: 8 KiB apart, past what the
+ * hardware prefetcher follows), each a miss to L3, 8 % of the weight gradient's time in a
+ * step. Otherwise 8 rows are read side by side, k after k. */
 TSRNN_TARGET_AVX512_KERNEL static void pack_a_strips(float *restrict dst,
                                                      const struct blocked_product *p, size_t i0,
                                                      size_t mc, size_t k0, size_t kc)
 {
-    for (size_t s = 0; s < mc; s += 8) {
+    size_t s = 0;
+    if (p->trans_a) {
+        size_t full = mc / 8 * 8;
+        for (size_t g = 0; g < kc; g += 8) { /* 8 rows of A: 256 bytes of each strip */
+            size_t ks = kc - g < 8 ? kc - g : 8;
+            const float *src = p->a + (k0 + g) * p->lda + i0;
+            for (size_t f = 0; f < full; f += 8)
+                for (size_t kk = 0; kk < ks; kk++)
+                    memcpy(dst + f * kc + (g + kk) * 8, src + kk * p->lda + f, 8 * sizeof(float));
+        }
+        s = full;
+    }
+    for (; s < mc; s += 8) {
         float *strip = dst + s * kc;
         size_t rows = mc - s < 8 ? mc - s : 8;
         if (rows < 8)
             memset(strip, 0, kc * 8 * sizeof(float));
-        if (p->trans_a && rows == 8) {
-            const float *src = p->a + k0 * p->lda + i0 + s;
-            for (size_t kk = 0; kk < kc; kk++)
-                memcpy(strip + kk * 8, src + kk * p->lda, 8 * sizeof(float));
-        } else if (p->trans_a) {
+        if (p->trans_a) {
             const float *src = p->a + k0 * p->lda + i0 + s;
             for (size_t kk = 0; kk < kc; kk++)
                 for (size_t r = 0; r < rows; r++)
@@ -969,10 +1060,10 @@ TSRNN_TARGET_AVX512_KERNEL static void blocked_part(void *arg, size_t part, size
                     size_t rows = mc - s < 8 ? mc - s : 8;
                     if (panels == 2)
                         panel512(cs, p->ldc, cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc,
-                                 8, 2, cols, rows);
+                                 8, 2, cols, rows, no_prefetch);
                     else
                         panel512(cs, p->ldc, cs, p->ldc, a_pack + s * kc, 1, 8, panel, stride, kc,
-                                 8, 1, cols, rows);
+                                 8, 1, cols, rows, no_prefetch);
                 }
         }
     }
