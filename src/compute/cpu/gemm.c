@@ -832,6 +832,7 @@ panel512(float *c, size_t ldc, const float *cin, size_t ldcin, const float *a, s
 }
 
 static const struct panel_prefetch no_prefetch = { NULL, 0, 1, 0 };
+static const struct next_block no_next_block = { NULL, 0, 0 };
 
 #define PACKED_KC 256
 
@@ -853,7 +854,7 @@ static inline struct next_block packed_next(const float *packed, size_t panel_co
     if (k0 + kc < k)
         return (struct next_block){ packed + (k0 + kc) * PANEL_COLS, panel_count > 1 ? stride : 0,
                                     packed_kc(k, k0 + kc) };
-    return (struct next_block){ NULL, 0, 0 };
+    return no_next_block;
 }
 
 /* Tile `tile` of `tiles`' share of the prefetch of the next block: its rows tile * kc /
@@ -918,15 +919,15 @@ TSRNN_TARGET_AVX512_KERNEL static void gemm_packed_avx512(size_t m, size_t n, si
             size_t last = p + panels - 1;
             size_t cols = n - last * PANEL_COLS < PANEL_COLS ? n - last * PANEL_COLS : PANEL_COLS;
             const float *panel = packed + p * stride + k0 * PANEL_COLS;
-            struct next_block next = prefetch ? packed_next(packed, panel_count, k, k0, p)
-                                              : (struct next_block){ NULL, 0, 0 };
+            struct next_block next =
+                prefetch ? packed_next(packed, panel_count, k, k0, p) : no_next_block;
             size_t j = p * PANEL_COLS;
             if (panels == 2 && prefetch)
                 packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
                             next);
             else if (panels == 2)
                 packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 2, cols,
-                            (struct next_block){ NULL, 0, 0 });
+                            no_next_block);
             else
                 packed_rows(c + j, ldc, in + j, ldin, a + k0, lda, panel, stride, kc, m, 1, cols,
                             next);
