@@ -296,6 +296,30 @@ struct recurrence {
     bool lanes;         /* tsrnn_cpu_rnn_lanes_forward() / _backward_step() */
 };
 
+/* The cell's backward for rows b0 .. b0 + n of step t, dLoss/dh of those rows already in
+ * dh_step: returns the step's gradient views (d_hg feeds the carry's product). */
+static struct tsrnn_cell_grads cell_backward_rows(const struct recurrence *rc, size_t t, size_t b0,
+                                                  size_t n)
+{
+    struct tsrnn_workspace *ws = rc->ws;
+    const struct tsrnn_cell *cell = ws->cell;
+    size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
+    struct tsrnn_cell_step s = step_view(&ws->layers[rc->l], t, B, H, GH, b0);
+    struct tsrnn_cell_grads cg = grads_view(ws, t, B, H, GH, b0);
+    cell->backward(&cg, &s, n, H);
+    return cg;
+}
+
+/* After the carry's product d_hg W_hh: the cell's direct path to h_prev (GRU's z * dh), if it
+ * has one; `count` floats. */
+static void add_direct_path(const struct tsrnn_cell *cell, float *dh_carry, const float *dh_direct,
+                            size_t count)
+{
+    if (cell->has_direct_path)
+        for (size_t i = 0; i < count; i++)
+            dh_carry[i] += dh_direct[i];
+}
+
 /* A layer's recurrence is split among the compute threads from this many multiply-adds per
  * pass over the batch (~1.5 ms of work) on, in parts of at least 8 rows. Waking a helper
  * costs ~0.1 ms on the 2-core VM: LSTM-64 at batch 16 (5 M) was slower split. */
@@ -559,7 +583,6 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
 {
     struct tsrnn_workspace *ws = rc->ws;
     const struct tsrnn_cell *cell = ws->cell;
-    const struct layer_cache *lc = &ws->layers[rc->l];
     size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
     size_t block = packed_block_rows(ws);
     for (size_t b0 = r0; b0 < r1; b0 += block) {
@@ -574,16 +597,12 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
             for (size_t i = 0; i < n * H; i++)
                 dh_step[i] = d_h_t[i] + dh_carry[i];
         }
-        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, b0);
-        struct tsrnn_cell_grads cg = grads_view(ws, t, B, H, GH, b0);
-        cell->backward(&cg, &s, n, H);
+        struct tsrnn_cell_grads cg = cell_backward_rows(rc, t, b0, n);
         if (t == 0)
             continue; /* nobody asks for dLoss/dh[0] */
         memset(dh_carry, 0, n * H * sizeof(float));
         tsrnn_cpu_gemm_packed(ws->cpu, n, H, GH, cg.d_hg, GH, ws->w_hh_packed_bwd, dh_carry, H);
-        if (cell->has_direct_path)
-            for (size_t i = 0; i < n * H; i++)
-                dh_carry[i] += dh_direct[i];
+        add_direct_path(cell, dh_carry, dh_direct, n * H);
     }
     if (rc->stepwise_sums)
         add_stepwise_sums(rc, t, 0, GH);
@@ -630,9 +649,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         const float *d_h_t = ws->d_h + (t * B + r0) * H;
         for (size_t i = 0; i < n * H; i++)
             dh_step[i] = d_h_t[i] + dh_carry[i];
-        struct tsrnn_cell_step s = step_view(lc, t, B, H, GH, r0);
-        struct tsrnn_cell_grads cg = grads_view(ws, t, B, H, GH, r0);
-        cell->backward(&cg, &s, n, H);
+        struct tsrnn_cell_grads cg = cell_backward_rows(rc, t, r0, n);
         if (rc->stepwise_sums)
             add_stepwise_sums(rc, t, 0, GH);
         if (t == 0)
@@ -640,9 +657,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
         /* dLoss/dh_prev through the recurrent weights: d_hg W_hh. */
         tsrnn_cpu_gemm(cpu, false, false, n, H, GH, 1.0f, cg.d_hg, GH, p->w_hh, H, 0.0f, dh_carry,
                        H);
-        if (cell->has_direct_path)
-            for (size_t i = 0; i < n * H; i++)
-                dh_carry[i] += dh_direct[i];
+        add_direct_path(cell, dh_carry, dh_direct, n * H);
     }
 }
 
