@@ -112,6 +112,27 @@ static int deny_unshare(enum unshare_rule rule)
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
+/* The launchers started and not reaped yet: what a failed test left running, for
+ * stop_leftover_jobs(). */
+static pid_t unreaped[8];
+
+static void job_track(pid_t pid)
+{
+    for (size_t i = 0; i < sizeof(unreaped) / sizeof(unreaped[0]); i++)
+        if (unreaped[i] == 0) {
+            unreaped[i] = pid;
+            return;
+        }
+    fail_msg("job_start: more than %zu launchers at once", sizeof(unreaped) / sizeof(unreaped[0]));
+}
+
+static void job_reaped(pid_t pid)
+{
+    for (size_t i = 0; i < sizeof(unreaped) / sizeof(unreaped[0]); i++)
+        if (unreaped[i] == pid)
+            unreaped[i] = 0;
+}
+
 /* Starts tsrnn-launch --accelerator cpu on the example with output in the run folder
  * `model_name`; `args` (NULL-terminated) are more options, a bare "k=v" becomes --set k=v. */
 static void job_start(struct job *j, const char *model_name, const char *const *args)
@@ -157,6 +178,7 @@ static void job_start(struct job *j, const char *model_name, const char *const *
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
+    job_track(j->pid);
 }
 
 /* Waits for the launcher to exit, at most timeout_s (then kills it and fails the test). */
@@ -170,12 +192,14 @@ static int job_wait(struct job *j, double timeout_s)
         if (now_s() - j->started > timeout_s) {
             kill(j->pid, SIGKILL);
             waitpid(j->pid, &status, 0);
+            job_reaped(j->pid);
             char *err = tu_read(j->err);
             fail_msg("tsrnn-launch still running after %.0f s; stderr:\n%s", timeout_s,
                      err ? err : "");
         }
         usleep(10000);
     }
+    job_reaped(j->pid);
     j->seconds = now_s() - j->started;
     j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return j->exit_code;
@@ -222,8 +246,10 @@ static void wait_for_file(const struct job *j, const char *dir, const char *pref
 {
     while (!tsrnn_folder_holds(dir, prefix)) {
         int status;
-        if (waitpid(j->pid, &status, WNOHANG) == j->pid)
+        if (waitpid(j->pid, &status, WNOHANG) == j->pid) {
+            job_reaped(j->pid);
             fail_msg("tsrnn-launch exited before %s/%s* appeared", dir, prefix);
+        }
         if (now_s() - j->started > 60)
             fail_msg("no %s/%s* after 60 s", dir, prefix);
         usleep(5000);
@@ -253,6 +279,41 @@ static void expect_clean(void)
 {
     if (tsrnn_folder_holds(tu_run_dir(), "tsrnn-rendezvous-"))
         fail_msg("a tsrnn-rendezvous-* folder is left in %s", tu_run_dir());
+}
+
+/* After each test: a launcher that its failure left running (with the job of
+ * test_second_run_of_a_model_name_is_refused, every later test failed) is interrupted as a
+ * user would, and killed if it has not stopped its workers within an agreed stop's time; the
+ * rendezvous folder a killed one leaves is removed. The next test starts alone, and its
+ * expect_clean() sees only its own folders. */
+static int stop_leftover_jobs(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(unreaped) / sizeof(unreaped[0]); i++) {
+        pid_t pid = unreaped[i];
+        if (pid == 0)
+            continue;
+        unreaped[i] = 0;
+        kill(pid, SIGINT);
+        double until = now_s() + TIMEOUT_S + 20;
+        pid_t got;
+        while ((got = waitpid(pid, NULL, WNOHANG)) == 0 && now_s() < until)
+            usleep(10000);
+        bool killed = got == 0;
+        if (killed) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        printf("# a launcher (pid %d) was left running: %s\n", (int)pid,
+               killed ? "killed" : "interrupted");
+        DIR *d = killed ? opendir(tu_run_dir()) : NULL;
+        for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+            if (strncmp(e->d_name, "tsrnn-rendezvous-", 17) == 0)
+                tu_rmtree(tu_path(tu_run_dir(), e->d_name));
+        if (d != NULL)
+            closedir(d);
+    }
+    return 0;
 }
 
 static void expect_file_has(const char *path, const char *needle)
@@ -1197,6 +1258,9 @@ static void test_without_namespaces_the_launcher_says_so(void **state)
     expect_clean();
 }
 
+/* Every test of this file, followed by stop_leftover_jobs(). */
+#define launch_test(f) cmocka_unit_test_teardown(f, stop_leftover_jobs)
+
 int main(void)
 {
     if (!tsrnn_comm_backend_available("gloo")) {
@@ -1204,24 +1268,24 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_workers_equal_one_with_twice_the_batch),
-        cmocka_unit_test(test_two_workers_equal_one_over_several_series),
-        cmocka_unit_test(test_two_workers_equal_one_with_controls),
-        cmocka_unit_test(test_val_loss_equals_one_process_evaluation),
-        cmocka_unit_test(test_readme_command_falls_back_to_cpu),
-        cmocka_unit_test(test_workers_are_told_the_comm_backend),
-        cmocka_unit_test(test_killed_worker_stops_the_job),
-        cmocka_unit_test(test_failing_worker_stops_the_job),
-        cmocka_unit_test(test_worker_with_other_settings_is_refused),
-        cmocka_unit_test(test_hanging_worker_is_named),
-        cmocka_unit_test(test_stopped_worker_is_named),
-        cmocka_unit_test(test_interrupt_saves_a_checkpoint),
-        cmocka_unit_test(test_second_run_of_a_model_name_is_refused),
-        cmocka_unit_test(test_restart_recovers_the_same_result),
-        cmocka_unit_test(test_foreign_process_cannot_reach_the_workers),
-        cmocka_unit_test(test_without_namespaces_the_launcher_says_so),
+        launch_test(test_two_workers_equal_one_with_twice_the_batch),
+        launch_test(test_two_workers_equal_one_over_several_series),
+        launch_test(test_two_workers_equal_one_with_controls),
+        launch_test(test_val_loss_equals_one_process_evaluation),
+        launch_test(test_readme_command_falls_back_to_cpu),
+        launch_test(test_workers_are_told_the_comm_backend),
+        launch_test(test_killed_worker_stops_the_job),
+        launch_test(test_failing_worker_stops_the_job),
+        launch_test(test_worker_with_other_settings_is_refused),
+        launch_test(test_hanging_worker_is_named),
+        launch_test(test_stopped_worker_is_named),
+        launch_test(test_interrupt_saves_a_checkpoint),
+        launch_test(test_second_run_of_a_model_name_is_refused),
+        launch_test(test_restart_recovers_the_same_result),
+        launch_test(test_foreign_process_cannot_reach_the_workers),
+        launch_test(test_without_namespaces_the_launcher_says_so),
         /* Last: it leaves a rendezvous folder, which expect_clean() would see. */
-        cmocka_unit_test(test_workers_die_with_the_launcher),
+        launch_test(test_workers_die_with_the_launcher),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

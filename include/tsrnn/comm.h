@@ -58,7 +58,9 @@ struct tsrnn_comm;
 
 /* Joins the world: for gloo, publishes this rank's address in the store and connects to
  * every other rank, waiting up to timeout_s for all of them ("rank 2 did not join the
- * rendezvous in <dir> within 5 s" names the ones missing). TSRNN_ERR_USAGE for a bad option
+ * rendezvous in <dir> within 5 s" names the ones missing), and returns only once every rank's
+ * connections are up (a barrier ends it): a rank that aborts right after fails its peers'
+ * next collective, not their connecting. TSRNN_ERR_USAGE for a bad option
  * or a backend this build lacks, TSRNN_ERR_COMM for a peer that failed or timed out. Sets
  * *comm to NULL on failure. A rendezvous folder serves one open per rank. */
 enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_comm_options *opt);

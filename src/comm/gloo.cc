@@ -300,6 +300,15 @@ void broadcast(tsrnn_gloo *g, void *buf, size_t nbytes, int root)
     std::memcpy(buf, plan.data.data(), nbytes);
 }
 
+/* A one-element allreduce: no rank has the sum before every rank gave its part. Unlike
+ * gloo::barrier(), whose unbound buffers noticed a reset peer only at the timeout, it fails at
+ * once when a peer is gone (what tsrnn_comm_close() relies on). */
+void allreduce_barrier(tsrnn_gloo *g)
+{
+    float token = 0.0f;
+    allreduce_sum(g, &token, 1);
+}
+
 /* Every pair in sync mode (see the top of the file), busy-polling while the ranks fit the
  * machine's CPUs. */
 void make_sync(gloo::Context &context)
@@ -340,6 +349,17 @@ extern "C" int tsrnn_gloo_open(struct tsrnn_gloo **gloo, int rank, int world_siz
         context->connectFullMesh(rendezvous, g->device);
         make_sync(*context);
         g->context = std::move(context);
+        /* connectFullMesh() returns on the connecting side of a pair once the kernel has
+         * completed the handshake, before the listening peer's event-loop thread has accepted
+         * the connection. A rank that failed right after (rank 0 refused the run folder's
+         * lock) and aborted then reset a connection still waiting in the peer's backlog: that
+         * thread's getpeername() failed with ENOTCONN, Gloo's exception left the thread, and
+         * std::terminate killed the peer with SIGABRT, a crash that tsrnn-launch reported as
+         * the job's cause (exit 3, not rank 0's 2; test_launch failed so in about 1 full-suite
+         * run in 6, test_comm's test_peer_aborts_right_after_open makes it happen). No rank
+         * leaves this barrier before every rank's pairs are connected: an abort from here on
+         * fails the peers' collectives instead. */
+        allreduce_barrier(g.get());
         *gloo = g.release();
     });
 }
@@ -363,13 +383,7 @@ extern "C" int tsrnn_gloo_broadcast(struct tsrnn_gloo *g, void *buf, size_t nbyt
 
 extern "C" int tsrnn_gloo_barrier(struct tsrnn_gloo *g, char *err, size_t err_nbytes)
 {
-    /* A one-element allreduce: no rank has the sum before every rank gave its part. Unlike
-     * gloo::barrier(), whose unbound buffers noticed a reset peer only at the timeout, it
-     * fails at once when a peer is gone (what tsrnn_comm_close() relies on). */
-    return guarded(err, err_nbytes, [&] {
-        float token = 0.0f;
-        allreduce_sum(g, &token, 1);
-    });
+    return guarded(err, err_nbytes, [&] { allreduce_barrier(g); });
 }
 
 extern "C" void tsrnn_gloo_abort(struct tsrnn_gloo *g)
