@@ -1,19 +1,22 @@
 /* Forecast pictures (src/report/plot.c): the file is a PNG of the requested size (read from
  * its IHDR chunk), and, read back with cairo, each line's colour covers the part of the
- * picture its times span. Builds without cairo check the "built without cairo" error and
- * skip the rest.
+ * picture its times span; a picture drawn after tsrnn_plot_warmup_start() is the same bytes
+ * as one drawn in a process without it. Builds without cairo check the "built without cairo"
+ * error and skip the rest.
  */
 #include "tsrnn_build.h"
 
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -517,8 +520,65 @@ static void test_replaces_file(void **state)
     assert_int_equal(entry_count(dir), 1);
 }
 
-int main(void)
+/* This program again, as `test_plot draw cold|warm PATH`: a process whose first picture is
+ * the monthly one at 1000x500, drawn from scratch or after the warm-up. Its exit status. */
+static int draw_in_child(const char *how, const char *path)
 {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    char *argv[] = { self, "draw", (char *)how, (char *)path, NULL };
+    extern char **environ;
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* The child's side: 0 drawn, 1 not, 2 no warm-up thread. */
+static int draw_main(const char *how, const char *path)
+{
+    struct monthly m;
+    monthly_init(&m);
+    struct tsrnn_plot plot = monthly_plot(&m, 1000, 500);
+    if (strcmp(how, "warm") == 0) {
+        struct tsrnn_plot_warmup *w = tsrnn_plot_warmup_start(1000, 500);
+        if (w == NULL)
+            return 2;
+        tsrnn_plot_warmup_finish(w);
+    }
+    return tsrnn_plot_png(&plot, path) == TSRNN_OK ? 0 : 1;
+}
+
+/* The warm-up's fonts and glyphs change no byte of the picture. */
+static void test_warmup_same_bytes(void **state)
+{
+    skip_without_cairo();
+    const char *dir = *state;
+    char cold[4096], warm[4096];
+    snprintf(cold, sizeof(cold), "%s", tu_path(dir, "cold.png"));
+    snprintf(warm, sizeof(warm), "%s", tu_path(dir, "warm.png"));
+    assert_int_equal(draw_in_child("cold", cold), 0);
+    assert_int_equal(draw_in_child("warm", warm), 0);
+    size_t cold_nbytes, warm_nbytes;
+    char *a = tu_read_bytes(cold, &cold_nbytes), *b = tu_read_bytes(warm, &warm_nbytes);
+    assert_true(cold_nbytes > 10000);
+    assert_int_equal(warm_nbytes, cold_nbytes);
+    assert_memory_equal(a, b, cold_nbytes);
+    free(a);
+    free(b);
+    assert_png_size(warm, 1000, 500);
+    /* nothing started, nothing to wait for */
+    tsrnn_plot_warmup_finish(NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "draw") == 0)
+        return draw_main(argv[2], argv[3]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_available_matches_build, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_monthly, setup_dir, teardown_dir),
@@ -530,6 +590,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nothing_to_draw, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_missing_folder, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_replaces_file, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_warmup_same_bytes, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

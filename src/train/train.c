@@ -64,7 +64,13 @@ struct trainer {
     /* Rank 0 with save_checkpoints: writes each epoch's checkpoints while the next trains. */
     struct tsrnn_checkpoint_writer *ckpt_writer;
     struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
+    /* Rank 0 drawing the forecast: the picture's libraries and fonts, readied meanwhile. */
+    struct tsrnn_plot_warmup *plot_warmup;
 };
+
+/* The forecast pictures' size in pixels. */
+#define PLOT_WIDTH  1000
+#define PLOT_HEIGHT 500
 
 /* Lightning's "auto": CUDA where this build and machine can run it, else the CPU. */
 enum tsrnn_compute_kind tsrnn_train_compute_kind(const struct tsrnn_config *cfg)
@@ -691,6 +697,7 @@ static enum tsrnn_status setup(struct trainer *tr)
 
 static void finish(struct trainer *tr)
 {
+    tsrnn_plot_warmup_finish(tr->plot_warmup);
     tsrnn_checkpoint_writer_destroy(tr->ckpt_writer); /* reads the model: first */
     tsrnn_metrics_csv_close(&tr->metrics);
     tsrnn_tb_close(&tr->tb);
@@ -1164,7 +1171,8 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
             snprintf(title, sizeof(title), "%s %s", cfg->model_name,
                      tsrnn_model_kind_name(cfg->model));
         }
-        enum tsrnn_status status = tsrnn_forecast_plot(&f, &item->series, title, 1000, 500, path);
+        enum tsrnn_status status =
+            tsrnn_forecast_plot(&f, &item->series, title, PLOT_WIDTH, PLOT_HEIGHT, path);
         tsrnn_forecast_finish(&f);
         TSRNN_TRY(status);
         (*drawn)++;
@@ -1201,6 +1209,8 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
                    tsrnn_config_origin(cfg, "forecast", "plot"),
                    named_series(ds) ? "the forecast plots are" : "forecast.png is");
     size_t drawn = 0;
+    tsrnn_plot_warmup_finish(tr->plot_warmup);
+    tr->plot_warmup = NULL;
     if (status == TSRNN_OK && draw)
         status = plot_forecasts(tr, &drawn);
     if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
@@ -1374,6 +1384,10 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
     tr.writes_files = tr.rank == 0;
+    /* The second core readies the picture while this one trains (the checkpoint writer, its
+     * other user, mostly waits on the disk). */
+    if (tr.writes_files && cfg->forecast_n > 0 && cfg->forecast_plot)
+        tr.plot_warmup = tsrnn_plot_warmup_start(PLOT_WIDTH, PLOT_HEIGHT);
     enum tsrnn_status status = check_forecast_covariates(&tr);
     if (status == TSRNN_OK)
         status = setup(&tr);
