@@ -1,6 +1,6 @@
 /* Forecast pictures (src/report/plot.c): the file is a PNG of the requested size (read from
  * its IHDR chunk), and, read back with cairo, each line's colour covers the part of the
- * picture its times span; a picture drawn after tsrnn_plot_warmup_start() is the same bytes
+ * picture its times span; a picture drawn after tsrnn_plot_warmup() is the same bytes
  * as one drawn in a process without it. Builds without cairo check the "built without cairo"
  * error and skip the rest.
  */
@@ -28,6 +28,7 @@
 #include "testutil.h"
 #include "tsrnn/data.h"
 #include "tsrnn/plot.h"
+#include "tsrnn/thread.h"
 
 /* --- data ------------------------------------------------------------------------------ */
 
@@ -538,17 +539,27 @@ static int draw_in_child(const char *how, const char *path)
     return WEXITSTATUS(status);
 }
 
-/* The child's side: 0 drawn, 1 not, 2 no warm-up thread. */
+static enum tsrnn_status warmup_job(void *arg)
+{
+    (void)arg;
+    tsrnn_plot_warmup(1000, 500);
+    return TSRNN_OK;
+}
+
+/* The child's side: 0 drawn, 1 not. "warm" readies the picture on a helper thread first, as
+ * the trainer does while it trains. */
 static int draw_main(const char *how, const char *path)
 {
     struct monthly m;
     monthly_init(&m);
     struct tsrnn_plot plot = monthly_plot(&m, 1000, 500);
     if (strcmp(how, "warm") == 0) {
-        struct tsrnn_plot_warmup *w = tsrnn_plot_warmup_start(1000, 500);
-        if (w == NULL)
-            return 2;
-        tsrnn_plot_warmup_finish(w);
+        struct tsrnn_jobs jobs = { 0 };
+        if (tsrnn_jobs_add(&jobs, warmup_job, NULL) != TSRNN_OK)
+            return 1;
+        tsrnn_jobs_start(&jobs);
+        if (tsrnn_jobs_finish(&jobs) != TSRNN_OK)
+            return 1;
     }
     return tsrnn_plot_png(&plot, path) == TSRNN_OK ? 0 : 1;
 }
@@ -571,8 +582,6 @@ static void test_warmup_same_bytes(void **state)
     free(a);
     free(b);
     assert_png_size(warm, 1000, 500);
-    /* nothing started, nothing to wait for */
-    tsrnn_plot_warmup_finish(NULL);
 }
 
 int main(int argc, char **argv)

@@ -57,17 +57,15 @@ struct tsrnn_plot {
 /* True when this build can draw (cairo was found). */
 bool tsrnn_plot_available(void);
 
-/* Gets the pictures' slow first steps done on a thread of its own while the caller works on
- * (the trainer: while it trains): cairo and fontconfig loaded (they are not linked: loading
- * them cost every process's start-up), the DejaVu faces set up, and the glyphs of text at
- * the font sizes of a `width` x `height` picture rendered into cairo's caches. Nothing it
- * does changes a picture's pixels, and it reports nothing: a library that cannot be loaded
- * is the first tsrnn_plot_png()'s error, as without it. Returns NULL where no thread could be
- * made or the build cannot draw; pictures are then drawn from scratch. */
-struct tsrnn_plot_warmup *tsrnn_plot_warmup_start(int width, int height);
-
-/* Waits for the warm-up to end and frees it; NULL: nothing. Every start needs one finish. */
-void tsrnn_plot_warmup_finish(struct tsrnn_plot_warmup *w);
+/* The pictures' slow first steps, done now so that a later picture finds them done: cairo and
+ * fontconfig loaded (they are not linked: loading them cost every process's start-up), the
+ * DejaVu faces set up, and the glyphs of text at the font sizes of a `width` x `height`
+ * picture rendered into cairo's caches. For a helper thread while the caller's thread works
+ * on (the trainer's, while it trains). Nothing it does changes a picture's pixels or bytes,
+ * and it reports nothing: libraries that cannot be loaded are the next tsrnn_plot_png()'s
+ * error, as without it. Safe beside a tsrnn_plot_png() on another thread. Nothing without
+ * cairo. */
+void tsrnn_plot_warmup(int width, int height);
 
 /* Draws `plot` into a PNG at `path`, replaced atomically (tsrnn_atomic_file). The time axis
  * spans all lines (a single instant is widened by one step of its unit), each value axis

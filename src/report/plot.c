@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "tsrnn/atomic_file.h"
-#include "tsrnn/thread.h"
 
 #if TSRNN_HAVE_PLOTS
 #include <cairo.h>
@@ -53,9 +52,8 @@ bool tsrnn_plot_available(void)
  * Linked, cairo and fontconfig (with pixman, FreeType, libpng, the X libraries: 20 more
  * libraries) cost every process ~1.7 ms of start-up for a picture drawn, if at all, at its
  * end. They are loaded by soname when the first picture needs them, or before, on the thread
- * of tsrnn_plot_warmup_start(). zlib stays linked (the checkpoints' and the pictures'; it is
- * one small library). Every cairo and fontconfig function called is listed here and called
- * as LIB(name)(...). */
+ * of tsrnn_plot_warmup(). zlib, small and cairo's own dependency, stays linked. Every cairo
+ * and fontconfig function called is listed here and called as LIB(name)(...). */
 #define CAIRO_SONAME      "libcairo.so.2"
 #define FONTCONFIG_SONAME "libfontconfig.so.1"
 /* clang-format off */
@@ -1233,11 +1231,6 @@ done:
 
 /* --- the warm-up ------------------------------------------------------------------------ */
 
-struct tsrnn_plot_warmup {
-    pthread_t thread;
-    double font_px; /* the pictures' FONT_PX */
-};
-
 /* Draws each printable ASCII character once in `size_px` (`bold`), turned by `angle` as the
  * component names are: cairo keeps the scaled font with its glyphs (rendered by FreeType),
  * and the picture's text in the same font, size and direction finds them ready. The same
@@ -1258,14 +1251,13 @@ static void warm_glyphs(cairo_t *cr, double size_px, bool bold, double angle)
     LIB(cairo_restore)(cr);
 }
 
-static void *warmup_main(void *arg)
+static void plot_warmup(int width, int height)
 {
-    const struct tsrnn_plot_warmup *w = arg;
     pthread_once(&load_once, load_libraries);
     if (!loaded)
-        return NULL; /* the picture says why */
+        return; /* the picture says why */
     setup_fonts();
-    double font = w->font_px, largest = TITLE_SCALE * font;
+    double font = FONT_PX * picture_scale(width, height), largest = TITLE_SCALE * font;
     int side = (int)ceil(4 * largest);
     cairo_surface_t *surface = LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, side, side);
     cairo_t *cr = LIB(cairo_create)(surface); /* without memory: nothing drawn, nothing kept */
@@ -1276,38 +1268,18 @@ static void *warmup_main(void *arg)
     warm_glyphs(cr, largest, true, 0);
     LIB(cairo_destroy)(cr);
     LIB(cairo_surface_destroy)(surface);
-    return NULL;
 }
 
 #endif /* TSRNN_HAVE_PLOTS */
 
-struct tsrnn_plot_warmup *tsrnn_plot_warmup_start(int width, int height)
+void tsrnn_plot_warmup(int width, int height)
 {
 #if TSRNN_HAVE_PLOTS
-    struct tsrnn_plot_warmup *w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return NULL;
-    w->font_px = FONT_PX * picture_scale(width, height);
-    if (!tsrnn_thread_start(&w->thread, warmup_main, w)) {
-        free(w);
-        return NULL;
-    }
-    return w;
+    plot_warmup(width, height);
 #else
     (void)width;
     (void)height;
-    return NULL;
 #endif
-}
-
-void tsrnn_plot_warmup_finish(struct tsrnn_plot_warmup *w)
-{
-    if (w == NULL)
-        return;
-#if TSRNN_HAVE_PLOTS
-    pthread_join(w->thread, NULL);
-#endif
-    free(w);
 }
 
 enum tsrnn_status tsrnn_plot_png(const struct tsrnn_plot *plot, const char *path)
