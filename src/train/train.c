@@ -1247,6 +1247,45 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
     return TSRNN_OK;
 }
 
+/* A file's whole text, for write_text_job. */
+struct text_file {
+    const char *path;
+    char *text; /* malloc'd */
+    size_t nbytes;
+};
+
+static enum tsrnn_status write_text_job(void *arg)
+{
+    const struct text_file *t = arg;
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, t->path));
+    if (fwrite(t->text, 1, t->nbytes, af.file) != t->nbytes) {
+        tsrnn_atomic_file_abort(&af);
+        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(t->path));
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+/* forecast.csv's text (tsrnn_forecast_write_all) into `csv`. */
+static enum tsrnn_status forecast_text(struct trainer *tr,
+                                       const struct tsrnn_forecast_source *sources,
+                                       struct text_file *csv)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    FILE *mem = open_memstream(&csv->text, &csv->nbytes);
+    if (mem == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
+    enum tsrnn_status status = tsrnn_forecast_write_all(
+        &tr->model, sources, tr->ds->series_count, (size_t)cfg->input_chunk_length,
+        (size_t)cfg->forecast_n, id_column(cfg), mem);
+    if (fclose(mem) != 0 && status == TSRNN_OK)
+        status = TSRNN_ERR_IO;
+    if (status == TSRNN_ERR_IO) /* memory, with a stream in memory */
+        status =
+            tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
+    return status;
+}
+
 /* The [forecast] section: n steps after each series' training part, as forecast.csv and
  * (with plot = true and a build with cairo) the plots in the run folder. */
 static enum tsrnn_status write_forecast(struct trainer *tr)
@@ -1262,10 +1301,14 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     for (size_t i = 0; i < S; i++)
         sources[i] = forecast_source(ds, i);
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
-    enum tsrnn_status status =
-        tsrnn_forecast_save_all(&tr->model, sources, S, (size_t)cfg->input_chunk_length,
-                                (size_t)cfg->forecast_n, id_column(cfg), path);
+    /* The forecasts here (they run the model, this thread's); the file with its two fsyncs
+     * beside the pictures, on the helper thread. */
+    struct text_file csv = { .path = path };
+    enum tsrnn_status status = forecast_text(tr, sources, &csv);
     free(sources);
+    if (status == TSRNN_OK)
+        status = tsrnn_jobs_add(&tr->jobs, write_text_job, &csv);
+    tsrnn_jobs_start(&tr->jobs);
     /* plot = true is the default: a build without cairo skips the picture quietly, unless the
      * config asked for it. */
     bool draw = cfg->forecast_plot && tsrnn_plot_available();
@@ -1278,6 +1321,8 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     size_t drawn = 0;
     if (status == TSRNN_OK && draw)
         status = plot_forecasts(tr, &drawn);
+    status = finish_jobs(tr, status);
+    free(csv.text);
     if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
         struct tsrnn_forecast f;
         const struct tsrnn_dataset_series *item = &ds->items[0];
