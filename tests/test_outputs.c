@@ -1162,11 +1162,35 @@ static void test_existing_run_needs_resume_or_reset(void **state)
     assert_string_equal(after, before);
     assert_int_equal(tu_train(&result, "again", first, 60), 0); /* the example has force_reset */
     assert_int_equal(access(run_path("again", "marker.txt"), F_OK), -1);
+    /* the earlier folder, moved aside and removed beside the training, is gone too */
+    assert_int_equal(access(run_path(".again.old", ""), F_OK), -1);
     const char *both[] = { "--resume=last", "--quiet", NULL };
     assert_int_equal(tu_train(&result, "again", both, 60), 2);
     tu_expect_in(result.err, "force_reset = true");
     free(before);
     free(after);
+}
+
+/* config.ini is written beside the training (src/train/train.c, "beside the training"): when
+ * it cannot be, the run stops with the message and exit status of the synchronous write, long
+ * before its 300 epochs (the metrics of at most a few dozen), and tells of no training. */
+static void test_failure_beside_the_training_stops_the_run(void **state)
+{
+    (void)state;
+    const char *sets[] = { "output.force_reset=false", "--quiet", NULL };
+    assert_int_equal(tsrnn_make_dirs(run_path("beside", "config.ini")), TSRNN_OK);
+    assert_int_equal(tu_train(&result, "beside", sets, 60), 1);
+    tu_expect_in(result.err, "tsrnn-worker: error: cannot write ");
+    tu_expect_in(result.err, "beside/config.ini: it is a folder; give a file name");
+    assert_null(strstr(result.out, "Trained"));
+    char *metrics = tu_read(run_path("beside", "metrics.csv"));
+    assert_non_null(metrics);
+    size_t rows = 0;
+    for (const char *p = metrics; (p = strchr(p, '\n')) != NULL; p++)
+        rows++;
+    assert_true(rows >= 1 && rows < 2100 / 2);
+    free(metrics);
+    assert_int_equal(access(run_path("beside", "forecast.png"), F_OK), -1);
 }
 
 /* --- checkpoints written behind the training (src/checkpoint/writer.c) ----------------- */
@@ -1309,6 +1333,7 @@ int main(void)
 
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),
+        cmocka_unit_test(test_failure_beside_the_training_stops_the_run),
         cmocka_unit_test(test_checkpoint_writer_leaves_the_synchronous_files),
         cmocka_unit_test(test_sigkill_keeps_the_last_and_the_best),
         cmocka_unit_test(test_sigterm_leaves_the_checkpoint_of_every_step),

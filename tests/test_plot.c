@@ -1,19 +1,22 @@
 /* Forecast pictures (src/report/plot.c): the file is a PNG of the requested size (read from
  * its IHDR chunk), and, read back with cairo, each line's colour covers the part of the
- * picture its times span. Builds without cairo check the "built without cairo" error and
- * skip the rest.
+ * picture its times span; a picture drawn after tsrnn_plot_warmup() is the same bytes
+ * as one drawn in a process without it; a libcairo.so.2 that is not cairo is reported. Builds without cairo check the "built without cairo"
+ * error and skip the rest.
  */
 #include "tsrnn_build.h"
 
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -25,6 +28,7 @@
 #include "testutil.h"
 #include "tsrnn/data.h"
 #include "tsrnn/plot.h"
+#include "tsrnn/thread.h"
 
 /* --- data ------------------------------------------------------------------------------ */
 
@@ -517,8 +521,110 @@ static void test_replaces_file(void **state)
     assert_int_equal(entry_count(dir), 1);
 }
 
-int main(void)
+/* This program again, as `test_plot draw cold|warm PATH`: a process whose first picture is
+ * the monthly one at 1000x500, drawn from scratch or after the warm-up. Its exit status. */
+static const char *self_path(void)
 {
+    static char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    return self;
+}
+
+static int draw_in_child(const char *how, const char *path)
+{
+    char *self = (char *)self_path();
+    char *argv[] = { self, "draw", (char *)how, (char *)path, NULL };
+    extern char **environ;
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static enum tsrnn_status warmup_job(void *arg)
+{
+    (void)arg;
+    tsrnn_plot_warmup(1000, 500);
+    return TSRNN_OK;
+}
+
+/* The child's side: 0 drawn, 1 not. "warm" readies the picture on a helper thread first, as
+ * the trainer does while it trains. */
+static int draw_main(const char *how, const char *path)
+{
+    struct monthly m;
+    monthly_init(&m);
+    struct tsrnn_plot plot = monthly_plot(&m, 1000, 500);
+    if (strcmp(how, "warm") == 0) {
+        struct tsrnn_jobs jobs = { 0 };
+        if (tsrnn_jobs_add(&jobs, warmup_job, NULL) != TSRNN_OK)
+            return 1;
+        tsrnn_jobs_start(&jobs);
+        if (tsrnn_jobs_finish(&jobs) != TSRNN_OK)
+            return 1;
+    }
+    if (tsrnn_plot_png(&plot, path) != TSRNN_OK) {
+        fprintf(stderr, "%s\n", tsrnn_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* The warm-up's fonts and glyphs change no byte of the picture. */
+static void test_warmup_same_bytes(void **state)
+{
+    skip_without_cairo();
+    const char *dir = *state;
+    char cold[4096], warm[4096];
+    snprintf(cold, sizeof(cold), "%s", tu_path(dir, "cold.png"));
+    snprintf(warm, sizeof(warm), "%s", tu_path(dir, "warm.png"));
+    assert_int_equal(draw_in_child("cold", cold), 0);
+    assert_int_equal(draw_in_child("warm", warm), 0);
+    size_t cold_nbytes, warm_nbytes;
+    char *a = tu_read_bytes(cold, &cold_nbytes), *b = tu_read_bytes(warm, &warm_nbytes);
+    assert_true(cold_nbytes > 10000);
+    assert_int_equal(warm_nbytes, cold_nbytes);
+    assert_memory_equal(a, b, cold_nbytes);
+    free(a);
+    free(b);
+    assert_png_size(warm, 1000, 500);
+}
+
+/* A libcairo.so.2 that is not the build's cairo (tests/stub/), found first: the picture,
+ * warmed up or not, is refused with a message naming the library and what it lacks, and
+ * nothing is written. */
+static void test_wrong_cairo_is_reported(void **state)
+{
+    skip_without_cairo();
+    const char *dir = *state, *stub = getenv("TSRNN_CAIRO_STUB_DIR");
+    assert_non_null(stub); /* meson test sets it */
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", tu_path(dir, "p.png"));
+    struct tu_result *r = calloc(1, sizeof(*r));
+    assert_non_null(r);
+    static const char *const hows[] = { "cold", "warm" };
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = { self_path(), "draw", hows[i], path, NULL };
+        assert_int_equal(setenv("LD_LIBRARY_PATH", stub, 1), 0);
+        int ran = tu_run(argv, 30, r);
+        unsetenv("LD_LIBRARY_PATH");
+        assert_int_equal(ran, 0);
+        assert_int_equal(r->exit_code, 1);
+        tu_expect_in(r->err, "cannot draw ");
+        tu_expect_in(r->err, "p.png: libcairo.so.2 has no cairo_arc: not the library of the build");
+        assert_int_equal(entry_count(dir), 0);
+    }
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "draw") == 0)
+        return draw_main(argv[2], argv[3]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_available_matches_build, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_monthly, setup_dir, teardown_dir),
@@ -530,6 +636,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nothing_to_draw, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_missing_folder, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_replaces_file, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_warmup_same_bytes, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_wrong_cairo_is_reported, setup_dir, teardown_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

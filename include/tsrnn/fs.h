@@ -18,6 +18,13 @@ enum tsrnn_status tsrnn_make_dirs(const char *path);
  * starts on. A missing `path` is fine. TSRNN_ERR_IO naming what could not be removed. */
 enum tsrnn_status tsrnn_remove_tree(const char *path);
 
+/* Moves the folder {dir}/{name} out of the way, to {dir}/.{name}.old (removing one left there
+ * before), for tsrnn_remove_tree() to remove, perhaps on another thread while the caller
+ * makes a new {name}: renaming takes one step where removing a run folder takes ~1-5 ms of
+ * unlinks. `moved` (capacity bytes) gets that path, or "" when there was no {name}. False
+ * when it cannot be moved (the caller removes it where it is, and says why that fails). */
+bool tsrnn_move_aside(const char *path, char *moved, size_t capacity);
+
 /* True when the folder `path` exists and holds an entry whose name contains `needle`
  * ("" = any entry). */
 bool tsrnn_folder_holds(const char *path, const char *needle);

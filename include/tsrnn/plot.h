@@ -57,6 +57,16 @@ struct tsrnn_plot {
 /* True when this build can draw (cairo was found). */
 bool tsrnn_plot_available(void);
 
+/* The pictures' slow first steps, done now so that a later picture finds them done: cairo and
+ * fontconfig loaded (they are not linked: loading them cost every process's start-up), the
+ * DejaVu faces set up, and the glyphs of text at the font sizes of a `width` x `height`
+ * picture rendered into cairo's caches. For a helper thread while the caller's thread works
+ * on (the trainer's, while it trains). Nothing it does changes a picture's pixels or bytes,
+ * and it reports nothing: libraries that cannot be loaded are the next tsrnn_plot_png()'s
+ * error, as without it. Safe beside a tsrnn_plot_png() on another thread. Nothing without
+ * cairo. */
+void tsrnn_plot_warmup(int width, int height);
+
 /* Draws `plot` into a PNG at `path`, replaced atomically (tsrnn_atomic_file). The time axis
  * spans all lines (a single instant is widened by one step of its unit), each value axis
  * all lines' values of its component plus 5% (a constant one +-5% of its value). Text that

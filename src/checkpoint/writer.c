@@ -7,12 +7,12 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/thread.h"
 
 /* The run's checkpoints/ folder, and a checkpoint's path in it (names are < 256 bytes). */
 #define DIR_MAX             (PATH_MAX + 16)
@@ -151,16 +151,9 @@ enum tsrnn_status tsrnn_checkpoint_writer_create(struct tsrnn_checkpoint_writer 
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->work, NULL);
     pthread_cond_init(&w->idle, NULL);
-    if (threaded) {
-        /* Signals stay the main thread's business: the thread starts with all of them
-         * blocked (it inherits the mask), so none lands on it even before its first line. */
-        sigset_t all, saved;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &saved);
-        /* Without a thread (none left to make) the writes are the trainer's, as before. */
-        w->threaded = pthread_create(&w->thread, NULL, writer_main, w) == 0;
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    }
+    /* Without a thread (none left to make) the writes are the trainer's, as before. */
+    if (threaded)
+        w->threaded = tsrnn_thread_start(&w->thread, writer_main, w);
     *out = w;
     return TSRNN_OK;
 }

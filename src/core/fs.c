@@ -33,8 +33,10 @@ enum tsrnn_status tsrnn_make_dirs(const char *path)
     return TSRNN_OK;
 }
 
-static char failed_path[PATH_MAX];
-static int failed_errno;
+/* nftw's callback has no argument of its own: what failed goes here, per thread (a helper
+ * thread may remove an old run folder while the trainer removes something else). */
+static _Thread_local char failed_path[PATH_MAX];
+static _Thread_local int failed_errno;
 
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
@@ -80,9 +82,10 @@ bool tsrnn_folder_holds(const char *path, const char *needle)
     return found;
 }
 
-/* "{dir}/.{name}.lock" for the run folder {dir}/{name} (trailing slashes ignored; ".", ".."
- * and "/" resolved first, as they have no name of their own). */
-static enum tsrnn_status lock_path(char *out, size_t capacity, const char *run_dir)
+/* "{dir}/.{name}{suffix}" for the run folder {dir}/{name} (trailing slashes ignored; ".",
+ * ".." and "/" resolved first, as they have no name of their own). */
+static enum tsrnn_status sibling_path(char *out, size_t capacity, const char *run_dir,
+                                      const char *suffix)
 {
     char path[PATH_MAX];
     size_t len = strlen(run_dir);
@@ -101,10 +104,27 @@ static enum tsrnn_status lock_path(char *out, size_t capacity, const char *run_d
         name = slash + 1;
     }
     int dir_len = slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path);
-    int n = snprintf(out, capacity, "%.*s/.%s.lock", dir_len, slash == NULL ? "." : path, name);
+    int n =
+        snprintf(out, capacity, "%.*s/.%s%s", dir_len, slash == NULL ? "." : path, name, suffix);
     if (n < 0 || (size_t)n >= capacity)
         return tsrnn_error(TSRNN_ERR_USAGE, "path too long: %s", run_dir);
     return TSRNN_OK;
+}
+
+bool tsrnn_move_aside(const char *path, char *moved, size_t capacity)
+{
+    /* One left by a process killed before it had removed its own goes first. */
+    if (sibling_path(moved, capacity, path, ".old") != TSRNN_OK ||
+        tsrnn_remove_tree(moved) != TSRNN_OK) {
+        tsrnn_error_clear();
+        moved[0] = '\0';
+        return false;
+    }
+    if (rename(path, moved) == 0)
+        return true;
+    bool missing = errno == ENOENT; /* nothing to move, nothing to remove */
+    moved[0] = '\0';
+    return missing;
 }
 
 enum tsrnn_status tsrnn_run_lock_acquire(struct tsrnn_run_lock *lock, const char *run_dir,
@@ -114,7 +134,7 @@ enum tsrnn_status tsrnn_run_lock_acquire(struct tsrnn_run_lock *lock, const char
     bool exclusive = mode == TSRNN_RUN_LOCK_EXCLUSIVE;
 
     lock->fd = -1;
-    TSRNN_TRY(lock_path(path, sizeof(path), run_dir));
+    TSRNN_TRY(sibling_path(path, sizeof(path), run_dir, ".lock"));
     struct stat st;
     if (!exclusive && stat(run_dir, &st) != 0)
         return TSRNN_OK; /* no run folder: nothing to read, no lock file to make */

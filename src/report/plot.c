@@ -24,6 +24,7 @@
 
 #if TSRNN_HAVE_PLOTS
 #include <cairo.h>
+#include <dlfcn.h>
 #include <fontconfig/fontconfig.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -40,6 +41,117 @@ bool tsrnn_plot_available(void)
 #define TICKS_MAX 32
 #define FONT      "DejaVu Sans"
 #define TEXT_MAX  512 /* bytes of a title or label drawn, "..." included */
+
+/* Font sizes: the tick labels', axis names' and (at most) the component names' at 1000x500
+ * pixels; the title's (bold, at most) and the legend's relative to it. */
+#define FONT_PX      13
+#define TITLE_SCALE  1.3
+#define LEGEND_SCALE 0.95
+
+/* --- cairo and fontconfig, loaded on first use ------------------------------------------
+ * Linked, cairo and fontconfig (with pixman, FreeType, libpng, the X libraries: 20 more
+ * libraries) cost every process ~1.7 ms of start-up for a picture drawn, if at all, at its
+ * end. They are loaded by soname when the first picture needs them, or before, on the thread
+ * of tsrnn_plot_warmup(). zlib, small and cairo's own dependency, stays linked. Every cairo
+ * and fontconfig function called is listed here and called as LIB(name)(...). */
+#define CAIRO_SONAME      "libcairo.so.2"
+#define FONTCONFIG_SONAME "libfontconfig.so.1"
+/* clang-format off */
+#define CAIRO_FUNCTIONS(X)                \
+    X(cairo_arc)                          \
+    X(cairo_clip)                         \
+    X(cairo_create)                       \
+    X(cairo_destroy)                      \
+    X(cairo_fill)                         \
+    X(cairo_fill_preserve)                \
+    X(cairo_font_extents)                 \
+    X(cairo_image_surface_create)         \
+    X(cairo_image_surface_get_data)       \
+    X(cairo_image_surface_get_height)     \
+    X(cairo_image_surface_get_stride)     \
+    X(cairo_image_surface_get_width)      \
+    X(cairo_line_to)                      \
+    X(cairo_move_to)                      \
+    X(cairo_new_path)                     \
+    X(cairo_paint)                        \
+    X(cairo_rectangle)                    \
+    X(cairo_restore)                      \
+    X(cairo_rotate)                       \
+    X(cairo_save)                         \
+    X(cairo_select_font_face)             \
+    X(cairo_set_antialias)                \
+    X(cairo_set_font_size)                \
+    X(cairo_set_line_cap)                 \
+    X(cairo_set_line_join)                \
+    X(cairo_set_line_width)               \
+    X(cairo_set_source_rgb)               \
+    X(cairo_set_source_rgba)              \
+    X(cairo_show_text)                    \
+    X(cairo_status)                       \
+    X(cairo_status_to_string)             \
+    X(cairo_stroke)                       \
+    X(cairo_surface_destroy)              \
+    X(cairo_surface_flush)                \
+    X(cairo_text_extents)                 \
+    X(cairo_translate)
+#define FONTCONFIG_FUNCTIONS(X)           \
+    X(FcConfigAppFontAddFile)             \
+    X(FcConfigCreate)                     \
+    X(FcConfigDestroy)                    \
+    X(FcConfigParseAndLoadFromMemory)     \
+    X(FcConfigSetCurrent)
+/* clang-format on */
+
+#define LIB_POINTER(name) __typeof__(name) *name;
+static struct {
+    CAIRO_FUNCTIONS(LIB_POINTER)
+    FONTCONFIG_FUNCTIONS(LIB_POINTER)
+} lib;
+#define LIB(name) (lib.name)
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static bool loaded;
+static char load_why[512];
+
+/* Opens `soname` for the life of the process; NULL with load_why set when it cannot. */
+static void *open_library(const char *soname, const char *package)
+{
+    void *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL)
+        snprintf(load_why, sizeof(load_why), "cannot load %s (%s); install it (Debian: %s)", soname,
+                 dlerror(), package);
+    return handle;
+}
+
+static void load_libraries(void)
+{
+    void *cairo = open_library(CAIRO_SONAME, "libcairo2");
+    void *fontconfig = cairo != NULL ? open_library(FONTCONFIG_SONAME, "libfontconfig1") : NULL;
+    bool ok = fontconfig != NULL;
+#define LOAD(handle, soname, name)                                                                 \
+    if (ok && (*(void **)&lib.name = dlsym(handle, #name)) == NULL) {                              \
+        snprintf(load_why, sizeof(load_why), "%s has no %s: not the library of the build", soname, \
+                 #name);                                                                           \
+        ok = false;                                                                                \
+    }
+#define LOAD_CAIRO(name)      LOAD(cairo, CAIRO_SONAME, name)
+#define LOAD_FONTCONFIG(name) LOAD(fontconfig, FONTCONFIG_SONAME, name)
+    CAIRO_FUNCTIONS(LOAD_CAIRO)
+    FONTCONFIG_FUNCTIONS(LOAD_FONTCONFIG)
+#undef LOAD_FONTCONFIG
+#undef LOAD_CAIRO
+#undef LOAD
+    loaded = ok; /* read after pthread_once, which orders it */
+}
+
+/* The libraries for a picture at `path`: loaded, or why not. */
+static enum tsrnn_status load_for(const char *path)
+{
+    pthread_once(&load_once, load_libraries);
+    if (!loaded)
+        return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: %s", tsrnn_display_path(path), load_why);
+    return TSRNN_OK;
+}
 
 /* --- text ------------------------------------------------------------------------------ */
 
@@ -80,16 +192,17 @@ static void use_dejavu_files(void)
     for (size_t i = 0; i < sizeof(dejavu_files) / sizeof(dejavu_files[0]); i++) {
         if (access(dejavu_files[i][0], R_OK) != 0 || access(dejavu_files[i][1], R_OK) != 0)
             continue;
-        FcConfig *config = FcConfigCreate();
+        FcConfig *config = LIB(FcConfigCreate)();
         if (config != NULL &&
-            FcConfigParseAndLoadFromMemory(config, (const FcChar8 *)dejavu_rendering, FcTrue) &&
-            FcConfigAppFontAddFile(config, (const FcChar8 *)dejavu_files[i][0]) &&
-            FcConfigAppFontAddFile(config, (const FcChar8 *)dejavu_files[i][1]) &&
-            FcConfigSetCurrent(config)) {
-            FcConfigDestroy(config); /* the current configuration holds its own reference */
+            LIB(FcConfigParseAndLoadFromMemory)(config, (const FcChar8 *)dejavu_rendering,
+                                                FcTrue) &&
+            LIB(FcConfigAppFontAddFile)(config, (const FcChar8 *)dejavu_files[i][0]) &&
+            LIB(FcConfigAppFontAddFile)(config, (const FcChar8 *)dejavu_files[i][1]) &&
+            LIB(FcConfigSetCurrent)(config)) {
+            LIB(FcConfigDestroy)(config); /* the current configuration holds its own reference */
             return;
         }
-        FcConfigDestroy(config);
+        LIB(FcConfigDestroy)(config);
     }
 }
 
@@ -106,15 +219,15 @@ enum valign {
 
 static void set_font(cairo_t *cr, double size_px, bool bold)
 {
-    cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL,
-                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, size_px);
+    LIB(cairo_select_font_face)
+    (cr, FONT, CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    LIB(cairo_set_font_size)(cr, size_px);
 }
 
 static double text_width(cairo_t *cr, const char *text)
 {
     cairo_text_extents_t te;
-    cairo_text_extents(cr, text, &te);
+    LIB(cairo_text_extents)(cr, text, &te);
     return te.x_advance;
 }
 
@@ -124,17 +237,17 @@ static void draw_text(cairo_t *cr, const char *text, double x, double y, double 
                       enum valign valign)
 {
     cairo_text_extents_t te;
-    cairo_text_extents(cr, text, &te);
+    LIB(cairo_text_extents)(cr, text, &te);
     double baseline;
     if (valign == VALIGN_TOP) {
         cairo_font_extents_t fe;
-        cairo_font_extents(cr, &fe);
+        LIB(cairo_font_extents)(cr, &fe);
         baseline = y + fe.ascent;
     } else {
         baseline = y - (te.y_bearing + te.height / 2);
     }
-    cairo_move_to(cr, x - halign * te.x_advance, baseline);
-    cairo_show_text(cr, text);
+    LIB(cairo_move_to)(cr, x - halign * te.x_advance, baseline);
+    LIB(cairo_show_text)(cr, text);
 }
 
 /* The font size at most `size_px` (and at least `min_px`) at which `text` fits `room_px`. */
@@ -208,8 +321,8 @@ static void ellipsize(cairo_t *cr, char *text, double room_px)
 
 static void set_rgb(cairo_t *cr, uint32_t rgb)
 {
-    cairo_set_source_rgb(cr, ((rgb >> 16) & 0xff) / 255.0, ((rgb >> 8) & 0xff) / 255.0,
-                         (rgb & 0xff) / 255.0);
+    LIB(cairo_set_source_rgb)
+    (cr, ((rgb >> 16) & 0xff) / 255.0, ((rgb >> 8) & 0xff) / 255.0, (rgb & 0xff) / 255.0);
 }
 
 /* --- integer helpers ------------------------------------------------------------------- */
@@ -569,8 +682,14 @@ static const char *component_name(const struct tsrnn_plot *plot, size_t c)
 static double font_line_px(cairo_t *cr)
 {
     cairo_font_extents_t fe;
-    cairo_font_extents(cr, &fe);
+    LIB(cairo_font_extents)(cr, &fe);
     return fe.ascent + fe.descent;
+}
+
+/* How much larger than at 1000x500 everything is drawn. */
+static double picture_scale(double width, double height)
+{
+    return fmin(fmax(sqrt(width * height / (1000.0 * 500.0)), 0.6), 3.0);
 }
 
 /* Sizes everything from the picture's size, the title, the tick labels and the names. */
@@ -582,8 +701,8 @@ static void chart_layout(struct chart *ch)
     size_t count = plot->component_count;
     double width = plot->width, height = plot->height;
 
-    double scale = fmin(fmax(sqrt(width * height / (1000.0 * 500.0)), 0.6), 3.0);
-    lo->font_px = 13 * scale;
+    double scale = picture_scale(width, height);
+    lo->font_px = FONT_PX * scale;
     lo->line_px = fmax(1.5, 1.8 * scale);
     lo->tick_px = 0.35 * lo->font_px;
     double font = lo->font_px, pad = 0.8 * font;
@@ -592,7 +711,8 @@ static void chart_layout(struct chart *ch)
     lo->top = pad;
     clean_text(plot->title, lo->title, TEXT_MAX - 3);
     if (lo->title[0] != '\0') {
-        lo->title_px = fit_font(cr, lo->title, 1.3 * font, 0.9 * font, width - 2 * pad, true);
+        lo->title_px =
+            fit_font(cr, lo->title, TITLE_SCALE * font, 0.9 * font, width - 2 * pad, true);
         set_font(cr, lo->title_px, true);
         ellipsize(cr, lo->title, width - 2 * pad);
         lo->title_y = 0.7 * pad;
@@ -639,19 +759,19 @@ static void draw_grid(const struct chart *ch, size_t c)
     const struct y_axis *ya = &ch->y[c];
     double top = panel_top(&ch->lo, c), bottom = top + ch->lo.panel_h;
 
-    cairo_set_line_width(cr, 1);
-    cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+    LIB(cairo_set_line_width)(cr, 1);
+    LIB(cairo_set_source_rgb)(cr, 0.88, 0.88, 0.88);
     for (int i = 0; i < ch->x.tick_count; i++) {
         double x = floor(map_x(ch, ch->x.ticks[i])) + 0.5;
-        cairo_move_to(cr, x, top);
-        cairo_line_to(cr, x, bottom);
+        LIB(cairo_move_to)(cr, x, top);
+        LIB(cairo_line_to)(cr, x, bottom);
     }
     for (int i = 0; i < ya->tick_count; i++) {
         double y = floor(map_y(ch, c, (ya->k0 + i) * ya->step)) + 0.5;
-        cairo_move_to(cr, ch->lo.left, y);
-        cairo_line_to(cr, ch->lo.right, y);
+        LIB(cairo_move_to)(cr, ch->lo.left, y);
+        LIB(cairo_line_to)(cr, ch->lo.right, y);
     }
-    cairo_stroke(cr);
+    LIB(cairo_stroke)(cr);
 }
 
 /* The value ticks, their labels and the component's name at the left of panel `c`, and the
@@ -663,18 +783,18 @@ static void draw_value_axis(const struct chart *ch, size_t c)
     const struct y_axis *ya = &ch->y[c];
     double top = panel_top(lo, c);
 
-    cairo_set_line_width(cr, 1);
-    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
-    cairo_rectangle(cr, lo->left + 0.5, top + 0.5, lo->right - lo->left - 1, lo->panel_h - 1);
-    cairo_stroke(cr);
+    LIB(cairo_set_line_width)(cr, 1);
+    LIB(cairo_set_source_rgb)(cr, 0.25, 0.25, 0.25);
+    LIB(cairo_rectangle)(cr, lo->left + 0.5, top + 0.5, lo->right - lo->left - 1, lo->panel_h - 1);
+    LIB(cairo_stroke)(cr);
 
     set_font(cr, lo->font_px, false);
     for (int i = 0; i < ya->tick_count; i++) {
         char text[64];
         double y = floor(map_y(ch, c, (ya->k0 + i) * ya->step)) + 0.5;
-        cairo_move_to(cr, lo->left - lo->tick_px, y);
-        cairo_line_to(cr, lo->left, y);
-        cairo_stroke(cr);
+        LIB(cairo_move_to)(cr, lo->left - lo->tick_px, y);
+        LIB(cairo_line_to)(cr, lo->left, y);
+        LIB(cairo_stroke)(cr);
         y_tick_label(ya, i, text, sizeof(text));
         draw_text(cr, text, lo->left - lo->tick_px - 0.35 * lo->font_px, y, 1, VALIGN_MIDDLE);
     }
@@ -684,11 +804,11 @@ static void draw_value_axis(const struct chart *ch, size_t c)
     if (name[0] != '\0') {
         set_font(cr, fit_font(cr, name, lo->font_px, 0.8 * lo->font_px, lo->panel_h, false), false);
         ellipsize(cr, name, lo->panel_h);
-        cairo_save(cr);
-        cairo_translate(cr, lo->name_x, top + lo->panel_h / 2);
-        cairo_rotate(cr, -M_PI / 2);
+        LIB(cairo_save)(cr);
+        LIB(cairo_translate)(cr, lo->name_x, top + lo->panel_h / 2);
+        LIB(cairo_rotate)(cr, -M_PI / 2);
         draw_text(cr, name, 0, 0, 0.5, VALIGN_TOP);
-        cairo_restore(cr);
+        LIB(cairo_restore)(cr);
     }
 }
 
@@ -703,13 +823,14 @@ static void draw_lines(const struct chart *ch, size_t c)
     /* every point lies inside the panel; the clip, wide enough for a dot at the edge, only
      * keeps rounding from painting into a neighbour */
     double dot = 1.6 * ch->lo.line_px, margin = dot + 1;
-    cairo_save(cr);
-    cairo_rectangle(cr, ch->lo.left - margin, top - margin, ch->lo.right - ch->lo.left + 2 * margin,
-                    ch->lo.panel_h + 2 * margin);
-    cairo_clip(cr);
-    cairo_set_line_width(cr, ch->lo.line_px);
-    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+    LIB(cairo_save)(cr);
+    LIB(cairo_rectangle)
+    (cr, ch->lo.left - margin, top - margin, ch->lo.right - ch->lo.left + 2 * margin,
+     ch->lo.panel_h + 2 * margin);
+    LIB(cairo_clip)(cr);
+    LIB(cairo_set_line_width)(cr, ch->lo.line_px);
+    LIB(cairo_set_line_join)(cr, CAIRO_LINE_JOIN_ROUND);
+    LIB(cairo_set_line_cap)(cr, CAIRO_LINE_CAP_ROUND);
     for (size_t l = 0; l < plot->line_count; l++) {
         const struct tsrnn_plot_line *line = &plot->lines[l];
         set_rgb(cr, line->rgb);
@@ -721,22 +842,22 @@ static void draw_lines(const struct chart *ch, size_t c)
                 x = map_x(ch, line->times[i]);
                 y = map_y(ch, c, v);
                 if (run++ == 0)
-                    cairo_move_to(cr, x, y);
+                    LIB(cairo_move_to)(cr, x, y);
                 else
-                    cairo_line_to(cr, x, y);
+                    LIB(cairo_line_to)(cr, x, y);
                 continue;
             }
             if (run == 1) {
-                cairo_new_path(cr);
-                cairo_arc(cr, x, y, dot, 0, 2 * M_PI);
-                cairo_fill(cr);
+                LIB(cairo_new_path)(cr);
+                LIB(cairo_arc)(cr, x, y, dot, 0, 2 * M_PI);
+                LIB(cairo_fill)(cr);
             } else if (run > 1) {
-                cairo_stroke(cr);
+                LIB(cairo_stroke)(cr);
             }
             run = 0;
         }
     }
-    cairo_restore(cr);
+    LIB(cairo_restore)(cr);
 }
 
 /* Tick marks and date labels under the bottom panel, and the time column's name. */
@@ -749,14 +870,14 @@ static void draw_time_axis(const struct chart *ch)
 
     set_font(cr, lo->font_px, false);
     double line_h = font_line_px(cr);
-    cairo_set_line_width(cr, 1);
-    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+    LIB(cairo_set_line_width)(cr, 1);
+    LIB(cairo_set_source_rgb)(cr, 0.25, 0.25, 0.25);
     for (int i = 0; i < ch->x.tick_count; i++) {
         char text[64];
         double x = floor(map_x(ch, ch->x.ticks[i])) + 0.5;
-        cairo_move_to(cr, x, bottom);
-        cairo_line_to(cr, x, bottom + lo->tick_px);
-        cairo_stroke(cr);
+        LIB(cairo_move_to)(cr, x, bottom);
+        LIB(cairo_line_to)(cr, x, bottom + lo->tick_px);
+        LIB(cairo_stroke)(cr);
         tsrnn_time_format(ch->x.ticks[i], ch->x.label_unit, text, sizeof(text));
         double half = text_width(cr, text) / 2;
         x = fmin(fmax(x, half + 2), width - half - 2);
@@ -840,7 +961,7 @@ static void draw_legend(const struct chart *ch)
     cairo_t *cr = ch->cr;
     const struct tsrnn_plot *plot = ch->plot;
     const struct layout *lo = &ch->lo;
-    double font = 0.95 * lo->font_px;
+    double font = LEGEND_SCALE * lo->font_px;
 
     set_font(cr, font, false);
     char label[TEXT_MAX];
@@ -879,25 +1000,25 @@ static void draw_legend(const struct chart *ch)
     }
     double x = corners[best][0], y = corners[best][1];
 
-    cairo_rectangle(cr, x + 0.5, y + 0.5, box_w, box_h);
-    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-    cairo_fill_preserve(cr);
-    cairo_set_source_rgb(cr, 0.8, 0.8, 0.8);
-    cairo_set_line_width(cr, 1);
-    cairo_stroke(cr);
+    LIB(cairo_rectangle)(cr, x + 0.5, y + 0.5, box_w, box_h);
+    LIB(cairo_set_source_rgba)(cr, 1, 1, 1, 0.85);
+    LIB(cairo_fill_preserve)(cr);
+    LIB(cairo_set_source_rgb)(cr, 0.8, 0.8, 0.8);
+    LIB(cairo_set_line_width)(cr, 1);
+    LIB(cairo_stroke)(cr);
 
     double row_y = y + pad + (row_h - 0.3 * font) / 2;
-    cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+    LIB(cairo_set_line_cap)(cr, CAIRO_LINE_CAP_BUTT);
     for (size_t l = 0; l < plot->line_count; l++) {
         const struct tsrnn_plot_line *line = &plot->lines[l];
         if (!in_legend(line))
             continue;
         set_rgb(cr, line->rgb);
-        cairo_set_line_width(cr, lo->line_px);
-        cairo_move_to(cr, x + pad, row_y);
-        cairo_line_to(cr, x + pad + swatch, row_y);
-        cairo_stroke(cr);
-        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        LIB(cairo_set_line_width)(cr, lo->line_px);
+        LIB(cairo_move_to)(cr, x + pad, row_y);
+        LIB(cairo_line_to)(cr, x + pad + swatch, row_y);
+        LIB(cairo_stroke)(cr);
+        LIB(cairo_set_source_rgb)(cr, 0.1, 0.1, 0.1);
         draw_text(cr, legend_label(ch, line, label), x + pad + swatch + 0.6 * font, row_y, 0,
                   VALIGN_MIDDLE);
         row_y += row_h;
@@ -909,9 +1030,9 @@ static void draw_chart(const struct chart *ch)
     cairo_t *cr = ch->cr;
     const struct tsrnn_plot *plot = ch->plot;
 
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_paint(cr);
-    cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
+    LIB(cairo_set_source_rgb)(cr, 1, 1, 1);
+    LIB(cairo_paint)(cr);
+    LIB(cairo_set_antialias)(cr, CAIRO_ANTIALIAS_DEFAULT);
     for (size_t c = 0; c < plot->component_count; c++) {
         draw_grid(ch, c);
         draw_lines(ch, c);
@@ -921,7 +1042,7 @@ static void draw_chart(const struct chart *ch)
     draw_legend(ch);
     if (ch->lo.title_px > 0) {
         set_font(cr, ch->lo.title_px, true);
-        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        LIB(cairo_set_source_rgb)(cr, 0.1, 0.1, 0.1);
         draw_text(cr, ch->lo.title, plot->width / 2.0, ch->lo.title_y, 0.5, VALIGN_TOP);
     }
 }
@@ -986,10 +1107,10 @@ static void png_deflate(struct png_out *out, int flush)
 /* `surface` (RGB24: 0x00RRGGBB words) as an 8-bit RGB PNG into `file`. */
 static enum tsrnn_status encode_png(cairo_surface_t *surface, FILE *file, const char *path)
 {
-    int width = cairo_image_surface_get_width(surface);
-    int height = cairo_image_surface_get_height(surface);
-    int stride = cairo_image_surface_get_stride(surface);
-    const unsigned char *pixels = cairo_image_surface_get_data(surface);
+    int width = LIB(cairo_image_surface_get_width)(surface);
+    int height = LIB(cairo_image_surface_get_height)(surface);
+    int stride = LIB(cairo_image_surface_get_stride)(surface);
+    const unsigned char *pixels = LIB(cairo_image_surface_get_data)(surface);
     size_t row_bytes = 1 + 3 * (size_t)width; /* the filter type (0: None), then R G B ... */
     unsigned char *row = malloc(row_bytes);
     struct png_out *out = calloc(1, sizeof(*out));
@@ -1034,7 +1155,7 @@ static enum tsrnn_status cairo_failed(cairo_status_t cs, const char *path)
     if (cs == CAIRO_STATUS_NO_MEMORY)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
     return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: cairo: %s", tsrnn_display_path(path),
-                       cairo_status_to_string(cs));
+                       LIB(cairo_status_to_string)(cs));
 }
 
 static enum tsrnn_status write_png(cairo_surface_t *surface, const char *path)
@@ -1076,6 +1197,7 @@ static enum tsrnn_status check_plot(const struct tsrnn_plot *plot, const char *p
 static enum tsrnn_status plot_png(const struct tsrnn_plot *plot, const char *path)
 {
     TSRNN_TRY(check_plot(plot, path));
+    TSRNN_TRY(load_for(path));
 
     enum tsrnn_status status = TSRNN_OK;
     struct chart ch = { .plot = plot };
@@ -1084,30 +1206,81 @@ static enum tsrnn_status plot_png(const struct tsrnn_plot *plot, const char *pat
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
     setup_fonts();
     cairo_surface_t *surface =
-        cairo_image_surface_create(CAIRO_FORMAT_RGB24, plot->width, plot->height);
-    ch.cr = cairo_create(surface); /* an error surface gives an error context */
-    cairo_status_t cs = cairo_status(ch.cr);
+        LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, plot->width, plot->height);
+    ch.cr = LIB(cairo_create)(surface); /* an error surface gives an error context */
+    cairo_status_t cs = LIB(cairo_status)(ch.cr);
     if (cs != CAIRO_STATUS_SUCCESS) {
         status = cairo_failed(cs, path);
         goto done;
     }
     chart_layout(&ch);
     draw_chart(&ch);
-    cs = cairo_status(ch.cr);
+    cs = LIB(cairo_status)(ch.cr);
     if (cs != CAIRO_STATUS_SUCCESS) {
         status = cairo_failed(cs, path);
         goto done;
     }
-    cairo_surface_flush(surface);
+    LIB(cairo_surface_flush)(surface);
     status = write_png(surface, path);
 done:
-    cairo_destroy(ch.cr);
-    cairo_surface_destroy(surface);
+    LIB(cairo_destroy)(ch.cr);
+    LIB(cairo_surface_destroy)(surface);
     free(ch.y);
     return status;
 }
 
+/* --- the warm-up ------------------------------------------------------------------------ */
+
+/* Draws each printable ASCII character once in `size_px` (`bold`), turned by `angle` as the
+ * component names are: cairo keeps the scaled font with its glyphs (rendered by FreeType),
+ * and the picture's text in the same font, size and direction finds them ready. The same
+ * glyphs as drawn without it: caching changes no pixel. */
+static void warm_glyphs(cairo_t *cr, double size_px, bool bold, double angle)
+{
+    char text[2] = "";
+    LIB(cairo_save)(cr);
+    LIB(cairo_translate)(cr, 2 * size_px, 2 * size_px); /* the glyphs inside the surface */
+    if (angle != 0)
+        LIB(cairo_rotate)(cr, angle);
+    set_font(cr, size_px, bold);
+    for (char c = ' '; c <= '~'; c++) {
+        text[0] = c;
+        LIB(cairo_move_to)(cr, 0, 0);
+        LIB(cairo_show_text)(cr, text);
+    }
+    LIB(cairo_restore)(cr);
+}
+
+static void plot_warmup(int width, int height)
+{
+    pthread_once(&load_once, load_libraries);
+    if (!loaded)
+        return; /* the picture says why */
+    setup_fonts();
+    double font = FONT_PX * picture_scale(width, height), largest = TITLE_SCALE * font;
+    int side = (int)ceil(4 * largest);
+    cairo_surface_t *surface = LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, side, side);
+    cairo_t *cr = LIB(cairo_create)(surface); /* without memory: nothing drawn, nothing kept */
+    /* tick labels and axis names; the component names, turned; the legend; the title */
+    warm_glyphs(cr, font, false, 0);
+    warm_glyphs(cr, font, false, -M_PI / 2);
+    warm_glyphs(cr, LEGEND_SCALE * font, false, 0);
+    warm_glyphs(cr, largest, true, 0);
+    LIB(cairo_destroy)(cr);
+    LIB(cairo_surface_destroy)(surface);
+}
+
 #endif /* TSRNN_HAVE_PLOTS */
+
+void tsrnn_plot_warmup(int width, int height)
+{
+#if TSRNN_HAVE_PLOTS
+    plot_warmup(width, height);
+#else
+    (void)width;
+    (void)height;
+#endif
+}
 
 enum tsrnn_status tsrnn_plot_png(const struct tsrnn_plot *plot, const char *path)
 {

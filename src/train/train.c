@@ -19,6 +19,7 @@
 #include "tsrnn/rng.h"
 #include "tsrnn/safetensors.h"
 #include "tsrnn/tensorboard.h"
+#include "tsrnn/thread.h"
 #include "tsrnn/train.h"
 
 struct trainer {
@@ -64,7 +65,15 @@ struct trainer {
     /* Rank 0 with save_checkpoints: writes each epoch's checkpoints while the next trains. */
     struct tsrnn_checkpoint_writer *ckpt_writer;
     struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
+    /* Rank 0: what does not wait for the training, on a thread beside it (run_beside). */
+    struct tsrnn_jobs jobs;
+    char old_run_dir[PATH_MAX + 16]; /* force_reset: the earlier run's folder, moved aside */
+    char logs_dir[PATH_MAX + 8];     /* run_dir/logs */
 };
+
+/* The forecast pictures' size in pixels. */
+#define PLOT_WIDTH  1000
+#define PLOT_HEIGHT 500
 
 /* Lightning's "auto": CUDA where this build and machine can run it, else the CPU. */
 enum tsrnn_compute_kind tsrnn_train_compute_kind(const struct tsrnn_config *cfg)
@@ -375,23 +384,72 @@ static enum tsrnn_status lock_run_folder(struct trainer *tr, bool make_parent)
     return status;
 }
 
+/* --- beside the training ----------------------------------------------------------------
+ * Rank 0's work that does not wait for the training runs on a thread of its own while the
+ * training runs on this one (the seed config trains on one thread of two cores): removing an
+ * earlier run's folder (force_reset), config.ini and logs/hparams.yaml with their fsyncs, and
+ * the forecast picture's libraries and fonts. 3-10 ms of the seed config's ~0.07 s before,
+ * most of it waiting for the disk. A failure stops the training at the next epoch's end and is
+ * reported as the synchronous step's would have been. */
+
+/* Why force_reset could not remove `path`: the message says what, this says why. */
+static enum tsrnn_status remove_for_reset(const char *path)
+{
+    enum tsrnn_status status = tsrnn_remove_tree(path);
+    if (status != TSRNN_OK) {
+        char why[1024];
+        snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+        return tsrnn_error(status, "force_reset: %s", why);
+    }
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status remove_old_run(void *arg)
+{
+    const struct trainer *tr = arg;
+    return remove_for_reset(tr->old_run_dir);
+}
+
+static enum tsrnn_status config_job(void *arg)
+{
+    return write_config(arg);
+}
+
+static enum tsrnn_status hparams_job(void *arg)
+{
+    const struct trainer *tr = arg;
+    return write_hparams(tr, tr->logs_dir);
+}
+
+static enum tsrnn_status plot_warmup_job(void *arg)
+{
+    (void)arg;
+    tsrnn_plot_warmup(PLOT_WIDTH, PLOT_HEIGHT);
+    return TSRNN_OK;
+}
+
+/* Joins the jobs; their failure wins, as the checkpoint writer's does (drain_checkpoints). */
+static enum tsrnn_status finish_jobs(struct trainer *tr, enum tsrnn_status status)
+{
+    enum tsrnn_status jobs = tsrnn_jobs_finish(&tr->jobs);
+    return jobs != TSRNN_OK ? jobs : status;
+}
+
 /* Darts' rule for an existing run folder: a new run does not mix with an earlier run's
- * checkpoints and TensorBoard logs; force_reset deletes the folder first. */
-static enum tsrnn_status prepare_run_folder(struct trainer *tr)
+ * checkpoints and TensorBoard logs; force_reset deletes the folder first. Adds the jobs that
+ * finish it beside the training. */
+static enum tsrnn_status make_run_folder(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    char logs[PATH_MAX + 8];
-    snprintf(logs, sizeof(logs), "%s/logs", tr->run_dir);
+    const char *logs = tr->logs_dir;
+    snprintf(tr->logs_dir, sizeof(tr->logs_dir), "%s/logs", tr->run_dir);
 
     TSRNN_TRY(lock_run_folder(tr, true));
     if (cfg->resume[0] == '\0' && cfg->force_reset) {
-        enum tsrnn_status status = tsrnn_remove_tree(tr->run_dir);
-        if (status != TSRNN_OK) {
-            /* The message says what could not be removed; this says why it was. */
-            char why[1024];
-            snprintf(why, sizeof(why), "%s", tsrnn_last_error());
-            return tsrnn_error(status, "force_reset: %s", why);
-        }
+        if (!tsrnn_move_aside(tr->run_dir, tr->old_run_dir, sizeof(tr->old_run_dir)))
+            TSRNN_TRY(remove_for_reset(tr->run_dir));
+        else if (tr->old_run_dir[0] != '\0')
+            TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, remove_old_run, tr));
     } else if (cfg->resume[0] == '\0' && (tsrnn_folder_holds(tr->ckpt_dir, ".safetensors") ||
                                           tsrnn_folder_holds(logs, "tfevents"))) {
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -410,18 +468,29 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
         TSRNN_TRY(tsrnn_checkpoint_repair_best(tr->ckpt_dir));
     /* metrics.csv first: a resumed run's file is checked before anything else is written. */
     TSRNN_TRY(tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step));
-    TSRNN_TRY(write_config(tr));
+    TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, config_job, tr));
     if (cfg->log_tensorboard) {
         TSRNN_TRY(tsrnn_make_dirs(logs));
         TSRNN_TRY(tsrnn_tb_open(&tr->tb, logs, tr->step, cfg->resume[0] != '\0'));
-        TSRNN_TRY(write_hparams(tr, logs));
+        TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, hparams_job, tr));
         /* Lightning's log_hyperparams: the default hp_metric, -1 at step 0, for a new run. */
         if (cfg->resume[0] == '\0') {
             TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "hp_metric", -1.0f, 0));
             TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
         }
     }
+    if (cfg->forecast_n > 0 && cfg->forecast_plot)
+        TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, plot_warmup_job, NULL));
     return TSRNN_OK;
+}
+
+/* The run folder, and the jobs started: on a failure too, with those added before it (the
+ * earlier run's removal; the files the synchronous sequence had written by then). */
+static enum tsrnn_status prepare_run_folder(struct trainer *tr)
+{
+    enum tsrnn_status status = make_run_folder(tr);
+    tsrnn_jobs_start(&tr->jobs);
+    return status;
 }
 
 /* A collective, timed; `device`: buf is device memory of tr->compute. */
@@ -691,6 +760,7 @@ static enum tsrnn_status setup(struct trainer *tr)
 
 static void finish(struct trainer *tr)
 {
+    tsrnn_jobs_finish(&tr->jobs); /* joined already where the run got that far */
     tsrnn_checkpoint_writer_destroy(tr->ckpt_writer); /* reads the model: first */
     tsrnn_metrics_csv_close(&tr->metrics);
     tsrnn_tb_close(&tr->tb);
@@ -919,6 +989,10 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
     st->es_best_score = tr->early_stopping.best_score;
     if (!tr->writes_files)
         return TSRNN_OK;
+    /* A job beside the training failed (config.ini could not be written, ...): the run stops
+     * here rather than train on to the end. */
+    if (tsrnn_jobs_failed(&tr->jobs))
+        return tsrnn_jobs_finish(&tr->jobs);
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
     if (tr->tb.fd >= 0) {
         TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)epoch_lr, tr->step - 1));
@@ -1164,12 +1238,52 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
             snprintf(title, sizeof(title), "%s %s", cfg->model_name,
                      tsrnn_model_kind_name(cfg->model));
         }
-        enum tsrnn_status status = tsrnn_forecast_plot(&f, &item->series, title, 1000, 500, path);
+        enum tsrnn_status status =
+            tsrnn_forecast_plot(&f, &item->series, title, PLOT_WIDTH, PLOT_HEIGHT, path);
         tsrnn_forecast_finish(&f);
         TSRNN_TRY(status);
         (*drawn)++;
     }
     return TSRNN_OK;
+}
+
+/* A file's whole text, for write_text_job. */
+struct text_file {
+    const char *path;
+    char *text; /* malloc'd */
+    size_t nbytes;
+};
+
+static enum tsrnn_status write_text_job(void *arg)
+{
+    const struct text_file *t = arg;
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, t->path));
+    if (fwrite(t->text, 1, t->nbytes, af.file) != t->nbytes) {
+        tsrnn_atomic_file_abort(&af);
+        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(t->path));
+    }
+    return tsrnn_atomic_file_commit(&af);
+}
+
+/* forecast.csv's text (tsrnn_forecast_write_all) into `csv`. */
+static enum tsrnn_status forecast_text(struct trainer *tr,
+                                       const struct tsrnn_forecast_source *sources,
+                                       struct text_file *csv)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    FILE *mem = open_memstream(&csv->text, &csv->nbytes);
+    if (mem == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
+    enum tsrnn_status status = tsrnn_forecast_write_all(
+        &tr->model, sources, tr->ds->series_count, (size_t)cfg->input_chunk_length,
+        (size_t)cfg->forecast_n, id_column(cfg), mem);
+    if (fclose(mem) != 0 && status == TSRNN_OK)
+        status = TSRNN_ERR_IO;
+    if (status == TSRNN_ERR_IO) /* memory, with a stream in memory */
+        status =
+            tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
+    return status;
 }
 
 /* The [forecast] section: n steps after each series' training part, as forecast.csv and
@@ -1187,10 +1301,14 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     for (size_t i = 0; i < S; i++)
         sources[i] = forecast_source(ds, i);
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
-    enum tsrnn_status status =
-        tsrnn_forecast_save_all(&tr->model, sources, S, (size_t)cfg->input_chunk_length,
-                                (size_t)cfg->forecast_n, id_column(cfg), path);
+    /* The forecasts here (they run the model, this thread's); the file with its two fsyncs
+     * beside the pictures, on the helper thread. */
+    struct text_file csv = { .path = path };
+    enum tsrnn_status status = forecast_text(tr, sources, &csv);
     free(sources);
+    if (status == TSRNN_OK)
+        status = tsrnn_jobs_add(&tr->jobs, write_text_job, &csv);
+    tsrnn_jobs_start(&tr->jobs);
     /* plot = true is the default: a build without cairo skips the picture quietly, unless the
      * config asked for it. */
     bool draw = cfg->forecast_plot && tsrnn_plot_available();
@@ -1203,6 +1321,8 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     size_t drawn = 0;
     if (status == TSRNN_OK && draw)
         status = plot_forecasts(tr, &drawn);
+    status = finish_jobs(tr, status);
+    free(csv.text);
     if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
         struct tsrnn_forecast f;
         const struct tsrnn_dataset_series *item = &ds->items[0];
@@ -1394,6 +1514,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status == TSRNN_OK)
         status = gather_gpus(&tr);
     status = drain_checkpoints(&tr, status);
+    status = finish_jobs(&tr, status);
     if (status == TSRNN_OK && tr.stop_early) {
         /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
          * to the launcher too. */

@@ -68,6 +68,11 @@ const char *tu_write(const char *dir, const char *name, const char *text)
 
 char *tu_read(const char *path)
 {
+    return tu_read_bytes(path, NULL);
+}
+
+char *tu_read_bytes(const char *path, size_t *nbytes)
+{
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return NULL;
@@ -83,6 +88,8 @@ char *tu_read(const char *path)
     fclose(f);
     if (buf != NULL)
         buf[used] = '\0';
+    if (nbytes != NULL)
+        *nbytes = used;
     return buf;
 }
 

@@ -22,6 +22,9 @@ const char *tu_path(const char *dir, const char *name);
 /* Reads a whole file; NULL on failure. The caller frees. */
 char *tu_read(const char *path);
 
+/* The same for a file that may hold NULs: its length in *nbytes (a NUL follows it). */
+char *tu_read_bytes(const char *path, size_t *nbytes);
+
 struct tu_result {
     int exit_code; /* -1 when killed by a signal */
     int signal;    /* 0 unless killed by a signal */
