@@ -1,7 +1,6 @@
 /* Helper threads with signals blocked, and a list of jobs run on one (include/tsrnn/thread.h). */
 #include "tsrnn/thread.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -40,11 +39,6 @@ static void run_jobs(struct tsrnn_jobs *jobs)
 
 static void *jobs_main(void *arg)
 {
-    /* The jobs take a core the owner and the machine's other processes leave idle (the
-     * owner's second one, while it trains on one): with both cores busy they wait, rather
-     * than slow the owner's work down, until the owner waits for them (finish). */
-    struct sched_param idle = { .sched_priority = 0 };
-    pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
     run_jobs(arg);
     return NULL;
 }
