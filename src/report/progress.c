@@ -24,21 +24,36 @@
 
 /* --- numbers ------------------------------------------------------------------------------ */
 
-size_t tsrnn_report_format_pyfloat(char *dst, size_t dst_nbytes, double value)
+/* Whether `value` reads back from its text at `prec` significant digits, left in sci. */
+static bool round_trips(char sci[40], double value, int prec)
 {
-    if (isnan(value))
-        return (size_t)snprintf(dst, dst_nbytes, "nan");
-    if (isinf(value))
-        return (size_t)snprintf(dst, dst_nbytes, "%sinf", value < 0 ? "-" : "");
+    snprintf(sci, 40, "%.*e", prec - 1, value);
+    return strtod(sci, NULL) == value;
+}
 
-    /* Shortest round trip: the fewest significant digits that read back as `value`. */
-    char sci[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(sci, sizeof(sci), "%.*e", prec - 1, value);
-        if (strtod(sci, NULL) == value)
-            break;
+/* The fewest significant digits, at most `max_prec`, whose text reads back as finite `value`,
+ * that text in sci; 0 where even max_prec digits do not. A search by halves: the digits that
+ * read back at prec do at prec + 1 too (the correctly rounded prec + 1 digits are at least as
+ * close as those of prec with a 0 appended), and 17 always do. */
+static int shortest_round_trip(char sci[40], double value, int max_prec)
+{
+    if (max_prec < 1 || !round_trips(sci, value, max_prec))
+        return 0;
+    int lo = 1, hi = max_prec; /* hi reads back; below lo none does */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (round_trips(sci, value, mid))
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    round_trips(sci, value, hi);
+    return hi;
+}
 
+/* Python's repr() of finite `value` from its shortest round-trip text in sci. */
+static size_t format_repr(char *dst, size_t dst_nbytes, const char *sci)
+{
     /* Split "-d.ddde+XX" into sign, digits and the decimal exponent of the first digit. */
     const char *s = sci;
     const char *sign = "";
@@ -77,6 +92,17 @@ size_t tsrnn_report_format_pyfloat(char *dst, size_t dst_nbytes, double value)
     return (size_t)snprintf(dst, dst_nbytes, "%s%s", sign, text);
 }
 
+size_t tsrnn_report_format_pyfloat(char *dst, size_t dst_nbytes, double value)
+{
+    if (isnan(value))
+        return (size_t)snprintf(dst, dst_nbytes, "nan");
+    if (isinf(value))
+        return (size_t)snprintf(dst, dst_nbytes, "%sinf", value < 0 ? "-" : "");
+    char sci[40];
+    shortest_round_trip(sci, value, 17);
+    return format_repr(dst, dst_nbytes, sci);
+}
+
 /* "1e+05" -> "1e+5", "1e-05" -> "1e-5" (Python's replace("e+0", "e+").replace("e-0", "e-")),
  * in place. */
 static void squeeze_exponent(char *s)
@@ -97,8 +123,14 @@ size_t tsrnn_report_format_metric(char *dst, size_t dst_nbytes, double value)
     else
         snprintf(f, sizeof(f), "%.3g", value);
     squeeze_exponent(f);
-    tsrnn_report_format_pyfloat(n, sizeof(n), value);
-    char *text = strlen(f) < strlen(n) ? f : n;
+    /* str(n) wins a tie, and is longer than its p round-trip digits (it has a point or an
+     * exponent besides): only p < len(f) digits can make it win, and a float32 loss seldom
+     * reads back from so few (searching all 17 was most of the progress line's time). */
+    char *text = f, sci[40];
+    if (isfinite(value) && shortest_round_trip(sci, value, (int)strlen(f) - 1) > 0) {
+        format_repr(n, sizeof(n), sci);
+        text = strlen(f) < strlen(n) ? f : n;
+    } /* not finite: "nan", "inf" or "-inf", which str() writes alike */
 
     /* Lightning's Tqdm.format_num: floats without an exponent are padded to 5 characters;
      * a '.' first when there is none and the text reads as a float ("-" does not). */
