@@ -737,7 +737,20 @@ static void test_cut_link_ends_the_job(void **state)
            "3 s)\n",
            rc, j.ended - at);
     assert_true(rc != 0);
-    expect_err_has(&j, "lost communication with a remote daemon");
+    /* Which side named the failure: mpirun, or, where the cut caught data in flight on the
+     * daemon's connection (keepalive does not probe a connection with unacknowledged bytes;
+     * they are retransmitted instead) and the loss was not declared within timeout_s, rank
+     * 0's own timeout, which then ends the job (seen once in CI under load: mpirun out 8.01
+     * s after the cut). Either is an error within END_WITHIN_S, not a hang. */
+    char *err = tu_read(j.err);
+    assert_non_null(err);
+    bool daemon = strstr(err, "lost communication with a remote daemon") != NULL;
+    bool timeout = strstr(err, "rank 0: allreduce of ") != NULL &&
+                   strstr(err, "did not complete within 8 s") != NULL;
+    if (!daemon && !timeout)
+        fail_msg("neither mpirun's lost daemon nor rank 0's 8 s timeout in:\n%s", err);
+    printf("# named by %s\n", daemon ? "mpirun (remote daemon lost)" : "rank 0's timeout");
+    free(err);
     /* Rank 1, on the far side, is out of mpirun's reach: its own allreduce gives up after
      * timeout_s and it ends itself (MPI_Abort). Its daemon, which lost mpirun, stays until
      * TCP gives up; the namespace's removal kills it here, the batch system on a cluster. */
