@@ -896,14 +896,13 @@ static void check_full_disk(const char *name, const char *epochs, int last_epoch
     signal(SIGXFSZ, SIG_DFL);
 
     assert_int_equal(code, 1);
-    int named = -1;
-    for (int e = 2; e <= last_epoch && named < 0; e++) {
+    bool named = false;
+    for (int e = 2; e <= last_epoch && !named; e++) {
         char file[64];
         snprintf(file, sizeof(file), "last-epoch=%d.safetensors", e);
-        if (strstr(result.err, file) != NULL)
-            named = e;
+        named = strstr(result.err, file) != NULL;
     }
-    if (named < 0)
+    if (!named)
         fail_msg("no last-epoch=2 .. %d.safetensors in:\n%s", last_epoch, result.err);
     tu_expect_in(result.err, "File too large");
     char *after = snapshot(run_path(name, "checkpoints"));

@@ -284,6 +284,12 @@ def tsrnn_measure(args, c):
 STAT = "median"  # --stat: what a row shows of its timed runs
 
 
+def pick_time(seconds):
+    """What a row shows of its timed runs' seconds (--stat): the best is the least."""
+    seconds = list(seconds)
+    return min(seconds) if STAT == "best" else statistics.median(seconds)
+
+
 def summarise(runs):
     rates = [r["samples_per_s"] for r in runs]
     median = statistics.median(rates)
@@ -468,9 +474,8 @@ def targets(c, by_shape, peak1):
         if ref is None:
             out.append("50x whole: n/a")
         else:
-            pick = min if STAT == "best" else statistics.median  # of times: the best is the least
-            whole = (pick(r["seconds"] for r in ref["runs"]) /
-                     pick(r["wall_s"] for r in c.tsrnn["runs"]))
+            whole = (pick_time(r["seconds"] for r in ref["runs"]) /
+                     pick_time(r["wall_s"] for r in c.tsrnn["runs"]))
             out.append(f"50x whole{which}: ok" if whole >= 50
                        else f"50x whole{which}: {whole:.1f}x")
         rss = c.tsrnn["rss_mib"]
@@ -559,9 +564,8 @@ def report(args, configs, info):
         print("| " + " | ".join(row) + " |")
     for seed in (c for c in configs if c.seed and c.tsrnn):
         runs = seed.tsrnn["runs"]
-        pick = min if STAT == "best" else statistics.median  # of times: the best is the least
-        train = pick(r["train_s"] for r in runs)
-        wall = pick(r["wall_s"] for r in runs)
+        train = pick_time(r["train_s"] for r in runs)
+        wall = pick_time(r["wall_s"] for r in runs)
         checkpoints = "no checkpoints" if seed.sets else "checkpoints every epoch"
         title = seed.name.split(":")[0]
         print()
@@ -571,7 +575,7 @@ def report(args, configs, info):
                 f"and plot), peak RSS {seed.tsrnn['rss_mib']:.1f} MiB")
         for label, ran in (("PyTorch 2 (PyPI)", seed.pypi), ("PyTorch 1.13", seed.torch)):
             if ran:
-                torch_s = pick(r["seconds"] for r in ran["runs"])
+                torch_s = pick_time(r["seconds"] for r in ran["runs"])
                 line += (f"; {label} {torch_s:.2f} s of optimizer steps (peak RSS of its "
                          f"process {ran['rss_mib']:.0f} MiB), {torch_s / wall:.1f}x tsrnn's "
                          f"whole process")
