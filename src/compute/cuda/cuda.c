@@ -5,7 +5,6 @@
  * No driver, no GPU: cudart loads the driver (libcuda.so.1) with dlopen on its first call,
  * so a CUDA build links and starts on any machine; probe() then says why the GPU cannot be
  * used, and `accelerator = auto` trains on the CPU. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cuda.h"
+#include "tsrnn/dynlib.h"
 
 /* Our kernels are built for compute capability 9.0 (sm_90 code and compute_90 PTX, which
  * newer GPUs compile when loading); older GPUs cannot run them. */
@@ -22,54 +22,53 @@
 
 struct tsrnn_cuda_libs tsrnn_cuda_libs;
 
-#define STRINGIFY(x) #x
-#define SYMBOL(name) STRINGIFY(name) /* after expansion: cublasCreate -> "cublasCreate_v2" */
-#define SONAME(a, b) "lib" a ".so." STRINGIFY(b)
+#define STRINGIFY(x)     #x
+#define SONAME(a, b)     "lib" a ".so." STRINGIFY(b)
+#define CUBLAS_SONAME    SONAME("cublas", CUBLAS_VER_MAJOR)
+#define CUDNN_SONAME     SONAME("cudnn", CUDNN_MAJOR)
+#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(tsrnn_cuda_libs, fn),
+
+static const struct tsrnn_dynlib_symbol cublas_symbols[] = { TSRNN_CUBLAS_FUNCTIONS(TABLE_SYMBOL) };
+static const struct tsrnn_dynlib_symbol cudnn_symbols[] = { TSRNN_CUDNN_FUNCTIONS(TABLE_SYMBOL) };
 
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
 static bool libs_loaded;
-static char libs_why[512];
-
-/* dlopen with the library's soname (found through the executable's run path, which points at
- * the toolkit the build used, then the usual places), then in that toolkit folder itself. */
-static void *open_library(const char *soname)
-{
-    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", TSRNN_CUDA_LIBDIR, soname);
-        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (lib == NULL)
-        snprintf(libs_why, sizeof(libs_why),
-                 "this machine lacks %s, which the CUDA backend was built against (%s)", soname,
-                 dlerror());
-    return lib;
-}
-
-#define LOAD_SYMBOL(lib, name)                                                                     \
-    if (ok) {                                                                                      \
-        *(void **)&tsrnn_cuda_libs.name = dlsym(lib, SYMBOL(name));                                \
-        if (tsrnn_cuda_libs.name == NULL) {                                                        \
-            snprintf(libs_why, sizeof(libs_why),                                                   \
-                     "%s has no %s: an older library than the "                                    \
-                     "build's",                                                                    \
-                     #lib, SYMBOL(name));                                                          \
-            ok = false;                                                                            \
-        }                                                                                          \
-    }
-#define LOAD_CUBLAS(name) LOAD_SYMBOL(cublas, name)
-#define LOAD_CUDNN(name)  LOAD_SYMBOL(cudnn, name)
+static char libs_why[1024];
+static char libs_description[1200];
 
 static void load_libs(void)
 {
-    /* Handles stay open for the life of the process: the backend may be created again. */
-    void *cublas = open_library(SONAME("cublas", CUBLAS_VER_MAJOR));
-    void *cudnn = cublas != NULL ? open_library(SONAME("cudnn", CUDNN_MAJOR)) : NULL;
-    bool ok = cublas != NULL && cudnn != NULL;
-    TSRNN_CUBLAS_FUNCTIONS(LOAD_CUBLAS)
-    TSRNN_CUDNN_FUNCTIONS(LOAD_CUDNN)
-    libs_loaded = ok;
+    /* By soname (LD_LIBRARY_PATH, the run path: the folders the build found them in), then
+     * in those folders; handles stay open (the backend may be created again). */
+    const char *hint =
+        "the CUDA backend needs it (NVIDIA's pip wheels nvidia-cublas and "
+        "nvidia-cudnn-cu13, or the CUDA toolkit and cuDNN 9; scripts/gpu-bundle.sh's "
+        "env.sh puts them on LD_LIBRARY_PATH)";
+    char why[sizeof(libs_why) - 64];
+    void *cublas = tsrnn_dynlib_open(CUBLAS_SONAME, TSRNN_CUDA_LIBDIRS, cublas_symbols,
+                                     sizeof(cublas_symbols) / sizeof(cublas_symbols[0]), hint,
+                                     ": an older cuBLAS than the build's", why, sizeof(why));
+    void *cudnn = cublas == NULL
+                      ? NULL
+                      : tsrnn_dynlib_open(CUDNN_SONAME, TSRNN_CUDA_LIBDIRS, cudnn_symbols,
+                                          sizeof(cudnn_symbols) / sizeof(cudnn_symbols[0]), hint,
+                                          ": an older cuDNN than the build's", why, sizeof(why));
+    if (cudnn == NULL) {
+        snprintf(libs_why, sizeof(libs_why), "%s", why);
+        return;
+    }
+    char cublas_path[512], cudnn_path[512];
+    int major = 0, minor = 0, patch = 0;
+    tsrnn_dynlib_path(cublas, cublas_path, sizeof(cublas_path));
+    tsrnn_dynlib_path(cudnn, cudnn_path, sizeof(cudnn_path));
+    (void)DL(cublasGetProperty)(MAJOR_VERSION, &major);
+    (void)DL(cublasGetProperty)(MINOR_VERSION, &minor);
+    (void)DL(cublasGetProperty)(PATCH_LEVEL, &patch);
+    size_t cudnn_version = DL(cudnnGetVersion)(); /* major * 10000 + minor * 100 + patch */
+    snprintf(libs_description, sizeof(libs_description),
+             "cuBLAS %d.%d.%d (%s), cuDNN %zu.%zu.%zu (%s)", major, minor, patch, cublas_path,
+             cudnn_version / 10000, cudnn_version / 100 % 100, cudnn_version % 100, cudnn_path);
+    libs_loaded = true;
 }
 
 bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes)
@@ -78,6 +77,11 @@ bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes)
     if (!libs_loaded && why != NULL && why_nbytes > 0)
         snprintf(why, why_nbytes, "%s", libs_why);
     return libs_loaded;
+}
+
+const char *tsrnn_cuda_libs_describe(void)
+{
+    return libs_loaded ? libs_description : "";
 }
 
 /* --- errors ----------------------------------------------------------------------------------- */

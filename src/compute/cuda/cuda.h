@@ -79,6 +79,7 @@ cudaError_t tsrnn_kernel_fill_int(int32_t *dst, size_t count, int32_t value, cud
     X(cublasSetStream)            \
     X(cublasSetMathMode)          \
     X(cublasGetStatusString)      \
+    X(cublasGetProperty)          \
     X(cublasSgemm)
 #define TSRNN_CUDNN_FUNCTIONS(X)     \
     X(cudnnCreate)                   \
@@ -119,6 +120,10 @@ extern struct tsrnn_cuda_libs tsrnn_cuda_libs;
 
 /* Loads cuBLAS and cuDNN (once; later calls return the first answer). On false fills `why`. */
 bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes);
+
+/* After a successful load: the versions and files loaded, "cuBLAS 13.1.0 (/path/libcublas.so.13),
+ * cuDNN 9.19.0 (/path/libcudnn.so.9)"; "" before. */
+const char *tsrnn_cuda_libs_describe(void);
 
 /* The backend's context: one device, one stream, one cuBLAS and one cuDNN handle. */
 struct tsrnn_cuda {
