@@ -77,9 +77,16 @@ struct tsrnn_world {
  * is TSRNN_ERR_USAGE naming it and what is accepted. */
 enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *world);
 
-/* The GPUs CUDA would show this process, counted without initialising CUDA: the NVIDIA
- * driver's /proc/driver/nvidia/gpus/ (for tests only, TSRNN_TEST_NVIDIA_GPUS_DIR names a
- * folder to count instead: a simulated GPU list), as CUDA_VISIBLE_DEVICES filters them
+/* The GPUs the NVIDIA driver has, counted without initialising CUDA (src/world/gpus.c):
+ * NVML (libnvidia-ml.so.1, loaded with dlopen) when it loads and answers, else the entries
+ * of /proc/driver/nvidia/gpus; 0 when neither is there. *source (when not NULL) names the
+ * one that answered: "NVML", "/proc/driver/nvidia/gpus" or "none (...)". For tests only,
+ * TSRNN_TEST_NVML names the NVML library to load and TSRNN_TEST_NVIDIA_GPUS_DIR a folder to
+ * count instead of /proc's (alone, it is the whole simulated machine: NVML is not asked). */
+int tsrnn_world_driver_gpus(const char **source);
+
+/* The GPUs CUDA would show this process, counted without initialising CUDA: the driver's
+ * (tsrnn_world_driver_gpus()), as CUDA_VISIBLE_DEVICES filters them
  * (unset = all; a comma list of indices or GPU-/MIG- UUIDs, read up to the first invalid or
  * repeated entry; empty = none). Returns how many; ids[k] (when ids is not NULL, up to
  * `capacity`) is the k-th one's CUDA_VISIBLE_DEVICES entry. */

@@ -87,16 +87,19 @@ enum tsrnn_status resolve_devices(struct launch *l)
            l->gpu && gpus > 0 ? "True" : "False");
     fflush(stdout);
     if (l->gpu && gpus == 0) {
+        const char *gpu_source, *visible = getenv("CUDA_VISIBLE_DEVICES");
+        int driver_gpus = tsrnn_world_driver_gpus(&gpu_source);
         if (strcmp(accel_origin, "--accelerator") == 0)
             return tsrnn_error(TSRNN_ERR_USAGE,
-                               "--accelerator gpu, but no GPU is visible "
-                               "(/proc/driver/nvidia/gpus is empty or CUDA_VISIBLE_DEVICES "
-                               "hides them); accepted: --accelerator cpu or auto");
+                               "--accelerator gpu, but no GPU is visible (the driver's count, "
+                               "from %s, is %d; CUDA_VISIBLE_DEVICES=%s); accepted: "
+                               "--accelerator cpu or auto",
+                               gpu_source, driver_gpus, visible ? visible : "(unset)");
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [trainer] accelerator = gpu, but no GPU is visible "
-                           "(/proc/driver/nvidia/gpus is empty or CUDA_VISIBLE_DEVICES hides "
-                           "them); accepted: cpu or auto (or --accelerator cpu)",
-                           accel_origin);
+                           "%s: [trainer] accelerator = gpu, but no GPU is visible (the "
+                           "driver's count, from %s, is %d; CUDA_VISIBLE_DEVICES=%s); accepted: "
+                           "cpu or auto (or --accelerator cpu)",
+                           accel_origin, gpu_source, driver_gpus, visible ? visible : "(unset)");
     }
     if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && gpus > 0 && !cuda_built)
         fprintf(stderr,

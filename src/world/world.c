@@ -1,6 +1,5 @@
 /* Which rank of which world this process is (include/tsrnn/world.h): the launcher <-> worker
  * contract, read from the environment. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -165,27 +164,10 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
     return comm_backend_from_env(w);
 }
 
-/* The NVIDIA driver lists one folder per GPU; reading it does not initialise CUDA, which
- * would not survive the launcher's fork (reference/distributed.md A2). */
-static int count_driver_gpus(void)
-{
-    const char *fake = getenv("TSRNN_TEST_NVIDIA_GPUS_DIR");
-    DIR *dir = opendir(fake != NULL ? fake : "/proc/driver/nvidia/gpus");
-    int count = 0;
-    struct dirent *e;
-    if (dir == NULL)
-        return 0;
-    while ((e = readdir(dir)) != NULL)
-        if (e->d_name[0] != '.')
-            count++;
-    closedir(dir);
-    return count;
-}
-
 size_t tsrnn_world_visible_gpus(char ids[][TSRNN_GPU_ID_MAX], size_t capacity)
 {
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    int gpu_count = count_driver_gpus();
+    int gpu_count = tsrnn_world_driver_gpus(NULL);
     char seen[64][TSRNN_GPU_ID_MAX];
     size_t count = 0;
 
