@@ -115,6 +115,11 @@ const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm);
  * with libopenmpi-dev; "nccl" with the CUDA backend and NCCL's header). */
 bool tsrnn_comm_backend_available(const char *name);
 
+/* Whether this build has it and this machine can run it (the nccl backend: libnccl.so.2
+ * loads; no CUDA call), asked before workers start. On false `why` says which. A module's
+ * libraries (gloo, mpi) are checked when it is loaded (tsrnn_comm_open). */
+bool tsrnn_comm_backend_usable(const char *name, char *why, size_t why_nbytes);
+
 /* Whether `name` is a backend tsrnn knows ("local", "gloo", "mpi", "nccl"), in this build or not: a known
  * one this build lacks is refused by tsrnn_comm_open() with what the build needs. NULL: no. */
 bool tsrnn_comm_backend_known(const char *name);

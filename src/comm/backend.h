@@ -30,6 +30,9 @@ struct tsrnn_comm_backend {
     /* Collectives take device memory of opt->compute (NCCL); otherwise host memory. The
      * dispatcher stages a buffer that is in the other place. */
     bool device_buffers;
+    /* Optional (NULL: always): whether this machine can run it, asked before any worker
+     * starts (the nccl backend: libnccl loads). On false fills `why`. */
+    bool (*usable)(char *why, size_t why_nbytes);
     /* Joins the world; on success *state is the backend's (any value, NULL included). */
     enum tsrnn_status (*open)(void **state, const struct tsrnn_comm_options *opt);
     enum tsrnn_status (*allreduce_sum)(void *state, void *buf, size_t count,

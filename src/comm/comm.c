@@ -78,6 +78,19 @@ bool tsrnn_comm_backend_available(const char *name)
     return i >= 0 && (backends[i].backend != NULL || backends[i].module);
 }
 
+bool tsrnn_comm_backend_usable(const char *name, char *why, size_t why_nbytes)
+{
+    int i = name ? find_backend(name) : -1;
+    if (!tsrnn_comm_backend_available(name)) {
+        if (why != NULL && why_nbytes > 0)
+            snprintf(why, why_nbytes, "this tsrnn was built without the %s comm backend",
+                     name ? name : "(none)");
+        return false;
+    }
+    const struct tsrnn_comm_backend *b = backends[i].backend;
+    return b == NULL || b->usable == NULL || b->usable(why, why_nbytes);
+}
+
 bool tsrnn_comm_backend_known(const char *name)
 {
     return name != NULL && find_backend(name) >= 0;

@@ -343,6 +343,7 @@ const struct tsrnn_comm_backend tsrnn_comm_nccl_backend = {
     /* "file:<dir>" under tsrnn-launch; none under mpirun (MPI bootstraps) or for one rank. */
     .needs_rendezvous = false,
     .device_buffers = true, /* device memory of opt.compute, on its stream */
+    .usable = tsrnn_nccl_lib_load,
     .open = nccl_open,
     .allreduce_sum = nccl_allreduce_sum,
     .broadcast = nccl_broadcast,

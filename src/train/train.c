@@ -21,6 +21,7 @@
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/thread.h"
 #include "tsrnn/train.h"
+#include "tsrnn/world.h"
 
 struct trainer {
     const struct tsrnn_config *cfg;
@@ -141,8 +142,18 @@ enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
     int replicas = 1;
     if (tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
         TSRNN_TRY(pjrt_replicas(cfg, &replicas));
+    enum tsrnn_compute_kind kind = tsrnn_train_compute_kind(cfg);
+    char why[512];
+    /* Lightning's "auto" takes a GPU that is there; where this one cannot be used (cuBLAS or
+     * cuDNN do not load, an older GPU) the CPU trains, and the user is told why, once. */
+    if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && kind == TSRNN_COMPUTE_CPU &&
+        tsrnn_compute_compiled(TSRNN_COMPUTE_CUDA) && tsrnn_world_visible_gpus(NULL, 0) > 0 &&
+        !tsrnn_compute_available(TSRNN_COMPUTE_CUDA, why, sizeof(why)))
+        tsrnn_warn("a GPU is visible, but this process trains on the CPU: %s; [trainer] "
+                   "accelerator = cpu silences this",
+                   why);
     struct tsrnn_compute_options options = {
-        .kind = tsrnn_train_compute_kind(cfg),
+        .kind = kind,
         .thread_count = cfg->num_threads,
         .device_index = device_index,
         .plugin_path = cfg->pjrt_plugin,
@@ -661,6 +672,22 @@ static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
                        tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)));
 }
 
+/* [forecast] plot = true written in the config (not the default): the picture is asked for,
+ * so a machine where cairo cannot draw refuses the run before it trains, not after. */
+static enum tsrnn_status check_plot(const struct tsrnn_config *cfg)
+{
+    const char *origin = tsrnn_config_origin(cfg, "forecast", "plot");
+    char why[1024];
+    if (cfg->forecast_n == 0 || !cfg->forecast_plot || strcmp(origin, "default") == 0 ||
+        tsrnn_plot_usable(why, sizeof(why)))
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: [forecast] plot = true, but the picture cannot be drawn here: %s; "
+                       "accepted: plot = false (or leave it out: the picture is then skipped with "
+                       "a warning)",
+                       origin, why);
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -678,6 +705,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
+    if (tr->writes_files)
+        TSRNN_TRY(check_plot(cfg));
     if (tr->compute == NULL) {
         TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg,
                                              tr->world != NULL ? tr->world->device_index : 0));
@@ -1309,15 +1338,14 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     if (status == TSRNN_OK)
         status = tsrnn_jobs_add(&tr->jobs, write_text_job, &csv);
     tsrnn_jobs_start(&tr->jobs);
-    /* plot = true is the default: a build without cairo skips the picture quietly, unless the
-     * config asked for it. */
-    bool draw = cfg->forecast_plot && tsrnn_plot_available();
-    if (cfg->forecast_plot && !draw &&
-        strcmp(tsrnn_config_origin(cfg, "forecast", "plot"), "default") != 0)
-        tsrnn_warn("%s: [forecast] plot = true, but this tsrnn was built without cairo "
-                   "(libcairo2-dev): %s not drawn",
-                   tsrnn_config_origin(cfg, "forecast", "plot"),
-                   named_series(ds) ? "the forecast plots are" : "forecast.png is");
+    /* plot = true is the default: where cairo cannot draw (a build without it, a machine
+     * without libcairo.so.2) the picture is skipped with a warning; asked for explicitly, it
+     * was refused before training (check_plot). */
+    char why[1024];
+    bool draw = cfg->forecast_plot && tsrnn_plot_usable(why, sizeof(why));
+    if (cfg->forecast_plot && !draw)
+        tsrnn_warn("%s not drawn: %s; [forecast] plot = false silences this",
+                   named_series(ds) ? "the forecast plots are" : "forecast.png is", why);
     size_t drawn = 0;
     if (status == TSRNN_OK && draw)
         status = plot_forecasts(tr, &drawn);
