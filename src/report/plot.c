@@ -898,7 +898,9 @@ static double clipped_length(double x0, double y0, double x1, double y1, const d
             u1 = fmin(u1, q[i] / p[i]);
         }
     }
-    return u1 > u0 ? (u1 - u0) * hypot(dx, dy) : 0;
+    /* sqrt of the sum, not hypot(): the coordinates are pixels (no overflow), and hypot is
+     * GLIBC_2.35 while the programs run on glibc 2.34 (scripts/gpu-bundle.sh) */
+    return u1 > u0 ? (u1 - u0) * sqrt(dx * dx + dy * dy) : 0;
 }
 
 /* How much of the top panel's lines a legend box would hide, in pixels of line length. */
