@@ -3,7 +3,8 @@
  * reference written here, in double precision, on random shapes and inputs from a seeded
  * generator (include/tsrnn/rng.h).
  *
- * Every backend registered in compute.c runs through its table (ctx->backend->...), so a
+ * Every backend registered in compute.c runs through the compute door (compute.h's
+ * per-operation calls, which check their arguments and reach the table), so a
  * backend added there (cuda/) is tested the same way; one this machine cannot run (built, but
  * no device visible) is skipped with the reason, and the program exits 77 only when no
  * backend could run at all. The CPU backend runs four times: its fast paths (AUTO: packed AVX2
@@ -47,7 +48,6 @@
 
 #include <cmocka.h>
 
-#include "src/compute/backend.h"
 #include "src/compute/cpu/cpu.h" /* the CPU configurations: gemm_path, packed products */
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
@@ -693,24 +693,24 @@ static size_t random_in(struct tsrnn_rng *rng, size_t lo, size_t hi)
 static void *dev_alloc(size_t nbytes)
 {
     void *buf = NULL;
-    OK(cur_config->ctx->backend->alloc(cur_config->ctx, &buf, nbytes));
+    OK(tsrnn_compute_alloc(cur_config->ctx, &buf, nbytes));
     assert_non_null(buf);
     return buf;
 }
 
 static void dev_upload(void *dst, const void *src, size_t nbytes)
 {
-    OK(cur_config->ctx->backend->upload(cur_config->ctx, dst, src, nbytes));
+    OK(tsrnn_compute_upload(cur_config->ctx, dst, src, nbytes));
 }
 
 static void dev_download(void *dst, const void *src, size_t nbytes)
 {
-    OK(cur_config->ctx->backend->download(cur_config->ctx, dst, src, nbytes));
+    OK(tsrnn_compute_download(cur_config->ctx, dst, src, nbytes));
 }
 
 static void dev_free(void *buf)
 {
-    cur_config->ctx->backend->free(cur_config->ctx, buf);
+    tsrnn_compute_free(cur_config->ctx, buf);
 }
 
 /* --- the draws ---------------------------------------------------------------------------- */
@@ -867,7 +867,6 @@ struct subject {
 static void poison_workspace(struct subject *s, const struct draw *d)
 {
     struct tsrnn_compute *ctx = cur_config->ctx;
-    const struct tsrnn_compute_backend *ops = ctx->backend;
     const struct tsrnn_model_dims *dims = s->dims;
     size_t B = d->batch_capacity, T = d->step_capacity, total = s->table.total_count;
     size_t widest = dims->hidden_count;
@@ -886,19 +885,19 @@ static void poison_workspace(struct subject *s, const struct draw *d)
     tsrnn_model_params_view(&p, dims, nan_params);
     tsrnn_model_params_view(&g, dims, nan_grads);
 
-    OK(ops->batch_load(ctx, s->ws, nan, nan, B, T));
+    OK(tsrnn_compute_batch_load(s->ws, nan, nan, B, T));
     for (size_t l = 0; l < dims->layer_count; l++) {
         const float *mask = l > 0 && dims->dropout > 0.0f ? nan : NULL;
-        OK(ops->layer_forward(ctx, s->ws, l, &p.layers[l], TSRNN_STATE_ZERO, mask, false));
+        OK(tsrnn_compute_layer_forward(s->ws, l, &p.layers[l], TSRNN_STATE_ZERO, mask, false));
     }
-    OK(ops->head_forward(ctx, s->ws, p.v_w, p.v_b));
-    OK(ops->state_save(ctx, s->ws));
-    OK(ops->mse_forward(ctx, s->ws, nan_loss));
-    OK(ops->mse_backward(ctx, s->ws));
-    OK(ops->head_backward(ctx, s->ws, p.v_w, g.v_w, g.v_b));
+    OK(tsrnn_compute_head_forward(s->ws, p.v_w, p.v_b));
+    OK(tsrnn_compute_state_save(s->ws));
+    OK(tsrnn_compute_loss_forward(s->ws, TSRNN_LOSS_MSE, nan_loss));
+    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE));
+    OK(tsrnn_compute_head_backward(s->ws, p.v_w, g.v_w, g.v_b));
     for (size_t l = dims->layer_count; l-- > 0;)
-        OK(ops->layer_backward(ctx, s->ws, l, &p.layers[l], &g.layers[l]));
-    OK(ops->synchronize(ctx));
+        OK(tsrnn_compute_layer_backward(s->ws, l, &p.layers[l], &g.layers[l]));
+    OK(tsrnn_compute_synchronize(ctx));
     dev_free(nan_params);
     dev_free(nan_grads);
     dev_free(nan_loss);
@@ -912,7 +911,7 @@ static void subject_init(struct subject *s, const struct draw *d,
     *s = (struct subject){ .dims = dims };
     tsrnn_param_table_init(&s->table, dims);
     size_t nbytes = s->table.total_count * sizeof(float);
-    OK(ctx->backend->workspace_create(ctx, &s->ws, dims, d->batch_capacity, d->step_capacity));
+    OK(tsrnn_compute_workspace_create(&s->ws, ctx, dims, d->batch_capacity, d->step_capacity, 1));
     s->params = dev_alloc(nbytes);
     s->grads = dev_alloc(nbytes);
     dev_upload(s->params, params, nbytes);
@@ -923,8 +922,7 @@ static void subject_init(struct subject *s, const struct draw *d,
 
 static void subject_finish(struct subject *s)
 {
-    struct tsrnn_compute *ctx = cur_config->ctx;
-    ctx->backend->workspace_destroy(ctx, s->ws);
+    tsrnn_compute_workspace_destroy(s->ws);
     dev_free(s->params);
     dev_free(s->grads);
 }
@@ -934,7 +932,6 @@ static void subject_finish(struct subject *s)
  * same bits. */
 static void download_outputs(struct subject *s, size_t B, size_t T, float *out)
 {
-    struct tsrnn_compute *ctx = cur_config->ctx;
     size_t rows = B * s->dims->output_count;
     float *step = host_floats(rows + GUARD_COUNT);
     float guard[GUARD_COUNT];
@@ -946,7 +943,7 @@ static void download_outputs(struct subject *s, size_t B, size_t T, float *out)
             for (size_t i = 0; i < rows; i++)
                 step[i] = NAN;
             memcpy(step + rows, guard, sizeof(guard));
-            OK(ctx->backend->output_download(ctx, s->ws, t, step));
+            OK(tsrnn_compute_output(s->ws, t, step));
             check_bits(OP_OUTPUT_DOWNLOAD, "past the end of a step", step + rows, guard,
                        GUARD_COUNT);
             if (pass == 0)
@@ -982,19 +979,16 @@ static void check_grads(struct subject *s, const struct ref_model *ref, enum op 
 
 static void run_backward(struct subject *s, const float *prefill)
 {
-    struct tsrnn_compute *ctx = cur_config->ctx;
-    const struct tsrnn_compute_backend *ops = ctx->backend;
     dev_upload(s->grads, prefill, s->table.total_count * sizeof(float));
-    OK(ops->mse_backward(ctx, s->ws));
-    OK(ops->head_backward(ctx, s->ws, s->p.v_w, s->g.v_w, s->g.v_b));
+    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE));
+    OK(tsrnn_compute_head_backward(s->ws, s->p.v_w, s->g.v_w, s->g.v_b));
     for (size_t l = s->dims->layer_count; l-- > 0;)
-        OK(ops->layer_backward(ctx, s->ws, l, &s->p.layers[l], &s->g.layers[l]));
+        OK(tsrnn_compute_layer_backward(s->ws, l, &s->p.layers[l], &s->g.layers[l]));
 }
 
 static void run_draw(struct draw *d)
 {
     struct tsrnn_compute *ctx = cur_config->ctx;
-    const struct tsrnn_compute_backend *ops = ctx->backend;
     size_t B = d->B, T = d->T, T2 = d->T2, C = d->dims.input_count, H = d->dims.hidden_count;
     size_t L = d->dims.layer_count;
     float *const *masks = d->masked ? d->masks : NULL;
@@ -1003,12 +997,12 @@ static void run_draw(struct draw *d)
 
     /* The real model: a training step from zero state. */
     subject_init(&s, d, &d->dims, d->params);
-    OK(ops->batch_load(ctx, s.ws, d->x, d->y, B, T));
+    OK(tsrnn_compute_batch_load(s.ws, d->x, d->y, B, T));
     for (size_t l = 0; l < L; l++)
-        OK(ops->layer_forward(ctx, s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
-                              masks && l > 0 ? masks[l] : NULL, false));
-    OK(ops->head_forward(ctx, s.ws, s.p.v_w, s.p.v_b));
-    if (ops->kind == TSRNN_COMPUTE_CPU) {
+        OK(tsrnn_compute_layer_forward(s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
+                                       masks && l > 0 ? masks[l] : NULL, false));
+    OK(tsrnn_compute_head_forward(s.ws, s.p.v_w, s.p.v_b));
+    if (tsrnn_compute_kind(ctx) == TSRNN_COMPUTE_CPU) {
         bool packed = tsrnn_cpu_workspace_packed_products(s.ws);
         if (cur_config->gemm_path == TSRNN_GEMM_LOOPS && packed)
             fail_msg("%s: the packed products ran on the reference loops' path", where());
@@ -1022,7 +1016,7 @@ static void run_draw(struct draw *d)
 
     float loss = NAN, *dev_loss = dev_alloc(sizeof(float));
     dev_upload(dev_loss, &loss, sizeof(float));
-    OK(ops->mse_forward(ctx, s.ws, dev_loss));
+    OK(tsrnn_compute_loss_forward(s.ws, TSRNN_LOSS_MSE, dev_loss));
     dev_download(&loss, dev_loss, sizeof(float));
     dev_free(dev_loss);
     check_floats(OP_MSE_FORWARD, "loss", NULL, (size_t[]){ 1 }, 1, &loss, &d->real.loss);
@@ -1031,7 +1025,7 @@ static void run_draw(struct draw *d)
     assert_non_null(se);
     for (size_t b = 0; b < B + GUARD_COUNT; b++)
         se[b] = b < B ? NAN : -1.0;
-    OK(ops->window_squared_errors(ctx, s.ws, se));
+    OK(tsrnn_compute_window_errors(s.ws, TSRNN_LOSS_MSE, se));
     for (size_t b = 0; b < B; b++)
         check_value(OP_WINDOW_SQUARED_ERRORS, "se", "b", (size_t[]){ B }, 1, b, se[b],
                     d->real.se[b]);
@@ -1048,11 +1042,11 @@ static void run_draw(struct draw *d)
     /* The probe: the same forward, seen through V = identity; then a next batch from the
      * state it ends in (a forecast's next step), and that batch's backward. */
     subject_init(&s, d, &d->probe_dims, d->probe_params);
-    OK(ops->batch_load(ctx, s.ws, d->x, NULL, B, T));
+    OK(tsrnn_compute_batch_load(s.ws, d->x, NULL, B, T));
     for (size_t l = 0; l < L; l++)
-        OK(ops->layer_forward(ctx, s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
-                              masks && l > 0 ? masks[l] : NULL, false));
-    OK(ops->head_forward(ctx, s.ws, s.p.v_w, s.p.v_b));
+        OK(tsrnn_compute_layer_forward(s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
+                                       masks && l > 0 ? masks[l] : NULL, false));
+    OK(tsrnn_compute_head_forward(s.ws, s.p.v_w, s.p.v_b));
     float *h = nan_floats(T * B * H);
     download_outputs(&s, B, T, h);
     char what[32];
@@ -1061,12 +1055,12 @@ static void run_draw(struct draw *d)
                  h, d->real.layers[L - 1].h + B * H);
     free(h);
 
-    OK(ops->state_save(ctx, s.ws));
-    OK(ops->batch_load(ctx, s.ws, d->x2, d->y2, B, T2));
+    OK(tsrnn_compute_state_save(s.ws));
+    OK(tsrnn_compute_batch_load(s.ws, d->x2, d->y2, B, T2));
     for (size_t l = 0; l < L; l++)
-        OK(ops->layer_forward(ctx, s.ws, l, &s.p.layers[l], TSRNN_STATE_SAVED, NULL,
-                              d->weights_unchanged));
-    OK(ops->head_forward(ctx, s.ws, s.p.v_w, s.p.v_b));
+        OK(tsrnn_compute_layer_forward(s.ws, l, &s.p.layers[l], TSRNN_STATE_SAVED, NULL,
+                                       d->weights_unchanged));
+    OK(tsrnn_compute_head_forward(s.ws, s.p.v_w, s.p.v_b));
     h = nan_floats(T2 * B * H);
     download_outputs(&s, B, T2, h);
     check_floats(OP_FORWARD_SAVED, what, "tbj", (size_t[]){ T2, B, H }, 3, h, d->saved.out);
@@ -1114,7 +1108,7 @@ static void run_scale_check(struct tsrnn_rng *rng)
                     }
                     dev_upload(dev, host, count * sizeof(float));
                     bool finite = !want_finite;
-                    OK(ctx->backend->scale_check(ctx, dev, count, scales[s], &finite));
+                    OK(tsrnn_compute_scale_check(ctx, dev, count, scales[s], &finite));
                     for (size_t i = 0; i < count; i++)
                         got[i] = NAN;
                     dev_download(got, dev, count * sizeof(float));
@@ -1194,7 +1188,7 @@ static void run_adam_update(struct tsrnn_rng *rng)
             dev[b] = dev_alloc(count * sizeof(float));
             dev_upload(dev[b], bufs[b], count * sizeof(float));
         }
-        OK(ctx->backend->adam_update(ctx, dev[0], dev[1], dev[2], dev[3], count, &s));
+        OK(tsrnn_compute_adam_update(ctx, dev[0], dev[1], dev[2], dev[3], count, &s));
         float *got = nan_floats(count);
         static const char *const names[3] = { "params", "exp_avg", "exp_avg_sq" };
         const struct dm *want[3] = { want_p, want_m, want_v };
@@ -1238,13 +1232,13 @@ static void run_memory(struct tsrnn_rng *rng)
                 dev_upload(buf + off, part, len);
                 memcpy(want + off, part, len);
             } else if (step == 2 && len > 0) {
-                OK(ctx->backend->zero(ctx, buf + off, len));
+                OK(tsrnn_compute_zero(ctx, buf + off, len));
                 memset(want + off, 0, len);
             } else if (step == 3) {
-                OK(ctx->backend->zero(ctx, buf, n));
+                OK(tsrnn_compute_zero(ctx, buf, n));
                 memset(want, 0, n);
             }
-            OK(ctx->backend->synchronize(ctx));
+            OK(tsrnn_compute_synchronize(ctx));
             memset(got, 0xA5, n);
             dev_download(got, buf, n);
             cur_config->stats[OP_MEMORY].checked += n;

@@ -516,9 +516,7 @@ static void check_val_loss(int workers)
     for (size_t i = 0; i < V; i++)
         idx[i] = i;
     tsrnn_window_list_gather(&ds.val, idx, V, x, y);
-    assert_int_equal(tsrnn_model_load_batch(&m, x, y, V, T), TSRNN_OK);
-    assert_int_equal(tsrnn_model_forward(&m, false, NULL), TSRNN_OK);
-    assert_int_equal(tsrnn_model_window_squared_errors(&m, se), TSRNN_OK);
+    assert_int_equal(tsrnn_model_evaluate(&m, x, y, V, T, se), TSRNN_OK);
     for (size_t i = 0; i < V; i++)
         sum += se[i];
     double val_loss = sum / (double)(V * T * C);

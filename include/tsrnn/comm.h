@@ -85,6 +85,16 @@ enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void 
 enum tsrnn_status tsrnn_comm_broadcast_device(struct tsrnn_comm *comm, void *buf, size_t nbytes,
                                               int root);
 
+/* The training step's gradient reduction over this communicator (compute.h): the sum of
+ * device memory of options.compute, queued on its stream where the backend can (NCCL:
+ * device_queued, its completion and health watched when the step's results are read, within
+ * timeout_s of the last progress), else complete when the call returns. */
+void tsrnn_comm_step_reduce(struct tsrnn_comm *comm, struct tsrnn_step_reduce *reduce);
+
+/* Seconds spent in allreduces that completed inside the call (the step's on host-staged
+ * backends, validation's); queued ones run on the device's stream and are not counted. */
+double tsrnn_comm_allreduce_seconds(const struct tsrnn_comm *comm);
+
 /* Returns once every rank has called it (or fails within the timeout). */
 enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm);
 

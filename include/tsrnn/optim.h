@@ -51,9 +51,23 @@ void tsrnn_adam_set_rule(struct tsrnn_adam *adam, enum tsrnn_optimizer_kind kind
 /* Accepts a zeroed struct. */
 void tsrnn_adam_finish(struct tsrnn_adam *adam);
 
+/* Counts one more step and gives its update (compute.h) by the optimizer's rule at the
+ * current adam->lr (a scheduler may change it between steps): for tsrnn_compute_step. */
+void tsrnn_adam_next_update(struct tsrnn_adam *adam, struct tsrnn_step_update *update);
+
+/* The state a training step updates: params and the moments. */
+struct tsrnn_step_state tsrnn_adam_state(const struct tsrnn_adam *adam, float *params);
+
 /* One update of params (count) from grads (count), both device memory of adam->compute, by
- * the optimizer's rule at the current adam->lr (a scheduler may change it between steps). */
+ * the optimizer's rule at the current adam->lr, outside a training step (tests). */
 enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads);
+
+/* The moments, (count) floats each, from or to the host: the only way they cross
+ * (checkpoints, an imported Darts model's state). */
+enum tsrnn_status tsrnn_adam_export(const struct tsrnn_adam *adam, float *exp_avg,
+                                    float *exp_avg_sq);
+enum tsrnn_status tsrnn_adam_import(struct tsrnn_adam *adam, const float *exp_avg,
+                                    const float *exp_avg_sq);
 
 /* --- learning-rate schedulers ([training] lr_scheduler_cls) --------------------------------
  * PyTorch's, stepped once after every epoch (Darts' interval "epoch", frequency 1), in double

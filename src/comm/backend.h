@@ -37,6 +37,12 @@ struct tsrnn_comm_backend {
     enum tsrnn_status (*open)(void **state, const struct tsrnn_comm_options *opt);
     enum tsrnn_status (*allreduce_sum)(void *state, void *buf, size_t count,
                                        enum tsrnn_comm_dtype dtype);
+    /* Optional (device_buffers only): the sum queued on the compute stream and left to run
+     * there, so that it can be captured into a graph; `health` then says, without waiting,
+     * whether the communicator has failed (a peer gone). */
+    enum tsrnn_status (*allreduce_sum_queued)(void *state, void *buf, size_t count,
+                                              enum tsrnn_comm_dtype dtype);
+    enum tsrnn_status (*health)(void *state);
     enum tsrnn_status (*broadcast)(void *state, void *buf, size_t nbytes, int root);
     enum tsrnn_status (*barrier)(void *state);
     /* Tears the connections down without waiting; close() still follows. A backend that can

@@ -287,6 +287,27 @@ static enum tsrnn_status nccl_allreduce_sum(void *state, void *buf, size_t count
     return complete(n, r, started_s, "summing (ncclAllReduce)");
 }
 
+/* The same, left on the stream (a graph may capture it): only the call itself is finished;
+ * nccl_health and the reader of the step's results watch the rest. */
+static enum tsrnn_status nccl_allreduce_sum_queued(void *state, void *buf, size_t count,
+                                                   enum tsrnn_comm_dtype dtype)
+{
+    struct nccl *n = state;
+    const char *what = "summing (ncclAllReduce, queued)";
+    double started_s = tsrnn_clock_now_s();
+    ncclResult_t r =
+        NCCL(ncclAllReduce)(buf, buf, count, nccl_dtype(dtype), ncclSum, n->comm, n->stream);
+    if (r != ncclSuccess && r != ncclInProgress)
+        return nccl_failed(n, r, what);
+    return r == ncclInProgress ? wait_comm(n, started_s, what) : TSRNN_OK;
+}
+
+static enum tsrnn_status nccl_health(void *state)
+{
+    bool busy;
+    return check_async(state, "running a queued ncclAllReduce", &busy);
+}
+
 static enum tsrnn_status nccl_broadcast(void *state, void *buf, size_t nbytes, int root)
 {
     struct nccl *n = state;
@@ -346,6 +367,8 @@ const struct tsrnn_comm_backend tsrnn_comm_nccl_backend = {
     .usable = tsrnn_nccl_lib_load,
     .open = nccl_open,
     .allreduce_sum = nccl_allreduce_sum,
+    .allreduce_sum_queued = nccl_allreduce_sum_queued,
+    .health = nccl_health,
     .broadcast = nccl_broadcast,
     .barrier = nccl_barrier,
     .abort = nccl_abort,

@@ -8,6 +8,7 @@
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
+#include "tsrnn/comm.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/crc32c.h"
 #include "tsrnn/encoders.h"
@@ -35,7 +36,6 @@ struct trainer {
     bool stop_early;       /* early stopping ended the run after this epoch */
     double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
     char stop_reason[256]; /* and why, in Lightning's words */
-    float *grads_host;     /* (param count) gradient clipping's copy; NULL without it */
     struct tsrnn_sampler sampler;
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
@@ -43,7 +43,15 @@ struct trainer {
     const volatile sig_atomic_t *stop_requested;
     bool stop_agreed; /* some rank asked to stop: every rank stops after this step */
     FILE *out;
-    struct tsrnn_comm *comm; /* NULL: a world of one */
+    struct tsrnn_comm *comm;         /* NULL: a world of one */
+    struct tsrnn_step_reduce reduce; /* the step's gradient reduction over comm */
+    /* The steps whose results have not been read yet (tsrnn_compute_step_results): read
+     * every step where that costs nothing (caps.immediate_results), else every
+     * log_every_n_steps and at an epoch's end, so that a GPU runs ahead of the host. */
+    size_t read_every;
+    size_t pending_count;
+    size_t pending_windows[TSRNN_MODEL_RESULTS_CAPACITY]; /* each pending step's B */
+    float step_losses[TSRNN_MODEL_RESULTS_CAPACITY];
     const struct tsrnn_world *world;
     int rank, world_size;
     bool writes_files; /* rank 0: the only writer of the run folder */
@@ -52,7 +60,6 @@ struct trainer {
     size_t val_local_count;
     double *val_se;               /* (val count) each window's squared error, all ranks */
     double *batch_se;             /* (B) the same for one batch */
-    double comm_s;                /* time in collectives */
     double *gpus;                 /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on
                                      the CPU (gather_gpus) */
     char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
@@ -504,17 +511,6 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     return status;
 }
 
-/* A collective, timed; `device`: buf is device memory of tr->compute. */
-static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, size_t count,
-                                   enum tsrnn_comm_dtype dtype)
-{
-    double t0 = tsrnn_clock_now_s();
-    enum tsrnn_status status = device ? tsrnn_comm_allreduce_sum_device(tr->comm, buf, count, dtype)
-                                      : tsrnn_comm_allreduce_sum(tr->comm, buf, count, dtype);
-    tr->comm_s += tsrnn_clock_now_s() - t0;
-    return status;
-}
-
 /* What every rank must share to train one model: the resolved config and the series as
  * read, in order. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
  * would be does not matter (under mpirun or srun a rank may start in another folder, on
@@ -639,37 +635,12 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
         status = tsrnn_model_read_tensors(host + count, &tr->model.table, &st, "optim.exp_avg_sq.",
                                           path);
     if (status == TSRNN_OK)
-        status =
-            tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg, host, count * sizeof(float));
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg_sq, host + count,
-                                      count * sizeof(float));
+        status = tsrnn_adam_import(&tr->adam, host, host + count);
     if (status == TSRNN_OK)
         tr->adam.step = step;
     free(host);
     tsrnn_safetensors_finish(&st);
     return status;
-}
-
-/* A backend that runs the whole step as one program (pjrt) has Adam and MSELoss inside it:
- * the other optimizers, L1Loss and clipping are refused there, not silently dropped. The
- * learning-rate schedulers and early stopping run on the host and work everywhere. */
-static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
-{
-    const char *what = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM ? "optimizer_cls"
-                       : cfg->loss_fn != TSRNN_LOSS_MSE           ? "loss_fn"
-                       : cfg->gradient_clip_val > 0.0             ? "gradient_clip_val"
-                                                                  : NULL;
-    if (what == NULL)
-        return TSRNN_OK;
-    const char *section = strcmp(what, "gradient_clip_val") == 0 ? "trainer" : "training";
-    return tsrnn_error(TSRNN_ERR_USAGE,
-                       "%s: [%s] %s: the %s backend's compiled training step has Adam and "
-                       "MSELoss only, without clipping; accepted there: optimizer_cls = Adam, "
-                       "loss_fn = MSELoss, gradient_clip_val = 0 (or [trainer] accelerator = "
-                       "cpu)",
-                       tsrnn_config_origin(cfg, section, what), section, what,
-                       tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)));
 }
 
 /* [forecast] plot = true written in the config (not the default): the picture is asked for,
@@ -724,21 +695,35 @@ static enum tsrnn_status setup(struct trainer *tr)
         TSRNN_TRY(lock_run_folder(tr, false));
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
+    /* What the backend must provide, asked once, before anything is allocated (the pjrt
+     * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers
+     * and early stopping run on the host and work everywhere. */
+    struct tsrnn_compute_needs needs = {
+        .loss = cfg->loss_fn,
+        .other_optimizer = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM,
+        .clipping = cfg->gradient_clip_val > 0.0,
+        .world_size = tr->world_size,
+        .loss_origin = tsrnn_config_origin(cfg, "training", "loss_fn"),
+        .optimizer_origin = tsrnn_config_origin(cfg, "training", "optimizer_cls"),
+        .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
+    };
+    TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     tr->model.loss = cfg->loss_fn;
-    TSRNN_TRY(tsrnn_model_check_loss(&tr->model));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
     tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
     tsrnn_early_stopping_init(&tr->early_stopping, cfg);
-    if (tsrnn_model_fused_step(&tr->model) && tr->world_size > 1)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "the %s backend trains in one process (its replicas live inside the "
-                           "program); run tsrnn-worker alone, not %d workers",
-                           tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)), tr->world_size);
-    if (tsrnn_model_fused_step(&tr->model))
-        TSRNN_TRY(check_fused_controls(cfg));
+    if (tr->comm != NULL)
+        tsrnn_comm_step_reduce(tr->comm, &tr->reduce);
+    tr->read_every = 1;
+    if (!tsrnn_compute_caps(tr->compute)->immediate_results) {
+        int64_t every = cfg->log_every_n_steps;
+        tr->read_every = every < 1                              ? 1
+                         : every > TSRNN_MODEL_RESULTS_CAPACITY ? TSRNN_MODEL_RESULTS_CAPACITY
+                                                                : (size_t)every;
+    }
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0' && tr->writes_files)
@@ -765,10 +750,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
     tr->batch_se = malloc(B * sizeof(double));
-    if (cfg->gradient_clip_val > 0.0)
-        tr->grads_host = malloc(tr->model.table.total_count * sizeof(float) + 1);
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
-        tr->batch_se == NULL || (cfg->gradient_clip_val > 0.0 && tr->grads_host == NULL))
+        tr->batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
     /* Validation shards without padding: each window is evaluated exactly once. */
     for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
@@ -803,7 +786,6 @@ static void finish(struct trainer *tr)
     free(tr->val_idx);
     free(tr->val_se);
     free(tr->batch_se);
-    free(tr->grads_host);
     free(tr->gpus);
     tsrnn_run_lock_release(&tr->lock);
 }
@@ -815,95 +797,91 @@ static bool steps_done(const struct trainer *tr)
     return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
 }
 
-/* torch.nn.utils.clip_grad_norm_(parameters, max_norm), as Lightning's gradient_clip_val
- * calls it: each tensor's 2-norm (float32), the 2-norm of those (float32), clip_coef =
- * (total + 1e-6)^-1 * max_norm (Tensor.__rtruediv__ is reciprocal() * other), clamped to 1,
- * multiplying every gradient. The norms are summed in double here. */
-static enum tsrnn_status clip_grad_norm(struct trainer *tr)
+/* One optimizer step on the B windows idx, queued on the device: the batch, its dropout
+ * masks, the optimizer's update for this step, then the whole step behind the compute door
+ * (forward, loss, backward, the reduction over the ranks with this rank's stop request,
+ * clipping, the update). Its loss and whether it diverged are read later (read_steps). */
+static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_t B)
 {
-    const struct tsrnn_param_table *table = &tr->model.table;
-    TSRNN_TRY(tsrnn_compute_download(tr->compute, tr->grads_host, tr->model.grads,
-                                     table->total_count * sizeof(float)));
-    double total_sq = 0.0;
-    for (size_t e = 0; e < table->entry_count; e++) {
-        const float *g = tr->grads_host + table->entries[e].offset;
-        double sq = 0.0;
-        for (size_t i = 0; i < table->entries[e].count; i++)
-            sq += (double)g[i] * (double)g[i];
-        float norm = (float)sqrt(sq);
-        total_sq += (double)norm * (double)norm;
-    }
-    float total = (float)sqrt(total_sq);
-    float coef = (1.0f / (total + 1e-6f)) * (float)tr->cfg->gradient_clip_val;
-    if (!(coef < 1.0f))
-        return TSRNN_OK; /* clamp(max=1): multiplying by 1 changes nothing */
-    bool finite;
-    return tsrnn_model_scale_grads(&tr->model, coef, &finite);
-}
-
-/* One optimizer step on the B windows idx (batch `batch_idx` of the epoch); *loss gets its
- * MSE. */
-static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t batch_idx,
-                                    const size_t *idx, size_t B, float *loss)
-{
-    struct tsrnn_model *model = &tr->model;
+    size_t T = tr->ds->training_length;
     struct tsrnn_rng dropout_rng;
-
     tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_window_list_gather(&tr->ds->train, idx, B, tr->x, tr->y);
-    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->training_length));
-    bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
-    bool fused = tsrnn_model_fused_step(model); /* one program, one process (setup) */
-    if (fused) {
-        TSRNN_TRY(tsrnn_model_train_step(model, &tr->adam, &dropout_rng, loss, &finite));
-    } else {
-        TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
-        /* The loss after the backward, which does not need it: on a GPU, reading it waits for
-         * the whole step's queued work once, instead of stalling the queue between forward
-         * and backward. The same numbers either way. */
-        TSRNN_TRY(tsrnn_model_backward(model));
-        TSRNN_TRY(tsrnn_model_loss(model, loss));
+    struct tsrnn_step_args step = {
+        .x = tr->x,
+        .y = tr->y,
+        .batch_count = B,
+        .step_count = T,
+        .dropout_masks = tsrnn_model_dropout(&tr->model, B, T, &dropout_rng),
+        .loss = tr->cfg->loss_fn,
+        .clip_max_norm = (float)tr->cfg->gradient_clip_val,
+        .reduce = tr->comm != NULL ? &tr->reduce : NULL,
+        .stop_requested = tr->stop_requested != NULL && *tr->stop_requested,
+    };
+    tsrnn_adam_next_update(&tr->adam, &step.update);
+    struct tsrnn_step_state state = tsrnn_adam_state(&tr->adam, tr->model.params);
+    return tsrnn_compute_step(tr->model.ws, &state, &step);
+}
+
+/* Reads the results of the pending steps, the first of which was batch `first_batch` of the
+ * epoch and step tr->step - pending_count, and logs each one that updated the model as
+ * Lightning does (metrics.csv, TensorBoard every log_every_n_steps, the bar). A step that
+ * diverged ends the run; one after which the ranks agreed to stop sets stop_agreed. Steps
+ * queued after a halt did nothing: the step counters go back to what was done, and *next_batch
+ * is the batch to go on with. */
+static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t first_batch,
+                                    struct tsrnn_train_result *r, double *loss_sum,
+                                    size_t *next_batch)
+{
+    struct tsrnn_step_results res;
+    int64_t first_step = tr->step - (int64_t)tr->pending_count;
+    TSRNN_TRY(tsrnn_compute_step_results(tr->model.ws, tr->step_losses,
+                                         TSRNN_MODEL_RESULTS_CAPACITY, &res));
+    double now = tsrnn_clock_now_s();
+    for (size_t k = 0; k < res.updated; k++) {
+        int64_t step = first_step + (int64_t)k;
+        float loss = tr->step_losses[k];
+        if (tr->writes_files) {
+            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, step, loss));
+            /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
+            if (tr->tb.fd >= 0 && (step + 1) % tr->cfg->log_every_n_steps == 0) {
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, step));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, step));
+            }
+        }
+        r->sample_count += (int64_t)tr->pending_windows[k];
+        *loss_sum += loss;
+        if (step == 0) /* the run's step 0 */
+            r->first_step_loss = loss;
+        r->last_step_loss = loss;
+        tr->last_step_loss = loss;
+        tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
+        tsrnn_progress_update(&tr->progress, first_batch + k + 1, now);
     }
-    if (fused) {
-        /* the program checked the gradients and applied Adam */
-    } else if (tr->comm != NULL) {
-        /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
-         * rank then holds the same mean gradient, mean loss and decision, so all of them
-         * fail, stop or go on together. */
-        size_t n = model->table.total_count;
-        float flag = stop ? 1.0f : 0.0f, loss_and_flag[2];
-        TSRNN_TRY(tsrnn_compute_upload(tr->compute, model->grads + TSRNN_MODEL_STOP_SLOT(model),
-                                       &flag, sizeof(flag)));
-        TSRNN_TRY(allreduce(tr, true, model->grads, n + 2, TSRNN_COMM_F32));
-        TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f / (float)tr->world_size, &finite));
-        TSRNN_TRY(tsrnn_compute_download(tr->compute, loss_and_flag,
-                                         model->grads + TSRNN_MODEL_LOSS_SLOT(model),
-                                         sizeof(loss_and_flag)));
-        *loss = loss_and_flag[0];
-        stop = loss_and_flag[1] > 0.0f;
-    } else {
-        TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f, &finite));
-    }
-    tr->stop_agreed = stop;
-    if (!isfinite(*loss))
-        return tsrnn_error(TSRNN_ERR_NUMERIC,
-                           "training diverged: the loss is %g at epoch %lld, step %lld (batch "
-                           "%zu of the epoch); try a smaller [training] lr (now %g)",
-                           (double)*loss, (long long)epoch, (long long)tr->step, batch_idx,
-                           tr->cfg->lr);
-    if (!finite)
+    /* Steps queued after a halt updated nothing: neither they nor Adam's count of them
+     * happened. */
+    tr->adam.step -= (uint64_t)(res.taken - res.updated);
+    tr->step = first_step + (int64_t)res.updated;
+    *next_batch = first_batch + res.updated;
+    tr->pending_count = 0;
+    if (res.halt == TSRNN_STEP_DIVERGED) {
+        size_t k = res.halted_at;
+        float loss = tr->step_losses[k];
+        if (!isfinite(loss))
+            return tsrnn_error(TSRNN_ERR_NUMERIC,
+                               "training diverged: the loss is %g at epoch %lld, step %lld "
+                               "(batch %zu of the epoch); try a smaller [training] lr (now %g)",
+                               (double)loss, (long long)epoch, (long long)(first_step + (int64_t)k),
+                               first_batch + k, tr->adam.lr);
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
-                           (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
-    if (fused)
-        return TSRNN_OK;
-    /* After the allreduce, on the mean gradient: DDP has reduced the gradients before
-     * Lightning clips them. */
-    if (tr->cfg->gradient_clip_val > 0.0)
-        TSRNN_TRY(clip_grad_norm(tr));
-    return tsrnn_adam_step(&tr->adam, model->params, model->grads);
+                           (long long)epoch, (long long)(first_step + (int64_t)k), first_batch + k,
+                           tr->adam.lr);
+    }
+    tr->stop_agreed = res.halt == TSRNN_STEP_STOPPED;
+    return TSRNN_OK;
 }
 
 /* The validation loss: squared (MSELoss) or absolute (L1Loss) errors over every validation
@@ -921,14 +899,12 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         const size_t *idx = tr->val_idx + first;
         size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
         tsrnn_window_list_gather(val, idx, count, tr->x, tr->y);
-        TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
-        TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
-        TSRNN_TRY(tsrnn_model_window_errors(&tr->model, se));
+        TSRNN_TRY(tsrnn_model_evaluate(&tr->model, tr->x, tr->y, count, T, se));
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
     if (tr->comm != NULL)
-        TSRNN_TRY(allreduce(tr, false, tr->val_se, val->count, TSRNN_COMM_F64));
+        TSRNN_TRY(tsrnn_comm_allreduce_sum(tr->comm, tr->val_se, val->count, TSRNN_COMM_F64));
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
         sum += tr->val_se[i];
@@ -1059,35 +1035,24 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
-        /* Asked to stop (the flag travelled with the last step's gradients, so every rank
-         * agrees): checkpoint the steps done so far; an epoch's last batch first finishes
-         * the epoch, validation included, and the epoch's checkpoint covers it. */
+        /* Asked to stop (the flag travelled with a step's gradients, so every rank agrees):
+         * checkpoint the steps done so far; an epoch's last batch first finishes the epoch,
+         * validation included, and the epoch's checkpoint covers it. */
         if (tr->stop_agreed)
             return interrupt(tr, epoch, b);
         const size_t *idx;
         size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
-        float loss;
-        TSRNN_TRY(train_step(tr, epoch, b, idx, count, &loss));
-        double t1 = tsrnn_clock_now_s();
-        r->train_s += t1 - t0;
-        if (tr->writes_files) {
-            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
-            /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
-            if (tr->tb.fd >= 0 && (tr->step + 1) % tr->cfg->log_every_n_steps == 0) {
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, tr->step));
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step));
-            }
-        }
+        TSRNN_TRY(train_step(tr, idx, count));
+        tr->pending_windows[tr->pending_count++] = count;
         tr->step++;
-        r->sample_count += (int64_t)count;
-        loss_sum += loss;
-        if (tr->step == 1) /* the run's step 0 just finished */
-            r->first_step_loss = loss;
-        r->last_step_loss = loss;
-        tr->last_step_loss = loss;
-        tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
-        tsrnn_progress_update(&tr->progress, b + 1, t1);
+        /* Every rank reads at the same steps: what decides it is the same everywhere. */
+        if (tr->pending_count == tr->read_every || b + 1 == batch_count || steps_done(tr)) {
+            size_t next;
+            TSRNN_TRY(read_steps(tr, epoch, b + 1 - tr->pending_count, r, &loss_sum, &next));
+            b = next - 1;
+        }
+        r->train_s += tsrnn_clock_now_s() - t0;
     }
     r->epoch_mean_loss = loss_sum / (double)(tr->step - first_step);
     double monitor_value = r->epoch_mean_loss;
@@ -1564,7 +1529,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status == TSRNN_OK)
         status = tsrnn_tb_close(&tr.tb);
     r.total_s = tsrnn_clock_now_s() - start;
-    r.comm_s = tr.comm_s;
+    r.comm_s = tr.comm != NULL ? tsrnn_comm_allreduce_seconds(tr.comm) : 0.0;
     snprintf(r.run_dir, sizeof(r.run_dir), "%s", tr.run_dir);
     /* A resumed run's best may come from an earlier process. */
     if (status == TSRNN_OK && tr.best_checkpoint[0] == '\0' && tr.writes_files &&

@@ -14,6 +14,9 @@
 #include "cuda.h"
 #include "tsrnn/dynlib.h"
 
+/* The most tensors a model has: four per layer and the head's two. */
+#define CLIP_TENSORS_MAX (4 * TSRNN_MODEL_MAX_LAYERS + 2)
+
 /* Our kernels are built for compute capability 9.0 (sm_90 code and compute_90 PTX, which
  * newer GPUs compile when loading); older GPUs cannot run them. */
 #define MIN_COMPUTE_MAJOR 9
@@ -197,6 +200,12 @@ static void cuda_destroy(struct tsrnn_compute *ctx)
         (void)cudaFree(cuda->flag);
     if (cuda->flag_host != NULL)
         (void)cudaFreeHost(cuda->flag_host);
+    if (cuda->cublas_workspace != NULL)
+        (void)cudaFree(cuda->cublas_workspace);
+    if (cuda->clip_scratch != NULL)
+        (void)cudaFree(cuda->clip_scratch);
+    if (cuda->clip_layout != NULL)
+        (void)cudaFree(cuda->clip_layout);
     if (cuda->cudnn != NULL)
         (void)DL(cudnnDestroy)(cuda->cudnn);
     if (cuda->cublas != NULL)
@@ -239,6 +248,16 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
     if (status == TSRNN_OK)
         status = tsrnn_cublas_check(DL(cublasSetMathMode)(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
                                     "setting cuBLAS's math mode");
+    /* cuBLAS's workspace, given once: a product in a captured step then allocates nothing
+     * (32 MiB: what NVIDIA's cuBLAS notes ask for on Hopper). */
+    cuda->cublas_workspace_nbytes = 32u << 20;
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_malloc(cuda, &cuda->cublas_workspace, cuda->cublas_workspace_nbytes,
+                                   "cuBLAS's workspace");
+    if (status == TSRNN_OK)
+        status = tsrnn_cublas_check(DL(cublasSetWorkspace)(cuda->cublas, cuda->cublas_workspace,
+                                                           cuda->cublas_workspace_nbytes),
+                                    cuda, "giving cuBLAS its workspace");
     if (status == TSRNN_OK)
         status = tsrnn_cudnn_check(DL(cudnnCreate)(&cuda->cudnn), cuda, "starting cuDNN");
     if (status == TSRNN_OK)
@@ -250,6 +269,12 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
     if (status == TSRNN_OK)
         status = tsrnn_cuda_check(cudaMallocHost((void **)&cuda->flag_host, sizeof(int)), cuda,
                                   "allocating pinned host memory");
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_scratch,
+                                   (CLIP_TENSORS_MAX + 1) * sizeof(float), "clipping's norms");
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_layout,
+                                   2 * CLIP_TENSORS_MAX * sizeof(size_t), "clipping's layout");
     if (status != TSRNN_OK) {
         cuda_destroy(&cuda->base);
         return status;
@@ -354,13 +379,49 @@ static enum tsrnn_status cuda_adam_update(struct tsrnn_compute *ctx, float *para
                             cuda, "updating the parameters (Adam)");
 }
 
+/* clip_grad_norm outside a training step (the step runs the same kernels itself): the tensors'
+ * layout copied up, the kernels, nothing skipped. */
+static enum tsrnn_status cuda_clip_grad_norm(struct tsrnn_compute *ctx, float *grads,
+                                             const struct tsrnn_param_table *table, float max_norm)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    const char *what = "clipping the gradients";
+    size_t layout[2 * CLIP_TENSORS_MAX], n = table->entry_count;
+    if (n > CLIP_TENSORS_MAX)
+        return tsrnn_error(TSRNN_ERR_USAGE, "clipping %zu tensors, at most %d", n,
+                           CLIP_TENSORS_MAX);
+    for (size_t e = 0; e < n; e++) {
+        layout[e] = table->entries[e].offset;
+        layout[n + e] = table->entries[e].count;
+    }
+    TSRNN_TRY(tsrnn_cuda_check(cudaMemcpyAsync(cuda->clip_layout, layout, 2 * n * sizeof(size_t),
+                                               cudaMemcpyHostToDevice, cuda->stream),
+                               cuda, what));
+    return tsrnn_cuda_check(tsrnn_kernel_clip(grads, table->total_count, cuda->clip_scratch,
+                                              cuda->clip_scratch + CLIP_TENSORS_MAX,
+                                              cuda->clip_layout, cuda->clip_layout + n, n, max_norm,
+                                              NULL, cuda->stream),
+                            cuda, what);
+}
+
 const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
     .kind = TSRNN_COMPUTE_CUDA,
     .name = "cuda",
+    /* cuDNN's RNN API per layer (the door composes validation's forward from them), the step
+     * its own (step.c): captured as a graph per batch shape, results read later. No L1Loss. */
+    .caps = {
+        .host_memory = false,
+        .layer_ops = true,
+        .l1_loss = false,
+        .optimizers = true,
+        .clipping = true,
+        .reduction = true,
+        .immediate_results = false,
+        .step_graphs = true,
+    },
     .probe = cuda_probe,
     .create = cuda_create,
     .destroy = cuda_destroy,
-    .host_memory = false,
     .stream = cuda_stream,
     .device_memory = cuda_device_memory,
     .alloc = cuda_alloc,
@@ -383,4 +444,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
     .output_download = tsrnn_cuda_output_download,
     .scale_check = cuda_scale_check,
     .adam_update = cuda_adam_update,
+    .clip_grad_norm = cuda_clip_grad_norm,
+    .step = tsrnn_cuda_step,
+    .step_results = tsrnn_cuda_step_results,
 };
