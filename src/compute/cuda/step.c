@@ -222,8 +222,8 @@ static enum tsrnn_status stage_update(struct step_run *r)
     }
 
 static const struct tsrnn_cuda_stage plan_captured[] = {
-    { "the batch, masks and scalars into pinned staging", TSRNN_CUDA_STAGE_HOST, NULL },
     { "cuDNN's batch descriptors", TSRNN_CUDA_STAGE_HOST, NULL },
+    { "the batch, masks and scalars into pinned staging", TSRNN_CUDA_STAGE_HOST, NULL },
     { "the staging copied up", TSRNN_CUDA_STAGE_COPY_UP, NULL },
     { "the graph of the batch shape: captured or launched", TSRNN_CUDA_STAGE_CAPTURE_BEGIN, NULL },
     DEVICE_STAGES(TSRNN_CUDA_STAGE_REDUCE_QUEUED),
@@ -232,8 +232,8 @@ static const struct tsrnn_cuda_stage plan_captured[] = {
 };
 
 static const struct tsrnn_cuda_stage plan_host_reduce[] = {
-    { "the batch, masks and scalars into pinned staging", TSRNN_CUDA_STAGE_HOST, NULL },
     { "cuDNN's batch descriptors", TSRNN_CUDA_STAGE_HOST, NULL },
+    { "the batch, masks and scalars into pinned staging", TSRNN_CUDA_STAGE_HOST, NULL },
     { "the staging copied up", TSRNN_CUDA_STAGE_COPY_UP, NULL },
     DEVICE_STAGES(TSRNN_CUDA_STAGE_REDUCE_HOST),
     { "the step's event", TSRNN_CUDA_STAGE_RECORD, NULL },
