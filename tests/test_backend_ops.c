@@ -501,6 +501,10 @@ enum op {
     OP_SCALE_CHECK,
     OP_ADAM_UPDATE,
     OP_MEMORY,
+    OP_DOOR_FORWARD,
+    OP_DOOR_STEP,
+    OP_DOOR_STEP_CLIPPED,
+    OP_DOOR_HALTS,
     OP_COUNT
 };
 
@@ -519,6 +523,10 @@ static const char *const op_names[OP_COUNT] = {
     [OP_SCALE_CHECK] = "scale_check",
     [OP_ADAM_UPDATE] = "adam_update",
     [OP_MEMORY] = "alloc/upload/download/zero",
+    [OP_DOOR_FORWARD] = "door: forward + window errors",
+    [OP_DOOR_STEP] = "door: step (params, loss)",
+    [OP_DOOR_STEP_CLIPPED] = "door: step, clipped",
+    [OP_DOOR_HALTS] = "door: step's stop, divergence",
 };
 
 struct op_stat {
@@ -1071,6 +1079,182 @@ static void run_draw(struct draw *d)
     cur_draw = "";
 }
 
+/* --- the door's whole operations ------------------------------------------------------------ */
+
+#define DOOR_LR 0.5f /* the step's learning rate: large, so that the update shows */
+
+/* SGD's scalars on Adam's operation (include/tsrnn/optim.h): p' = p - lr g exactly, linear in
+ * the gradient, so that the reference's gradient and its tolerance carry over. */
+static struct tsrnn_step_update sgd_update(void)
+{
+    return (struct tsrnn_step_update){
+        .decay = 1.0f,
+        .adam = { .beta1 = 0.0f,
+                  .one_minus_beta1 = 1.0f,
+                  .beta2 = 0.0f,
+                  .one_minus_beta2 = 0.0f,
+                  .bias_correction2_sqrt = 1.0f,
+                  .eps = 1.0f,
+                  .neg_step_size = -DOOR_LR },
+    };
+}
+
+/* The draw's dropout masks as the step takes them, (L-1, T, B, H); NULL without. */
+static float *step_masks(const struct draw *d)
+{
+    if (!d->masked)
+        return NULL;
+    size_t n = d->T * d->B * d->dims.hidden_count, L = d->dims.layer_count;
+    float *masks = host_floats((L - 1) * n);
+    for (size_t l = 1; l < L; l++)
+        memcpy(masks + (l - 1) * n, d->masks[l], n * sizeof(float));
+    return masks;
+}
+
+/* One step through the door from the draw's parameters and zero moments; its results read
+ * back. Returns the parameters after it (host). */
+static float *door_step(struct tsrnn_workspace *ws, const struct draw *d, const float *x,
+                        const float *masks, float clip, bool stop, size_t steps,
+                        struct tsrnn_step_results *res, float *losses)
+{
+    struct tsrnn_compute *ctx = cur_config->ctx;
+    size_t n = d->real.table.total_count, nbytes = n * sizeof(float);
+    struct tsrnn_step_state state = { .params = dev_alloc(nbytes),
+                                      .exp_avg = dev_alloc(nbytes),
+                                      .exp_avg_sq = dev_alloc(nbytes) };
+    dev_upload(state.params, d->params, nbytes);
+    OK(tsrnn_compute_zero(ctx, state.exp_avg, nbytes));
+    OK(tsrnn_compute_zero(ctx, state.exp_avg_sq, nbytes));
+    for (size_t k = 0; k < steps; k++) {
+        struct tsrnn_step_args args = {
+            .x = x,
+            .y = d->y,
+            .batch_count = d->B,
+            .step_count = d->T,
+            .dropout_masks = masks,
+            .loss = TSRNN_LOSS_MSE,
+            .clip_max_norm = clip,
+            .update = sgd_update(),
+            .stop_requested = stop && k == 0,
+        };
+        OK(tsrnn_compute_step(ws, &state, &args));
+    }
+    OK(tsrnn_compute_step_results(ws, losses, steps, res));
+    float *after = host_floats(n);
+    dev_download(after, state.params, nbytes);
+    dev_free(state.params);
+    dev_free(state.exp_avg);
+    dev_free(state.exp_avg_sq);
+    return after;
+}
+
+/* The door's forward (validation's), its step (with SGD's scalars, and clipped where the
+ * backend clips) against the reference, and the step's halts: a stop agreed at the first of
+ * two steps updates once; a step over a NaN input updates nothing. */
+static void run_door(struct draw *d, bool halts)
+{
+    struct tsrnn_compute *ctx = cur_config->ctx;
+    const struct tsrnn_compute_caps *caps = tsrnn_compute_caps(ctx);
+    size_t B = d->B, T = d->T, C = d->dims.input_count, n = d->real.table.total_count;
+    struct tsrnn_workspace *ws;
+    cur_draw = d->label;
+    OK(tsrnn_compute_workspace_create(&ws, ctx, &d->dims, d->batch_capacity, d->step_capacity, 4));
+
+    /* Validation's forward: no dropout, so only where the reference drew none. */
+    if (!d->masked) {
+        float *params = dev_alloc(n * sizeof(float));
+        dev_upload(params, d->params, n * sizeof(float));
+        OK(tsrnn_compute_forward(ws, params, d->x, d->y, B, T, TSRNN_FORWARD_ZERO));
+        float *out = nan_floats(T * B * C), *step = host_floats(B * C);
+        for (size_t t = 0; t < T; t++) {
+            OK(tsrnn_compute_output(ws, t, step));
+            memcpy(out + t * B * C, step, B * C * sizeof(float));
+        }
+        check_floats(OP_DOOR_FORWARD, "out", "tbo", (size_t[]){ T, B, C }, 3, out, d->real.out);
+        double *se = malloc(B * sizeof(double));
+        assert_non_null(se);
+        OK(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, se));
+        for (size_t b = 0; b < B; b++)
+            check_value(OP_DOOR_FORWARD, "se", "b", (size_t[]){ B }, 1, b, se[b], d->real.se[b]);
+        check_end();
+        free(se);
+        free(out);
+        free(step);
+        dev_free(params);
+    }
+
+    /* One step: p - lr g, g the reference's gradient (without the prefill the per-layer
+     * check accumulated onto). */
+    float *masks = step_masks(d), loss;
+    struct dm *want = malloc(n * sizeof(*want));
+    assert_non_null(want);
+    double norm_sq = 0.0, norm_m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double g = d->real.grads[i].v - (double)d->prefill[i];
+        norm_sq += g * g;
+        norm_m += fabs(g) * d->real.grads[i].m;
+        want[i] = (struct dm){ (double)d->params[i] - DOOR_LR * g,
+                               fabs((double)d->params[i]) + DOOR_LR * d->real.grads[i].m };
+    }
+    struct tsrnn_step_results res;
+    float *after = door_step(ws, d, d->x, masks, 0.0f, false, 1, &res, &loss);
+    if (res.taken != 1 || res.updated != 1 || res.halt != TSRNN_STEP_RAN)
+        fail_msg("step on %s: %zu taken, %zu updated, halt %d", where(), res.taken, res.updated,
+                 (int)res.halt);
+    check_floats(OP_DOOR_STEP, "params", NULL, (size_t[]){ n }, 1, after, want);
+    check_value(OP_DOOR_STEP, "loss", NULL, (size_t[]){ 1 }, 1, 0, loss, d->real.loss);
+    check_end();
+    free(after);
+
+    /* Clipped to half the gradient's norm: p - lr coef g, coef = max_norm / (norm + 1e-6). */
+    if (caps->clipping && norm_sq > 0.0) {
+        double norm = sqrt(norm_sq), max_norm = 0.5 * norm, coef = max_norm / (norm + 1e-6);
+        double coef_m = coef * norm_m / norm_sq; /* the norm's first-order error, relative */
+        for (size_t i = 0; i < n; i++) {
+            double g = d->real.grads[i].v - (double)d->prefill[i];
+            want[i] = (struct dm){ (double)d->params[i] - DOOR_LR * coef * g,
+                                   fabs((double)d->params[i]) +
+                                       DOOR_LR * (coef * d->real.grads[i].m + fabs(g) * coef_m) };
+        }
+        after = door_step(ws, d, d->x, masks, (float)max_norm, false, 1, &res, &loss);
+        check_floats(OP_DOOR_STEP_CLIPPED, "params", NULL, (size_t[]){ n }, 1, after, want);
+        free(after);
+    }
+
+    if (halts) {
+        /* The ranks (here: this one) agree to stop at the first of two steps: it updates, the
+         * second does not. */
+        float losses[2], *once = door_step(ws, d, d->x, masks, 0.0f, false, 1, &res, losses);
+        float *twice = door_step(ws, d, d->x, masks, 0.0f, true, 2, &res, losses);
+        if (res.taken != 2 || res.updated != 1 || res.halt != TSRNN_STEP_STOPPED ||
+            res.halted_at != 0)
+            fail_msg("a stop at the first of two steps on %s: %zu taken, %zu updated, halt %d at "
+                     "%zu",
+                     where(), res.taken, res.updated, (int)res.halt, res.halted_at);
+        check_bits(OP_DOOR_HALTS, "params after a stop", twice, once, n);
+        free(once);
+        free(twice);
+        /* A NaN in the input: the loss and gradients are not finite; nothing is updated. */
+        float *x = host_floats(B * T * C);
+        memcpy(x, d->x, B * T * C * sizeof(float));
+        x[0] = NAN;
+        float *none = door_step(ws, d, x, masks, 0.0f, false, 2, &res, losses);
+        if (res.taken != 2 || res.updated != 0 || res.halt != TSRNN_STEP_DIVERGED ||
+            res.halted_at != 0 || !isnan(losses[0]) || !isnan(losses[1]))
+            fail_msg("a step over a NaN on %s: %zu taken, %zu updated, halt %d at %zu, losses "
+                     "%g %g",
+                     where(), res.taken, res.updated, (int)res.halt, res.halted_at,
+                     (double)losses[0], (double)losses[1]);
+        check_bits(OP_DOOR_HALTS, "params after a divergence", none, d->params, n);
+        free(none);
+        free(x);
+    }
+    free(want);
+    free(masks);
+    tsrnn_compute_workspace_destroy(ws);
+    cur_draw = "";
+}
+
 /* --- the optimizer's ops and memory, on buffers of their own ------------------------------ */
 
 /* buf *= scale, and whether every element is finite after it; scale 1 must leave the bits. */
@@ -1310,17 +1494,23 @@ static void test_backend(void **state)
         skip();
     }
     if (kind == TSRNN_COMPUTE_PJRT) {
-        /* Memory only: its model ops are whole programs (train_step, model_forward; the
-         * per-layer entries answer TSRNN_ERR_USAGE), checked against the CPU backend step by
-         * step by test_pjrt. */
+        /* No per-layer operations (caps.layer_ops): its whole ones through the door (each
+         * draw's programs compiled anew: the first three draws, one of each cell), and memory.
+         * test_pjrt checks its steps against the CPU backend's over whole runs. */
         struct config pjrt = { .name = "XLA CPU plugin", .thread_count = 1, .gemm_path = -1 };
         struct tsrnn_compute_options options = { .kind = kind, .plugin_path = plugin };
         struct tsrnn_rng rng;
         cur_config = &pjrt;
         OK(tsrnn_compute_create(&pjrt.ctx, &options));
+        for (size_t i = 0; i < 3; i++) {
+            struct draw d;
+            draw_init(&d, i);
+            run_door(&d, i == 0);
+            draw_finish(&d);
+        }
         tsrnn_rng_init(&rng, SEED, 1000);
         run_memory(&rng);
-        print_table(cur_backend, &pjrt, 1, 0);
+        print_table(cur_backend, &pjrt, 1, 3);
         tsrnn_compute_destroy(pjrt.ctx);
         return;
     }
@@ -1357,6 +1547,7 @@ static void test_backend(void **state)
         for (size_t c = 0; c < config_count; c++) {
             cur_config = &configs[c];
             run_draw(&d);
+            run_door(&d, i == 0);
         }
         draw_finish(&d);
     }
