@@ -62,7 +62,11 @@ struct tsrnn_comm;
  * connections are up (a barrier ends it): a rank that aborts right after fails its peers'
  * next collective, not their connecting. TSRNN_ERR_USAGE for a bad option
  * or a backend this build lacks, TSRNN_ERR_COMM for a peer that failed or timed out. Sets
- * *comm to NULL on failure. A rendezvous folder serves one open per rank. */
+ * *comm to NULL on failure, except where this rank had already joined a job that only an
+ * abort ends (mpi: MPI_Init met the peers, then MPI's world proved not to be the one of the
+ * options, TSRNN_ERR_USAGE): then *comm is a failed communicator, to pass to
+ * tsrnn_comm_abort_job() (after printing the error: it does not return) and close. A
+ * rendezvous folder serves one open per rank. */
 enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_comm_options *opt);
 
 /* Sums `count` elements of `buf` over all ranks, in place; every rank gets the same sum, bit

@@ -30,7 +30,10 @@ struct tsrnn_comm_backend {
     /* Collectives take device memory of opt->compute (NCCL); otherwise host memory. The
      * dispatcher stages a buffer that is in the other place. */
     bool device_buffers;
-    /* Joins the world; on success *state is the backend's (any value, NULL included). */
+    /* Joins the world; on success *state is the backend's (any value, NULL included). On
+     * failure *state is NULL, unless the rank joined a job whose peers only abort() can
+     * release (mpi: MPI's world is not the options'): then the dispatcher keeps the state in
+     * a failed communicator, for the caller to abort() and close(). */
     enum tsrnn_status (*open)(void **state, const struct tsrnn_comm_options *opt);
     enum tsrnn_status (*allreduce_sum)(void *state, void *buf, size_t count,
                                        enum tsrnn_comm_dtype dtype);

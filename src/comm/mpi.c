@@ -10,6 +10,11 @@
  * peer that dies is seen first by the launcher (Open MPI's daemons notice the process exit
  * and kill the job within about a second), not by this file.
  *
+ * MPI_Init meets the other ranks; a rank that then finds MPI's world is not the one its
+ * launcher's variables described (world.h) cannot leave by MPI_Finalize, which waits for
+ * peers that are elsewhere: its open() fails with the state set, the dispatcher hands out a
+ * failed communicator, and the worker ends the job with MPI_Abort (exit code 2) at once.
+ *
  * Polling keeps the cost of a collective near MPI's blocking one: MPI_Test in a loop that
  * yields the core while the collective is young (ranks may share cores), then sleeps 100 µs
  * between tests, so a long wait does not burn a core it shares with a peer.
@@ -33,6 +38,10 @@ enum {
  * backend, an NCCL bootstrap) hold it. */
 static bool initialised_here;
 static int holders;
+/* MPI's world is not the launcher's (hold_mpi()): the peers may be anywhere, so no
+ * MPI_Finalize, which would wait for them; ending the process ends the job (the launcher
+ * sees a rank leave without it), MPI_Abort sooner. */
+static bool world_mismatch;
 
 /* How long a collective is polled with sched_yield() before the 100 µs sleeps start. */
 #define YIELD_PHASE_S 0.01
@@ -64,12 +73,16 @@ static enum tsrnn_status hold_mpi(int rank, int world_size)
     int mpi_rank = -1, mpi_size = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
-    if (mpi_rank != rank || mpi_size != world_size)
+    if (mpi_rank != rank || mpi_size != world_size) {
+        world_mismatch = true;
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "MPI says this process is rank %d of %d, but its launcher's "
+                           "MPI says this process is rank %d of %d%s, but its launcher's "
                            "variables said rank %d of %d: start tsrnn-worker directly under "
-                           "mpirun or srun, one process per rank",
-                           mpi_rank, mpi_size, rank, world_size);
+                           "mpirun or srun --mpi=pmix, one process per rank",
+                           mpi_rank, mpi_size,
+                           mpi_size == 1 ? " (MPI_Init found no launcher it can join)" : "", rank,
+                           world_size);
+    }
     return TSRNN_OK;
 }
 
@@ -78,7 +91,7 @@ static void release_mpi(void)
     if (holders > 0 && --holders == 0 && initialised_here) {
         int finalized = 0;
         MPI_Finalized(&finalized);
-        if (!finalized)
+        if (!finalized && !world_mismatch)
             MPI_Finalize();
         initialised_here = false;
     }
@@ -121,11 +134,12 @@ static enum tsrnn_status mpi_hold(int rank, int world_size);
 
 static enum tsrnn_status mpi_open(void **state, const struct tsrnn_comm_options *opt)
 {
-    *state = NULL;
-    TSRNN_TRY(mpi_hold(opt->rank, opt->world_size));
     the_state.timeout_s = opt->timeout_s;
-    *state = &the_state;
-    return TSRNN_OK;
+    enum tsrnn_status status = mpi_hold(opt->rank, opt->world_size);
+    /* After MPI_Init, a world that is not the launcher's leaves the peers waiting: the state
+     * goes with the failure, for the worker to abort the job (backend.h). */
+    *state = status == TSRNN_OK || world_mismatch ? &the_state : NULL;
+    return status;
 }
 
 static enum tsrnn_status mpi_allreduce_sum(void *state, void *buf, size_t count,
