@@ -25,6 +25,7 @@
 #ifndef TSRNN_COMM_H
 #define TSRNN_COMM_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "tsrnn/compute.h"
@@ -52,6 +53,13 @@ struct tsrnn_comm_options {
      * stream (tsrnn_compute_stream) a device backend orders its work on. NULL: no device;
      * the *_device calls then take host memory. Not owned; it outlives the communicator. */
     struct tsrnn_compute *compute;
+    /* The worker's SIGINT/SIGTERM flag (NULL: none). mpi: once it is set, the other ranks must
+     * complete a collective that began with it set within a short grace (at least 2 s; twice
+     * the longest collective cycle seen, at most timeout_s), or the collective fails
+     * (TSRNN_ERR_COMM, "a rank is gone"): under srun, SIGTERM is also what the surviving
+     * ranks get when a task dies (src/comm/mpi.c). The other backends see a dead peer by
+     * themselves and ignore it. */
+    const volatile sig_atomic_t *stop_requested;
 };
 
 struct tsrnn_comm;

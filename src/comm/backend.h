@@ -62,7 +62,7 @@ extern const struct tsrnn_comm_backend tsrnn_comm_nccl_backend;  /* nccl.c */
  * included.
  *
  * A module exports one symbol, tsrnn_comm_NAME_module: a function returning its table. */
-#define TSRNN_COMM_MODULE_ABI 1 /* raised when this header or comm.h's options change */
+#define TSRNN_COMM_MODULE_ABI 2 /* raised when this header or comm.h's options change */
 
 struct tsrnn_comm_module {
     int abi; /* TSRNN_COMM_MODULE_ABI of the module's build */
