@@ -552,29 +552,31 @@ static const char *task_script(const char *dir)
     return path;
 }
 
-/* srun --mpi=pmix -N2 -n2 --kill-on-bad-exit=1 (what tsrnn.sbatch runs) `program` in `dir`;
- * `mpi` replaces --mpi=pmix (NULL: none). */
-static const char **srun_argv(const char **argv, const char *mpi, const char *program,
+/* What tsrnn.sbatch runs srun with. */
+static const char *const pmix_job[] = { "--mpi=pmix", "--kill-on-bad-exit=1", NULL };
+
+/* srun <options> -N2 -n2 `program` with the worker's arguments. */
+static const char **srun_argv(const char **argv, const char *const *options, const char *program,
                               const char *const *extra)
 {
     size_t n = 0;
     argv[n++] = programs[P_SRUN];
-    if (mpi != NULL)
-        argv[n++] = mpi;
+    for (; *options != NULL; options++)
+        argv[n++] = *options;
     argv[n++] = "-N2";
     argv[n++] = "-n2";
-    argv[n++] = "--kill-on-bad-exit=1";
     argv[n++] = program;
     worker_args(argv, &n, extra);
     argv[n] = NULL;
     return argv;
 }
 
-static int srun(struct tu_result *res, const char *dir, const char *mpi, const char *program,
-                const char *const *extra)
+/* srun in `dir`, waited for. */
+static int srun(struct tu_result *res, const char *dir, const char *const *options,
+                const char *program, const char *const *extra)
 {
     const char *argv[96];
-    return client(res, dir, srun_argv(argv, mpi, program, extra), 120);
+    return client(res, dir, srun_argv(argv, options, program, extra), 120);
 }
 
 /* dir/darts_logs/<model>, in a static buffer per slot. */
@@ -655,7 +657,7 @@ static double resume_against_whole(const char *dir, const char *model, long epoc
     sets[n++] = "--resume=last";
     sets[n++] = "output.force_reset=false";
     sets[n] = NULL;
-    if (srun(res, dir, "--mpi=pmix", tu_env("TSRNN_WORKER"), sets) != 0)
+    if (srun(res, dir, pmix_job, tu_env("TSRNN_WORKER"), sets) != 0)
         fail_msg("the resumed run: exit %d; stderr:\n%s", res->exit_code, res->err);
     tu_expect_in(res->out, "Restored all states from the checkpoint");
     char whole_name[64];
@@ -663,7 +665,7 @@ static double resume_against_whole(const char *dir, const char *model, long epoc
     const char *whole = subdir(3, whole_name);
     sets[n - 3] = "output.model_name=run";
     sets[n - 2] = NULL;
-    if (srun(res, whole, "--mpi=pmix", tu_env("TSRNN_WORKER"), sets) != 0)
+    if (srun(res, whole, pmix_job, tu_env("TSRNN_WORKER"), sets) != 0)
         fail_msg("the uninterrupted run: exit %d; stderr:\n%s", res->exit_code, res->err);
     free(res);
     return weight_difference(run_folder(0, dir, model), run_folder(1, whole, "run"), steps);
@@ -679,7 +681,7 @@ static void test_srun_equals_mpirun(void **state)
     struct tu_result *res = malloc(sizeof(*res));
     const char *far = subdir(0, "srun"), *near = subdir(1, "mpirun");
     double t0 = now_s();
-    int rc = srun(res, far, "--mpi=pmix", task_script(far), NULL);
+    int rc = srun(res, far, pmix_job, task_script(far), NULL);
     double srun_s = now_s() - t0;
     if (rc != 0)
         fail_msg("srun --mpi=pmix -N2 -n2: exit %d; stderr:\n%s", rc, res->err);
@@ -730,13 +732,16 @@ static void test_srun_without_pmix_is_refused(void **state)
     (void)state;
     struct tu_result *res = malloc(sizeof(*res));
     const char *dir = subdir(0, "nopmix");
-    const char *how[] = { NULL, "--mpi=pmi2" };
+    /* Without --kill-on-bad-exit: with it, the rank that refuses first gets the other killed
+     * (exit 143) before it has refused too, on a busy machine. */
+    const char *const none[] = { NULL }, *const pmi2[] = { "--mpi=pmi2", NULL };
+    const char *const *how[] = { none, pmi2 };
     const char *expect[] = { "without PMIx (no --mpi, and the cluster's MpiDefault is none)",
                              "without PMIx (SLURM_MPI_TYPE=pmi2)" };
     for (int i = 0; i < 2; i++) {
         double t0 = now_s();
         int rc = srun(res, dir, how[i], tu_env("TSRNN_WORKER"), NULL);
-        printf("# srun %s -N2 -n2: exit %d after %.2f s\n", how[i] ? how[i] : "(no --mpi)", rc,
+        printf("# srun %s-N2 -n2: exit %d after %.2f s\n", i == 0 ? "" : "--mpi=pmi2 ", rc,
                now_s() - t0);
         assert_int_equal(rc, 2);
         tu_expect_in(res->err, expect[i]);
@@ -966,7 +971,7 @@ static void job_start(struct job *j, const char *name, const char *const *extra)
     j->dir = subdir(2, name);
     snprintf(j->log, sizeof(j->log), "%s/srun.log", j->dir);
     const char *argv[96];
-    srun_argv(argv, "--mpi=pmix", task_script(j->dir), extra);
+    srun_argv(argv, pmix_job, task_script(j->dir), extra);
     j->pid = spawn(on_host(1, 0, argv), j->log, j->dir);
     assert_true(j->pid > 0);
     /* Both tasks run and rank 0 has written its first checkpoint: training is on. */
