@@ -25,6 +25,7 @@
 #ifndef TSRNN_COMM_H
 #define TSRNN_COMM_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "tsrnn/compute.h"
@@ -52,6 +53,13 @@ struct tsrnn_comm_options {
      * stream (tsrnn_compute_stream) a device backend orders its work on. NULL: no device;
      * the *_device calls then take host memory. Not owned; it outlives the communicator. */
     struct tsrnn_compute *compute;
+    /* The worker's SIGINT/SIGTERM flag (NULL: none). mpi: once it is set, the other ranks must
+     * complete a collective that began with it set within a short grace (at least 2 s; twice
+     * the longest collective cycle seen, at most timeout_s), or the collective fails
+     * (TSRNN_ERR_COMM, "a rank is gone"): under srun, SIGTERM is also what the surviving
+     * ranks get when a task dies (src/comm/mpi.c). The other backends see a dead peer by
+     * themselves and ignore it. */
+    const volatile sig_atomic_t *stop_requested;
 };
 
 struct tsrnn_comm;
@@ -62,7 +70,11 @@ struct tsrnn_comm;
  * connections are up (a barrier ends it): a rank that aborts right after fails its peers'
  * next collective, not their connecting. TSRNN_ERR_USAGE for a bad option
  * or a backend this build lacks, TSRNN_ERR_COMM for a peer that failed or timed out. Sets
- * *comm to NULL on failure. A rendezvous folder serves one open per rank. */
+ * *comm to NULL on failure, except where this rank had already joined a job that only an
+ * abort ends (mpi: MPI_Init met the peers, then MPI's world proved not to be the one of the
+ * options, TSRNN_ERR_USAGE): then *comm is a failed communicator, to pass to
+ * tsrnn_comm_abort_job() (after printing the error: it does not return) and close. A
+ * rendezvous folder serves one open per rank. */
 enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_comm_options *opt);
 
 /* Sums `count` elements of `buf` over all ranks, in place; every rank gets the same sum, bit

@@ -13,9 +13,17 @@
  * Without TSRNN_RANK, a process started by an MPI launcher finds its place from that
  * launcher's variables, read before MPI_Init, the first set of these that is present:
  *     mpirun (Open MPI)  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
- *     PMI (MPICH, Intel MPI's hydra, srun --mpi=pmi2)  PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
- *                        MPI_LOCALNRANKS
+ *     PMI                PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
  *     srun (Slurm)       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ * The MPI tsrnn links is Open MPI, whose ranks join a job through its own mpirun or through
+ * PMIx: mpirun, and srun --mpi=pmix (which sets PMIX_RANK and SLURM_STEP_ID), are what works.
+ * A world of more than one rank in a Slurm step without PMIx (srun without --mpi where the
+ * cluster's MpiDefault is none; srun --mpi=pmi2, whose PMI_* variables make it the PMI
+ * launcher), or described by SLURM_* without SLURM_STEP_ID (the batch script itself, no
+ * srun), is refused before MPI_Init (TSRNN_ERR_USAGE, with the srun --mpi=pmix hint): its
+ * MPI_Init would fail on every rank. PMI_* outside Slurm (MPICH's or Intel MPI's hydra) is
+ * read, but Open MPI cannot join such a job: each rank's MPI_Init makes it a world of one,
+ * and the comm backend's check (MPI's world against these variables) refuses that.
  * Its comm backend is mpi (world size 1: local) until the rank, knowing its config and
  * device, chooses with tsrnn_world_choose_mpi_comm() (below: nccl and one GPU per GPU rank),
  * and a build without MPI refuses a world of more than one rank (TSRNN_ERR_USAGE: its ranks

@@ -207,8 +207,15 @@ enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_c
     };
     enum tsrnn_status status = backend->open(&c->state, opt);
     if (status != TSRNN_OK) {
-        free(c);
-        return backend_failed(status, "rank %d", opt->rank);
+        status = backend_failed(status, "rank %d", opt->rank);
+        if (c->state == NULL) {
+            free(c);
+            return status;
+        }
+        /* Joined, then refused: the peers wait for this rank until the job is aborted. */
+        c->failed = true;
+        *comm = c;
+        return status;
     }
     *comm = c;
     return TSRNN_OK;
