@@ -15,9 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <cudnn.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -118,6 +116,11 @@ cudaError_t tsrnn_kernel_step_update(float *params, float *exp_avg, float *exp_a
 #endif
 
 #ifndef __CUDACC__
+/* The host side only: nvcc compiles kernels.cu without cuBLAS's and cuDNN's headers, which
+ * may live elsewhere than the toolkit's (NVIDIA's pip wheels). */
+#include <cublas_v2.h>
+#include <cudnn.h>
+
 #include "src/compute/backend.h"
 
 /* cuBLAS and cuDNN are loaded with dlopen when the backend is first probed, not linked: they
