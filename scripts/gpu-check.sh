@@ -328,6 +328,24 @@ else
     row "GPU resume bit for bit" "FAILED: $(why_failed "$logs"/bit_*.log)"
 fi
 
+# The step's CUDA graphs: the same bits as the step run stage by stage (TSRNN_CUDA_GRAPHS=0),
+# and no capture refused (the worker warns when one is).
+if worker "$logs/graphs_on.log" gpu graphs_on training.n_epochs=20 output.force_reset=true &&
+    TSRNN_CUDA_GRAPHS=0 worker "$logs/graphs_off.log" gpu graphs_off training.n_epochs=20 \
+        output.force_reset=true; then
+    read -r worst count <<<"$(weights_diff "$work/runs/graphs_on" "$work/runs/graphs_off")"
+    verdict=ok
+    [ "$worst" = 0 ] || verdict="FAILED: the graphs change the numbers"
+    cmp -s <(cut -d, -f3 "$work/runs/graphs_on/metrics.csv") \
+        <(cut -d, -f3 "$work/runs/graphs_off/metrics.csv") || verdict="FAILED: other step losses"
+    if grep -q "cannot be captured" "$logs/graphs_on.log"; then
+        verdict="FAILED: $(grep -m1 "cannot be captured" "$logs/graphs_on.log")"
+    fi
+    row "CUDA graphs = stage by stage" "$verdict: $count weights and 140 step losses, worst difference $worst"
+else
+    row "CUDA graphs = stage by stage" "FAILED: $(why_failed "$logs/graphs_on.log" "$logs/graphs_off.log")"
+fi
+
 # --- every step against PyTorch on the same GPU ---------------------------------------------
 say "every step against PyTorch on the same GPU (same initial weights, shuffle off, 43 epochs)"
 for kind in RNN LSTM GRU; do
@@ -405,11 +423,15 @@ INI
     row "$label" "ok: tsrnn $ours, PyTorch $theirs samples/s (x$ratio, goal >= 1.0); tsrnn $(tflops "$kind" "$hidden" "$ours" "$length") TFLOP/s of 67 (FP32)"
 }
 seed_log=$logs/bench_seed.log
-(cd "$work" && timeout 120 "$bin/tsrnn-worker" -q "$root/examples/air_passengers.ini" \
-    --set output.work_dir="$work/runs" --set output.model_name=bench_seed \
-    --set trainer.accelerator=gpu --set output.save_checkpoints=false \
-    --set output.log_tensorboard=false --set forecast.n=0 >"$seed_log" 2>&1)
-seed_ours=$(sed -n 's/.* \([0-9]*\) steps\/s.*/\1/p' "$seed_log")
+seed_run() { # log, [env...]: the seed config, 300 epochs, steps/s
+    (cd "$work" && env "${@:2}" timeout 120 "$bin/tsrnn-worker" -q "$root/examples/air_passengers.ini" \
+        --set output.work_dir="$work/runs" --set output.model_name=bench_seed \
+        --set trainer.accelerator=gpu --set output.save_checkpoints=false \
+        --set output.log_tensorboard=false --set forecast.n=0 >"$1" 2>&1)
+    sed -n 's/.* \([0-9]*\) steps\/s.*/\1/p' "$1"
+}
+seed_ours=$(seed_run "$seed_log")
+seed_eager=$(seed_run "$logs/bench_seed_nographs.log" TSRNN_CUDA_GRAPHS=0)
 if [ -z "$seed_ours" ]; then
     row "seed config (RNN-20, b16, T20)" "FAILED: $(why_failed "$seed_log")"
 else
@@ -419,7 +441,7 @@ else
         row "seed config (RNN-20, b16, T20)" "FAILED: PyTorch: $(why_failed "$seed_log")"
     else
         ratio=$(py "import sys; print(f'{int(sys.argv[1]) / int(sys.argv[2]):.1f}')" "$seed_ours" "$seed_theirs")
-        row "seed config (RNN-20, b16, T20)" "ok: tsrnn $seed_ours, PyTorch $seed_theirs steps/s (x$ratio, goal >= 20)"
+        row "seed config (RNN-20, b16, T20)" "ok: tsrnn $seed_ours (without graphs ${seed_eager:-?}), PyTorch $seed_theirs steps/s (x$ratio, goal >= 20)"
     fi
 fi
 bench_pair "LSTM-512, b256, T64" LSTM 512 256 64 100

@@ -299,6 +299,17 @@ static bool cuda_device_memory(const struct tsrnn_compute *ctx, char *name, size
     return true;
 }
 
+static size_t cuda_describe(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes)
+{
+    const struct tsrnn_cuda *cuda = (const struct tsrnn_cuda *)ctx;
+    const char *graphs = getenv("TSRNN_CUDA_GRAPHS");
+    bool on = graphs == NULL || strcmp(graphs, "0") != 0;
+    return (size_t)snprintf(dst, dst_nbytes, "GPU %d (%s), %s; training step: %s", cuda->device,
+                            cuda->device_name, tsrnn_cuda_libs_describe(),
+                            on ? "one CUDA graph per batch shape (TSRNN_CUDA_GRAPHS=0: none)"
+                               : "no CUDA graphs (TSRNN_CUDA_GRAPHS=0)");
+}
+
 static void *cuda_stream(const struct tsrnn_compute *ctx)
 {
     return ((const struct tsrnn_cuda *)ctx)->stream;
@@ -423,6 +434,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
     .create = cuda_create,
     .destroy = cuda_destroy,
     .stream = cuda_stream,
+    .describe = cuda_describe,
     .device_memory = cuda_device_memory,
     .alloc = cuda_alloc,
     .free = cuda_free,
