@@ -1125,6 +1125,7 @@ static float *door_step(struct tsrnn_workspace *ws, const struct draw *d, const 
     dev_upload(state.params, d->params, nbytes);
     OK(tsrnn_compute_zero(ctx, state.exp_avg, nbytes));
     OK(tsrnn_compute_zero(ctx, state.exp_avg_sq, nbytes));
+    OK(tsrnn_compute_bind_state(ws, &state));
     for (size_t k = 0; k < steps; k++) {
         struct tsrnn_step_args args = {
             .x = x,
@@ -1137,7 +1138,7 @@ static float *door_step(struct tsrnn_workspace *ws, const struct draw *d, const 
             .update = sgd_update(),
             .stop_requested = stop && k == 0,
         };
-        OK(tsrnn_compute_step(ws, &state, &args));
+        OK(tsrnn_compute_step(ws, &args));
     }
     OK(tsrnn_compute_step_results(ws, losses, steps, res));
     float *after = host_floats(n);

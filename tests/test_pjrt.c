@@ -141,6 +141,8 @@ static void run_init(struct run *r, struct tsrnn_compute *c, const struct tsrnn_
     OK(tsrnn_model_init(&r->model, c, d, B, T));
     OK(tsrnn_model_upload_params(&r->model, params));
     OK(tsrnn_adam_init(&r->adam, c, r->model.table.total_count, 1e-3));
+    struct tsrnn_step_state state = { r->model.params, r->adam.exp_avg, r->adam.exp_avg_sq };
+    OK(tsrnn_compute_bind_state(r->model.ws, &state));
 }
 
 static void run_finish(struct run *r)
@@ -164,8 +166,7 @@ static float run_step(struct run *r, const float *x, const float *y, size_t b, u
         .loss = TSRNN_LOSS_MSE,
     };
     tsrnn_adam_next_update(&r->adam, &args.update);
-    struct tsrnn_step_state state = tsrnn_adam_state(&r->adam, r->model.params);
-    OK(tsrnn_compute_step(r->model.ws, &state, &args));
+    OK(tsrnn_compute_step(r->model.ws, &args));
     float loss;
     struct tsrnn_step_results res;
     OK(tsrnn_compute_step_results(r->model.ws, &loss, 1, &res));

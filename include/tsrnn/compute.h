@@ -228,10 +228,14 @@ struct tsrnn_step_reduce {
 };
 
 /* The state a step updates in place: device memory of the context, each (table.total_count)
- * floats in the parameter table's layout. */
+ * floats in the parameter table's layout. Bound to the workspace once
+ * (tsrnn_compute_bind_state): the steps that follow update it, and a backend that captures its
+ * step (CUDA graphs) captures these buffers. */
 struct tsrnn_step_state {
     float *params, *exp_avg, *exp_avg_sq;
 };
+enum tsrnn_status tsrnn_compute_bind_state(struct tsrnn_workspace *ws,
+                                           const struct tsrnn_step_state *state);
 
 struct tsrnn_step_args {
     const float *x, *y; /* host: (B, T, I) inputs and (B, T, O) targets, batch-first */
@@ -244,13 +248,12 @@ struct tsrnn_step_args {
     bool stop_requested; /* this rank asks to stop: the ranks agree after the step */
 };
 
-/* One optimizer step on a batch: forward, loss, backward, the reduction (sum over ranks, then
- * 1/W), the finite check, clipping, the update. Queued: nothing waits for the device. A step
+/* One optimizer step on a batch, on the bound state: forward, loss, backward, the reduction
+ * (sum over ranks, then 1/W), the finite check, clipping, the update. Queued: nothing waits for the device. A step
  * whose gradients or loss are not finite updates nothing, nor does any step after it until
  * the results are read; so does every step after one at which the ranks agreed to stop (that
  * one updates). TSRNN_ERR_USAGE for arguments the workspace or backend cannot take. */
 enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws,
-                                     const struct tsrnn_step_state *state,
                                      const struct tsrnn_step_args *args);
 
 enum tsrnn_step_halt {

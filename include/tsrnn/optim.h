@@ -55,9 +55,6 @@ void tsrnn_adam_finish(struct tsrnn_adam *adam);
  * current adam->lr (a scheduler may change it between steps): for tsrnn_compute_step. */
 void tsrnn_adam_next_update(struct tsrnn_adam *adam, struct tsrnn_step_update *update);
 
-/* The state a training step updates: params and the moments. */
-struct tsrnn_step_state tsrnn_adam_state(const struct tsrnn_adam *adam, float *params);
-
 /* One update of params (count) from grads (count), both device memory of adam->compute, by
  * the optimizer's rule at the current adam->lr, outside a training step (tests). */
 enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads);

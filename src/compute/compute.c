@@ -230,6 +230,8 @@ struct tsrnn_workspace {
     bool have_y;                    /* ... with targets */
     bool have_forward;              /* a forward ran over it */
     float *grads;                   /* device (table.total_count + 2): the loss and stop slots */
+    struct tsrnn_step_buffers step; /* the bound state, the gradients and their views */
+    bool bound;
     /* The steps since the last read, where the door records them (the composed step and
      * backends with immediate results): losses (results_capacity) on the host. */
     float *losses;
@@ -358,17 +360,33 @@ static bool model_has_dropout(const struct tsrnn_model_dims *dims)
 
 /* --- the training step ------------------------------------------------------------------------- */
 
+enum tsrnn_status tsrnn_compute_bind_state(struct tsrnn_workspace *ws,
+                                           const struct tsrnn_step_state *state)
+{
+    if (state == NULL || state->params == NULL || state->exp_avg == NULL ||
+        state->exp_avg_sq == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE, "a training step's state needs parameters and both "
+                                            "moments");
+    struct tsrnn_step_buffers *buf = &ws->step;
+    buf->state = *state;
+    buf->grads = ws->grads;
+    buf->dims = &ws->dims;
+    buf->table = &ws->table;
+    tsrnn_model_params_view(&buf->p, &ws->dims, state->params);
+    tsrnn_model_params_view(&buf->g, &ws->dims, ws->grads);
+    ws->bound = true;
+    return TSRNN_OK;
+}
+
 static enum tsrnn_status check_step(const struct tsrnn_workspace *ws,
-                                    const struct tsrnn_step_state *state,
                                     const struct tsrnn_step_args *a)
 {
     const struct tsrnn_compute_caps *caps = &ws->b->caps;
     TSRNN_TRY(check_batch(ws, a->x, a->batch_count, a->step_count));
     TSRNN_TRY(check_loss(ws, a->loss));
-    if (a->y == NULL || state == NULL || state->params == NULL || state->exp_avg == NULL ||
-        state->exp_avg_sq == NULL)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "a training step needs targets, parameters and both moments");
+    if (a->y == NULL || !ws->bound)
+        return tsrnn_error(TSRNN_ERR_USAGE, "a training step needs targets and the state bound "
+                                            "to its workspace (tsrnn_compute_bind_state)");
     if (model_has_dropout(&ws->dims) != (a->dropout_masks != NULL))
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "a training step of a model %s dropout takes %s dropout masks",
@@ -393,22 +411,9 @@ static enum tsrnn_status check_step(const struct tsrnn_workspace *ws,
     return TSRNN_OK;
 }
 
-static void views(struct tsrnn_step_buffers *buf, const struct tsrnn_workspace *ws,
-                  const struct tsrnn_step_state *state)
+enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws, const struct tsrnn_step_args *args)
 {
-    buf->state = *state;
-    buf->grads = ws->grads;
-    buf->dims = &ws->dims;
-    buf->table = &ws->table;
-    tsrnn_model_params_view(&buf->p, &ws->dims, state->params);
-    tsrnn_model_params_view(&buf->g, &ws->dims, ws->grads);
-}
-
-enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws,
-                                     const struct tsrnn_step_state *state,
-                                     const struct tsrnn_step_args *args)
-{
-    TSRNN_TRY(check_step(ws, state, args));
+    TSRNN_TRY(check_step(ws, args));
     bool recorded = ws->b->step == NULL || ws->b->caps.immediate_results;
     ws->have_forward = false; /* the step's activations are not a forward's to read */
     ws->batch_count = ws->step_count = 0;
@@ -418,12 +423,11 @@ enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws,
         ws->losses[ws->taken++] = NAN;
         return TSRNN_OK;
     }
-    struct tsrnn_step_buffers buf;
-    views(&buf, ws, state);
     struct tsrnn_step_record now = { .loss = NAN };
     enum tsrnn_status status =
-        ws->b->step != NULL ? ws->b->step(ws->compute, ws->impl, &buf, args, &now)
-                            : tsrnn_compute_composed_step(ws->compute, ws->impl, &buf, args, &now);
+        ws->b->step != NULL
+            ? ws->b->step(ws->compute, ws->impl, &ws->step, args, &now)
+            : tsrnn_compute_composed_step(ws->compute, ws->impl, &ws->step, args, &now);
     if (status != TSRNN_OK)
         return status;
     if (recorded) {

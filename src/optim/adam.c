@@ -102,13 +102,6 @@ enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const 
                                      adam->count, &u.adam);
 }
 
-struct tsrnn_step_state tsrnn_adam_state(const struct tsrnn_adam *adam, float *params)
-{
-    return (struct tsrnn_step_state){ .params = params,
-                                      .exp_avg = adam->exp_avg,
-                                      .exp_avg_sq = adam->exp_avg_sq };
-}
-
 enum tsrnn_status tsrnn_adam_export(const struct tsrnn_adam *adam, float *exp_avg,
                                     float *exp_avg_sq)
 {

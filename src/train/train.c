@@ -713,6 +713,9 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
+    /* What every training step updates: the model's parameters, the optimizer's moments. */
+    struct tsrnn_step_state state = { tr->model.params, tr->adam.exp_avg, tr->adam.exp_avg_sq };
+    TSRNN_TRY(tsrnn_compute_bind_state(tr->model.ws, &state));
     tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
     tsrnn_early_stopping_init(&tr->early_stopping, cfg);
     if (tr->comm != NULL)
@@ -820,8 +823,7 @@ static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_
         .stop_requested = tr->stop_requested != NULL && *tr->stop_requested,
     };
     tsrnn_adam_next_update(&tr->adam, &step.update);
-    struct tsrnn_step_state state = tsrnn_adam_state(&tr->adam, tr->model.params);
-    return tsrnn_compute_step(tr->model.ws, &state, &step);
+    return tsrnn_compute_step(tr->model.ws, &step);
 }
 
 /* Reads the results of the pending steps, the first of which was batch `first_batch` of the

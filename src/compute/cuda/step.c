@@ -44,9 +44,10 @@ struct staging_slot {
 struct step_graph {
     size_t batch_count, step_count;
     float clip_max_norm;
-    bool seen;            /* a step of the shape ran uncaptured */
-    bool captured;        /* exec holds its graph */
-    cudaGraphExec_t exec; /* NULL until captured */
+    struct tsrnn_step_state state; /* the buffers a graph captured */
+    bool seen;                     /* a step of the shape ran uncaptured */
+    bool captured;                 /* exec holds its graph */
+    cudaGraphExec_t exec;          /* NULL until captured */
 };
 
 struct cuda_step {
@@ -433,19 +434,24 @@ static enum tsrnn_status stage_inputs(struct cuda_workspace *ws, const struct ts
     return TSRNN_OK;
 }
 
-static struct step_graph *shape_of(struct cuda_step *st, const struct tsrnn_step_args *a)
+/* The graph of a batch shape, clipping and bound state (a state bound anew, as the tests do,
+ * must not replay a graph of the old buffers). */
+static struct step_graph *shape_of(struct cuda_step *st, const struct tsrnn_step_buffers *b,
+                                   const struct tsrnn_step_args *a)
 {
     for (size_t i = 0; i < st->shape_count; i++)
         if (st->shapes[i].batch_count == a->batch_count &&
             st->shapes[i].step_count == a->step_count &&
-            st->shapes[i].clip_max_norm == a->clip_max_norm)
+            st->shapes[i].clip_max_norm == a->clip_max_norm &&
+            memcmp(&st->shapes[i].state, &b->state, sizeof(b->state)) == 0)
             return &st->shapes[i];
     if (st->shape_count == GRAPHS_MAX)
         return NULL; /* more shapes than kept: the rest run uncaptured */
     struct step_graph *g = &st->shapes[st->shape_count++];
     *g = (struct step_graph){ .batch_count = a->batch_count,
                               .step_count = a->step_count,
-                              .clip_max_norm = a->clip_max_norm };
+                              .clip_max_norm = a->clip_max_norm,
+                              .state = b->state };
     return g;
 }
 
@@ -507,7 +513,7 @@ enum tsrnn_status tsrnn_cuda_step(struct tsrnn_compute *ctx, void *workspace,
     TSRNN_TRY(stage_inputs(ws, args));
     st->reduce = args->reduce;
     /* The graph of the shape: its first step runs uncaptured, its second is captured. */
-    struct step_graph *g = capturable && st->graphs ? shape_of(st, args) : NULL;
+    struct step_graph *g = capturable && st->graphs ? shape_of(st, buffers, args) : NULL;
     if (g != NULL && g->seen && !g->captured)
         capture(&run, g);
     if (g != NULL && g->captured) {
