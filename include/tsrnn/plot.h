@@ -61,7 +61,7 @@ bool tsrnn_plot_available(void);
  * once per process). On false `why` gets the sentence: the build has no cairo, or "cannot
  * load libcairo.so.2 (...); install it (Debian: libcairo2)", or the library lacks a function.
  * Pictures asked for explicitly are refused with it; a default picture is skipped with a
- * warning (docs/run-folder.md "Optional libraries"). */
+ * warning (docs/architecture.md "Optional libraries"). */
 bool tsrnn_plot_usable(char *why, size_t why_nbytes);
 
 /* The pictures' slow first steps, done now so that a later picture finds them done: cairo and

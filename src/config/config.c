@@ -481,8 +481,9 @@ static const struct key schema[] = {
                "`forecast.csv` in the run folder.",
         .darts = "`model.predict(n)`", .example = "24", .default_doc = "no forecast"),
     BOOL("forecast", "plot", forecast_plot, "true",
-         .doc = "Also draw the forecast into `forecast.png` (a build without cairo skips it, "
-                "with a warning when the file asked for it).",
+         .doc = "Also draw the forecast into `forecast.png`. Where cairo cannot draw (a build "
+                "without it, a machine without libcairo.so.2) the default skips the picture with "
+                "a warning; `plot = true` written in the config is refused before training.",
          .darts = "`pred.plot()`", .example = "false"),
 };
 
