@@ -175,15 +175,16 @@ def main():
     b.add_argument("--column", type=int, default=0)
     sub.add_parser("version")
     args = p.parse_args()
-    if DEVICE == "cuda" and not torch.cuda.is_available():
+    if DEVICE == "cuda" and args.what != "version" and not torch.cuda.is_available():
         sys.exit("gpu_torch.py: torch.cuda.is_available() is False")
     if args.what == "steps":
         steps(args)
     elif args.what == "bench":
         bench(args)
     else:
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
         print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-              f"cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name(0)}")
+              f"cuDNN {torch.backends.cudnn.version()}, {gpu}")
 
 
 if __name__ == "__main__":
