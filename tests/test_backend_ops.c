@@ -49,6 +49,7 @@
 #include <cmocka.h>
 
 #include "src/compute/cpu/cpu.h" /* the CPU configurations: gemm_path, packed products */
+#include "testutil.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
 #include "tsrnn/rng.h"
@@ -1572,10 +1573,96 @@ static void test_backend(void **state)
         tsrnn_compute_destroy(configs[c].ctx);
 }
 
+/* What the door refuses, for every backend alike, before a backend sees it: a batch larger
+ * than the workspace (on the CPU backend that was a heap overflow: its batch_load copied
+ * whatever it was given), a window longer than it, an empty batch, a step without its bound
+ * state or targets, masks where the model has no dropout and none where it has, more steps
+ * than the results hold unread, a forward from saved states with another batch, a loss the
+ * backend lacks. */
+static void test_door_refuses(void **state)
+{
+    (void)state;
+    struct config cpu = { .name = "door", .thread_count = 1, .gemm_path = TSRNN_GEMM_AUTO };
+    struct tsrnn_compute_options options = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
+    cur_config = &cpu;
+    cur_backend = "cpu";
+    OK(tsrnn_compute_create(&cpu.ctx, &options));
+    const size_t B = 3, T = 4, C = 2, H = 5;
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, C, H, 2, C, 0.25f };
+    struct tsrnn_workspace *ws;
+    OK(tsrnn_compute_workspace_create(&ws, cpu.ctx, &dims, B, T, 2));
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, SEED, 77);
+    float *x = random_floats(&rng, (B + 1) * (T + 1) * C, -1, 1);
+    float *y = random_floats(&rng, (B + 1) * (T + 1) * C, -1, 1);
+    float *masks = random_floats(&rng, (B + 1) * (T + 1) * H, 0, 1);
+#define REFUSED(call, text)                                                                        \
+    do {                                                                                           \
+        assert_int_equal((call), TSRNN_ERR_USAGE);                                                 \
+        tu_expect_in(tsrnn_last_error(), text);                                                    \
+    } while (0)
+    REFUSED(tsrnn_compute_batch_load(ws, x, y, B + 1, T),
+            "a batch of 4 windows of 4 steps does not fit the workspace made for up to 3 windows "
+            "of up to 4 steps");
+    REFUSED(tsrnn_compute_batch_load(ws, x, y, B, T + 1), "of 5 steps does not fit");
+    REFUSED(tsrnn_compute_batch_load(ws, x, y, 0, T), "a batch of 0 windows");
+    struct tsrnn_step_args args = { .x = x,
+                                    .y = y,
+                                    .batch_count = B,
+                                    .step_count = T,
+                                    .dropout_masks = masks,
+                                    .update = { .decay = 1.0f } };
+    REFUSED(tsrnn_compute_step(ws, &args), "the state bound to its workspace");
+    struct tsrnn_param_table table;
+    tsrnn_param_table_init(&table, &dims);
+    size_t nbytes = table.total_count * sizeof(float);
+    struct tsrnn_step_state st = { dev_alloc(nbytes), dev_alloc(nbytes), dev_alloc(nbytes) };
+    float *zeros = calloc(table.total_count, sizeof(float));
+    dev_upload(st.params, zeros, nbytes);
+    dev_upload(st.exp_avg, zeros, nbytes);
+    dev_upload(st.exp_avg_sq, zeros, nbytes);
+    OK(tsrnn_compute_bind_state(ws, &st));
+    args.batch_count = B + 1;
+    REFUSED(tsrnn_compute_step(ws, &args), "does not fit the workspace");
+    args.batch_count = B;
+    args.dropout_masks = NULL;
+    REFUSED(tsrnn_compute_step(ws, &args), "a model with dropout takes its dropout masks");
+    args.dropout_masks = masks;
+    args.y = NULL;
+    REFUSED(tsrnn_compute_step(ws, &args), "needs targets");
+    args.y = y;
+    OK(tsrnn_compute_step(ws, &args));
+    OK(tsrnn_compute_step(ws, &args));
+    REFUSED(tsrnn_compute_step(ws, &args), "2 steps since their results were read");
+    float losses[2];
+    struct tsrnn_step_results res;
+    REFUSED(tsrnn_compute_step_results(ws, losses, 1, &res), "room for 1 step losses");
+    OK(tsrnn_compute_step_results(ws, losses, 2, &res));
+    assert_int_equal(res.taken, 2);
+    OK(tsrnn_compute_forward(ws, st.params, x, NULL, B, T, TSRNN_FORWARD_ZERO));
+    REFUSED(tsrnn_compute_forward(ws, st.params, x, NULL, B - 1, 1, TSRNN_FORWARD_SAVED),
+            "takes the last forward's 3 windows, not 2");
+    REFUSED(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, NULL), "with targets first");
+    REFUSED(tsrnn_compute_layer_forward(ws, 0, NULL, TSRNN_STATE_ZERO, NULL, false),
+            "layer_forward of layer 0");
+    REFUSED(tsrnn_compute_layer_forward(ws, 2, NULL, TSRNN_STATE_ZERO, NULL, false),
+            "of a model of 2 layers");
+#undef REFUSED
+    free(zeros);
+    free(x);
+    free(y);
+    free(masks);
+    dev_free(st.params);
+    dev_free(st.exp_avg);
+    dev_free(st.exp_avg_sq);
+    tsrnn_compute_workspace_destroy(ws);
+    tsrnn_compute_destroy(cpu.ctx);
+}
+
 int main(void)
 {
     size_t kind_count = sizeof(kinds) / sizeof(kinds[0]);
-    struct CMUnitTest tests[sizeof(kinds) / sizeof(kinds[0])];
+    struct CMUnitTest tests[sizeof(kinds) / sizeof(kinds[0]) + 1];
     bool any = false;
     for (size_t k = 0; k < kind_count; k++) {
         any = any || tsrnn_compute_available(kinds[k], NULL, 0);
@@ -1587,5 +1674,7 @@ int main(void)
         printf("# no compute backend can run here\n");
         return 77;
     }
-    return cmocka_run_group_tests_name("backend_ops", tests, NULL, NULL);
+    tests[kind_count] =
+        (struct CMUnitTest){ .name = "door_refuses", .test_func = test_door_refuses };
+    return _cmocka_run_group_tests("backend_ops", tests, kind_count + 1, NULL, NULL);
 }
