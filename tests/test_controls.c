@@ -408,6 +408,50 @@ static void test_resume_with_per_step_schedulers_is_bit_identical(void **state)
     check_resume_is_bit_identical("linear_resume", linear);
 }
 
+/* A schedule may reach a rate of 0 (CosineAnnealingLR at T_max with eta_min 0): the checkpoint
+ * then holds lr 0, and tsrnn-predict and --resume read it (the rate climbs back after T_max,
+ * as PyTorch's recursive form does). */
+static void test_a_rate_of_zero_is_a_checkpoint_state(void **state)
+{
+    (void)state;
+    const char *cosine[] = { "training.lr_scheduler_cls=CosineAnnealingLR",
+                             "lr_scheduler_kwargs.T_max=5",
+                             "training.n_epochs=5",
+                             "forecast.n=0",
+                             "--quiet",
+                             NULL };
+    assert_int_equal(tu_train(&result, "zero_lr", cosine, 60), 0);
+    struct tsrnn_safetensors st = { 0 };
+    assert_int_equal(
+        tsrnn_safetensors_read(&st, run_file("zero_lr", "checkpoints/last-epoch=4.safetensors")),
+        TSRNN_OK);
+    assert_string_equal(tsrnn_safetensors_metadata(&st, "tsrnn.lr"), "0");
+    tsrnn_safetensors_finish(&st);
+    const char *resume[] = { "training.lr_scheduler_cls=CosineAnnealingLR",
+                             "lr_scheduler_kwargs.T_max=5",
+                             "training.n_epochs=7",
+                             "forecast.n=0",
+                             "--quiet",
+                             "--resume=last",
+                             "output.force_reset=false",
+                             NULL };
+    assert_int_equal(tu_train(&result, "zero_lr", resume, 60), 0);
+    assert_int_equal(
+        tsrnn_safetensors_read(&st, run_file("zero_lr", "checkpoints/last-epoch=6.safetensors")),
+        TSRNN_OK);
+    double lr = strtod(tsrnn_safetensors_metadata(&st, "tsrnn.lr"), NULL);
+    printf("# CosineAnnealingLR T_max 5: lr 0 after epoch 4, %.17g after epoch 6\n", lr);
+    assert_true(lr > 0.0);
+    tsrnn_safetensors_finish(&st);
+    const char *argv[] = { tu_env("TSRNN_PREDICT"),
+                           "--checkpoint",
+                           run_file("zero_lr", "checkpoints/last-epoch=4.safetensors"),
+                           "--n",
+                           "2",
+                           NULL };
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+}
+
 /* logs/hparams.yaml names the optimizer and scheduler classes and the kwargs given, as real
  * Darts 0.48.1 writes them (tests/fixtures/darts_hparams_controls.yaml: SGD with momentum,
  * StepLR, L1Loss, gradient_clip_val 0.3 — the last two are not hyperparameters Darts logs). */
@@ -551,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_early_stopping_on_train_loss),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
         cmocka_unit_test(test_resume_with_per_step_schedulers_is_bit_identical),
+        cmocka_unit_test(test_a_rate_of_zero_is_a_checkpoint_state),
         cmocka_unit_test(test_hparams_name_the_classes_as_darts),
         cmocka_unit_test(test_hparams_of_the_new_schedulers_as_darts),
         cmocka_unit_test(test_refused_settings_name_the_key),
