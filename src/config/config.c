@@ -246,10 +246,12 @@ static const struct key schema[] = {
                 "there, 1 at the first forecast step).",
          .darts = "`add_encoders={'position': {'future': ['relative']}}`", .example = "relative"),
     ENUM("covariates", "scaler", cov_scaler, "none", scaler_choices,
-         .doc = "`minmax` scales the covariate columns (but `cyclic`'s) to [0, 1] over the "
-                "training parts of all series together, and applies that to the validation "
-                "parts and the forecasts, as Darts' encoder transformer does (a Darts user "
-                "scales `columns` with a `Scaler` fitted on the training part).",
+         .doc = "`minmax` scales the encoders' columns (but `cyclic`'s) to [0, 1] over the "
+                "training parts of all series together (with `columns`: over every point of "
+                "each series, as Darts encodes over the user covariates' own index), and "
+                "applies that to the validation parts and the forecasts, as Darts' encoder "
+                "transformer does; and each series' `columns` over its own training part (a "
+                "Darts user scales them with a `Scaler` fitted on the training part).",
          .darts = "`add_encoders={..., 'transformer': Scaler()}`", .example = "minmax"),
 
     ENUM("model", "model", model, "RNN", model_choices,
