@@ -1263,8 +1263,9 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
 
 /* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
  * in the original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|,
- * mae and rmse; several series' scores are averaged as Darts' metric(actual_list,
- * pred_list, series_reduction=np.mean) does. */
+ * mae and rmse, each per component then averaged over the components; several series'
+ * scores are averaged as Darts' metric(actual_list, pred_list, series_reduction=np.mean)
+ * does. */
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
@@ -1284,10 +1285,13 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
             break;
         each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
         r->forecast_count += f.length;
-        if (isnan(f.mape))
-            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
-                       "needs actual values that are not 0)",
-                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "");
+        if (f.zero_actual_count > 0)
+            tsrnn_warn("MAPE leaves out the %zu value%s of 0 in the validation part%s%s%s, as "
+                       "Darts' mape() does (their percentage error is NaN, or 0 where the "
+                       "forecast is 0 too)%s",
+                       f.zero_actual_count, f.zero_actual_count > 1 ? "s" : "",
+                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "",
+                       isnan(f.mape) ? ": none is left, MAPE is undefined" : "");
         tsrnn_forecast_finish(&f);
     }
     if (status == TSRNN_OK) {
