@@ -194,7 +194,9 @@ static const struct key schema[] = {
     DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN,
            .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points "
                   "(of each series' own L, with several). Not together with `split_after`.",
-           .darts = "`series.split_after(1 - f)`", .example = "0.2",
+           .darts = "`darts.utils.model_selection.train_test_split(series, test_size=f)` "
+                    "(several series: `axis=1`)",
+           .example = "0.2",
            .default_doc = "no validation part, unless `split_after` is set"),
     INT("data", "max_samples_per_ts", max_samples_per_ts, "0", 0, 2147483647,
         .doc = "With several series: the training (and validation) samples each series "
