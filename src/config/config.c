@@ -196,8 +196,7 @@ static const struct key schema[] = {
                   "(of each series' own L, with several). Not together with `split_after`.",
            .darts = "`darts.utils.model_selection.train_test_split(series, test_size=f)` "
                     "(several series: `axis=1`)",
-           .example = "0.2",
-           .default_doc = "no validation part, unless `split_after` is set"),
+           .example = "0.2", .default_doc = "no validation part, unless `split_after` is set"),
     INT("data", "max_samples_per_ts", max_samples_per_ts, "0", 0, 2147483647,
         .doc = "With several series: the training (and validation) samples each series "
                "contributes, its most recent windows; 0 is every window of the longest series, "
