@@ -32,6 +32,7 @@ struct trainer {
     struct tsrnn_model model;
     struct tsrnn_adam adam;
     struct tsrnn_lr_scheduler scheduler; /* [training] lr_scheduler_cls */
+    double epoch_lr;                     /* the rate of the epoch's first step (TensorBoard) */
     struct tsrnn_early_stopping early_stopping;
     bool stop_early;       /* early stopping ended the run after this epoch */
     double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
@@ -51,6 +52,12 @@ struct trainer {
     size_t read_every;
     size_t pending_count;
     size_t pending_windows[TSRNN_MODEL_RESULTS_CAPACITY]; /* each pending step's B */
+    /* the scheduler's step count and the rate each pending step trained with, before an
+     * interval-"step" scheduler moved them for the next step (read_steps undoes halted ones) */
+    struct pending_schedule {
+        int64_t last_epoch;
+        double lr;
+    } pending_schedule[TSRNN_MODEL_RESULTS_CAPACITY];
     float step_losses[TSRNN_MODEL_RESULTS_CAPACITY];
     const struct tsrnn_world *world;
     int rank, world_size;
@@ -204,14 +211,77 @@ static bool given(const struct tsrnn_config *cfg, const char *section, const cha
     return strcmp(tsrnn_config_origin(cfg, section, key), "default") != 0;
 }
 
+/* A Python float as PyYAML writes it: repr()'s shortest digits, positional from 1e-4 to
+ * 1e16 (with ".0" when whole), else an exponent with ".0" in a one-digit mantissa
+ * ("1.0e-05"). */
+static void yaml_float(char *out, size_t size, double x)
+{
+    char e_text[40];
+    int digits = 1;
+    for (; digits < 17; digits++) {
+        snprintf(e_text, sizeof(e_text), "%.*e", digits - 1, x);
+        if (strtod(e_text, NULL) == x)
+            break;
+    }
+    snprintf(e_text, sizeof(e_text), "%.*e", digits - 1, x);
+    int exponent = atoi(strchr(e_text, 'e') + 1);
+    if (exponent >= -4 && exponent < 16) {
+        int decimals = digits - 1 - exponent;
+        snprintf(out, size, "%.*f%s", decimals > 0 ? decimals : 0, x, decimals > 0 ? "" : ".0");
+    } else {
+        char *e = strchr(e_text, 'e');
+        *e = '\0';
+        snprintf(out, size, "%s%se%s", e_text, strchr(e_text, '.') ? "" : ".0", e + 1);
+    }
+}
+
 /* The kwargs of the optimizer and scheduler as Darts' hparams.yaml lists them: the keys the
- * user set, sorted, two spaces in. */
+ * user set, sorted as PyYAML sorts them (upper case first), two spaces in. */
 static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler)
 {
-    static const char *const sched_keys[] = { "cooldown",  "factor",    "gamma",
-                                              "min_lr",    "mode",      "patience",
-                                              "step_size", "threshold", "threshold_mode" };
-    char number[32];
+    static const char *const interval[] = { "epoch", "step" },
+                             *const anneal[] = { "cos", "linear" },
+                             *const mode[] = { "min", "max" },
+                             *const threshold_mode[] = { "rel", "abs" };
+    /* type: 'i' int, 'd' float, 'b' bool, 'e' one of names[] */
+    const struct {
+        const char *name;
+        char type;
+        const void *value;
+        const char *const *names;
+    } sched_keys[] = {
+        { "T_0", 'i', &cfg->lr_T_0, NULL },
+        { "T_max", 'i', &cfg->lr_T_max, NULL },
+        { "T_mult", 'i', &cfg->lr_T_mult, NULL },
+        { "anneal_strategy", 'e', &cfg->lr_anneal_strategy, anneal },
+        { "base_momentum", 'd', &cfg->lr_base_momentum, NULL },
+        { "cooldown", 'i', &cfg->lr_cooldown, NULL },
+        { "cycle_momentum", 'b', &cfg->lr_cycle_momentum, NULL },
+        { "div_factor", 'd', &cfg->lr_div_factor, NULL },
+        { "end_factor", 'd', &cfg->lr_end_factor, NULL },
+        { "epochs", 'i', &cfg->lr_epochs, NULL },
+        { "eta_min", 'd', &cfg->lr_eta_min, NULL },
+        { "factor", 'd', &cfg->lr_factor, NULL },
+        { "final_div_factor", 'd', &cfg->lr_final_div_factor, NULL },
+        { "frequency", 'i', &cfg->lr_frequency, NULL },
+        { "gamma", 'd', &cfg->lr_gamma, NULL },
+        { "interval", 'e', &cfg->lr_interval, interval },
+        { "max_lr", 'd', &cfg->lr_max_lr, NULL },
+        { "max_momentum", 'd', &cfg->lr_max_momentum, NULL },
+        { "min_lr", 'd', &cfg->lr_min_lr, NULL },
+        { "mode", 'e', &cfg->lr_mode, mode },
+        { "patience", 'i', &cfg->lr_patience, NULL },
+        { "pct_start", 'd', &cfg->lr_pct_start, NULL },
+        { "start_factor", 'd', &cfg->lr_start_factor, NULL },
+        { "step_size", 'i', &cfg->lr_step_size, NULL },
+        { "steps_per_epoch", 'i', &cfg->lr_steps_per_epoch, NULL },
+        { "three_phase", 'b', &cfg->lr_three_phase, NULL },
+        { "threshold", 'd', &cfg->lr_threshold, NULL },
+        { "threshold_mode", 'e', &cfg->lr_threshold_mode, threshold_mode },
+        { "total_iters", 'i', &cfg->lr_total_iters, NULL },
+        { "total_steps", 'i', &cfg->lr_total_steps, NULL },
+    };
+    char number[48];
     if (!scheduler) {
         shortest_double(number, sizeof(number), cfg->lr);
         fprintf(f, "  lr: %s\n", number);
@@ -226,28 +296,24 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
         return;
     }
     for (size_t k = 0; k < sizeof(sched_keys) / sizeof(sched_keys[0]); k++) {
-        const char *key = sched_keys[k];
-        if (!given(cfg, "lr_scheduler_kwargs", key))
+        if (!given(cfg, "lr_scheduler_kwargs", sched_keys[k].name))
             continue;
-        if (strcmp(key, "gamma") == 0 || strcmp(key, "factor") == 0 || strcmp(key, "min_lr") == 0 ||
-            strcmp(key, "threshold") == 0)
-            shortest_double(number, sizeof(number),
-                            key[0] == 'g'   ? cfg->lr_gamma
-                            : key[0] == 'f' ? cfg->lr_factor
-                            : key[0] == 'm' ? cfg->lr_min_lr
-                                            : cfg->lr_threshold);
-        else if (strcmp(key, "mode") == 0)
-            snprintf(number, sizeof(number), "%s",
-                     cfg->lr_mode == TSRNN_MONITOR_MIN ? "min" : "max");
-        else if (strcmp(key, "threshold_mode") == 0)
-            snprintf(number, sizeof(number), "%s",
-                     cfg->lr_threshold_mode == TSRNN_THRESHOLD_REL ? "rel" : "abs");
-        else
-            snprintf(number, sizeof(number), "%d",
-                     key[0] == 'c'   ? cfg->lr_cooldown
-                     : key[0] == 'p' ? cfg->lr_patience
-                                     : cfg->lr_step_size);
-        fprintf(f, "  %s: %s\n", key, number);
+        const void *v = sched_keys[k].value;
+        switch (sched_keys[k].type) {
+        case 'i':
+            snprintf(number, sizeof(number), "%d", *(const int *)v);
+            break;
+        case 'd':
+            yaml_float(number, sizeof(number), *(const double *)v);
+            break;
+        case 'b':
+            snprintf(number, sizeof(number), "%s", *(const bool *)v ? "true" : "false");
+            break;
+        default: /* every enum here is int-sized, as the config parser stores them */
+            snprintf(number, sizeof(number), "%s", sched_keys[k].names[*(const int *)v]);
+            break;
+        }
+        fprintf(f, "  %s: %s\n", sched_keys[k].name, number);
     }
 }
 
@@ -257,8 +323,14 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
     static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
-    static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
-                                              "ReduceLROnPlateau" };
+    static const char *const schedulers[] = { NULL,
+                                              "ExponentialLR",
+                                              "StepLR",
+                                              "ReduceLROnPlateau",
+                                              "CosineAnnealingLR",
+                                              "OneCycleLR",
+                                              "CosineAnnealingWarmRestarts",
+                                              "LinearLR" };
     const struct tsrnn_config *cfg = tr->cfg;
     size_t C = tr->ds->component_count, K = tr->ds->covariates->count;
     char path[PATH_MAX + 32], dropout[32], covariates[64] = "null";
@@ -562,7 +634,9 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
     struct {
         int64_t step, start_epoch, start_batch, best_epoch;
         uint64_t adam_step;
-        double best_value;
+        double best_value, lr;
+        struct tsrnn_lr_scheduler scheduler;
+        struct tsrnn_early_stopping early_stopping;
     } where = {
         .step = tr->step,
         .start_epoch = tr->start_epoch,
@@ -570,6 +644,9 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
         .best_epoch = tr->state.best_epoch,
         .adam_step = tr->adam.step,
         .best_value = tr->state.best_value,
+        .lr = tr->adam.lr,
+        .scheduler = tr->scheduler,
+        .early_stopping = tr->early_stopping,
     };
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &where, sizeof(where), 0));
     tr->step = where.step;
@@ -578,6 +655,11 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
     tr->state.best_epoch = where.best_epoch;
     tr->adam.step = where.adam_step;
     tr->state.best_value = where.best_value;
+    /* The learning rate, the scheduler's and early stopping's state: each rank steps them
+     * alike from here, as each would have from the start. */
+    tr->adam.lr = where.lr;
+    tr->scheduler = where.scheduler;
+    tr->early_stopping = where.early_stopping;
     TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg, nbytes, 0));
     return tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
 }
@@ -717,6 +799,7 @@ static enum tsrnn_status setup(struct trainer *tr)
     struct tsrnn_step_state state = { tr->model.params, tr->adam.exp_avg, tr->adam.exp_avg_sq };
     TSRNN_TRY(tsrnn_compute_bind_state(tr->model.ws, &state));
     tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
+    tr->adam.lr = tsrnn_lr_scheduler_initial_lr(&tr->scheduler, cfg->lr);
     tsrnn_early_stopping_init(&tr->early_stopping, cfg);
     if (tr->comm != NULL)
         tsrnn_comm_step_reduce(tr->comm, &tr->reduce);
@@ -732,6 +815,7 @@ static enum tsrnn_status setup(struct trainer *tr)
     if (cfg->resume[0] != '\0' && tr->writes_files)
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
+    tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam); /* OneCycleLR's, at its step */
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it); whether
      * Lightning's sanity check drew one more is rng_compat's. */
@@ -747,6 +831,8 @@ static enum tsrnn_status setup(struct trainer *tr)
         tr->start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
         tr->start_batch = 0;
     }
+    TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->scheduler, cfg,
+                                             (int64_t)tsrnn_sampler_batch_count(&tr->sampler)));
 
     tr->x = malloc(B * T * (C + K) * sizeof(float));
     tr->y = malloc(B * T * C * sizeof(float));
@@ -862,8 +948,13 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
         tsrnn_progress_update(&tr->progress, first_batch + k + 1, now);
     }
     /* Steps queued after a halt updated nothing: neither they nor Adam's count of them
-     * happened. */
+     * happened, nor the scheduler's steps after them. */
     tr->adam.step -= (uint64_t)(res.taken - res.updated);
+    if (res.updated < res.taken) {
+        tr->scheduler.last_epoch = tr->pending_schedule[res.updated].last_epoch;
+        tr->adam.lr = tr->pending_schedule[res.updated].lr;
+        tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam);
+    }
     tr->step = first_step + (int64_t)res.updated;
     *next_batch = first_batch + res.updated;
     tr->pending_count = 0;
@@ -962,7 +1053,6 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
                                    bool complete, double monitor_value)
 {
     struct tsrnn_train_state *st = &tr->state;
-    double epoch_lr = tr->adam.lr; /* the rate this epoch trained with */
 
     st->epoch = epoch;
     st->batches_done = (int64_t)batches_done;
@@ -983,8 +1073,8 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         tr->stop_early = tsrnn_early_stopping_check(
             &tr->early_stopping, on_val ? "val_loss" : "train_loss",
             on_val ? monitor_value : tr->last_step_loss, tr->stop_reason, sizeof(tr->stop_reason));
-        tr->adam.lr =
-            tsrnn_lr_scheduler_step(&tr->scheduler, tr->adam.lr, (double)(float)monitor_value);
+        tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_EPOCH, epoch,
+                                  (double)(float)monitor_value);
     }
     st->has_controls = true;
     st->lr = tr->adam.lr;
@@ -1002,7 +1092,7 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         return tsrnn_jobs_finish(&tr->jobs);
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
     if (tr->tb.fd >= 0) {
-        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)epoch_lr, tr->step - 1));
+        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->epoch_lr, tr->step - 1));
         TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
     }
     return tr->cfg->save_checkpoints ? save_checkpoints(tr) : TSRNN_OK;
@@ -1035,6 +1125,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     size_t b;
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
+    tr->epoch_lr = tr->adam.lr;
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
         /* Asked to stop (the flag travelled with a step's gradients, so every rank agrees):
@@ -1048,6 +1139,12 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         TSRNN_TRY(train_step(tr, idx, count));
         tr->pending_windows[tr->pending_count++] = count;
         tr->step++;
+        /* Lightning steps an interval-"step" scheduler after each optimizer step; the state
+         * before it is kept until the step's result is read (a halt undoes later steps). */
+        tr->pending_schedule[tr->pending_count - 1] =
+            (struct pending_schedule){ tr->scheduler.last_epoch, tr->adam.lr };
+        tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_STEP, (int64_t)b,
+                                  NAN);
         /* Every rank reads at the same steps: what decides it is the same everywhere. */
         if (tr->pending_count == tr->read_every || b + 1 == batch_count || steps_done(tr)) {
             size_t next;
@@ -1166,8 +1263,9 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
 
 /* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
  * in the original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|,
- * mae and rmse; several series' scores are averaged as Darts' metric(actual_list,
- * pred_list, series_reduction=np.mean) does. */
+ * mae and rmse, each per component then averaged over the components; several series'
+ * scores are averaged as Darts' metric(actual_list, pred_list, series_reduction=np.mean)
+ * does. */
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
@@ -1187,10 +1285,13 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
             break;
         each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
         r->forecast_count += f.length;
-        if (isnan(f.mape))
-            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
-                       "needs actual values that are not 0)",
-                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "");
+        if (f.zero_actual_count > 0)
+            tsrnn_warn("MAPE leaves out the %zu value%s of 0 in the validation part%s%s%s, as "
+                       "Darts' mape() does (their percentage error is NaN, or 0 where the "
+                       "forecast is 0 too)%s",
+                       f.zero_actual_count, f.zero_actual_count > 1 ? "s" : "",
+                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "",
+                       isnan(f.mape) ? ": none is left, MAPE is undefined" : "");
         tsrnn_forecast_finish(&f);
     }
     if (status == TSRNN_OK) {
