@@ -17,6 +17,21 @@ unsigned blocks_for(size_t count)
     return (unsigned)(blocks < max_blocks ? blocks : max_blocks);
 }
 
+/* The sum of every thread's `value` over the block, in one fixed order (a tree over `part`,
+ * threads_per_block slots of shared memory): the same bits every run. Every thread of the
+ * block calls it; thread 0's result is the block's. */
+template <typename T> __device__ T block_sum(T *part, T value)
+{
+    part[threadIdx.x] = value;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    return part[0];
+}
+
 /* for (i = this thread's first; i < count; i += every thread of the grid) */
 #define GRID_STRIDE(i, count)                                                                      \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (count);                    \
@@ -63,15 +78,9 @@ __global__ void add_column_sums_kernel(float *bias_grad, const float *rows, size
     float sum = 0.0f;
     for (size_t r = threadIdx.x; r < m; r += blockDim.x)
         sum += rows[r * n + col];
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            part[threadIdx.x] += part[threadIdx.x + half];
-        __syncthreads();
-    }
+    sum = block_sum(part, sum);
     if (threadIdx.x == 0)
-        bias_grad[col] += part[0];
+        bias_grad[col] += sum;
 }
 
 /* One block: each square rounded to float (as the CPU's), summed in double. */
@@ -83,15 +92,9 @@ __global__ void mse_forward_kernel(float *loss, const float *out, const float *y
         float e = out[i] - y[i];
         sum += (double)(e * e);
     }
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            part[threadIdx.x] += part[threadIdx.x + half];
-        __syncthreads();
-    }
+    sum = block_sum(part, sum);
     if (threadIdx.x == 0)
-        *loss = (float)(part[0] / (double)count);
+        *loss = (float)(sum / (double)count);
 }
 
 __global__ void mse_backward_kernel(float *d_out, const float *out, const float *y, size_t count,
@@ -119,18 +122,39 @@ __global__ void window_squared_errors_kernel(double *se, const float *out, const
     }
 }
 
+/* buf[i] *= scale (unless 1), and *flag = 1 where the result is not finite (every writer
+ * writes the same value). */
+__device__ void scale_check_one(float *buf, size_t i, float scale, int *flag)
+{
+    float v = buf[i];
+    if (scale != 1.0f) {
+        v *= scale;
+        buf[i] = v;
+    }
+    if (!isfinite(v))
+        *flag = 1;
+}
+
 __global__ void scale_check_kernel(float *buf, size_t count, float scale, int *flag)
 {
     GRID_STRIDE(i, count)
     {
-        float v = buf[i];
-        if (scale != 1.0f) {
-            v *= scale;
-            buf[i] = v;
-        }
-        if (!isfinite(v))
-            *flag = 1; /* every writer writes the same value */
+        scale_check_one(buf, i, scale, flag);
     }
+}
+
+/* Adam's update of element i, operation for operation as the CPU backend's. */
+__device__ void adam_one(size_t i, float *params, float *exp_avg, float *exp_avg_sq,
+                         const float *grads, float beta1, float one_minus_beta1, float beta2,
+                         float one_minus_beta2, float bc2_sqrt, float eps, float neg_step_size)
+{
+    float g = grads[i];
+    float m = exp_avg[i] * beta1 + one_minus_beta1 * g;
+    float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    float denom = sqrtf(v) / bc2_sqrt + eps;
+    params[i] = params[i] + neg_step_size * m / denom;
 }
 
 __global__ void adam_update_kernel(float *params, float *exp_avg, float *exp_avg_sq,
@@ -140,13 +164,8 @@ __global__ void adam_update_kernel(float *params, float *exp_avg, float *exp_avg
 {
     GRID_STRIDE(i, count)
     {
-        float g = grads[i];
-        float m = exp_avg[i] * beta1 + one_minus_beta1 * g;
-        float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
-        exp_avg[i] = m;
-        exp_avg_sq[i] = v;
-        float denom = sqrtf(v) / bc2_sqrt + eps;
-        params[i] = params[i] + neg_step_size * m / denom;
+        adam_one(i, params, exp_avg, exp_avg_sq, grads, beta1, one_minus_beta1, beta2,
+                 one_minus_beta2, bc2_sqrt, eps, neg_step_size);
     }
 }
 
@@ -177,13 +196,7 @@ __global__ void step_scale_check_kernel(float *buf, size_t count,
     float scale = consts->inv_world;
     GRID_STRIDE(i, count)
     {
-        float v = buf[i];
-        if (scale != 1.0f) {
-            v *= scale;
-            buf[i] = v;
-        }
-        if (!isfinite(v))
-            status->nonfinite = 1;
+        scale_check_one(buf, i, scale, &status->nonfinite);
     }
 }
 
@@ -228,15 +241,9 @@ __global__ void clip_norms_kernel(float *norms, const float *grads, const size_t
     double sum = 0.0;
     for (size_t i = threadIdx.x; i < count; i += blockDim.x)
         sum += (double)g[i] * (double)g[i];
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            part[threadIdx.x] += part[threadIdx.x + half];
-        __syncthreads();
-    }
+    sum = block_sum(part, sum);
     if (threadIdx.x == 0)
-        norms[blockIdx.x] = (float)sqrt(part[0]);
+        norms[blockIdx.x] = (float)sqrt(sum);
 }
 
 /* One thread: the total norm of the tensors' norms and torch's clip_coef, clamped to 1. */
@@ -286,18 +293,14 @@ __global__ void step_adam_kernel(float *params, float *exp_avg, float *exp_avg_s
 {
     if (skip_update(status))
         return;
+    /* The scalars read once: the compiler cannot know that c does not alias the buffers. */
     float beta1 = c->beta1, one_minus_beta1 = c->one_minus_beta1, beta2 = c->beta2;
     float one_minus_beta2 = c->one_minus_beta2, bc2_sqrt = c->bc2_sqrt, eps = c->eps;
     float neg_step_size = c->neg_step_size;
     GRID_STRIDE(i, count)
     {
-        float g = grads[i];
-        float m = exp_avg[i] * beta1 + one_minus_beta1 * g;
-        float v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
-        exp_avg[i] = m;
-        exp_avg_sq[i] = v;
-        float denom = sqrtf(v) / bc2_sqrt + eps;
-        params[i] = params[i] + neg_step_size * m / denom;
+        adam_one(i, params, exp_avg, exp_avg_sq, grads, beta1, one_minus_beta1, beta2,
+                 one_minus_beta2, bc2_sqrt, eps, neg_step_size);
     }
 }
 
