@@ -469,8 +469,14 @@ else
     row "seed step profile" "FAILED: $(why_failed "$logs/ncu.err" "$logs/ncu.csv")"
 fi
 
+took_s=$((SECONDS - start_s))
+if [ "$took_s" -le 360 ]; then
+    row "the whole check" "ok: $took_s s (<= 360)"
+else
+    row "the whole check" "FAILED: $took_s s, over its 360 s"
+fi
 echo
-echo "== gpu-check: ${gpu:-no GPU}, driver ${driver:-?}; $((SECONDS - start_s)) s; logs $logs.tar.gz"
+echo "== gpu-check: ${gpu:-no GPU}, driver ${driver:-?}; $took_s s; logs $logs.tar.gz"
 echo "(TFLOP/s: 3 x 2 G H (H + 1) T per sample, the recurrent GEMMs of forward and backward;"
 echo " the H100/H200 SXM datasheet's FP32 (non-tensor) peak is 67 TFLOP/s)"
 printf '%s\n' "${rows[@]}" | tee "$logs/table.txt"
