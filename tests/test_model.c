@@ -49,7 +49,7 @@ static size_t last_B, last_T;
  * is not NULL and the model has dropout), the loss, which it returns, and the backward into
  * the workspace's gradients (grads_of). Without y: the evaluation forward. */
 static float run_forward(struct tsrnn_model *m, const float *x, const float *y, size_t B, size_t T,
-                         bool training, struct tsrnn_rng *rng)
+                         bool training, struct tsrnn_mt19937 *rng)
 {
     float loss = 0.0f;
     last_B = B;
@@ -985,9 +985,9 @@ struct fd_case {
 static float loss_at(struct tsrnn_model *m, const float *x, const float *y, size_t B, size_t T,
                      uint64_t dropout_seed)
 {
-    struct tsrnn_rng rng;
-    tsrnn_rng_init(&rng, dropout_seed, TSRNN_RNG_STREAM_DROPOUT);
-    return run_forward(m, x, y, B, T, true, &rng);
+    struct tsrnn_mt19937 g;
+    tsrnn_torch_manual_seed(&g, dropout_seed);
+    return run_forward(m, x, y, B, T, true, &g);
 }
 
 /* For every tensor, the directional derivative along a random direction d: central
@@ -1088,20 +1088,22 @@ static void test_dropout_between_layers_only(void **state)
     float *x = random_floats(&rng, B * T, -1, 1);
 
     /* The masks of a training step: layer 1's input, then layer 2's. */
-    const float *masks = tsrnn_model_dropout(&m, B, T, &rng);
+    struct tsrnn_mt19937 g;
+    tsrnn_torch_manual_seed(&g, 9);
+    const float *masks = tsrnn_model_dropout(&m, B, T, &g, 0, 1);
     assert_non_null(masks);
     size_t n = T * B * H;
     for (size_t l = 0; l < 2; l++) {
         size_t zero = 0;
         for (size_t i = 0; i < n; i++) {
             float v = masks[l * n + i];
-            assert_true(v == 0.0f || v == (float)(1.0 / 0.75));
+            assert_true(v == 0.0f || v == 1.0f / 0.75f);
             zero += v == 0.0f;
         }
         /* 16 x 64 x 32 = 32768 draws at p = 0.25: 8192 +- 78 (1 sigma). */
         assert_true(zero > 8192 - 450 && zero < 8192 + 450);
     }
-    run_forward(&m, x, NULL, B, T, true, &rng);
+    run_forward(&m, x, NULL, B, T, true, &g);
 
     /* Evaluation draws nothing and equals the same model without dropout. */
     run_forward(&m, x, NULL, B, T, false, NULL);

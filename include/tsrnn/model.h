@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "tsrnn/core.h"
-#include "tsrnn/rng.h"
+#include "tsrnn/torch_rng.h"
 
 #define TSRNN_MODEL_MAX_LAYERS 64 /* the config's n_rnn_layers limit */
 #define TSRNN_PARAM_NAME_MAX   40
@@ -46,7 +46,7 @@ struct tsrnn_model_dims {
     size_t hidden_count; /* H */
     size_t layer_count;  /* L */
     size_t output_count; /* O */
-    float dropout;       /* between layers, training only */
+    double dropout;      /* between layers, training only: Darts' float, as torch gets it */
 };
 
 /* G for a model kind. */
@@ -163,12 +163,22 @@ void tsrnn_model_finish(struct tsrnn_model *model);
 enum tsrnn_status tsrnn_model_upload_params(struct tsrnn_model *model, const float *params);
 enum tsrnn_status tsrnn_model_download_params(struct tsrnn_model *model, float *params);
 
-/* The inverted dropout masks of one training step of B windows of T steps (torch's
- * functional dropout in training: keep with probability 1 - p, scaled by 1/(1-p)), layer 1's
- * input first, drawn from `rng`; NULL for a model without dropout. Host memory, valid until
- * the next call. */
+/* The inverted dropout masks of one training step of B windows of T steps, as
+ * nn.RNN|LSTM|GRU(dropout=p) draws them in training on a CPU (aten's dropout: noise =
+ * bernoulli_(1 - p), then noise / (1 - p) in float): for each layer output but the top one,
+ * (T, B', H) in memory order, one tsrnn_torch_uniform_double() from `g` per element, kept
+ * (1 / (1 - p)) when it is below 1 - p, else 0. B' = world_size * B: the batch of one
+ * process that a data-parallel world shares out (DistributedSampler: this rank's row i is its
+ * row rank + world_size * i); the other ranks' rows are skipped in the stream, so every rank
+ * holds the masks that one process would draw for its rows. Layer 1's input first, (L-1, T,
+ * B, H); host memory, valid until the next call; NULL for a model without dropout (nothing
+ * drawn). Draws tsrnn_model_dropout_draws() outputs. */
 const float *tsrnn_model_dropout(struct tsrnn_model *model, size_t batch_count, size_t step_count,
-                                 struct tsrnn_rng *rng);
+                                 struct tsrnn_mt19937 *g, size_t rank, size_t world_size);
+
+/* The outputs of torch's generator one window of T steps takes in tsrnn_model_dropout():
+ * 2 (L-1) T H with dropout, else 0. */
+uint64_t tsrnn_model_dropout_draws(const struct tsrnn_model_dims *dims, size_t step_count);
 
 /* Validation: the forward over x (B, T, C) without dropout, from zero states, and each
  * window's sum of the loss's errors against y (B, T, O) in double into sums (B): squared
@@ -177,12 +187,12 @@ const float *tsrnn_model_dropout(struct tsrnn_model *model, size_t batch_count, 
 enum tsrnn_status tsrnn_model_evaluate(struct tsrnn_model *model, const float *x, const float *y,
                                        size_t batch_count, size_t step_count, double *sums);
 
-/* For tests and gradient checks: the forward over x (with dropout drawn from dropout_rng when
- * it is not NULL), the loss against y into *loss, and the backward: the gradients
- * (tsrnn_model_download_grads) of the loss. */
+/* For tests and gradient checks: the forward over x (with dropout drawn from dropout_g when
+ * it is not NULL, as one process's tsrnn_model_dropout()), the loss against y into *loss, and
+ * the backward: the gradients (tsrnn_model_download_grads) of the loss. */
 enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const float *x,
                                                const float *y, size_t batch_count,
-                                               size_t step_count, struct tsrnn_rng *dropout_rng,
+                                               size_t step_count, struct tsrnn_mt19937 *dropout_g,
                                                float *loss);
 enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads);
 

@@ -411,7 +411,7 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
     ck->dims.hidden_count = (size_t)hidden;
     ck->dims.layer_count = (size_t)layers;
     ck->dims.output_count = (size_t)out;
-    ck->dims.dropout = (float)dropout;
+    ck->dims.dropout = dropout;
     ck->input_chunk_length = (int)icl;
     ck->training_length = (int)tl;
     json_decref(o);

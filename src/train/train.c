@@ -17,12 +17,13 @@
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
-#include "tsrnn/rng.h"
 #include "tsrnn/safetensors.h"
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/thread.h"
 #include "tsrnn/train.h"
 #include "tsrnn/world.h"
+
+#include "dropout.h"
 
 struct trainer {
     const struct tsrnn_config *cfg;
@@ -37,6 +38,7 @@ struct trainer {
     double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
     char stop_reason[256]; /* and why, in Lightning's words */
     struct tsrnn_sampler sampler;
+    struct tsrnn_dropout_stream dropout; /* the steps' dropout masks (dropout.h) */
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
     struct tsrnn_progress progress;
@@ -672,7 +674,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         .hidden_count = (size_t)cfg->hidden_dim,
         .layer_count = (size_t)cfg->n_rnn_layers,
         .output_count = C,
-        .dropout = (float)cfg->dropout,
+        .dropout = cfg->dropout,
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
@@ -732,11 +734,24 @@ static enum tsrnn_status setup(struct trainer *tr)
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it); whether
      * Lightning's sanity check drew one more is rng_compat's. */
-    struct tsrnn_shuffle shuffle = {
+    struct tsrnn_darts_fit fit = {
         .random_state = (uint32_t)cfg->random_state,
         .param_count = tr->model.table.total_count,
         .validation = ds->val.count > 0,
         .sanity_check_draws = cfg->rng_compat == TSRNN_RNG_COMPAT_LIGHTNING1,
+        .shuffle = cfg->shuffle,
+    };
+    /* Dropout draws inside each step from the same generator (dropout.h), which moves the
+     * later epochs' shuffles on. */
+    size_t W = (size_t)tr->world_size;
+    tsrnn_dropout_stream_init(&tr->dropout, &fit, tsrnn_model_dropout_draws(&dims, T),
+                              (ds->train.count + W - 1) / W, (size_t)tr->rank, W);
+    struct tsrnn_shuffle shuffle = {
+        .random_state = fit.random_state,
+        .param_count = fit.param_count,
+        .validation = fit.validation,
+        .sanity_check_draws = fit.sanity_check_draws,
+        .epoch_draws = tr->dropout.fit.epoch_draws,
     };
     TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
                                  (size_t)tr->rank, (size_t)tr->world_size));
@@ -800,20 +815,19 @@ static bool steps_done(const struct trainer *tr)
 /* One optimizer step on the B windows idx, queued on the device: the batch, its dropout
  * masks, the optimizer's update for this step, then the whole step behind the compute door
  * (forward, loss, backward, the reduction over the ranks with this rank's stop request,
- * clipping, the update). Its loss and whether it diverged are read later (read_steps). */
-static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_t B)
+ * clipping, the update). Its loss and whether it diverged are read later (read_steps).
+ * last_batch: the epoch's last. */
+static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_t B,
+                                    bool last_batch)
 {
     size_t T = tr->ds->training_length;
-    struct tsrnn_rng dropout_rng;
-    tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
-                   TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_window_list_gather(&tr->ds->train, idx, B, tr->x, tr->y);
     struct tsrnn_step_args step = {
         .x = tr->x,
         .y = tr->y,
         .batch_count = B,
         .step_count = T,
-        .dropout_masks = tsrnn_model_dropout(&tr->model, B, T, &dropout_rng),
+        .dropout_masks = tsrnn_dropout_stream_next(&tr->dropout, &tr->model, B, T, last_batch),
         .loss = tr->cfg->loss_fn,
         .clip_max_norm = (float)tr->cfg->gradient_clip_val,
         .reduce = tr->comm != NULL ? &tr->reduce : NULL,
@@ -1033,6 +1047,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     size_t b;
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
+    tsrnn_dropout_stream_seek(&tr->dropout, epoch, first_batch * (size_t)tr->cfg->batch_size);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
         /* Asked to stop (the flag travelled with a step's gradients, so every rank agrees):
@@ -1043,7 +1058,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         const size_t *idx;
         size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
-        TSRNN_TRY(train_step(tr, idx, count));
+        TSRNN_TRY(train_step(tr, idx, count, b + 1 == batch_count));
         tr->pending_windows[tr->pending_count++] = count;
         tr->step++;
         /* Every rank reads at the same steps: what decides it is the same everywhere. */
