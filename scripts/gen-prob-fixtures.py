@@ -19,6 +19,32 @@ number). It writes under tests/fixtures/ (prob-fixtures.md lists versions and fi
   validated every epoch): every step's train_loss and every epoch's val_loss in tsrnn's
   metrics.csv layout, floats %.9g. The masks come from PyTorch's global generator inside
   each step, so these numbers hold tsrnn to PyTorch's draws and to the shuffles after them.
+* air: for each of GaussianLikelihood(), LaplaceLikelihood(), QuantileRegression() (and
+  GaussianLikelihood(prior_mu=0.4, prior_sigma=0.3) for 10 epochs), the example's
+  RNNModel on the scaled AirPassengers series with that likelihood, 100 epochs:
+  prob_air_<name>_metrics.csv (every step and validation, as `dropout`); then (gaussian after
+  that run, laplace and quantile after one of 10 epochs), as a user would right after fit():
+  pred = predict(24, num_samples=100) -> prob_air_<name>_samples.csv
+  (the paths inverse-scaled, Darts' to_dataframe() layout: Month,#Passengers_s0,...), and
+  val = predict(23, num_samples=100) scored against the validation part ->
+  prob_air_<name>_scores.txt (mape, mae, rmse of the median; mql at 0.05, 0.5, 0.95; mic,
+  miw of (0.05, 0.95); Darts' metrics, original scale); for gaussian also predict(1,
+  predict_likelihood_parameters=True) -> prob_air_gaussian_params.csv.
+* global: the same three likelihoods on the three series of tests/fixtures/global/ (the
+  settings of scripts/gen-global-fixtures.py's first case, 20 epochs, Laplace 10):
+  prob_global_<name>_
+  metrics.csv, and predict(6, series=train, num_samples=20) -> prob_global_<name>_samples.csv
+  (id,date,v_s0,...).
+* counts: PoissonLikelihood() and NegativeBinomialLikelihood() on the raw passenger counts
+  (no scaler), 10 epochs: prob_counts_<name>_metrics.csv and predict(12, num_samples=20) ->
+  prob_counts_<name>_samples.csv.
+* vectors: prob_vectors.txt -- PyTorch's CPU samplers from manual_seed(seed), one case a
+  line, `<case> <args> | <values>` (floats %.9g): torch.normal (several calls in a row, the
+  scalar path's cached sample carried between them), uniform_, torch.rand, torch.poisson,
+  torch._standard_gamma.
+* losses: prob_losses.txt -- Darts' likelihood.compute_loss() on random head outputs (B=3,
+  T=4, C=2, P) and targets, with autograd's gradient: one case a line, `<likelihood>
+  <options> | raw (B*T*C*P) | y (B*T*C) | loss | dloss/draw`.
 """
 
 import argparse
@@ -31,7 +57,18 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-PARTS = ("dropout",)
+PARTS = ("dropout", "vectors", "losses", "air", "global", "counts")
+AIR_EPOCHS = 100
+AIR_SAMPLES = 100
+SHORT_EPOCHS = 10
+LIKELIHOODS = {
+    "gaussian": ("GaussianLikelihood", {}),
+    "laplace": ("LaplaceLikelihood", {}),
+    "quantile": ("QuantileRegression", {}),
+    "gaussian_prior": ("GaussianLikelihood", {"prior_mu": 0.4, "prior_sigma": 0.3}),
+    "poisson": ("PoissonLikelihood", {}),
+    "negative_binomial": ("NegativeBinomialLikelihood", {}),
+}
 DROPOUT_EPOCHS = 60
 
 
@@ -76,6 +113,201 @@ def part_dropout(gd, summary):
     vals = [r for r in rec.rows if r[3] is not None]
     summary.append(f"| dropout | LSTM, 2 layers, dropout 0.2, {DROPOUT_EPOCHS} epochs | "
                    f"{len(steps)} | {steps[0][2]:.9g} | {steps[-1][2]:.9g} | {vals[-1][3]:.9g} |")
+
+
+def fmt_list(values):
+    return " ".join("%.9g" % float(v) for v in values)
+
+
+def part_vectors(gd, summary):
+    import torch
+
+    lines = ["# PyTorch's CPU samplers after torch.manual_seed(<seed>): <case> <seed> <args> | values"]
+    for seed in (0, 42, 1234):
+        torch.manual_seed(seed)
+        calls = (5, 3, 20, 7, 16, 33, 1)
+        values = []
+        for n in calls:  # one generator, its cached normal carried between the calls
+            values += torch.normal(torch.zeros(n), torch.ones(n)).tolist()
+        lines.append(f"normal {seed} {' '.join(map(str, calls))} | {fmt_list(values)}")
+        torch.manual_seed(seed)
+        eps = torch.finfo(torch.float32).eps
+        lines.append(f"uniform {seed} {(eps - 1).hex()} {(1.0).hex()} 50 | "
+                     + fmt_list(torch.empty(50).uniform_(eps - 1, 1).tolist()))
+        torch.manual_seed(seed)
+        lines.append(f"rand {seed} 40 | " + fmt_list(torch.rand(40).tolist()))
+        lams = [0.0, 0.3, 2.5, 9.99, 10.0, 37.5, 400.0, 1e-3]
+        torch.manual_seed(seed)
+        lines.append(f"poisson {seed} {fmt_list(lams)} | "
+                     + fmt_list(torch.poisson(torch.tensor(lams * 5)).tolist()))
+        alphas = [0.05, 0.5, 0.999, 1.0, 1.7, 12.0, 250.0]
+        torch.manual_seed(seed)
+        values = torch._standard_gamma(torch.tensor(alphas * 5)).tolist()
+        values += torch.normal(torch.zeros(3), torch.ones(3)).tolist()  # the cache after them
+        lines.append(f"gamma {seed} {fmt_list(alphas)} | " + fmt_list(values))
+    (FIXTURES / "prob_vectors.txt").write_text("\n".join(lines) + "\n")
+    summary.append(f"| vectors | {len(lines) - 1} sampler cases | | | | |")
+
+
+LOSS_CASES = [
+    # (name in tsrnn, Darts constructor, kwargs, target kind)
+    ("gaussian", "GaussianLikelihood", {}, "real"),
+    ("gaussian", "GaussianLikelihood", {"prior_mu": 0.3}, "real"),
+    ("gaussian", "GaussianLikelihood", {"prior_sigma": 0.7, "prior_strength": 0.5}, "real"),
+    ("gaussian", "GaussianLikelihood", {"prior_mu": -0.2, "prior_sigma": 0.4}, "real"),
+    ("gaussian", "GaussianLikelihood", {"beta_nll": 0.5}, "real"),
+    ("laplace", "LaplaceLikelihood", {}, "real"),
+    ("laplace", "LaplaceLikelihood", {"prior_mu": 0.1, "prior_b": 0.6, "prior_strength": 2.0}, "real"),
+    ("laplace", "LaplaceLikelihood", {"prior_b": 0.25}, "real"),
+    ("quantile", "QuantileRegression", {}, "real"),
+    ("quantile", "QuantileRegression", {"quantiles": [0.1, 0.5, 0.9]}, "real"),
+    ("poisson", "PoissonLikelihood", {}, "count"),
+    ("poisson", "PoissonLikelihood", {"prior_lambda": 2.0}, "count"),
+    ("negative_binomial", "NegativeBinomialLikelihood", {}, "count"),
+]
+
+
+def part_losses(gd, summary):
+    import torch
+    from darts.utils import likelihood_models as lm
+
+    B, T, C = 3, 4, 2
+    gen = np.random.default_rng(37)
+    lines = ["# <likelihood> <key=value>... | raw (B=3, T=4, C=2, P) | y | loss | dloss/draw"]
+    for name, cls, kwargs, target in LOSS_CASES:
+        lik = getattr(lm, cls)(**kwargs)
+        P = lik.num_parameters
+        raw = gen.normal(0.0, 1.5, size=(B, T, C, P)).astype(np.float32)
+        if name == "quantile":
+            raw = np.sort(raw, axis=-1)
+        if target == "count":
+            y = gen.poisson(3.0, size=(B, T, C)).astype(np.float32)
+            raw[..., 0] += 2.0
+        else:
+            y = gen.normal(0.0, 1.0, size=(B, T, C)).astype(np.float32)
+        out = torch.tensor(raw, requires_grad=True)
+        loss = lik.compute_loss(out, torch.tensor(y), None)
+        loss.backward()
+        opts = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+                        for k, v in kwargs.items())
+        lines.append(f"{name} {opts} | {fmt_list(raw.ravel())} | {fmt_list(y.ravel())} | "
+                     f"{float(loss):.9g} | {fmt_list(out.grad.numpy().ravel())}")
+    (FIXTURES / "prob_losses.txt").write_text("\n".join(lines) + "\n")
+    summary.append(f"| losses | {len(lines) - 1} likelihood cases | | | | |")
+
+
+def likelihood(name):
+    from darts.utils import likelihood_models as lm
+
+    cls, kwargs = LIKELIHOODS[name]
+    return getattr(lm, cls)(**kwargs)
+
+
+def write_samples(path, preds, ids=None, time_name="Month", fmt=None):
+    """Darts' to_dataframe() of stochastic series: <time>,<component>_s0,... (after an id)."""
+    lines = []
+    for k, pred in enumerate(preds):
+        df = pred.to_dataframe(suppress_warnings=True) if hasattr(pred, "to_dataframe") else None
+        if not lines:
+            lines.append(("series," if ids else "") + time_name + "," + ",".join(df.columns))
+        for t, row in zip(df.index, df.values):
+            stamp = fmt(t) if fmt else f"{t:%Y-%m}"
+            lines.append((f"{ids[k]}," if ids else "") + stamp + ","
+                         + ",".join("%.9g" % float(v) for v in row))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def summarize_run(summary, part, what, rows):
+    steps = [r for r in rows if r[2] is not None]
+    vals = [r for r in rows if r[3] is not None]
+    summary.append(f"| {part} | {what} | {len(steps)} | {steps[0][2]:.9g} | {steps[-1][2]:.9g} | "
+                   f"{vals[-1][3]:.9g} |" if vals else
+                   f"| {part} | {what} | {len(steps)} | {steps[0][2]:.9g} | {steps[-1][2]:.9g} | |")
+
+
+def part_air(gd, summary):
+    from darts.metrics import mae, mape, mic, miw, mql, rmse
+
+    series, train, val, train_s, val_s, scaler = gd.load_data()
+    # The samples of gaussian after its long run; laplace's and quantile's after a short one
+    # (SHORT_EPOCHS): their losses' kinks (|e|, max) amplify float rounding after ~100 steps,
+    # so a long run's weights differ from Darts' in the 4th digit (docs/numerics.md).
+    runs = [("gaussian", AIR_EPOCHS, True), ("laplace", AIR_EPOCHS, False),
+            ("quantile", AIR_EPOCHS, False), ("laplace", SHORT_EPOCHS, True),
+            ("quantile", SHORT_EPOCHS, True), ("gaussian_prior", SHORT_EPOCHS, False)]
+    for name, epochs, sampled in runs:
+        rec = gd.make_recorder()()
+        with tempfile.TemporaryDirectory() as work_dir:
+            model = air_model(gd, [rec], work_dir, likelihood=likelihood(name), n_epochs=epochs)
+            model.fit(train_s, val_series=val_s)
+            pred = scaler.inverse_transform(model.predict(24, num_samples=AIR_SAMPLES))
+            pval = scaler.inverse_transform(model.predict(len(val), num_samples=AIR_SAMPLES))
+            params = model.predict(1, predict_likelihood_parameters=True) if name == "gaussian" else None
+        if epochs == AIR_EPOCHS or name == "gaussian_prior":
+            write_metrics(FIXTURES / f"prob_air_{name}_metrics.csv", rec.rows)
+            summarize_run(summary, "air", f"{name}, {epochs} epochs", rec.rows)
+        if not sampled:
+            continue
+        write_samples(FIXTURES / f"prob_air_{name}_samples.csv", [pred])
+        q = [0.05, 0.5, 0.95]
+        scores = [("mape", mape(val, pval)), ("mae", mae(val, pval)), ("rmse", rmse(val, pval))]
+        scores += [(f"mql_q{x:.3f}", v) for x, v in zip(q, mql(val, pval, q=q))]
+        scores += [("mic", mic(val, pval, q_interval=(0.05, 0.95))),
+                   ("miw", miw(val, pval, q_interval=(0.05, 0.95)))]
+        (FIXTURES / f"prob_air_{name}_scores.txt").write_text(
+            "".join(f"{k} {float(v):.9g}\n" for k, v in scores))
+        if params is not None:
+            df = params.to_dataframe()
+            (FIXTURES / "prob_air_gaussian_params.csv").write_text(
+                "Month," + ",".join(df.columns) + "\n"
+                + "".join(f"{t:%Y-%m}," + ",".join("%.9g" % float(v) for v in r) + "\n"
+                          for t, r in zip(df.index, df.values)))
+
+
+def part_global(gd, summary):
+    import pandas as pd
+    from darts import TimeSeries
+    from darts.dataprocessing.transformers import Scaler
+    from darts.models import RNNModel
+
+    sdir = FIXTURES / "global"
+    series = [TimeSeries.from_csv(sdir / f"{sid}.csv", time_col="date", value_cols="v")
+              .astype(np.float32) for sid in "abc"]
+    parts = [s.split_after(pd.Timestamp("2000-02-10")) for s in series]
+    train = [p[0] for p in parts]
+    val = [p[1] for p in parts]
+    scaler = Scaler().fit(train)
+    for name in ("gaussian", "laplace", "quantile"):
+        rec = gd.make_recorder()()
+        epochs = 10 if name == "laplace" else 20  # Laplace's kink: see part_air
+        with tempfile.TemporaryDirectory() as work_dir:
+            model = RNNModel(
+                model="RNN", hidden_dim=8, dropout=0, batch_size=16, n_epochs=epochs,
+                optimizer_kwargs={"lr": 5e-3}, model_name="g", work_dir=work_dir, random_state=3,
+                training_length=8, input_chunk_length=5, force_reset=True,
+                likelihood=likelihood(name),
+                pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                                   "enable_model_summary": False, "callbacks": [rec]})
+            model.fit(scaler.transform(train), val_series=scaler.transform(val))
+            preds = scaler.inverse_transform(
+                model.predict(6, series=scaler.transform(train), num_samples=20))
+        write_metrics(FIXTURES / f"prob_global_{name}_metrics.csv", rec.rows)
+        summarize_run(summary, "global", f"{name}, 3 series, {epochs} epochs", rec.rows)
+        write_samples(FIXTURES / f"prob_global_{name}_samples.csv", preds, ids=list("abc"),
+                      time_name="date", fmt=lambda t: f"{t:%Y-%m-%d}")
+
+
+def part_counts(gd, summary):
+    series, train, val, _, _, _ = gd.load_data()
+    for name in ("poisson", "negative_binomial"):
+        rec = gd.make_recorder()()
+        with tempfile.TemporaryDirectory() as work_dir:
+            model = air_model(gd, [rec], work_dir, likelihood=likelihood(name), n_epochs=10)
+            model.fit(train, val_series=val)
+            pred = model.predict(12, num_samples=20)
+        write_metrics(FIXTURES / f"prob_counts_{name}_metrics.csv", rec.rows)
+        summarize_run(summary, "counts", f"{name}, raw counts, 10 epochs", rec.rows)
+        write_samples(FIXTURES / f"prob_counts_{name}_samples.csv", [pred])
 
 
 def main():

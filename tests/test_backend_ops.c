@@ -793,7 +793,7 @@ static void draw_init(struct draw *d, size_t index)
     size_t H = spec->H ? spec->H : random_in(&rng, 1, 24);
     size_t L = spec->L ? spec->L : random_in(&rng, 1, 3);
     float dropout = spec->dropout >= 0.0f ? spec->dropout : 0.25f * (float)random_in(&rng, 0, 1);
-    d->dims = (struct tsrnn_model_dims){ spec->kind, C, H, L, C, dropout };
+    d->dims = (struct tsrnn_model_dims){ spec->kind, C, H, L, C, dropout, 1 };
     d->probe_dims = d->dims;
     d->probe_dims.output_count = H;
     d->B = spec->B ? spec->B : random_in(&rng, 1, 8);

@@ -14,12 +14,62 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tsrnn/likelihood.h"
+#include "tsrnn/torch_dist.h"
 
 static struct tu_result result;
 
 static double rel(double a, double b)
 {
     return fabs(a - b) / fmax(fabs(b), 1e-30);
+}
+
+/* The relative difference of a loss, |a - b| / max(|b|, floor): a negative log-likelihood
+ * crosses 0 as it trains, where a plain ratio says nothing. */
+static double rel_floor(double a, double b, double floor)
+{
+    return fabs(a - b) / fmax(fabs(b), floor);
+}
+
+struct compared {
+    double steps, vals; /* the worst over the first `steps` steps and their epochs */
+    double all_steps, all_vals;
+};
+
+/* The run's metrics.csv against `fixture` row by row (same epochs and steps, `rows` rows):
+ * the worst rel_floor(., ., floor) of train_loss over the first `steps` steps (and of
+ * val_loss over the epochs they end), and over all rows. */
+static struct compared compare_runs(const char *run, const char *fixture, size_t rows, size_t steps,
+                                    double floor)
+{
+    static struct tu_metrics_row ours[4096], theirs[4096];
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/metrics.csv", tu_run_dir(), run);
+    size_t n = tu_read_metrics(path, ours, 4096);
+    assert_int_equal(tu_read_metrics(tu_source(fixture), theirs, 4096), rows);
+    assert_int_equal(n, rows);
+    struct compared c = { 0 };
+    size_t step = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(ours[i].epoch, theirs[i].epoch);
+        assert_int_equal(ours[i].step, theirs[i].step);
+        bool is_step = !isnan(theirs[i].train_loss);
+        assert_int_equal(isnan(ours[i].train_loss), !is_step);
+        double err = is_step ? rel_floor(ours[i].train_loss, theirs[i].train_loss, floor)
+                             : rel_floor(ours[i].val_loss, theirs[i].val_loss, floor);
+        bool early = (size_t)theirs[i].step < steps;
+        step += is_step;
+        if (is_step) {
+            c.all_steps = fmax(c.all_steps, err);
+            if (early)
+                c.steps = fmax(c.steps, err);
+        } else {
+            c.all_vals = fmax(c.all_vals, err);
+            if (early)
+                c.vals = fmax(c.vals, err);
+        }
+    }
+    return c;
 }
 
 /* Every row of the run's metrics.csv against the fixture `fixture` (same epochs and steps):
@@ -42,6 +92,186 @@ static double worst_against(const char *run, const char *fixture, size_t rows)
                                 : rel(ours[i].train_loss, theirs[i].train_loss));
     }
     return worst;
+}
+
+/* Up to `capacity` numbers of `text` (space-separated, up to the next '|' or the end) into
+ * out; *text moves past the '|'. */
+static size_t numbers(const char **text, double *out, size_t capacity)
+{
+    size_t n = 0;
+    const char *p = *text;
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        if (*p == '|' || *p == '\n' || *p == '\0')
+            break;
+        char *end;
+        double v = strtod(p, &end);
+        assert_true(end != p);
+        assert_true(n < capacity);
+        out[n++] = v;
+        p = end;
+    }
+    *text = *p == '|' ? p + 1 : p;
+    return n;
+}
+
+/* PyTorch's samplers (tests/fixtures/prob_vectors.txt, torch 2.15 on a CPU): the uniform
+ * draws and the Poisson counts bit for bit; the normals and gammas within 2e-6 of
+ * max(|value|, 1): PyTorch's AVX2 kernel (which an AVX-512 CPU runs too) takes normal_fill's
+ * log, sin and cos from avx_mathfun's polynomials, tsrnn from libm (the scalar path's doubles
+ * and the gammas agree to the bit). Every case's count of draws is right, or the later values
+ * would differ entirely. */
+static void test_samplers_are_pytorchs(void **state)
+{
+    (void)state;
+    char *text = tu_read(tu_source("tests/fixtures/prob_vectors.txt"));
+    assert_non_null(text);
+    static double args[64], want[256];
+    static float got[256];
+    size_t cases = 0;
+    double worst_normal = 0.0;
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        if (line[0] == '#' || line[0] == '\0') {
+            line = next;
+            continue;
+        }
+        char kind[32];
+        unsigned long seed;
+        int used;
+        assert_int_equal(sscanf(line, "%31s %lu%n", kind, &seed, &used), 2);
+        const char *p = line + used;
+        size_t nargs = numbers(&p, args, 64), count = numbers(&p, want, 256);
+        struct tsrnn_torch_generator g;
+        tsrnn_torch_generator_seed(&g, seed);
+        size_t n = 0;
+        if (strcmp(kind, "normal") == 0) {
+            for (size_t a = 0; a < nargs; a++) {
+                tsrnn_torch_sample_normal_fill(got + n, (size_t)args[a], &g);
+                n += (size_t)args[a];
+            }
+        } else if (strcmp(kind, "uniform") == 0) {
+            n = (size_t)args[2];
+            tsrnn_torch_sample_uniform_fill(got, n, &g, args[0], args[1]);
+        } else if (strcmp(kind, "rand") == 0) {
+            for (; n < (size_t)args[0]; n++)
+                got[n] = tsrnn_torch_sample_rand(&g);
+        } else if (strcmp(kind, "poisson") == 0) {
+            for (; n < count; n++)
+                got[n] = (float)tsrnn_torch_sample_poisson(&g, (double)(float)args[n % nargs]);
+        } else if (strcmp(kind, "gamma") == 0) {
+            for (; n + 3 < count; n++)
+                got[n] = tsrnn_torch_sample_standard_gamma(&g, (float)args[n % nargs]);
+            tsrnn_torch_sample_normal_fill(got + n, 3, &g);
+            n += 3;
+        } else {
+            fail_msg("unknown case %s", kind);
+        }
+        assert_int_equal(n, count);
+        bool exact = strcmp(kind, "normal") != 0 && strcmp(kind, "gamma") != 0;
+        for (size_t i = 0; i < n; i++) {
+            double err = fabs((double)got[i] - want[i]) / fmax(fabs(want[i]), 1.0);
+            if ((exact && (float)want[i] != got[i]) || err > 2e-6)
+                fail_msg("%s seed %lu, value %zu: %.9g, PyTorch %.9g", kind, seed, i,
+                         (double)got[i], want[i]);
+            worst_normal = fmax(worst_normal, err);
+        }
+        cases++;
+        line = next;
+    }
+    printf("# %zu sampler cases; normals and gammas within %.1e of PyTorch's\n", cases,
+           worst_normal);
+    assert_int_equal(cases, 15);
+    free(text);
+}
+
+/* Darts' likelihood.compute_loss() and autograd's gradient on random head outputs
+ * (tests/fixtures/prob_losses.txt): every likelihood, with and without priors, beta-NLL, the
+ * default and a custom list of quantiles: the batch loss within 2e-6 relative and each
+ * gradient element within 2e-5 relative of the largest (float32 sums in another order). */
+static void test_losses_are_darts(void **state)
+{
+    (void)state;
+    char *text = tu_read(tu_source("tests/fixtures/prob_losses.txt"));
+    assert_non_null(text);
+    static double raw[2048], y[256], loss[1], grad[2048];
+    static float rawf[2048], d[128];
+    size_t cases = 0;
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        if (line[0] == '#' || line[0] == '\0') {
+            line = next;
+            continue;
+        }
+        struct tsrnn_likelihood lik = { .prior_strength = 1.0 };
+        char *bar = strchr(line, '|');
+        assert_non_null(bar);
+        *bar = '\0';
+        char *save = NULL;
+        char *word = strtok_r(line, " ", &save);
+        assert_true(tsrnn_likelihood_parse_name(word, &lik.kind));
+        if (lik.kind == TSRNN_LIKELIHOOD_QUANTILE)
+            assert_int_equal(
+                tsrnn_likelihood_parse_quantiles(&lik, TSRNN_LIKELIHOOD_DEFAULT_QUANTILES),
+                TSRNN_OK);
+        while ((word = strtok_r(NULL, " ", &save)) != NULL) {
+            char *eq = strchr(word, '=');
+            assert_non_null(eq);
+            *eq = '\0';
+            if (strcmp(word, "quantiles") == 0) {
+                assert_int_equal(tsrnn_likelihood_parse_quantiles(&lik, eq + 1), TSRNN_OK);
+            } else if (strcmp(word, "prior_strength") == 0) {
+                lik.prior_strength = strtod(eq + 1, NULL);
+            } else if (strcmp(word, "beta_nll") == 0) {
+                lik.beta_nll = strtod(eq + 1, NULL);
+            } else {
+                bool known = false;
+                for (size_t i = 0; i < TSRNN_LIKELIHOOD_MAX_PRIORS; i++) {
+                    const char *name = tsrnn_likelihood_prior_name(lik.kind, i);
+                    if (name != NULL && strcmp(name, word) == 0) {
+                        lik.has_prior[i] = true;
+                        lik.prior[i] = strtod(eq + 1, NULL);
+                        known = true;
+                    }
+                }
+                if (!known)
+                    fail_msg("unknown option %s", word);
+            }
+        }
+        const char *p = bar + 1;
+        size_t nraw = numbers(&p, raw, 2048), ny = numbers(&p, y, 256);
+        assert_int_equal(numbers(&p, loss, 1), 1);
+        assert_int_equal(numbers(&p, grad, 2048), nraw);
+        size_t P = tsrnn_likelihood_param_count(&lik);
+        assert_int_equal(nraw, ny * P);
+        for (size_t i = 0; i < nraw; i++)
+            rawf[i] = (float)raw[i];
+        double sum = 0.0, worst = 0.0, largest = 0.0;
+        for (size_t i = 0; i < nraw; i++)
+            largest = fmax(largest, fabs(grad[i]));
+        for (size_t i = 0; i < ny; i++) {
+            sum += tsrnn_likelihood_term(&lik, rawf + i * P, (float)y[i], d);
+            for (size_t k = 0; k < P; k++) {
+                double ours = (double)(d[k] * (1.0f / (float)ny));
+                worst = fmax(worst, fabs(ours - grad[i * P + k]) / largest);
+            }
+        }
+        double ours_loss = sum / (double)ny;
+        printf("# %-17s P=%2zu: loss %.9g (Darts %.9g, %.1e), worst gradient %.1e\n",
+               tsrnn_likelihood_name(lik.kind), P, ours_loss, loss[0], rel(ours_loss, loss[0]),
+               worst);
+        assert_true(rel(ours_loss, loss[0]) <= 2e-6);
+        assert_true(worst <= 2e-5);
+        cases++;
+        line = next;
+    }
+    assert_int_equal(cases, 13);
+    free(text);
 }
 
 /* A 2-layer LSTM with dropout 0.2 on the example (random_state 42, shuffled, validated): Darts
@@ -67,10 +297,337 @@ static void test_dropout_follows_darts(void **state)
     assert_true(worst <= 1e-5);
 }
 
+/* --- whole runs against real Darts ------------------------------------------------------ */
+
+/* [data] of the three series of tests/fixtures/global/ and scripts/gen-prob-fixtures.py's
+ * global model (gen-global-fixtures.py's settings, random_state 3). */
+static char global_path[3 * PATH_MAX + 32];
+static const char *const global_sets[] = {
+    global_path,
+    "data.time_col=date",
+    "data.value_cols=v",
+    "data.split_after=2000-02-10",
+    "model.hidden_dim=8",
+    "model.training_length=8",
+    "model.input_chunk_length=5",
+    "training.batch_size=16",
+    "training.n_epochs=20",
+    "training.lr=5e-3",
+    "training.random_state=3",
+};
+
+static void set_global_path(void)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof(a), "%s", tu_source("tests/fixtures/global/a.csv"));
+    snprintf(b, sizeof(b), "%s", tu_source("tests/fixtures/global/b.csv"));
+    snprintf(global_path, sizeof(global_path), "data.path=%s,%s,%s", a, b,
+             tu_source("tests/fixtures/global/c.csv"));
+}
+
+/* Trains `run` on the example config (global: the three series) with `extra` settings. */
+static void train_run(const char *run, bool global, const char *const *extra)
+{
+    const char *sets[64];
+    size_t n = 0;
+    for (size_t i = 0; global && i < sizeof(global_sets) / sizeof(global_sets[0]); i++)
+        sets[n++] = global_sets[i];
+    for (size_t i = 0; extra[i] != NULL; i++)
+        sets[n++] = extra[i];
+    sets[n++] = "output.save_checkpoints=false";
+    sets[n++] = "output.log_tensorboard=false";
+    sets[n++] = "forecast.plot=false";
+    sets[n] = NULL;
+    if (global)
+        set_global_path();
+    int code = tu_train(&result, run, sets, 120);
+    if (code != 0)
+        fail_msg("%s: exit %d\n%s", run, code, result.err);
+}
+
+/* Real Darts 0.48.1 trains RNNModel(likelihood=...) and tsrnn follows it step for step: the
+ * example (AirPassengers, 100 epochs) and the three-series global model (20 epochs; Laplace 10) with
+ * GaussianLikelihood(), LaplaceLikelihood() and QuantileRegression(); a Gaussian with priors;
+ * PoissonLikelihood() and NegativeBinomialLikelihood() on the raw passenger counts. Every
+ * train_loss within 1e-5 relative (|loss| below 0.1 counting as 0.1: the NLL crosses zero)
+ * over the first `steps` steps, every val_loss of those epochs within 1e-4 (the validation
+ * NLL of a series unlike the training part sums large terms of both signs). Gaussian, Poisson
+ * and negative binomial hold over the whole run. Laplace's |y - mu| and the pinball loss's
+ * max() turn float rounding into a different gradient once residuals sit at the kink: a
+ * one-ulp change of tsrnn's own head gradients diverges from tsrnn at the same steps
+ * (docs/numerics.md#likelihoods), so their bound holds over the first 100 and 150 steps; the
+ * worst over the whole run is printed. */
+static void test_likelihood_runs_follow_darts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *fixture;
+        bool global;
+        const char *sets[6];
+        size_t rows, steps;
+    } cases[] = {
+        { "air_gaussian",
+          "prob_air_gaussian",
+          false,
+          { "model.likelihood=gaussian", "training.n_epochs=100", "forecast.n=0" },
+          800,
+          700 },
+        { "air_laplace",
+          "prob_air_laplace",
+          false,
+          { "model.likelihood=laplace", "training.n_epochs=100", "forecast.n=0" },
+          800,
+          100 },
+        { "air_quantile",
+          "prob_air_quantile",
+          false,
+          { "model.likelihood=quantile", "training.n_epochs=100", "forecast.n=0" },
+          800,
+          150 },
+        { "air_prior",
+          "prob_air_gaussian_prior",
+          false,
+          { "model.likelihood=gaussian", "likelihood.prior_mu=0.4", "likelihood.prior_sigma=0.3",
+            "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
+        { "global_gaussian",
+          "prob_global_gaussian",
+          true,
+          { "model.likelihood=gaussian", "forecast.n=0" },
+          200,
+          180 },
+        { "global_laplace",
+          "prob_global_laplace",
+          true,
+          { "model.likelihood=laplace", "training.n_epochs=10", "forecast.n=0" },
+          100,
+          90 },
+        { "global_quantile",
+          "prob_global_quantile",
+          true,
+          { "model.likelihood=quantile", "forecast.n=0" },
+          200,
+          180 },
+        { "counts_poisson",
+          "prob_counts_poisson",
+          false,
+          { "model.likelihood=poisson", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=0" },
+          80,
+          70 },
+        { "counts_negbin",
+          "prob_counts_negative_binomial",
+          false,
+          { "model.likelihood=negative_binomial", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=0" },
+          80,
+          70 },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        train_run(cases[k].name, cases[k].global, cases[k].sets);
+        char fixture[128];
+        snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_metrics.csv", cases[k].fixture);
+        struct compared c =
+            compare_runs(cases[k].name, fixture, cases[k].rows, cases[k].steps, 0.1);
+        printf("# %-16s first %3zu steps %.1e (their validations %.1e); all %zu rows: steps %.1e, "
+               "validations %.1e\n",
+               cases[k].name, cases[k].steps, c.steps, c.vals, cases[k].rows, c.all_steps,
+               c.all_vals);
+        assert_true(c.steps <= 1e-5);
+        assert_true(c.vals <= 1e-4);
+    }
+}
+
+/* The value after `label` in the worker's stdout. */
+static double printed(const char *label)
+{
+    const char *at = strstr(result.out, label);
+    if (at == NULL)
+        fail_msg("no '%s' in:\n%s", label, result.out);
+    return strtod(at + strlen(label), NULL);
+}
+
+/* The number after `key ` in a fixture's scores file. */
+static double score_of(const char *text, const char *key)
+{
+    char needle[64];
+    snprintf(needle, sizeof(needle), "%s ", key);
+    const char *at = strstr(text, needle);
+    if (at == NULL)
+        fail_msg("no %s in the scores fixture", key);
+    return strtod(at + strlen(needle), NULL);
+}
+
+/* forecast_samples.csv against the fixture: the same header (Darts' to_dataframe() names),
+ * rows and stamps; every value within `tolerance` of max(|Darts'|, floor) (the floor: the
+ * series' scale, where a path passes near 0). Returns the worst. */
+static double compare_samples(const char *run, const char *fixture, size_t rows, double floor,
+                              double tolerance)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/forecast_samples.csv", tu_run_dir(), run);
+    char *ours = tu_read(path), *theirs = tu_read(tu_source(fixture));
+    if (ours == NULL || theirs == NULL)
+        fail_msg("cannot read %s or %s", path, fixture);
+    char *save_a = NULL, *save_b = NULL;
+    char *a = strtok_r(ours, "\n", &save_a), *b = strtok_r(theirs, "\n", &save_b);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(a, b); /* the header */
+    size_t count = 0, values = 0;
+    double worst = 0.0;
+    while ((a = strtok_r(NULL, "\n", &save_a)) != NULL) {
+        b = strtok_r(NULL, "\n", &save_b);
+        assert_non_null(b);
+        count++;
+        char *fa = NULL, *fb = NULL;
+        char *x = strtok_r(a, ",", &fa), *y = strtok_r(b, ",", &fb);
+        bool numeric = false;
+        while (x != NULL && y != NULL) {
+            char *end;
+            double u = strtod(x, &end);
+            numeric = numeric || (*end == '\0' && strchr(x, '-') == NULL) ||
+                      (*end == '\0' && x[0] == '-');
+            if (*end != '\0' || !numeric) { /* the id and the stamp: as they are */
+                assert_string_equal(x, y);
+            } else {
+                double err = fabs(u - strtod(y, NULL)) / fmax(fabs(strtod(y, NULL)), floor);
+                worst = fmax(worst, err);
+                values++;
+            }
+            x = strtok_r(NULL, ",", &fa);
+            y = strtok_r(NULL, ",", &fb);
+        }
+        assert_null(x);
+        assert_null(y);
+    }
+    assert_null(strtok_r(NULL, "\n", &save_b));
+    assert_int_equal(count, rows);
+    assert_true(values > 0);
+    if (worst > tolerance)
+        fail_msg("%s: a sample %.2e from Darts' (bound %.0e)", run, worst, tolerance);
+    free(ours);
+    free(theirs);
+    return worst;
+}
+
+/* Darts' predict(n, num_samples) right after fit(): tsrnn draws every sample from PyTorch's
+ * generator where Darts draws it (the predict call's seed from random_state, the DataLoader's
+ * draw, groups of batch_size / series windows, each step's likelihood.sample() for the group),
+ * so the paths are Darts' own: forecast_samples.csv against the fixtures' to_dataframe(), every
+ * value within 1e-5 (of max(|value|, the series' scale)): the example (100 paths of 24 steps;
+ * 16 a group, the last group of 4 drawing from the scalar normal path with its cached value),
+ * the three series (three windows a batch: groups of 5, 15 normals a step, the scalar path),
+ * Poisson and negative binomial (integers: equal). Gaussian after its 100-epoch run, Laplace
+ * and quantile after 10 epochs (test_likelihood_runs_follow_darts says why). The example's
+ * validation forecast (the second predict() after fit(), 23 steps) is scored as Darts'
+ * metrics score it: MAPE and MAE of the median, MQL at 0.05/0.5/0.95, MIC and MIW of the 5-95%
+ * interval, within the 6 printed digits. */
+static void test_sample_paths_are_darts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *fixture;
+        bool global;
+        const char *sets[8];
+        size_t rows;
+        double floor;
+    } cases[] = {
+        { "paths_gaussian",
+          "prob_air_gaussian",
+          false,
+          { "model.likelihood=gaussian", "training.n_epochs=100", "forecast.num_samples=100",
+            "forecast.samples=true" },
+          24,
+          100 },
+        { "paths_laplace",
+          "prob_air_laplace",
+          false,
+          { "model.likelihood=laplace", "training.n_epochs=10", "forecast.num_samples=100",
+            "forecast.samples=true" },
+          24,
+          100 },
+        { "paths_quantile",
+          "prob_air_quantile",
+          false,
+          { "model.likelihood=quantile", "training.n_epochs=10", "forecast.num_samples=100",
+            "forecast.samples=true" },
+          24,
+          100 },
+        { "paths_global_gaussian",
+          "prob_global_gaussian",
+          true,
+          { "model.likelihood=gaussian", "forecast.n=6", "forecast.num_samples=20",
+            "forecast.samples=true" },
+          18,
+          10 },
+        { "paths_global_laplace",
+          "prob_global_laplace",
+          true,
+          { "model.likelihood=laplace", "training.n_epochs=10", "forecast.n=6",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          18,
+          10 },
+        { "paths_global_quantile",
+          "prob_global_quantile",
+          true,
+          { "model.likelihood=quantile", "forecast.n=6", "forecast.num_samples=20",
+            "forecast.samples=true" },
+          18,
+          10 },
+        { "paths_poisson",
+          "prob_counts_poisson",
+          false,
+          { "model.likelihood=poisson", "data.scaler=none", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          0 },
+        { "paths_negbin",
+          "prob_counts_negative_binomial",
+          false,
+          { "model.likelihood=negative_binomial", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=12", "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          0 },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        train_run(cases[k].name, cases[k].global, cases[k].sets);
+        char fixture[128];
+        snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_samples.csv", cases[k].fixture);
+        double tolerance = cases[k].floor == 0 ? 0.0 : 1e-5;
+        double worst = compare_samples(cases[k].name, fixture, cases[k].rows,
+                                       cases[k].floor > 0 ? cases[k].floor : 1e-30, tolerance);
+        printf("# %-22s %zu steps: every sample within %.1e of Darts'", cases[k].name,
+               cases[k].rows, worst);
+        if (cases[k].global || cases[k].floor == 0) {
+            printf("\n");
+            continue;
+        }
+        snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_scores.txt", cases[k].fixture);
+        char *scores = tu_read(tu_source(fixture));
+        assert_non_null(scores);
+        double worst_score = 0.0;
+        static const char *const keys[] = { "mql_q0.050", "mql_q0.500", "mql_q0.950", "mic",
+                                            "miw" };
+        const char *labels[] = { "MQL 0.05: ", ", 0.5: ", ", 0.95: ", "(MIC) ", "(MIW) " };
+        for (size_t i = 0; i < 5; i++)
+            worst_score = fmax(worst_score, rel(printed(labels[i]), score_of(scores, keys[i])));
+        assert_true(fabs(printed("MAPE ") - score_of(scores, "mape")) <= 0.005);
+        printf("; validation scores within %.1e\n", worst_score);
+        assert_true(worst_score <= 1e-5);
+        free(scores);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_samplers_are_pytorchs),
+        cmocka_unit_test(test_losses_are_darts),
         cmocka_unit_test(test_dropout_follows_darts),
+        cmocka_unit_test(test_likelihood_runs_follow_darts),
+        cmocka_unit_test(test_sample_paths_are_darts),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

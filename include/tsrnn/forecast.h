@@ -12,6 +12,8 @@
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/model.h"
+#include "tsrnn/quantile_metrics.h"
+#include "tsrnn/sampling.h"
 
 /* Darts' metrics of a forecast against actual values, original scale, over its points and
  * every component: mape = 100 * mean |(a - p) / a| (NaN when an actual value is 0),
@@ -32,6 +34,28 @@ struct tsrnn_forecast {
      * mape = 100 * mean |(a - p) / a| (NaN when an actual value is 0), mae = mean |a - p|,
      * rmse = sqrt(mean (a - p)^2); all NaN when actual_count is 0. */
     double mape, mae, rmse;
+    /* A model with a likelihood (tsrnn_forecast_predict()): */
+    size_t sample_count;         /* S: the paths drawn; 1 for a point forecast or one path */
+    float *samples;              /* (S, n, C) owned when S > 1, original scale; `values` holds their
+                            median, the point metrics score it (Darts' default q = 0.5) */
+    size_t quantile_count;       /* Q: the [forecast] quantiles, with S > 1 */
+    float *quantile_values;      /* (n, C, Q) owned: TimeSeries.quantile() of the samples */
+    float *band_low, *band_high; /* (n, C) owned with S > 1: the picture's band */
+    bool has_quantile_scores;    /* S > 1 and actual values: */
+    struct tsrnn_quantile_scores quantile_scores;
+    size_t param_count; /* P when `values` holds the likelihood's parameters of the first step
+                           instead (predict_likelihood_parameters): (1, C*P), the model's
+                           scale; else 0 */
+};
+
+/* How a model with a likelihood forecasts, and what the files show of it: Darts'
+ * predict(num_samples, predict_likelihood_parameters) and TimeSeries.quantile() / plot(). */
+#define TSRNN_FORECAST_MAX_QUANTILES TSRNN_QUANTILE_METRICS_MAX
+struct tsrnn_forecast_options {
+    struct tsrnn_sampling sampling;
+    size_t quantile_count; /* forecast.csv's columns with S > 1, and mql's q */
+    double quantiles[TSRNN_FORECAST_MAX_QUANTILES];
+    double low_quantile, high_quantile; /* the band of the picture; mic's and miw's interval */
 };
 
 struct tsrnn_covariates;
@@ -62,6 +86,37 @@ enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const ch
 
 /* Accepts a zeroed struct. */
 void tsrnn_forecast_finish(struct tsrnn_forecast *f);
+
+/* Darts' predict(n, series=[...], num_samples=S) of every source in one call: f[0..count).
+ * A model without a likelihood: each source's tsrnn_forecast_run(), `opt` unused (may be
+ * NULL). With one: the sample paths of all sources drawn together as Darts draws them
+ * (tsrnn_sample_forecasts(), opt->sampling), inverse-scaled; with `lengths` (NULL: n each),
+ * forecast i is cut to lengths[i] <= n steps afterwards (Darts' predict(n = the longest) then
+ * a slice). Errors as tsrnn_forecast_run() and tsrnn_sample_forecasts(); nothing to finish
+ * on failure. */
+enum tsrnn_status tsrnn_forecast_predict(struct tsrnn_forecast *f, struct tsrnn_model *model,
+                                         const struct tsrnn_forecast_source *sources, size_t count,
+                                         size_t input_chunk_length, size_t n, const size_t *lengths,
+                                         const struct tsrnn_forecast_options *opt);
+
+/* Writes forecasts f[0..count) of `sources` (tsrnn_forecast_predict() with `lik` and `opt`)
+ * as one CSV, the layout of tsrnn_forecast_write_all() (an id column `id_name` for named
+ * sources), its value columns: each component's quantiles, `<component>_q0.050` ... (Darts'
+ * TimeSeries.quantile() names, component by component) with S > 1; the likelihood's
+ * parameters, `<component>_mu`, `<component>_sigma` ... with param_count; else the
+ * components. */
+enum tsrnn_status tsrnn_forecast_write_set(const struct tsrnn_forecast *f,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, const char *id_name,
+                                           const struct tsrnn_likelihood *lik,
+                                           const struct tsrnn_forecast_options *opt, FILE *out);
+
+/* Every sample path of f[0..count) (S > 1) as Darts' TimeSeries.to_dataframe() lays out a
+ * stochastic series: `<time>,<component>_s0,<component>_s1,...` (component by component),
+ * after the id column for named sources. */
+enum tsrnn_status tsrnn_forecast_write_samples(const struct tsrnn_forecast *f,
+                                               const struct tsrnn_forecast_source *sources,
+                                               size_t count, const char *id_name, FILE *out);
 
 /* Writes the forecast as TimeSeries.to_csv() would: a header `<time_col>,<component>...`
  * ("time" without a time column) and one row per step, times in the series' own format,

@@ -12,8 +12,10 @@
  *   B  batch (samples of one step)        T  time steps of a window
  *   I  inputs of a layer (C at layer 0,   H  hidden units
  *      H above)                           L  layers
- *   G  gates: RNN 1, GRU 3 (r,z,n),       O  outputs of the head (= C, the targets)
+ *   G  gates: RNN 1, GRU 3 (r,z,n),       O  targets of the head (= C, the components)
  *      LSTM 4 (i,f,g,o)                   C  components of the series
+ *   P  the head's outputs per target: a likelihood's parameters (Darts' nr_params; 1 without
+ *      one), so the head V has O*P outputs
  *
  * Activations are time-major, (T, B, .), so one GEMM covers the input projection of all
  * steps and one covers each weight gradient; only the recurrence walks the steps.
@@ -26,6 +28,7 @@
 #include <stdint.h>
 
 #include "tsrnn/core.h"
+#include "tsrnn/likelihood.h"
 #include "tsrnn/torch_rng.h"
 
 #define TSRNN_MODEL_MAX_LAYERS 64 /* the config's n_rnn_layers limit */
@@ -45,12 +48,17 @@ struct tsrnn_model_dims {
     size_t input_count;  /* I of layer 0 */
     size_t hidden_count; /* H */
     size_t layer_count;  /* L */
-    size_t output_count; /* O */
+    size_t output_count; /* O: targets */
     double dropout;      /* between layers, training only: Darts' float, as torch gets it */
+    size_t param_count;  /* P: the head's outputs per target (Darts' nr_params, a likelihood's
+                            parameters, include/tsrnn/likelihood.h); 0 and 1 both mean one */
 };
 
 /* G for a model kind. */
 size_t tsrnn_model_gate_count(enum tsrnn_model_kind kind);
+
+/* O*P: the head's outputs (V.weight's rows), dims->param_count 0 counting as 1. */
+size_t tsrnn_model_head_count(const struct tsrnn_model_dims *dims);
 
 /* --- parameters ------------------------------------------------------------------------ */
 
@@ -124,10 +132,12 @@ enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param
 struct tsrnn_compute;   /* include/tsrnn/compute.h */
 struct tsrnn_workspace; /* the device's activations, gradients and step results (compute.h) */
 
-/* The training loss ([training] loss_fn). */
+/* The training loss ([training] loss_fn, or [model] likelihood). */
 enum tsrnn_loss_kind {
-    TSRNN_LOSS_MSE, /* nn.MSELoss(): the default, 0 */
-    TSRNN_LOSS_L1,  /* nn.L1Loss() */
+    TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
+    TSRNN_LOSS_L1,         /* nn.L1Loss() */
+    TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
+                              the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
 };
 
 /* How many training steps may pass between two reads of their results (the trainer reads at
@@ -136,7 +146,8 @@ enum tsrnn_loss_kind {
 
 struct tsrnn_model {
     struct tsrnn_model_dims dims;
-    enum tsrnn_loss_kind loss; /* what tsrnn_model_evaluate / _forward_backward compute */
+    enum tsrnn_loss_kind loss;          /* what tsrnn_model_evaluate / _forward_backward compute */
+    struct tsrnn_likelihood likelihood; /* kind NONE: a point forecast (tsrnn_model_likelihood) */
     struct tsrnn_param_table table;
     struct tsrnn_compute *compute; /* the device it runs on; not owned */
     struct tsrnn_workspace *ws;
@@ -157,6 +168,12 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, struct tsrnn_compu
 
 /* Frees everything; accepts a zeroed model. */
 void tsrnn_model_finish(struct tsrnn_model *model);
+
+/* Makes the model Darts' RNNModel(likelihood=...): its loss becomes the likelihood's
+ * (TSRNN_LOSS_LIKELIHOOD), its forecasts draw from it. The dims' param_count must be the
+ * likelihood's P. TSRNN_ERR_USAGE on a backend without likelihoods (the message says so). */
+enum tsrnn_status tsrnn_model_likelihood(struct tsrnn_model *model,
+                                         const struct tsrnn_likelihood *lik);
 
 /* The parameters, (table.total_count) floats in the table's layout, from or to the host: the
  * only way they cross (checkpoints, broadcasts of rank 0's weights, forecasts' callers). */
@@ -196,7 +213,7 @@ enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const 
                                                float *loss);
 enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads);
 
-/* The outputs of step t of the last forward, (B, O), to the host. */
+/* The head's outputs of step t of the last forward, (B, O*P), to the host. */
 enum tsrnn_status tsrnn_model_download_output(struct tsrnn_model *model, size_t t, float *out);
 
 /* Darts' RNNModel.predict for B windows at once (one series' forecast, or Darts' batches of

@@ -131,6 +131,16 @@ int64_t tsrnn_numpy_randint_31(struct tsrnn_mt19937 *rs);
  * 2**31 - 1). Darts accepts random_state in [0, 2^32 - 1]. */
 uint32_t tsrnn_darts_fit_seed(uint32_t random_state);
 
+/* The torch seed of Darts' `draw`-th decorated call (1-based) on a model made with this
+ * random_state: RandomState(random_state)'s draw-th randint(0, 2**31 - 1). fit() is draw 3;
+ * the first predict() after it draws 4 and seeds its predict_from_dataset(), where the
+ * samples are drawn, with draw 5; each later predict() two more; historical_forecasts()
+ * calls predict_from_dataset() alone (one draw). */
+uint32_t tsrnn_darts_seed(uint32_t random_state, unsigned draw);
+
+/* Draw 5: the samples of the first predict() after fit(). */
+#define TSRNN_DARTS_PREDICT_DRAW 5
+
 /* The initial parameters of Darts' _RNNModule in PyTorch's state_dict order, as fit() makes
  * them: the global generator seeded with tsrnn_darts_fit_seed(random_state), then
  * `rnn_count` floats U(-1/sqrt(H), 1/sqrt(H)) (all of torch.nn.RNN|LSTM|GRU: per layer

@@ -174,14 +174,19 @@ int64_t tsrnn_numpy_randint_31(struct tsrnn_mt19937 *rs)
     }
 }
 
-uint32_t tsrnn_darts_fit_seed(uint32_t random_state)
+uint32_t tsrnn_darts_seed(uint32_t random_state, unsigned draw)
 {
     struct tsrnn_mt19937 rs;
     tsrnn_mt19937_seed(&rs, random_state);
-    int64_t draw = 0;
-    for (int i = 0; i < DARTS_FIT_DRAW; i++)
-        draw = tsrnn_numpy_randint_31(&rs);
-    return (uint32_t)draw;
+    int64_t value = 0;
+    for (unsigned i = 0; i < draw; i++)
+        value = tsrnn_numpy_randint_31(&rs);
+    return (uint32_t)value;
+}
+
+uint32_t tsrnn_darts_fit_seed(uint32_t random_state)
+{
+    return tsrnn_darts_seed(random_state, DARTS_FIT_DRAW);
 }
 
 void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_count,

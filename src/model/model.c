@@ -56,6 +56,15 @@ void tsrnn_model_finish(struct tsrnn_model *model)
     *model = (struct tsrnn_model){ 0 };
 }
 
+enum tsrnn_status tsrnn_model_likelihood(struct tsrnn_model *model,
+                                         const struct tsrnn_likelihood *lik)
+{
+    TSRNN_TRY(tsrnn_compute_workspace_likelihood(model->ws, lik));
+    model->likelihood = *lik;
+    model->loss = TSRNN_LOSS_LIKELIHOOD;
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_model_upload_params(struct tsrnn_model *model, const float *params)
 {
     return tsrnn_compute_upload(model->compute, model->params, params,

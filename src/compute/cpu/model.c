@@ -8,6 +8,7 @@
 
 #include "cpu.h"
 #include "tsrnn/arena.h"
+#include "tsrnn/likelihood.h"
 
 /* Activations above this are refused up front (and size_t products below cannot overflow). */
 #define MAX_CACHE_NBYTES (1ull << 40)
@@ -110,8 +111,8 @@ static void layout(struct cpu_workspace *ws, struct tsrnn_arena *arena, size_t B
 
     ws->x = tsrnn_arena_floats(arena, T * B * dims->input_count);
     ws->y = tsrnn_arena_floats(arena, T * B * dims->output_count);
-    ws->out = tsrnn_arena_floats(arena, T * B * dims->output_count);
-    ws->d_out = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    ws->out = tsrnn_arena_floats(arena, T * B * tsrnn_model_head_count(dims));
+    ws->d_out = tsrnn_arena_floats(arena, T * B * tsrnn_model_head_count(dims));
     for (size_t l = 0; l < L; l++) {
         struct layer_cache *lc = &ws->layers[l];
         *lc = (struct layer_cache){ 0 };
@@ -161,10 +162,11 @@ enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **o
     *out = NULL;
 
     /* A bound on the cache's floats, in double so that absurd configs cannot overflow. */
-    double per_sample_step = (double)cell->gate_count * (double)dims->hidden_count *
-                                 (2.0 * (double)dims->layer_count + 2.0) +
-                             (double)dims->hidden_count * (4.0 * (double)dims->layer_count + 8.0) +
-                             4.0 * ((double)dims->input_count + (double)dims->output_count);
+    double per_sample_step =
+        (double)cell->gate_count * (double)dims->hidden_count *
+            (2.0 * (double)dims->layer_count + 2.0) +
+        (double)dims->hidden_count * (4.0 * (double)dims->layer_count + 8.0) +
+        4.0 * ((double)dims->input_count + (double)tsrnn_model_head_count(dims));
     double bound_nbytes =
         4.0 * per_sample_step * (double)batch_capacity * ((double)step_capacity + 1.0);
     if (bound_nbytes > (double)MAX_CACHE_NBYTES)
@@ -596,7 +598,7 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
         float *dh_step = ws->dh_step + b0 * H, *dh_carry = ws->dh_carry + b0 * H;
         float *dh_direct = ws->dh_direct + b0 * H;
         if (ws->d_h_head != NULL) {
-            size_t O = ws->dims.output_count;
+            size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
             head_dh(dh_step, ws->d_out + (t * B + b0) * O, ws->d_h_head, dh_carry, n, H, O);
         } else {
             const float *d_h_t = ws->d_h + (t * B + b0) * H;
@@ -671,7 +673,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
 static void head_d_h(struct cpu_workspace *ws, const float *v_w)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
 }
 
@@ -691,7 +693,7 @@ static bool head_product_on_loops(const struct cpu_workspace *ws, size_t m, size
 static bool head_d_h_deferred(const struct cpu_workspace *ws)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     return head_product_on_loops(ws, rows, H, O, O, H, H);
 }
 
@@ -777,7 +779,7 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, void *worksp
 {
     struct cpu_workspace *ws = workspace;
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     (void)ctx;
     if (ws->lanes_top && tsrnn_cpu_loops_take(ws->cpu, rows, O, H, H, H, O)) {
         const struct layer_cache *top = &ws->layers[ws->dims.layer_count - 1];
@@ -817,7 +819,7 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, void *works
 {
     struct cpu_workspace *ws = workspace;
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     (void)ctx;
     tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
     /* A small one-output head (seedstep's lanes layers) and a head whose d_h the packed
@@ -926,11 +928,68 @@ enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *w
     return TSRNN_OK;
 }
 
+/* --- Darts' likelihoods (include/tsrnn/likelihood.h): the head's P outputs per target ---
+ *
+ * The loss is the mean of each target's term over B*T*O, summed in double and rounded once,
+ * like the MSE above; its gradient is each term's times 1/n in float, as autograd's mean
+ * backward hands it down. */
+
+enum tsrnn_status tsrnn_cpu_likelihood_forward(struct tsrnn_compute *ctx, void *workspace,
+                                               const struct tsrnn_likelihood *lik, float *loss)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    size_t P = tsrnn_likelihood_param_count(lik);
+    double sum = 0.0;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
+    *loss = (float)(sum / (double)n);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_likelihood_backward(struct tsrnn_compute *ctx, void *workspace,
+                                                const struct tsrnn_likelihood *lik)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    size_t P = tsrnn_likelihood_param_count(lik);
+    float inv = 1.0f / (float)n;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++) {
+        float *d = ws->d_out + i * P;
+        (void)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], d);
+        for (size_t p = 0; p < P; p++)
+            d[p] *= inv;
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_window_likelihood_losses(struct tsrnn_compute *ctx, void *workspace,
+                                                     const struct tsrnn_likelihood *lik,
+                                                     double *sums)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    size_t P = tsrnn_likelihood_param_count(lik);
+    (void)ctx;
+    for (size_t b = 0; b < B; b++) {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++) {
+                size_t i = (t * B + b) * O + o;
+                sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
+            }
+        sums[b] = sum;
+    }
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *workspace, size_t t,
                                             float *out)
 {
     struct cpu_workspace *ws = workspace;
-    size_t rows = ws->batch_count * ws->dims.output_count;
+    size_t rows = ws->batch_count * tsrnn_model_head_count(&ws->dims);
     (void)ctx;
     memcpy(out, ws->out + t * rows, rows * sizeof(float));
     return TSRNN_OK;
