@@ -38,6 +38,12 @@ number). It writes under tests/fixtures/ (prob-fixtures.md lists versions and fi
 * counts: PoissonLikelihood() and NegativeBinomialLikelihood() on the raw passenger counts
   (no scaler), 10 epochs: prob_counts_<name>_metrics.csv and predict(12, num_samples=20) ->
   prob_counts_<name>_samples.csv.
+* backtest: GaussianLikelihood(), 10 epochs, then right after fit()
+  historical_forecasts(series, start=1959-02, forecast_horizon=6, stride=3, retrain=False,
+  last_points_only=False, num_samples=50) on the scaled series: prob_backtest_forecasts.csv
+  (each forecast's median, `start,Month,#Passengers` as tsrnn-predict's backtest.csv) and
+  prob_backtest_errors.txt (each forecast's mql at 0.05/0.5/0.95, mic and miw of (0.05,
+  0.95), original scale).
 * vectors: prob_vectors.txt -- PyTorch's CPU samplers from manual_seed(seed), one case a
   line, `<case> <args> | <values>` (floats %.9g): torch.normal (several calls in a row, the
   scalar path's cached sample carried between them), uniform_, torch.rand, torch.poisson,
@@ -57,7 +63,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-PARTS = ("dropout", "vectors", "losses", "air", "global", "counts")
+PARTS = ("dropout", "vectors", "losses", "air", "global", "counts", "backtest")
 AIR_EPOCHS = 100
 AIR_SAMPLES = 100
 SHORT_EPOCHS = 10
@@ -308,6 +314,34 @@ def part_counts(gd, summary):
         write_metrics(FIXTURES / f"prob_counts_{name}_metrics.csv", rec.rows)
         summarize_run(summary, "counts", f"{name}, raw counts, 10 epochs", rec.rows)
         write_samples(FIXTURES / f"prob_counts_{name}_samples.csv", [pred])
+
+
+def part_backtest(gd, summary):
+    import pandas as pd
+    from darts.metrics import mic, miw, mql
+
+    series, train, val, train_s, val_s, scaler = gd.load_data()
+    rec = gd.make_recorder()()
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = air_model(gd, [rec], work_dir, likelihood=likelihood("gaussian"), n_epochs=10)
+        model.fit(train_s, val_series=val_s)
+        hf = model.historical_forecasts(scaler.transform(series), start=pd.Timestamp("1959-02"),
+                                        forecast_horizon=6, stride=3, retrain=False,
+                                        last_points_only=False, num_samples=50, verbose=False)
+    hf = [scaler.inverse_transform(f) for f in hf]
+    lines = ["start,Month,#Passengers"]
+    errors = ["# start mql_q0.050 mql_q0.500 mql_q0.950 mic miw"]
+    q = [0.05, 0.5, 0.95]
+    for f in hf:
+        med = f.quantile(0.5)
+        start = f"{f.start_time():%Y-%m}"
+        lines += [f"{start},{t:%Y-%m},%.9g" % float(v) for t, v in zip(med.time_index, med.values()[:, 0])]
+        scores = list(mql(series, f, q=q)) + [mic(series, f, q_interval=(0.05, 0.95)),
+                                               miw(series, f, q_interval=(0.05, 0.95))]
+        errors.append(start + " " + fmt_list(scores))
+    (FIXTURES / "prob_backtest_forecasts.csv").write_text("\n".join(lines) + "\n")
+    (FIXTURES / "prob_backtest_errors.txt").write_text("\n".join(errors) + "\n")
+    summary.append(f"| backtest | gaussian, 10 epochs, {len(hf)} forecasts of 6 steps, 50 paths | | | | |")
 
 
 def main():

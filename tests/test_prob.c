@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "testutil.h"
@@ -46,7 +48,7 @@ static struct compared compare_runs(const char *run, const char *fixture, size_t
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s/metrics.csv", tu_run_dir(), run);
     size_t n = tu_read_metrics(path, ours, 4096);
-    assert_int_equal(tu_read_metrics(tu_source(fixture), theirs, 4096), rows);
+    assert_int_equal(tu_read_metrics(fixture, theirs, 4096), rows);
     assert_int_equal(n, rows);
     struct compared c = { 0 };
     size_t step = 0;
@@ -429,7 +431,7 @@ static void test_likelihood_runs_follow_darts(void **state)
         char fixture[128];
         snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_metrics.csv", cases[k].fixture);
         struct compared c =
-            compare_runs(cases[k].name, fixture, cases[k].rows, cases[k].steps, 0.1);
+            compare_runs(cases[k].name, tu_source(fixture), cases[k].rows, cases[k].steps, 0.1);
         printf("# %-16s first %3zu steps %.1e (their validations %.1e); all %zu rows: steps %.1e, "
                "validations %.1e\n",
                cases[k].name, cases[k].steps, c.steps, c.vals, cases[k].rows, c.all_steps,
@@ -467,7 +469,7 @@ static double compare_samples(const char *run, const char *fixture, size_t rows,
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s/forecast_samples.csv", tu_run_dir(), run);
-    char *ours = tu_read(path), *theirs = tu_read(tu_source(fixture));
+    char *ours = tu_read(path), *theirs = tu_read(fixture);
     if (ours == NULL || theirs == NULL)
         fail_msg("cannot read %s or %s", path, fixture);
     char *save_a = NULL, *save_b = NULL;
@@ -596,7 +598,7 @@ static void test_sample_paths_are_darts(void **state)
         char fixture[128];
         snprintf(fixture, sizeof(fixture), "tests/fixtures/%s_samples.csv", cases[k].fixture);
         double tolerance = cases[k].floor == 0 ? 0.0 : 1e-5;
-        double worst = compare_samples(cases[k].name, fixture, cases[k].rows,
+        double worst = compare_samples(cases[k].name, tu_source(fixture), cases[k].rows,
                                        cases[k].floor > 0 ? cases[k].floor : 1e-30, tolerance);
         printf("# %-22s %zu steps: every sample within %.1e of Darts'", cases[k].name,
                cases[k].rows, worst);
@@ -620,6 +622,291 @@ static void test_sample_paths_are_darts(void **state)
     }
 }
 
+/* Runs tsrnn-predict with `args` (NULL-terminated) into `result`; returns its exit code. */
+static int predict(const char *const *args)
+{
+    const char *argv[40] = { tu_env("TSRNN_PREDICT") };
+    size_t n = 1;
+    for (size_t i = 0; args[i] != NULL && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+    return result.exit_code;
+}
+
+/* `dir`/`name` below the run folder, in a static buffer. */
+static const char *run_file(const char *run, const char *name)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/%s", tu_run_dir(), run, name);
+    return path;
+}
+
+/* Two files' bytes are the same. */
+static void expect_same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = tu_read_bytes(a, &na), *y = tu_read_bytes(b, &nb);
+    if (x == NULL || y == NULL)
+        fail_msg("cannot read %s or %s", a, b);
+    if (na != nb || memcmp(x, y, na) != 0)
+        fail_msg("%s and %s differ", a, b);
+    free(x);
+    free(y);
+}
+
+/* tsrnn-predict forecasts a trained likelihood model as the training run's [forecast] did
+ * (Darts' first predict() after fit(), from the checkpoint's random_state): the same sample
+ * paths and quantiles, byte for byte; its --likelihood-parameters are Darts'
+ * predict(1, predict_likelihood_parameters=True) (prob_air_gaussian_params.csv: mu and sigma
+ * within 1e-6); what a point model or n > 1 cannot take is refused with exit code 2. */
+static void test_predict_repeats_the_run(void **state)
+{
+    (void)state;
+    const char *sets[] = { "model.likelihood=gaussian",
+                           "training.n_epochs=100",
+                           "forecast.num_samples=100",
+                           "forecast.samples=true",
+                           "output.save_checkpoints=true",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(&result, "again", sets, 120), 0);
+    char dir[PATH_MAX], samples[PATH_MAX], quantiles[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/again", tu_run_dir());
+    snprintf(samples, sizeof(samples), "%s/again/p_samples.csv", tu_run_dir());
+    snprintf(quantiles, sizeof(quantiles), "%s/again/p.csv", tu_run_dir());
+    const char *args[] = { "--run",     dir,     "--checkpoint",  "last",
+                           "--n",       "24",    "--num-samples", "100",
+                           "--samples", samples, "--out",         quantiles,
+                           NULL };
+    assert_int_equal(predict(args), 0);
+    expect_same_file(samples, run_file("again", "forecast_samples.csv"));
+    expect_same_file(quantiles, run_file("again", "forecast.csv"));
+    tu_expect_in(result.err, "100 sample paths per forecast (GaussianLikelihood)");
+
+    const char *params[] = { "--run",
+                             dir,
+                             "--checkpoint",
+                             "last",
+                             "--n",
+                             "1",
+                             "--likelihood-parameters",
+                             "--num-samples",
+                             "1",
+                             NULL };
+    assert_int_equal(predict(params), 0);
+    tu_expect_in(result.out, "Month,#Passengers_mu,#Passengers_sigma\n1959-02,");
+    char *theirs = tu_read(tu_source("tests/fixtures/prob_air_gaussian_params.csv"));
+    assert_non_null(theirs);
+    double mu, sigma, want_mu, want_sigma;
+    assert_int_equal(sscanf(strstr(result.out, "1959-02,"), "1959-02,%lf,%lf", &mu, &sigma), 2);
+    assert_int_equal(sscanf(strstr(theirs, "1959-02,"), "1959-02,%lf,%lf", &want_mu, &want_sigma),
+                     2);
+    printf("# predict_likelihood_parameters: mu %.9g (Darts %.9g), sigma %.9g (Darts %.9g)\n", mu,
+           want_mu, sigma, want_sigma);
+    assert_true(rel(mu, want_mu) <= 1e-6 && rel(sigma, want_sigma) <= 1e-6);
+    free(theirs);
+
+    const char *two[] = { "--run",
+                          dir,
+                          "--checkpoint",
+                          "last",
+                          "--n",
+                          "2",
+                          "--likelihood-parameters",
+                          "--num-samples",
+                          "1",
+                          NULL };
+    assert_int_equal(predict(two), 2);
+    tu_expect_in(result.err, "--likelihood-parameters predicts the first step's parameters");
+    const char *bad_q[] = { "--run", dir,           "--checkpoint", "last", "--n",
+                            "2",     "--quantiles", "0.5,1.5",      NULL };
+    assert_int_equal(predict(bad_q), 2);
+    tu_expect_in(result.err, "--quantiles: [forecast] quantiles = '0.5,1.5'");
+
+    const char *point_sets[] = { "training.n_epochs=2", "forecast.n=0",
+                                 "output.save_checkpoints=true", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "point", point_sets, 60), 0);
+    snprintf(dir, sizeof(dir), "%s/point", tu_run_dir());
+    const char *point[] = { "--run", dir, "--checkpoint", "last", "--n", "3", "--num-samples",
+                            "10",    NULL };
+    assert_int_equal(predict(point), 2);
+    tu_expect_in(result.err, "--num-samples: the model has no likelihood");
+}
+
+/* Darts' historical_forecasts(num_samples=50, retrain=False) right after fit() draws as
+ * tsrnn-predict --backtest does: one predict_from_dataset() over all 6 windows (draw 4, the
+ * windows tiled in groups of 16 / 6 = 2): each forecast's median within 1e-5 of Darts'
+ * (prob_backtest_forecasts.csv), each forecast's mql at 0.05, 0.5, 0.95, mic and miw within
+ * 1e-5 (prob_backtest_errors.txt). */
+static void test_backtest_samples_are_darts(void **state)
+{
+    (void)state;
+    const char *sets[] = { "model.likelihood=gaussian",
+                           "training.n_epochs=10",
+                           "forecast.n=0",
+                           "output.save_checkpoints=true",
+                           "--quiet",
+                           NULL };
+    assert_int_equal(tu_train(&result, "bt", sets, 60), 0);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/bt", tu_run_dir());
+    const char *args[] = {
+        "--run",    dir, "--checkpoint", "last",    "--backtest",    "--horizon", "6",
+        "--stride", "3", "--start",      "1959-02", "--num-samples", "50",        NULL
+    };
+    assert_int_equal(predict(args), 0);
+    char *ours = tu_read(run_file("bt", "backtest.csv"));
+    char *theirs = tu_read(tu_source("tests/fixtures/prob_backtest_forecasts.csv"));
+    assert_non_null(ours);
+    assert_non_null(theirs);
+    double worst = 0.0;
+    size_t rows = 0;
+    for (const char *a = strchr(ours, '\n'), *b = strchr(theirs, '\n'); a && b && a[1] && b[1];
+         a = strchr(a + 1, '\n'), b = strchr(b + 1, '\n'), rows++) {
+        assert_memory_equal(a + 1, b + 1, 16); /* start,Month, */
+        worst = fmax(worst, rel(strtod(a + 17, NULL), strtod(b + 17, NULL)));
+    }
+    assert_int_equal(rows, 36);
+    free(ours);
+    free(theirs);
+    ours = tu_read(run_file("bt", "backtest_errors.csv"));
+    theirs = tu_read(tu_source("tests/fixtures/prob_backtest_errors.txt"));
+    assert_non_null(ours);
+    assert_non_null(theirs);
+    tu_expect_in(ours, "start,mape,mae,rmse,mql_q0.050,mql_q0.500,mql_q0.950,mic_q0.050_q0.950,"
+                       "miw_q0.050_q0.950\n");
+    double worst_score = 0.0;
+    size_t forecasts = 0;
+    for (const char *b = strchr(theirs, '\n'); b != NULL && b[1] != '\0';
+         b = strchr(b + 1, '\n'), forecasts++) {
+        char start[16];
+        double want[5], got[8];
+        assert_int_equal(sscanf(b + 1, "%15s %lf %lf %lf %lf %lf", start, &want[0], &want[1],
+                                &want[2], &want[3], &want[4]),
+                         6);
+        char key[24];
+        snprintf(key, sizeof(key), "\n%s,", start);
+        const char *a = strstr(ours, key);
+        assert_non_null(a);
+        assert_int_equal(sscanf(a + strlen(key), "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &got[0],
+                                &got[1], &got[2], &got[3], &got[4], &got[5], &got[6], &got[7]),
+                         8);
+        for (size_t k = 0; k < 5; k++)
+            worst_score =
+                fmax(worst_score, k == 3 ? fabs(got[3 + k] - want[k]) : rel(got[3 + k], want[k]));
+    }
+    assert_int_equal(forecasts, 6);
+    printf("# backtest, 6 forecasts of 50 paths: medians within %.1e, mql/mic/miw within %.1e of "
+           "Darts'\n",
+           worst, worst_score);
+    assert_true(worst <= 1e-5);
+    assert_true(worst_score <= 1e-5);
+    free(ours);
+    free(theirs);
+}
+
+/* The likelihoods are the CPU backend's (caps.likelihoods): the pjrt backend refuses them
+ * before anything is written, exit code 2, naming the config key and what it accepts. */
+static void test_other_backends_refuse_likelihoods(void **state)
+{
+    (void)state;
+    const char *plugin = getenv("TSRNN_PJRT_PLUGIN");
+    if (plugin == NULL || plugin[0] == '\0')
+        plugin = tu_env("TSRNN_PJRT_PLUGIN_DEFAULT");
+    if (access(plugin, R_OK) != 0) {
+        printf("# no PJRT plugin at %s: the pjrt refusal is not run here\n", plugin);
+        return;
+    }
+    char plugin_set[PATH_MAX + 32];
+    snprintf(plugin_set, sizeof(plugin_set), "trainer.pjrt_plugin=%s", plugin);
+    const char *sets[] = { "model.likelihood=gaussian", "trainer.accelerator=xla", plugin_set,
+                           "training.n_epochs=1", NULL };
+    assert_int_equal(tu_train(&result, "pjrt", sets, 120), 2);
+    tu_expect_in(result.err, "[model] likelihood = gaussian: the pjrt compute backend has no "
+                             "likelihood losses");
+    tu_expect_in(result.err, "accepted there: likelihood = none, or [trainer] accelerator = cpu");
+}
+
+/* Runs tsrnn-launch --accelerator cpu on the example with `sets` (NULL-terminated), output in
+ * the run folder's `name`; returns its exit code. */
+static int launch(const char *name, const char *const *sets)
+{
+    const char *argv[48] = { tu_env("TSRNN_LAUNCH"), "--accelerator", "cpu" };
+    size_t n = 3;
+    static char dir_set[PATH_MAX + 32], name_set[160];
+    snprintf(dir_set, sizeof(dir_set), "output.work_dir=%s", tu_run_dir());
+    snprintf(name_set, sizeof(name_set), "output.model_name=%s", name);
+    argv[n++] = tu_source("examples/air_passengers.ini");
+    const char *fixed[] = { dir_set, name_set, "output.log_tensorboard=false",
+                            "forecast.plot=false" };
+    for (size_t i = 0; i < 4; i++) {
+        argv[n++] = "--set";
+        argv[n++] = fixed[i];
+    }
+    for (size_t i = 0; sets[i] != NULL && n < 46; i++) {
+        if (strncmp(sets[i], "--", 2) != 0)
+            argv[n++] = "--set";
+        argv[n++] = sets[i];
+    }
+    argv[n] = NULL;
+    assert_int_equal(tu_run(argv, 120, &result), 0);
+    return result.exit_code;
+}
+
+/* A probabilistic model with dropout draws every random number from known positions (the
+ * masks from Darts' generator at each epoch and batch, the samples from the predict call's
+ * seed): 12 epochs in one go and 5 then resumed to 12 give the same metrics.csv and the same
+ * 50 sample paths, byte for byte. Two workers with batch 8 equal one with batch 16 (each rank
+ * its rows of the masks, the likelihood's loss averaged with the gradients): every step's
+ * train_loss within 1e-5 relative. (Their forecasts differ: predict() samples in batches of
+ * the model's batch_size, per worker, as in Darts.) */
+static void test_resume_and_workers(void **state)
+{
+    (void)state;
+    const char *model[] = { "model.model=LSTM",          "model.n_rnn_layers=2",
+                            "model.dropout=0.2",         "model.hidden_dim=8",
+                            "model.likelihood=gaussian", "forecast.num_samples=50",
+                            "forecast.samples=true",     "--quiet" };
+    const char *full[16], *part[16], *resume[16];
+    size_t n = 0;
+    for (; n < sizeof(model) / sizeof(model[0]); n++)
+        full[n] = part[n] = resume[n] = model[n];
+    full[n] = "training.n_epochs=12";
+    part[n] = "training.n_epochs=5";
+    resume[n] = "training.n_epochs=12";
+    resume[n + 1] = "--resume=last";
+    resume[n + 2] = "output.force_reset=false";
+    full[n + 1] = part[n + 1] = resume[n + 3] = NULL;
+    assert_int_equal(tu_train(&result, "whole", full, 120), 0);
+    assert_int_equal(tu_train(&result, "halves", part, 120), 0);
+    assert_int_equal(tu_train(&result, "halves", resume, 120), 0);
+    expect_same_file(run_file("whole", "metrics.csv"), run_file("halves", "metrics.csv"));
+    expect_same_file(run_file("whole", "forecast_samples.csv"),
+                     run_file("halves", "forecast_samples.csv"));
+
+    const char *common[] = { "model.training_length=21", "training.n_epochs=4", "forecast.n=0",
+                             NULL };
+    const char *one[24], *two[24];
+    n = 0;
+    for (size_t i = 0; i < sizeof(model) / sizeof(model[0]) - 1; i++, n++)
+        one[n] = two[n] = model[i];
+    for (size_t i = 0; common[i] != NULL; i++, n++)
+        one[n] = two[n] = common[i];
+    one[n] = "training.batch_size=16", two[n] = "training.batch_size=8", n++;
+    one[n] = "--devices=1", two[n] = "--devices=2", n++;
+    one[n] = two[n] = NULL;
+    assert_int_equal(launch("one", one), 0);
+    assert_int_equal(launch("two", two), 0);
+    char one_metrics[PATH_MAX];
+    snprintf(one_metrics, sizeof(one_metrics), "%s", run_file("one", "metrics.csv"));
+    struct compared c = compare_runs("two", one_metrics, 32, 28, 0.1);
+    printf("# resumed: metrics and paths the same bytes; 2 workers x 8 against 1 x 16: "
+           "train_loss within %.1e, val_loss within %.1e\n",
+           c.steps, c.vals);
+    assert_true(c.steps <= 1e-5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -628,6 +915,10 @@ int main(void)
         cmocka_unit_test(test_dropout_follows_darts),
         cmocka_unit_test(test_likelihood_runs_follow_darts),
         cmocka_unit_test(test_sample_paths_are_darts),
+        cmocka_unit_test(test_predict_repeats_the_run),
+        cmocka_unit_test(test_backtest_samples_are_darts),
+        cmocka_unit_test(test_other_backends_refuse_likelihoods),
+        cmocka_unit_test(test_resume_and_workers),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -87,6 +87,16 @@ enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const ch
 /* Accepts a zeroed struct. */
 void tsrnn_forecast_finish(struct tsrnn_forecast *f);
 
+struct tsrnn_config;
+
+/* The options of a config's [forecast] section (num_samples, quantiles, low_quantile,
+ * high_quantile; predict_likelihood_parameters as `parameters` says), sampling with torch
+ * seed `seed` (tsrnn_darts_seed()) in batches of [training] batch_size, as Darts' predict()
+ * defaults to the model's batch_size. */
+void tsrnn_forecast_options_from_config(struct tsrnn_forecast_options *opt,
+                                        const struct tsrnn_config *cfg, uint32_t seed,
+                                        bool parameters);
+
 /* Darts' predict(n, series=[...], num_samples=S) of every source in one call: f[0..count).
  * A model without a likelihood: each source's tsrnn_forecast_run(), `opt` unused (may be
  * NULL). With one: the sample paths of all sources drawn together as Darts draws them
@@ -204,6 +214,13 @@ struct tsrnn_backtest {
      * out (reduction=np.nanmean); with last_points_only the score of the one series of last
      * points. */
     struct tsrnn_forecast_scores overall;
+    /* A model with a likelihood (tsrnn_backtest_run_sampled): S paths per forecast, `values`
+     * their median; with S > 1 the quantile metrics of each forecast (F, owned) and overall,
+     * as the point metrics above. */
+    size_t sample_count;
+    bool has_quantile_scores;
+    struct tsrnn_quantile_scores *quantile_scores;
+    struct tsrnn_quantile_scores quantile_overall;
 };
 
 /* Where the first forecast starts: `start` as tsrnn-predict's --start takes it, Darts'
@@ -230,6 +247,17 @@ enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_mod
                                      size_t input_chunk_length, size_t horizon, size_t stride,
                                      bool last_points_only);
 
+/* The same for a model with a likelihood: Darts' historical_forecasts(num_samples=S) as one
+ * predict_from_dataset() call over all F forecast windows (tsrnn_sample_forecasts() with
+ * opt->sampling; the windows in batches of its batch_size), their paths inverse-scaled and
+ * scored: the point metrics on the median, the quantile metrics (opt's quantiles and
+ * interval) on the samples. A model without a likelihood: tsrnn_backtest_run(). */
+enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct tsrnn_model *model,
+                                             const struct tsrnn_forecast_source *src, size_t first,
+                                             size_t input_chunk_length, size_t horizon,
+                                             size_t stride, bool last_points_only,
+                                             const struct tsrnn_forecast_options *opt);
+
 /* Accepts a zeroed struct. */
 void tsrnn_backtest_finish(struct tsrnn_backtest *bt);
 
@@ -240,6 +268,11 @@ struct tsrnn_backtest_part {
     const struct tsrnn_series *series;
     const char *id;
 };
+
+/* The mean over parts[0..count) of their backtests' overall quantile scores
+ * (series_reduction=np.mean). */
+void tsrnn_backtest_quantile_mean(struct tsrnn_quantile_scores *mean,
+                                  const struct tsrnn_backtest_part *parts, size_t count);
 
 /* The forecasts of parts[0..count) (all with the same last_points_only) as one CSV, replaced
  * atomically: with last_points_only the series of last points in TimeSeries.to_csv()'s
@@ -255,7 +288,8 @@ enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *part
  * named parts), one row per forecast (`start` the stamp of its first point), then the row
  * `backtest` with the series' backtest values; for named parts with `mean` not NULL a last
  * row with an empty id and `backtest`: the mean over the series (Darts' backtest() of a list
- * gives one value per series). NaN as `nan`. TSRNN_ERR_IO naming the file. */
+ * gives one value per series). With quantile scores (a likelihood, S > 1) the columns
+ * tsrnn_quantile_scores_header() names follow. NaN as `nan`. TSRNN_ERR_IO naming the file. */
 enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest_part *parts, size_t count,
                                              const char *id_name,
                                              const struct tsrnn_forecast_scores *mean,

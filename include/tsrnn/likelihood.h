@@ -67,6 +67,11 @@ struct tsrnn_likelihood {
 const char *tsrnn_likelihood_name(enum tsrnn_likelihood_kind kind);
 const char *tsrnn_likelihood_darts_class(enum tsrnn_likelihood_kind kind);
 
+/* Darts' repr() of the likelihood object, "GaussianLikelihood(prior_mu=None, prior_sigma=None,
+ * beta_nll=0.0, prior_strength=1.0)", ... (Python's float repr), into out; "None" for NONE.
+ * Returns what snprintf does. */
+size_t tsrnn_likelihood_repr(const struct tsrnn_likelihood *lik, char *out, size_t out_nbytes);
+
 /* Parses a config name; false when it is none of them. */
 bool tsrnn_likelihood_parse_name(const char *name, enum tsrnn_likelihood_kind *kind);
 

@@ -724,6 +724,7 @@ void tsrnn_backtest_finish(struct tsrnn_backtest *bt)
 {
     free(bt->values);
     free(bt->scores);
+    free(bt->quantile_scores);
     memset(bt, 0, sizeof(*bt));
 }
 
@@ -786,7 +787,8 @@ enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *part
 }
 
 /* A score with 9 significant digits; NaN as pandas writes it. */
-static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
+static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s,
+                       const struct tsrnn_quantile_scores *q)
 {
     const double v[3] = { s->mape, s->mae, s->rmse };
     for (size_t i = 0; i < 3; i++)
@@ -794,30 +796,39 @@ static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
             fputs(",nan", out);
         else
             fprintf(out, ",%.9g", v[i]);
+    if (q != NULL)
+        tsrnn_quantile_scores_row(out, q);
     fputc('\n', out);
 }
 
 static enum tsrnn_status write_errors(const void *what, FILE *out)
 {
     const struct backtest_files *files = what;
+    bool quantiles = files->parts[0].bt->has_quantile_scores;
 
     put_id(out, files->id_name);
-    fputs("start,mape,mae,rmse\n", out);
+    fputs("start,mape,mae,rmse", out);
+    if (quantiles)
+        tsrnn_quantile_scores_header(out, &files->parts[0].bt->quantile_overall);
+    fputc('\n', out);
     for (size_t i = 0; i < files->count; i++) {
         const struct tsrnn_backtest *bt = files->parts[i].bt;
         const char *id = files->id_name ? files->parts[i].id : NULL;
         for (size_t f = 0; f < bt->forecast_count; f++) {
             put_id(out, id);
             put_time(out, files->parts[i].series, backtest_time(bt, files->parts[i].series, f, 0));
-            put_scores(out, &bt->scores[f]);
+            put_scores(out, &bt->scores[f], quantiles ? &bt->quantile_scores[f] : NULL);
         }
         put_id(out, id);
         fputs("backtest", out);
-        put_scores(out, &bt->overall);
+        put_scores(out, &bt->overall, quantiles ? &bt->quantile_overall : NULL);
     }
     if (files->mean != NULL && files->id_name != NULL) { /* under an empty id */
+        struct tsrnn_quantile_scores q_mean;
+        if (quantiles)
+            tsrnn_backtest_quantile_mean(&q_mean, files->parts, files->count);
         fputs(",backtest", out);
-        put_scores(out, files->mean);
+        put_scores(out, files->mean, quantiles ? &q_mean : NULL);
     }
     return flushed(out, "the backtest's errors");
 }
@@ -895,4 +906,16 @@ void tsrnn_forecast_put_field(FILE *out, const char *text)
 void tsrnn_forecast_put_time(FILE *out, const struct tsrnn_series *series, int64_t t)
 {
     put_time(out, series, t);
+}
+
+enum tsrnn_status tsrnn_forecast_covariate_rows(float **rows,
+                                                const struct tsrnn_forecast_source *src,
+                                                size_t first, size_t length, size_t reference)
+{
+    return covariate_rows(rows, src, first, length, reference);
+}
+
+void tsrnn_backtest_score(struct tsrnn_backtest *bt, const struct tsrnn_series *series)
+{
+    score_backtest(bt, series);
 }

@@ -31,6 +31,15 @@ void tsrnn_forecast_inputs(const struct tsrnn_forecast_source *src, const float 
 enum tsrnn_status tsrnn_forecast_stamps(int64_t *times, const struct tsrnn_series *series,
                                         size_t origin, size_t n);
 
+/* Points [first, first + length) of the source's covariates, scaled, 'position' counted from
+ * point `reference` (rows owned). */
+enum tsrnn_status tsrnn_forecast_covariate_rows(float **rows,
+                                                const struct tsrnn_forecast_source *src,
+                                                size_t first, size_t length, size_t reference);
+
+/* A backtest's scores from its values (forecast.c's score_backtest). */
+void tsrnn_backtest_score(struct tsrnn_backtest *bt, const struct tsrnn_series *series);
+
 /* A CSV field (quoted when it must be), and a stamp in the series' own format. */
 void tsrnn_forecast_put_field(FILE *out, const char *text);
 void tsrnn_forecast_put_time(FILE *out, const struct tsrnn_series *series, int64_t t);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tsrnn/config.h"
 #include "tsrnn/forecast.h"
 
 static int compare_floats(const void *a, const void *b)
@@ -195,6 +196,178 @@ enum tsrnn_status tsrnn_forecast_predict(struct tsrnn_forecast *f, struct tsrnn_
     free(future);
     free(out);
     free(sorted);
+    return status;
+}
+
+void tsrnn_forecast_options_from_config(struct tsrnn_forecast_options *opt,
+                                        const struct tsrnn_config *cfg, uint32_t seed,
+                                        bool parameters)
+{
+    *opt = (struct tsrnn_forecast_options){
+        .sampling = {
+            .num_samples = (size_t)cfg->num_samples,
+            .batch_size = (size_t)cfg->batch_size,
+            .likelihood_parameters = parameters,
+            .seed = seed,
+        },
+        .low_quantile = cfg->low_quantile,
+        .high_quantile = cfg->high_quantile,
+    };
+    opt->quantile_count =
+        tsrnn_config_forecast_quantiles(cfg, opt->quantiles, TSRNN_FORECAST_MAX_QUANTILES);
+}
+
+/* --- backtests ---------------------------------------------------------------------------- */
+
+void tsrnn_backtest_quantile_mean(struct tsrnn_quantile_scores *mean,
+                                  const struct tsrnn_backtest_part *parts, size_t count)
+{
+    *mean = parts[0].bt->quantile_overall;
+    for (size_t k = 0; k < mean->quantile_count; k++) {
+        double sum = 0.0;
+        for (size_t i = 0; i < count; i++)
+            sum += parts[i].bt->quantile_overall.mql[k];
+        mean->mql[k] = sum / (double)count;
+    }
+    double mic = 0.0, miw = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        mic += parts[i].bt->quantile_overall.mic;
+        miw += parts[i].bt->quantile_overall.miw;
+    }
+    mean->mic = mic / (double)count;
+    mean->miw = miw / (double)count;
+}
+
+/* np.nanmean of the forecasts' quantile scores: Darts' backtest() reduction. */
+static void quantile_nanmean(struct tsrnn_quantile_scores *out,
+                             const struct tsrnn_quantile_scores *each, size_t count)
+{
+    *out = each[0];
+    double *fields[TSRNN_QUANTILE_METRICS_MAX + 2];
+    size_t Q = out->quantile_count;
+    for (size_t k = 0; k < Q; k++)
+        fields[k] = &out->mql[k];
+    fields[Q] = &out->mic;
+    fields[Q + 1] = &out->miw;
+    for (size_t k = 0; k < Q + 2; k++) {
+        double sum = 0.0;
+        size_t n = 0;
+        for (size_t f = 0; f < count; f++) {
+            double v = k < Q ? each[f].mql[k] : k == Q ? each[f].mic : each[f].miw;
+            if (!isnan(v)) {
+                sum += v;
+                n++;
+            }
+        }
+        *fields[k] = n > 0 ? sum / (double)n : NAN;
+    }
+}
+
+enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct tsrnn_model *model,
+                                             const struct tsrnn_forecast_source *src, size_t first,
+                                             size_t input_chunk_length, size_t horizon,
+                                             size_t stride, bool last_points_only,
+                                             const struct tsrnn_forecast_options *opt)
+{
+    if (model->likelihood.kind == TSRNN_LIKELIHOOD_NONE || opt == NULL)
+        return tsrnn_backtest_run(bt, model, src, first, input_chunk_length, horizon, stride,
+                                  last_points_only);
+    const struct tsrnn_series *series = src->series;
+    size_t L = series->length, C = series->component_count, H = horizon, icl = input_chunk_length;
+    size_t K = tsrnn_forecast_covariate_count(src), I = C + K, S = opt->sampling.num_samples;
+    memset(bt, 0, sizeof(*bt));
+    if (H < 1 || stride < 1 || first < icl || first > L || L - first < H ||
+        opt->sampling.likelihood_parameters)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "a backtest of %zu-step forecasts with stride %zu cannot start at "
+                           "point %zu of a %zu-point series (input_chunk_length %zu)%s",
+                           H, stride, first, L, icl,
+                           opt->sampling.likelihood_parameters
+                               ? "; a backtest samples, it does not predict parameters"
+                               : "");
+    size_t F = (L - H - first) / stride + 1;
+    *bt = (struct tsrnn_backtest){
+        .forecast_count = F,
+        .horizon = H,
+        .stride = stride,
+        .first = first,
+        .component_count = C,
+        .last_points_only = last_points_only,
+        .sample_count = S,
+    };
+    bt->values = malloc(F * H * C * sizeof(float));
+    bt->scores = malloc(F * sizeof(*bt->scores));
+    size_t *origins = malloc(F * sizeof(size_t));
+    float *context = malloc(F * icl * I * sizeof(float));
+    float *future = K > 0 && H > 1 ? malloc((H - 1) * F * K * sizeof(float)) : NULL;
+    float *paths = malloc(F * S * H * C * sizeof(float)); /* (F, S, H, C) */
+    float *sorted = malloc(S * sizeof(float));
+    float *gathered = malloc(S * (F > H ? F : H) * C * sizeof(float));
+    float *actual = malloc((F > H ? F : H) * C * sizeof(float));
+    if (S > 1)
+        bt->quantile_scores = malloc(F * sizeof(*bt->quantile_scores));
+    enum tsrnn_status status = TSRNN_OK;
+    if (bt->values == NULL || bt->scores == NULL || origins == NULL || context == NULL ||
+        paths == NULL || sorted == NULL || gathered == NULL || actual == NULL ||
+        (K > 0 && H > 1 && future == NULL) || (S > 1 && bt->quantile_scores == NULL))
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu paths", F, S);
+    /* Darts' historical_forecasts() encodes the whole series once (as tsrnn_backtest_run). */
+    float *cov = NULL;
+    if (status == TSRNN_OK && K > 0)
+        status = tsrnn_forecast_covariate_rows(&cov, src, 0, L, L - 1);
+    if (status == TSRNN_OK) {
+        for (size_t f = 0; f < F; f++)
+            origins[f] = first + f * stride;
+        tsrnn_forecast_inputs(src, cov, 0, origins, F, icl, H, context, F, future);
+        status = tsrnn_sample_forecasts(model, paths, context, future, F, icl, H, &opt->sampling);
+    }
+    for (size_t f = 0; status == TSRNN_OK && f < F; f++) {
+        float *own = paths + f * S * H * C;
+        tsrnn_scaler_inverse(src->scaler, own, S * H);
+        for (size_t k = 0; k < H * C; k++) { /* the median: TimeSeries.quantile(0.5) */
+            for (size_t s = 0; s < S; s++)
+                sorted[s] = own[s * H * C + k];
+            qsort(sorted, S, sizeof(float), compare_floats);
+            bt->values[f * H * C + k] = tsrnn_quantile_of_sorted(sorted, S, 0.5f);
+        }
+    }
+    if (status == TSRNN_OK)
+        tsrnn_backtest_score(bt, series);
+    bt->has_quantile_scores = status == TSRNN_OK && S > 1;
+    for (size_t f = 0; bt->has_quantile_scores && f < F; f++) {
+        /* forecast f's points, or with last_points_only its last one */
+        size_t skip = last_points_only ? H - 1 : 0, n = H - skip;
+        for (size_t s = 0; s < S; s++)
+            memcpy(gathered + s * n * C, paths + ((f * S + s) * H + skip) * C,
+                   n * C * sizeof(float));
+        tsrnn_quantile_scores_compute(
+            &bt->quantile_scores[f], series->values + (origins[f] + skip) * C, gathered, S, n, C,
+            opt->quantiles, opt->quantile_count, opt->low_quantile, opt->high_quantile, sorted);
+    }
+    if (bt->has_quantile_scores && last_points_only) {
+        /* the one series of last points */
+        for (size_t f = 0; f < F; f++) {
+            memcpy(actual + f * C, series->values + (origins[f] + H - 1) * C, C * sizeof(float));
+            for (size_t s = 0; s < S; s++)
+                memcpy(gathered + (s * F + f) * C, paths + ((f * S + s) * H + H - 1) * C,
+                       C * sizeof(float));
+        }
+        tsrnn_quantile_scores_compute(&bt->quantile_overall, actual, gathered, S, F, C,
+                                      opt->quantiles, opt->quantile_count, opt->low_quantile,
+                                      opt->high_quantile, sorted);
+    } else if (bt->has_quantile_scores) {
+        quantile_nanmean(&bt->quantile_overall, bt->quantile_scores, F);
+    }
+    free(origins);
+    free(context);
+    free(future);
+    free(paths);
+    free(sorted);
+    free(gathered);
+    free(actual);
+    free(cov);
+    if (status != TSRNN_OK)
+        tsrnn_backtest_finish(bt);
     return status;
 }
 

@@ -28,6 +28,64 @@ const char *tsrnn_likelihood_darts_class(enum tsrnn_likelihood_kind kind)
     return (size_t)kind < sizeof(classes) / sizeof(classes[0]) ? classes[kind] : "?";
 }
 
+/* Python's repr() of a float: the shortest text that reads back, with ".0" when it would look
+ * like an integer. */
+static void python_float(char *out, size_t capacity, double v)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, capacity, "%.*g", digits, v);
+        if (strtod(out, NULL) == v)
+            break;
+    }
+    if (strpbrk(out, ".eEni") == NULL && strlen(out) + 3 <= capacity)
+        strcat(out, ".0");
+}
+
+/* "name=value" of prior i, Python's None when it is not set. */
+static void prior_text(const struct tsrnn_likelihood *lik, size_t i, char *out, size_t capacity)
+{
+    char value[40] = "None";
+    if (lik->has_prior[i])
+        python_float(value, sizeof(value), lik->prior[i]);
+    snprintf(out, capacity, "%s=%s", tsrnn_likelihood_prior_name(lik->kind, i), value);
+}
+
+size_t tsrnn_likelihood_repr(const struct tsrnn_likelihood *lik, char *out, size_t out_nbytes)
+{
+    char a[64], b[64], strength[40], beta[40], list[TSRNN_LIKELIHOOD_MAX_QUANTILES * 24] = "";
+    python_float(strength, sizeof(strength), lik->prior_strength);
+    const char *name = tsrnn_likelihood_darts_class(lik->kind);
+    switch (lik->kind) {
+    case TSRNN_LIKELIHOOD_GAUSSIAN:
+        prior_text(lik, 0, a, sizeof(a));
+        prior_text(lik, 1, b, sizeof(b));
+        python_float(beta, sizeof(beta), lik->beta_nll);
+        return (size_t)snprintf(out, out_nbytes, "%s(%s, %s, beta_nll=%s, prior_strength=%s)",
+                                name, a, b, beta, strength);
+    case TSRNN_LIKELIHOOD_LAPLACE:
+        prior_text(lik, 0, a, sizeof(a));
+        prior_text(lik, 1, b, sizeof(b));
+        return (size_t)snprintf(out, out_nbytes, "%s(%s, %s, prior_strength=%s)", name, a, b,
+                                strength);
+    case TSRNN_LIKELIHOOD_POISSON:
+        prior_text(lik, 0, a, sizeof(a));
+        return (size_t)snprintf(out, out_nbytes, "%s(%s, prior_strength=%s)", name, a, strength);
+    case TSRNN_LIKELIHOOD_QUANTILE:
+        for (size_t i = 0, used = 0; i < lik->quantile_count && used < sizeof(list); i++) {
+            char q[40];
+            python_float(q, sizeof(q), lik->quantiles[i]);
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", q);
+        }
+        return (size_t)snprintf(out, out_nbytes, "%s(quantiles=[%s], prior_strength=%s)", name,
+                                list, strength);
+    case TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL:
+        return (size_t)snprintf(out, out_nbytes, "%s(prior_strength=1.0)", name);
+    case TSRNN_LIKELIHOOD_NONE:
+        break;
+    }
+    return (size_t)snprintf(out, out_nbytes, "None");
+}
+
 bool tsrnn_likelihood_parse_name(const char *name, enum tsrnn_likelihood_kind *kind)
 {
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

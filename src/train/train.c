@@ -254,8 +254,9 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
 }
 
 /* logs/hparams.yaml as Lightning's TensorBoardLogger saves Darts' module hyperparameters
- * (PyYAML, keys sorted) for this model: no covariates, no likelihood; the optimizer and
- * scheduler classes with the kwargs the config gave. */
+ * (PyYAML, keys sorted) for this model: the future covariates' shape; the optimizer and
+ * scheduler classes with the kwargs the config gave. A likelihood: Darts pickles the object
+ * (its torch modules' internals included); tsrnn writes its repr() and nr_params. */
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
     static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
@@ -272,10 +273,14 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
                  cfg->training_length, K);
     shortest_double(dropout, sizeof(dropout), cfg->dropout);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    const struct tsrnn_likelihood *lik = &tr->model.likelihood;
+    char likelihood[TSRNN_LIKELIHOOD_MAX_QUANTILES * 24 + 128] = "null";
+    if (lik->kind != TSRNN_LIKELIHOOD_NONE)
+        tsrnn_likelihood_repr(lik, likelihood, sizeof(likelihood));
     fprintf(af.file,
             "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
-            "likelihood: null\n",
-            dropout, cfg->hidden_dim, cfg->input_chunk_length, C + K);
+            "likelihood: %s\n",
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C + K, likelihood);
     if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_NONE) {
         fprintf(af.file, "lr_scheduler_cls: null\nlr_scheduler_kwargs: null\n");
     } else {
@@ -290,9 +295,10 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
         write_kwargs(af.file, cfg, true);
     }
     fprintf(af.file,
-            "name: %s\nnr_params: 1\nnum_layers: %d\n"
+            "name: %s\nnr_params: %zu\nnum_layers: %d\n"
             "optimizer_cls: !!python/name:torch.optim.%s ''\noptimizer_kwargs:\n",
-            tsrnn_model_kind_name(cfg->model), cfg->n_rnn_layers, optimizers[cfg->optimizer_cls]);
+            tsrnn_model_kind_name(cfg->model), tsrnn_likelihood_param_count(lik), cfg->n_rnn_layers,
+            optimizers[cfg->optimizer_cls]);
     write_kwargs(af.file, cfg, false);
     fprintf(af.file,
             "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
@@ -1234,20 +1240,9 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
 static void forecast_options(const struct trainer *tr, unsigned call, bool parameters,
                              struct tsrnn_forecast_options *opt)
 {
-    const struct tsrnn_config *cfg = tr->cfg;
-    *opt = (struct tsrnn_forecast_options){
-        .sampling = {
-            .num_samples = (size_t)cfg->num_samples,
-            .batch_size = (size_t)cfg->batch_size,
-            .likelihood_parameters = parameters,
-            .seed = tsrnn_darts_seed((uint32_t)cfg->random_state,
-                                     TSRNN_DARTS_PREDICT_DRAW + 2 * (call - 1)),
-        },
-        .low_quantile = cfg->low_quantile,
-        .high_quantile = cfg->high_quantile,
-    };
-    opt->quantile_count =
-        tsrnn_config_forecast_quantiles(cfg, opt->quantiles, TSRNN_FORECAST_MAX_QUANTILES);
+    uint32_t seed = tsrnn_darts_seed((uint32_t)tr->cfg->random_state,
+                                     TSRNN_DARTS_PREDICT_DRAW + 2 * (call - 1));
+    tsrnn_forecast_options_from_config(opt, tr->cfg, seed, parameters);
 }
 
 /* The validation forecast of a model with a likelihood: Darts' predict(n = the longest
