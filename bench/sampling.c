@@ -52,10 +52,9 @@ int main(int argc, char **argv)
         return fail();
     ck.config.num_samples = (int)samples;
     struct tsrnn_forecast_options opt;
-    tsrnn_forecast_options_from_config(&opt, &ck.config,
-                                       tsrnn_darts_seed((uint32_t)ck.config.random_state,
-                                                        TSRNN_DARTS_PREDICT_DRAW),
-                                       false);
+    tsrnn_forecast_options_from_config(
+        &opt, &ck.config,
+        tsrnn_darts_seed((uint32_t)ck.config.random_state, TSRNN_DARTS_PREDICT_DRAW), false);
     const struct tsrnn_dataset_series *item = &ds.items[0];
     struct tsrnn_forecast_source src = {
         .series = &item->series,
@@ -68,8 +67,8 @@ int main(int argc, char **argv)
     for (int call = -3; call < CALLS; call++) {
         struct tsrnn_forecast f;
         double t0 = tsrnn_clock_now_s();
-        if (tsrnn_forecast_predict(&f, &model, &src, 1, (size_t)ck.input_chunk_length,
-                                   (size_t)n, NULL, &opt) != TSRNN_OK)
+        if (tsrnn_forecast_predict(&f, &model, &src, 1, (size_t)ck.input_chunk_length, (size_t)n,
+                                   NULL, &opt) != TSRNN_OK)
             return fail();
         double t = tsrnn_clock_now_s() - t0;
         if (call >= 0)

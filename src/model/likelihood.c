@@ -60,8 +60,8 @@ size_t tsrnn_likelihood_repr(const struct tsrnn_likelihood *lik, char *out, size
         prior_text(lik, 0, a, sizeof(a));
         prior_text(lik, 1, b, sizeof(b));
         python_float(beta, sizeof(beta), lik->beta_nll);
-        return (size_t)snprintf(out, out_nbytes, "%s(%s, %s, beta_nll=%s, prior_strength=%s)",
-                                name, a, b, beta, strength);
+        return (size_t)snprintf(out, out_nbytes, "%s(%s, %s, beta_nll=%s, prior_strength=%s)", name,
+                                a, b, beta, strength);
     case TSRNN_LIKELIHOOD_LAPLACE:
         prior_text(lik, 0, a, sizeof(a));
         prior_text(lik, 1, b, sizeof(b));
