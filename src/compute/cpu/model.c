@@ -75,8 +75,13 @@ struct cpu_workspace {
     float *dh_direct;       /* (B, H) scratch: GRU's bypass part of dLoss/dh_prev */
     float *dc;              /* (B, H) LSTM dLoss/dc running backwards */
     float *w_hh_packed_bwd; /* W_hh packed for the backward's d_hg W_hh; NULL likewise */
-    float *state_h;         /* (L, B, H) carried state between predict steps */
-    float *state_c;         /* (L, B, H) LSTM, likewise; NULL otherwise */
+    /* The sum of the likelihood's terms the last likelihood_backward computed with the
+     * gradients (the composed step asks for the loss after the backward): valid until the
+     * next head_forward. */
+    bool likelihood_sum_valid;
+    double likelihood_sum;
+    float *state_h; /* (L, B, H) carried state between predict steps */
+    float *state_c; /* (L, B, H) LSTM, likewise; NULL otherwise */
 };
 
 /* Whether layer l can run tsrnn_cpu_rnn_lanes_forward(): an RNN layer of few units and inputs
@@ -244,6 +249,7 @@ enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, void *workspac
     (void)ctx;
     ws->batch_count = batch_count;
     ws->step_count = step_count;
+    ws->likelihood_sum_valid = false;
     to_time_major(ws->x, x, batch_count, step_count, ws->dims.input_count);
     if (y != NULL)
         to_time_major(ws->y, y, batch_count, step_count, ws->dims.output_count);
@@ -781,6 +787,7 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, void *worksp
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     (void)ctx;
+    ws->likelihood_sum_valid = false; /* new outputs */
     if (ws->lanes_top && tsrnn_cpu_loops_take(ws->cpu, rows, O, H, H, H, O)) {
         const struct layer_cache *top = &ws->layers[ws->dims.layer_count - 1];
         tsrnn_cpu_rnn_lanes_head(top->h_lanes, v_w, v_b, ws->out, ws->batch_count, ws->step_count,
@@ -942,8 +949,12 @@ enum tsrnn_status tsrnn_cpu_likelihood_forward(struct tsrnn_compute *ctx, void *
     size_t P = tsrnn_likelihood_param_count(lik);
     double sum = 0.0;
     (void)ctx;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
+    if (ws->likelihood_sum_valid) {
+        sum = ws->likelihood_sum; /* the same terms, summed in the same order */
+    } else {
+        for (size_t i = 0; i < n; i++)
+            sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
+    }
     *loss = (float)(sum / (double)n);
     return TSRNN_OK;
 }
@@ -955,13 +966,16 @@ enum tsrnn_status tsrnn_cpu_likelihood_backward(struct tsrnn_compute *ctx, void 
     size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
     size_t P = tsrnn_likelihood_param_count(lik);
     float inv = 1.0f / (float)n;
+    double sum = 0.0;
     (void)ctx;
     for (size_t i = 0; i < n; i++) {
         float *d = ws->d_out + i * P;
-        (void)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], d);
+        sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], d);
         for (size_t p = 0; p < P; p++)
             d[p] *= inv;
     }
+    ws->likelihood_sum = sum;
+    ws->likelihood_sum_valid = true;
     return TSRNN_OK;
 }
 
