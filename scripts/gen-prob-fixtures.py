@@ -38,6 +38,12 @@ number). It writes under tests/fixtures/ (prob-fixtures.md lists versions and fi
 * counts: PoissonLikelihood() and NegativeBinomialLikelihood() on the raw passenger counts
   (no scaler), 10 epochs: prob_counts_<name>_metrics.csv and predict(12, num_samples=20) ->
   prob_counts_<name>_samples.csv.
+* more: LogNormalLikelihood(), GammaLikelihood(), WeibullLikelihood() and
+  GeometricLikelihood() on the raw passenger counts (their support is positive or counts),
+  HalfNormalLikelihood(), CauchyLikelihood(), ExponentialLikelihood() and GumbelLikelihood()
+  on the scaled series, BernoulliLikelihood() on prob_updown.csv (1 where the passengers rose
+  from the month before, written here), 10 epochs each: prob_more_<name>_metrics.csv and predict(12, num_samples=20) ->
+  prob_more_<name>_samples.csv (the scaled ones' paths inverse-scaled).
 * backtest: GaussianLikelihood(), 10 epochs, then right after fit()
   historical_forecasts(series, start=1959-02, forecast_horizon=6, stride=3, retrain=False,
   last_points_only=False, num_samples=50) on the scaled series: prob_backtest_forecasts.csv
@@ -63,7 +69,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-PARTS = ("dropout", "vectors", "losses", "air", "global", "counts", "backtest")
+PARTS = ("dropout", "vectors", "losses", "air", "global", "counts", "more", "backtest")
 AIR_EPOCHS = 100
 AIR_SAMPLES = 100
 SHORT_EPOCHS = 10
@@ -74,7 +80,19 @@ LIKELIHOODS = {
     "gaussian_prior": ("GaussianLikelihood", {"prior_mu": 0.4, "prior_sigma": 0.3}),
     "poisson": ("PoissonLikelihood", {}),
     "negative_binomial": ("NegativeBinomialLikelihood", {}),
+    "lognormal": ("LogNormalLikelihood", {}),
+    "gamma": ("GammaLikelihood", {}),
+    "halfnormal": ("HalfNormalLikelihood", {}),
+    "cauchy": ("CauchyLikelihood", {}),
+    "exponential": ("ExponentialLikelihood", {}),
+    "weibull": ("WeibullLikelihood", {}),
+    "gumbel": ("GumbelLikelihood", {}),
+    "geometric": ("GeometricLikelihood", {}),
+    "bernoulli": ("BernoulliLikelihood", {}),
 }
+# The `more` part's runs: (likelihood, on the raw counts (else the scaled series)).
+MORE_RUNS = (("lognormal", True), ("gamma", True), ("halfnormal", False), ("cauchy", False),
+             ("exponential", False), ("weibull", True), ("gumbel", False), ("geometric", True))
 DROPOUT_EPOCHS = 60
 
 
@@ -146,6 +164,15 @@ def part_vectors(gd, summary):
         torch.manual_seed(seed)
         lines.append(f"poisson {seed} {fmt_list(lams)} | "
                      + fmt_list(torch.poisson(torch.tensor(lams * 5)).tolist()))
+        torch.manual_seed(seed)
+        lines.append(f"cauchy {seed} 30 | " + fmt_list(torch.empty(30).cauchy_().tolist()))
+        torch.manual_seed(seed)
+        lines.append(f"exponential {seed} 30 | "
+                     + fmt_list(torch.empty(30).exponential_().tolist()))
+        probs = [0.0, 0.05, 0.3, 0.5, 0.77, 0.999, 1.0]
+        torch.manual_seed(seed)
+        lines.append(f"bernoulli {seed} {fmt_list(probs)} | "
+                     + fmt_list(torch.bernoulli(torch.tensor(probs * 5)).tolist()))
         alphas = [0.05, 0.5, 0.999, 1.0, 1.7, 12.0, 250.0]
         torch.manual_seed(seed)
         values = torch._standard_gamma(torch.tensor(alphas * 5)).tolist()
@@ -170,6 +197,28 @@ LOSS_CASES = [
     ("poisson", "PoissonLikelihood", {}, "count"),
     ("poisson", "PoissonLikelihood", {"prior_lambda": 2.0}, "count"),
     ("negative_binomial", "NegativeBinomialLikelihood", {}, "count"),
+    ("lognormal", "LogNormalLikelihood", {}, "positive"),
+    ("lognormal", "LogNormalLikelihood", {"prior_mu": 0.2, "prior_sigma": 0.5}, "positive"),
+    ("halfnormal", "HalfNormalLikelihood", {}, "nonnegative"),
+    ("halfnormal", "HalfNormalLikelihood", {"prior_sigma": 0.8, "prior_strength": 0.3},
+     "nonnegative"),
+    ("cauchy", "CauchyLikelihood", {}, "real"),
+    ("cauchy", "CauchyLikelihood", {"prior_xzero": 0.1, "prior_gamma": 0.4}, "real"),
+    ("cauchy", "CauchyLikelihood", {"prior_gamma": 0.7}, "real"),
+    ("gamma", "GammaLikelihood", {}, "positive"),
+    ("gamma", "GammaLikelihood", {"prior_alpha": 2.0, "prior_beta": 1.5}, "positive"),
+    ("gamma", "GammaLikelihood", {"prior_beta": 0.8}, "positive"),
+    ("exponential", "ExponentialLikelihood", {}, "nonnegative"),
+    ("exponential", "ExponentialLikelihood", {"prior_lambda": 1.5, "prior_strength": 0.7},
+     "nonnegative"),
+    ("weibull", "WeibullLikelihood", {}, "positive"),
+    ("gumbel", "GumbelLikelihood", {}, "real"),
+    ("gumbel", "GumbelLikelihood", {"prior_mu": 0.2, "prior_beta": 0.6}, "real"),
+    ("gumbel", "GumbelLikelihood", {"prior_beta": 0.9}, "real"),
+    ("geometric", "GeometricLikelihood", {}, "count"),
+    ("geometric", "GeometricLikelihood", {"prior_p": 0.3}, "count"),
+    ("bernoulli", "BernoulliLikelihood", {}, "binary"),
+    ("bernoulli", "BernoulliLikelihood", {"prior_p": 0.4, "prior_strength": 2.0}, "binary"),
 ]
 
 
@@ -189,6 +238,12 @@ def part_losses(gd, summary):
         if target == "count":
             y = gen.poisson(3.0, size=(B, T, C)).astype(np.float32)
             raw[..., 0] += 2.0
+        elif target == "positive":
+            y = gen.gamma(2.0, 1.0, size=(B, T, C)).astype(np.float32)
+        elif target == "binary":
+            y = gen.integers(0, 2, size=(B, T, C)).astype(np.float32)
+        elif target == "nonnegative":
+            y = np.abs(gen.normal(0.0, 1.0, size=(B, T, C))).astype(np.float32)
         else:
             y = gen.normal(0.0, 1.0, size=(B, T, C)).astype(np.float32)
         out = torch.tensor(raw, requires_grad=True)
@@ -314,6 +369,45 @@ def part_counts(gd, summary):
         write_metrics(FIXTURES / f"prob_counts_{name}_metrics.csv", rec.rows)
         summarize_run(summary, "counts", f"{name}, raw counts, 10 epochs", rec.rows)
         write_samples(FIXTURES / f"prob_counts_{name}_samples.csv", [pred])
+
+
+def part_more(gd, summary):
+    series, train, val, train_s, val_s, scaler = gd.load_data()
+    for name, raw in MORE_RUNS:
+        rec = gd.make_recorder()()
+        with tempfile.TemporaryDirectory() as work_dir:
+            model = air_model(gd, [rec], work_dir, likelihood=likelihood(name), n_epochs=10)
+            model.fit(train if raw else train_s, val_series=val if raw else val_s)
+            pred = model.predict(12, num_samples=20)
+            if not raw:
+                pred = scaler.inverse_transform(pred)
+        write_metrics(FIXTURES / f"prob_more_{name}_metrics.csv", rec.rows)
+        summarize_run(summary, "more", f"{name}, {'raw' if raw else 'scaled'}, 10 epochs",
+                      rec.rows)
+        write_samples(FIXTURES / f"prob_more_{name}_samples.csv", [pred])
+
+    # BernoulliLikelihood() on whether the passengers went up from the month before (1 or 0):
+    # prob_updown.csv, split after 1959-01 as the example, no scaler.
+    from darts import TimeSeries
+    import pandas as pd
+
+    v = series.values().ravel()
+    up = (v[1:] > v[:-1]).astype(np.float32)
+    times = series.time_index[1:]
+    with open(FIXTURES / "prob_updown.csv", "w") as f:
+        f.write("Month,up\n")
+        for t, u in zip(times, up):
+            f.write(f"{t:%Y-%m},{int(u)}\n")
+    updown = TimeSeries.from_times_and_values(times, up.reshape(-1, 1), columns=["up"])
+    up_train, up_val = updown.split_after(pd.Timestamp("19590101"))
+    rec = gd.make_recorder()()
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = air_model(gd, [rec], work_dir, likelihood=likelihood("bernoulli"), n_epochs=10)
+        model.fit(up_train, val_series=up_val)
+        pred = model.predict(12, num_samples=20)
+    write_metrics(FIXTURES / "prob_more_bernoulli_metrics.csv", rec.rows)
+    summarize_run(summary, "more", "bernoulli, up or down, 10 epochs", rec.rows)
+    write_samples(FIXTURES / "prob_more_bernoulli_samples.csv", [pred])
 
 
 def part_backtest(gd, summary):

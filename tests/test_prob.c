@@ -119,7 +119,7 @@ static size_t numbers(const char **text, double *out, size_t capacity)
 }
 
 /* PyTorch's samplers (tests/fixtures/prob_vectors.txt, torch 2.15 on a CPU): the uniform
- * draws and the Poisson counts bit for bit; the normals and gammas within 2e-6 of
+ * draws, the Cauchy, exponential and Bernoulli draws and the Poisson counts bit for bit; the normals and gammas within 2e-6 of
  * max(|value|, 1): PyTorch's AVX2 kernel (which an AVX-512 CPU runs too) takes normal_fill's
  * log, sin and cos from avx_mathfun's polynomials, tsrnn from libm (the scalar path's doubles
  * and the gammas agree to the bit). Every case's count of draws is right, or the later values
@@ -161,6 +161,15 @@ static void test_samplers_are_pytorchs(void **state)
         } else if (strcmp(kind, "rand") == 0) {
             for (; n < (size_t)args[0]; n++)
                 got[n] = tsrnn_torch_sample_rand(&g);
+        } else if (strcmp(kind, "cauchy") == 0) {
+            for (; n < (size_t)args[0]; n++)
+                got[n] = (float)tsrnn_torch_sample_cauchy(&g);
+        } else if (strcmp(kind, "exponential") == 0) {
+            for (; n < (size_t)args[0]; n++)
+                got[n] = (float)tsrnn_torch_sample_exponential(&g);
+        } else if (strcmp(kind, "bernoulli") == 0) {
+            for (; n < count; n++)
+                got[n] = tsrnn_torch_sample_rand(&g) < (float)args[n % nargs] ? 1.0f : 0.0f;
         } else if (strcmp(kind, "poisson") == 0) {
             for (; n < count; n++)
                 got[n] = (float)tsrnn_torch_sample_poisson(&g, (double)(float)args[n % nargs]);
@@ -186,14 +195,15 @@ static void test_samplers_are_pytorchs(void **state)
     }
     printf("# %zu sampler cases; normals and gammas within %.1e of PyTorch's\n", cases,
            worst_normal);
-    assert_int_equal(cases, 15);
+    assert_int_equal(cases, 24);
     free(text);
 }
 
 /* Darts' likelihood.compute_loss() and autograd's gradient on random head outputs
  * (tests/fixtures/prob_losses.txt): every likelihood, with and without priors, beta-NLL, the
- * default and a custom list of quantiles: the batch loss within 2e-6 relative and each
- * gradient element within 2e-5 relative of the largest (float32 sums in another order). */
+ * default and a custom list of quantiles: the batch loss within 5e-6 relative and each
+ * gradient element within 2e-5 relative of the largest (float32 sums in another order; a
+ * Gumbel term exp(z) with z near 18 carries z's rounding 18-fold: 1.9e-6 measured). */
 static void test_losses_are_darts(void **state)
 {
     (void)state;
@@ -267,12 +277,12 @@ static void test_losses_are_darts(void **state)
         printf("# %-17s P=%2zu: loss %.9g (Darts %.9g, %.1e), worst gradient %.1e\n",
                tsrnn_likelihood_name(lik.kind), P, ours_loss, loss[0], rel(ours_loss, loss[0]),
                worst);
-        assert_true(rel(ours_loss, loss[0]) <= 2e-6);
+        assert_true(rel(ours_loss, loss[0]) <= 5e-6);
         assert_true(worst <= 2e-5);
         cases++;
         line = next;
     }
-    assert_int_equal(cases, 13);
+    assert_int_equal(cases, 33);
     free(text);
 }
 
@@ -318,6 +328,16 @@ static const char *const global_sets[] = {
     "training.random_state=3",
 };
 
+/* data.path= of tests/fixtures/prob_updown.csv (1 where the passengers rose from the month
+ * before, else 0: scripts/gen-prob-fixtures.py), for BernoulliLikelihood(). */
+static char updown_path[PATH_MAX + 16];
+
+static void set_updown_path(void)
+{
+    snprintf(updown_path, sizeof(updown_path), "data.path=%s",
+             tu_source("tests/fixtures/prob_updown.csv"));
+}
+
 static void set_global_path(void)
 {
     char a[PATH_MAX], b[PATH_MAX];
@@ -350,7 +370,10 @@ static void train_run(const char *run, bool global, const char *const *extra)
 /* Real Darts 0.48.1 trains RNNModel(likelihood=...) and tsrnn follows it step for step: the
  * example (AirPassengers, 100 epochs) and the three-series global model (20 epochs; Laplace 10) with
  * GaussianLikelihood(), LaplaceLikelihood() and QuantileRegression(); a Gaussian with priors;
- * PoissonLikelihood() and NegativeBinomialLikelihood() on the raw passenger counts. Every
+ * PoissonLikelihood(), NegativeBinomialLikelihood(), LogNormalLikelihood(), GammaLikelihood(),
+ * WeibullLikelihood() and GeometricLikelihood() on the raw passenger counts;
+ * HalfNormalLikelihood(), CauchyLikelihood(), ExponentialLikelihood() and GumbelLikelihood()
+ * on the scaled series; BernoulliLikelihood() on whether the passengers rose (10 epochs each). Every
  * train_loss within 1e-5 relative (|loss| below 0.1 counting as 0.1: the NLL crosses zero)
  * over the first `steps` steps, every val_loss of those epochs within 1e-4 (the validation
  * NLL of a series unlike the training part sums large terms of both signs). Gaussian, Poisson
@@ -365,7 +388,7 @@ static void test_likelihood_runs_follow_darts(void **state)
     static const struct {
         const char *name, *fixture;
         bool global;
-        const char *sets[6];
+        const char *sets[8];
         size_t rows, steps;
     } cases[] = {
         { "air_gaussian",
@@ -425,7 +448,66 @@ static void test_likelihood_runs_follow_darts(void **state)
             "forecast.n=0" },
           80,
           70 },
+        { "more_lognormal",
+          "prob_more_lognormal",
+          false,
+          { "model.likelihood=lognormal", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=0" },
+          80,
+          70 },
+        { "more_gamma",
+          "prob_more_gamma",
+          false,
+          { "model.likelihood=gamma", "data.scaler=none", "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
+        { "more_halfnormal",
+          "prob_more_halfnormal",
+          false,
+          { "model.likelihood=halfnormal", "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
+        { "more_cauchy",
+          "prob_more_cauchy",
+          false,
+          { "model.likelihood=cauchy", "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
+        { "more_exponential",
+          "prob_more_exponential",
+          false,
+          { "model.likelihood=exponential", "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
+        { "more_weibull",
+          "prob_more_weibull",
+          false,
+          { "model.likelihood=weibull", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=0" },
+          80,
+          70 },
+        { "more_gumbel",
+          "prob_more_gumbel",
+          false,
+          { "model.likelihood=gumbel", "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
+        { "more_geometric",
+          "prob_more_geometric",
+          false,
+          { "model.likelihood=geometric", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=0" },
+          80,
+          70 },
+        { "more_bernoulli",
+          "prob_more_bernoulli",
+          false,
+          { "model.likelihood=bernoulli", updown_path, "data.value_cols=up", "data.scaler=none",
+            "training.n_epochs=10", "forecast.n=0" },
+          80,
+          70 },
     };
+    set_updown_path();
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         train_run(cases[k].name, cases[k].global, cases[k].sets);
         char fixture[128];
@@ -521,7 +603,8 @@ static double compare_samples(const char *run, const char *fixture, size_t rows,
  * value within 1e-5 (of max(|value|, the series' scale)): the example (100 paths of 24 steps;
  * 16 a group, the last group of 4 drawing from the scalar normal path with its cached value),
  * the three series (three windows a batch: groups of 5, 15 normals a step, the scalar path),
- * Poisson and negative binomial (integers: equal). Gaussian after its 100-epoch run, Laplace
+ * Poisson, negative binomial, geometric and Bernoulli (integers: equal), log-normal, gamma,
+ * half-normal, Cauchy, exponential, Weibull and Gumbel (12 steps, 20 paths). Gaussian after its 100-epoch run, Laplace
  * and quantile after 10 epochs (test_likelihood_runs_follow_darts says why). The example's
  * validation forecast (the second predict() after fit(), 23 steps) is scored as Darts'
  * metrics score it: MAPE and MAE of the median, MQL at 0.05/0.5/0.95, MIC and MIW of the 5-95%
@@ -532,7 +615,7 @@ static void test_sample_paths_are_darts(void **state)
     static const struct {
         const char *name, *fixture;
         bool global;
-        const char *sets[8];
+        const char *sets[10];
         size_t rows;
         double floor;
     } cases[] = {
@@ -592,7 +675,72 @@ static void test_sample_paths_are_darts(void **state)
             "forecast.n=12", "forecast.num_samples=20", "forecast.samples=true" },
           12,
           0 },
+        { "paths_lognormal",
+          "prob_more_lognormal",
+          false,
+          { "model.likelihood=lognormal", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=12", "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_gamma",
+          "prob_more_gamma",
+          false,
+          { "model.likelihood=gamma", "data.scaler=none", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_halfnormal",
+          "prob_more_halfnormal",
+          false,
+          { "model.likelihood=halfnormal", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_cauchy",
+          "prob_more_cauchy",
+          false,
+          { "model.likelihood=cauchy", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_exponential",
+          "prob_more_exponential",
+          false,
+          { "model.likelihood=exponential", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_weibull",
+          "prob_more_weibull",
+          false,
+          { "model.likelihood=weibull", "data.scaler=none", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_gumbel",
+          "prob_more_gumbel",
+          false,
+          { "model.likelihood=gumbel", "training.n_epochs=10", "forecast.n=12",
+            "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          100 },
+        { "paths_geometric",
+          "prob_more_geometric",
+          false,
+          { "model.likelihood=geometric", "data.scaler=none", "training.n_epochs=10",
+            "forecast.n=12", "forecast.num_samples=20", "forecast.samples=true" },
+          12,
+          0 },
+        { "paths_bernoulli",
+          "prob_more_bernoulli",
+          false,
+          { "model.likelihood=bernoulli", updown_path, "data.value_cols=up", "data.scaler=none",
+            "training.n_epochs=10", "forecast.n=12", "forecast.num_samples=20",
+            "forecast.samples=true" },
+          12,
+          0 },
     };
+    set_updown_path();
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         train_run(cases[k].name, cases[k].global, cases[k].sets);
         char fixture[128];
@@ -602,7 +750,8 @@ static void test_sample_paths_are_darts(void **state)
                                        cases[k].floor > 0 ? cases[k].floor : 1e-30, tolerance);
         printf("# %-22s %zu steps: every sample within %.1e of Darts'", cases[k].name,
                cases[k].rows, worst);
-        if (cases[k].global || cases[k].floor == 0) {
+        if (cases[k].global || cases[k].floor == 0 ||
+            strncmp(cases[k].fixture, "prob_more", 9) == 0) {
             printf("\n");
             continue;
         }
@@ -907,6 +1056,31 @@ static void test_resume_and_workers(void **state)
     assert_true(c.steps <= 1e-5);
 }
 
+/* A likelihood whose support the targets leave is refused before training (exit 2), naming
+ * the value, where it is and what is accepted, as torch's validation would stop Darts' fit(). */
+static void test_targets_outside_the_support(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *likelihood, *scaler, *says;
+    } cases[] = {
+        { "model.likelihood=lognormal", "data.scaler=minmax",
+          "[model] likelihood = lognormal models positive numbers, but #Passengers at 1949-11 is "
+          "0 after [data] scaler = minmax" },
+        { "model.likelihood=negative_binomial", "data.scaler=minmax",
+          "likelihood = negative_binomial models non-negative integers, but #Passengers at "
+          "1949-01 is 0.0199501 after" },
+        { "model.likelihood=gamma", "data.scaler=minmax",
+          "accepted: such targets (a minmax scaler maps the training minimum to 0: scaler = "
+          "none), as Darts' GammaLikelihood validates them" },
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *sets[] = { cases[k].likelihood, cases[k].scaler, "training.n_epochs=1", NULL };
+        assert_int_equal(tu_train(&result, "support", sets, 60), 2);
+        tu_expect_in(result.err, cases[k].says);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -918,6 +1092,7 @@ int main(void)
         cmocka_unit_test(test_predict_repeats_the_run),
         cmocka_unit_test(test_backtest_samples_are_darts),
         cmocka_unit_test(test_other_backends_refuse_likelihoods),
+        cmocka_unit_test(test_targets_outside_the_support),
         cmocka_unit_test(test_resume_and_workers),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);

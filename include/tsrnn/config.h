@@ -141,6 +141,7 @@ struct tsrnn_config {
     /* [likelihood]: the likelihood's own arguments, under Darts' names */
     char quantiles[1024]; /* QuantileRegression(quantiles): "" = Darts' default 17 */
     double prior_mu, prior_sigma, prior_b, prior_lambda; /* NaN = not set */
+    double prior_xzero, prior_gamma, prior_alpha, prior_beta, prior_p;
     double prior_strength;
     double beta_nll;
 

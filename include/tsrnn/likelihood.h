@@ -18,6 +18,18 @@
  *                                                            + 1e-8) + Stirling's term (y > 1)
  *     negative_binomial  2   mu, alpha (softplus each)       -log NegativeBinomial(r = 1/alpha,
  *                                                            logits = log mu + log alpha)(y)
+ *     lognormal          2   mu, sigma (softplus)            -log LogNormal(mu, sigma)(y), y > 0
+ *     halfnormal         1   sigma (softplus)                -log HalfNormal(sigma)(y), y >= 0
+ *     cauchy             2   xzero, gamma (softplus)         -log Cauchy(xzero, gamma)(y)
+ *     gamma              2   alpha, beta (softplus each)     -log Gamma(alpha, rate beta)(y), y > 0
+ *     exponential        1   lambda (softplus)               lambda y - log lambda, y >= 0
+ *     weibull            2   lambda, k (softplus each)       -log Weibull(lambda, k)(y) as a
+ *                                                            TransformedDistribution, y > 0
+ *     gumbel             2   mu, beta (softplus)             exp(z) - z + log beta, z = (mu - y)
+ *                                                            / beta
+ *     geometric          1   p (sigmoid)                     -(y log1p(-p) + log p), y counts
+ *     bernoulli          1   p (sigmoid)                     BCE with logits(logit(clamp(p)),
+ *                                                            y), y 0 or 1
  *
  * The loss of a batch is the mean over its B x T x C targets; with a prior (any prior_* set)
  * prior_strength x the mean of KL(prior || predicted) is added, Darts taking the predicted
@@ -39,6 +51,15 @@ enum tsrnn_likelihood_kind {
     TSRNN_LIKELIHOOD_QUANTILE,
     TSRNN_LIKELIHOOD_POISSON,
     TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL,
+    TSRNN_LIKELIHOOD_LOGNORMAL,
+    TSRNN_LIKELIHOOD_HALFNORMAL,
+    TSRNN_LIKELIHOOD_CAUCHY,
+    TSRNN_LIKELIHOOD_GAMMA,
+    TSRNN_LIKELIHOOD_EXPONENTIAL,
+    TSRNN_LIKELIHOOD_WEIBULL,
+    TSRNN_LIKELIHOOD_GUMBEL,
+    TSRNN_LIKELIHOOD_GEOMETRIC,
+    TSRNN_LIKELIHOOD_BERNOULLI,
 };
 
 #define TSRNN_LIKELIHOOD_MAX_QUANTILES 99
@@ -54,8 +75,11 @@ struct tsrnn_likelihood {
      * _check_quantiles) */
     size_t quantile_count;
     double quantiles[TSRNN_LIKELIHOOD_MAX_QUANTILES];
-    /* The prior of each distribution parameter in Darts' order (gaussian: prior_mu,
-     * prior_sigma; laplace: prior_mu, prior_b; poisson: prior_lambda), where set. */
+    /* The prior of each distribution parameter in Darts' order (gaussian and lognormal:
+     * prior_mu, prior_sigma; laplace: prior_mu, prior_b; poisson: prior_lambda; halfnormal:
+     * prior_sigma; cauchy: prior_xzero, prior_gamma; gamma: prior_alpha, prior_beta;
+     * exponential: prior_lambda; gumbel: prior_mu, prior_beta; geometric and bernoulli:
+     * prior_p; weibull: none), where set. */
     bool has_prior[TSRNN_LIKELIHOOD_MAX_PRIORS];
     double prior[TSRNN_LIKELIHOOD_MAX_PRIORS];
     double prior_strength; /* Darts' default 1 */
@@ -63,7 +87,9 @@ struct tsrnn_likelihood {
 };
 
 /* The config's spelling ("none", "gaussian", "laplace", "quantile", "poisson",
- * "negative_binomial") and Darts' class ("GaussianLikelihood", ..., "QuantileRegression"). */
+ * "negative_binomial", "lognormal", "halfnormal", "cauchy", "gamma", "exponential", "weibull",
+ * "gumbel", "geometric", "bernoulli") and Darts' class
+ * ("GaussianLikelihood", ..., "QuantileRegression"). */
 const char *tsrnn_likelihood_name(enum tsrnn_likelihood_kind kind);
 const char *tsrnn_likelihood_darts_class(enum tsrnn_likelihood_kind kind);
 
@@ -87,9 +113,20 @@ void tsrnn_likelihood_param_name(const struct tsrnn_likelihood *lik, size_t p, c
  * or NULL where the kind has none. */
 const char *tsrnn_likelihood_prior_name(enum tsrnn_likelihood_kind kind, size_t i);
 
-/* Whether the kind needs its targets to be non-negative integers (negative_binomial: torch's
- * NegativeBinomial validates them; Darts stops otherwise). */
-bool tsrnn_likelihood_needs_counts(enum tsrnn_likelihood_kind kind);
+/* The targets a kind's torch distribution accepts (it validates them; Darts stops on the first
+ * batch otherwise). */
+enum tsrnn_likelihood_support {
+    TSRNN_SUPPORT_REAL,
+    TSRNN_SUPPORT_NONNEGATIVE, /* halfnormal, exponential */
+    TSRNN_SUPPORT_POSITIVE,    /* lognormal, gamma, weibull */
+    TSRNN_SUPPORT_COUNTS,      /* negative_binomial, geometric: non-negative integers */
+    TSRNN_SUPPORT_BINARY,      /* bernoulli: 0 or 1 */
+};
+enum tsrnn_likelihood_support tsrnn_likelihood_support(enum tsrnn_likelihood_kind kind);
+
+/* Whether y lies in the support; its sentence ("non-negative integers", ...). */
+bool tsrnn_likelihood_supports(enum tsrnn_likelihood_support support, float y);
+const char *tsrnn_likelihood_support_text(enum tsrnn_likelihood_support support);
 
 /* Parses a comma-separated list of quantiles into lik (sorted ascending, as Darts sorts them)
  * and checks Darts' rules: each in (0, 1), 0.5 among them, symmetric around it; at most

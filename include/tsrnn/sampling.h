@@ -34,8 +34,11 @@ struct tsrnn_sampling {
  * x (count), drawn from g as PyTorch draws them (gaussian: torch.normal(mu, sigma), normal_
  * then * sigma + mu; laplace: uniform_(eps - 1, 1) then mu - b sgn(u) log1p(-|u|); poisson:
  * torch.poisson(lambda); negative_binomial: Gamma(r, exp(-logits)) for all, then Poisson of
- * each; quantile: torch.rand, then the linear interpolation between the quantiles around it,
- * the outer ones repeated). `scratch` holds 2 * count floats. Returns
+ * each; lognormal, halfnormal: a normal's exp, abs; cauchy: cauchy_; gamma: _standard_gamma /
+ * beta; exponential, weibull: exponential_, / lambda or ^(1/k) * lambda; gumbel: torch.rand
+ * through two logs; geometric: uniform_(tiny, 1), floor(log u / log1p(-p)); bernoulli:
+ * torch.bernoulli; quantile: torch.rand, then the linear interpolation between the quantiles
+ * around it, the outer ones repeated). `scratch` holds 2 * count floats. Returns
  * TSRNN_ERR_NUMERIC naming the parameter when a distribution's parameter is not finite (or a
  * rate or scale not positive: PyTorch refuses those too). */
 enum tsrnn_status tsrnn_likelihood_sample(const struct tsrnn_likelihood *lik, float *x,

@@ -1,5 +1,6 @@
 /* PyTorch's CPU samplers, number for number: what Darts' likelihoods draw when a forecast
- * samples (torch.normal, Tensor.uniform_, torch.rand, torch.poisson, torch._standard_gamma),
+ * samples (torch.normal, Tensor.uniform_, torch.rand, torch.poisson, torch._standard_gamma,
+ * Tensor.cauchy_, Tensor.exponential_, torch.bernoulli),
  * from torch's CPU generator (include/tsrnn/torch_rng.h) with the one piece of state its
  * distributions keep besides MT19937: the second normal of the last Box-Muller pair.
  *
@@ -48,6 +49,14 @@ void tsrnn_torch_sample_normal_fill(float *out, size_t count, struct tsrnn_torch
  * rounds to `to` replaced by `from`. */
 void tsrnn_torch_sample_uniform_fill(float *out, size_t count, struct tsrnn_torch_generator *g,
                                      double from, double to);
+
+/* Tensor.cauchy_(0, 1) of one element: at::cauchy_distribution<double>, tan(pi (u - 0.5))
+ * of one double uniform. */
+double tsrnn_torch_sample_cauchy(struct tsrnn_torch_generator *g);
+
+/* Tensor.exponential_(1) of one float32 element: -log1p(-u) of one double uniform, rounded to
+ * float by the caller (PyTorch's CPU kernel, not MKL's stream, in the fixtures' build). */
+double tsrnn_torch_sample_exponential(struct tsrnn_torch_generator *g);
 
 /* torch.poisson's sample_poisson(lambda) (numpy's legacy algorithm): for lambda >= 10 the
  * transformed rejection of Hoermann (1993), two double uniforms a try; 0 for 0; else the

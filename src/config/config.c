@@ -84,9 +84,11 @@ static const char *const mode_choices[] = { "min", "max", NULL };
 static const char *const threshold_mode_choices[] = { "rel", "abs", NULL };
 static const char *const es_monitor_choices[] = { "none", "val_loss", "train_loss", NULL };
 static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
-static const char *const likelihood_choices[] = { "none",     "gaussian", "laplace",
-                                                  "quantile", "poisson",  "negative_binomial",
-                                                  NULL };
+static const char *const likelihood_choices[] = {
+    "none",      "gaussian",   "laplace",   "quantile", "poisson",     "negative_binomial",
+    "lognormal", "halfnormal", "cauchy",    "gamma",    "exponential", "weibull",
+    "gumbel",    "geometric",  "bernoulli", NULL
+};
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
 #define SIZE(f)  sizeof(((struct tsrnn_config *)0)->f)
@@ -292,11 +294,14 @@ static const struct key schema[] = {
          .doc = "A probabilistic model: the head outputs the distribution's parameters for each "
                 "target, the loss is their negative log-likelihood (plus the prior's KL term), "
                 "and forecasts are sample paths ([forecast] `num_samples`). `gaussian`, "
-                "`laplace`, `poisson`, `negative_binomial` (count targets: `scaler = none`) "
-                "and `quantile` (quantile regression); its arguments are the `[likelihood]` "
-                "section. `loss_fn` is ignored, as in Darts. The CPU trains them; the cuda and "
-                "pjrt backends refuse them (exit code 2). Darts' other likelihoods are not "
-                "supported ([numerics](numerics.md#likelihoods)).",
+                "`laplace`, `cauchy`, `gumbel`, `poisson`; `negative_binomial` and `geometric` "
+                "(count targets: `scaler = none`), `lognormal`, `gamma` and `weibull` (positive "
+                "targets), `halfnormal` and `exponential` (non-negative targets), `bernoulli` "
+                "(targets 0 and 1) and `quantile` (quantile regression); its arguments "
+                "are the `[likelihood]` section. `loss_fn` is ignored, as in Darts. The CPU "
+                "trains them; the cuda and pjrt backends refuse them (exit code 2). Darts' other "
+                "likelihoods (Beta, ContinuousBernoulli, Dirichlet) are not supported "
+                "([numerics](numerics.md#likelihoods)).",
          .darts = "`RNNModel(likelihood=GaussianLikelihood())`", .example = "gaussian",
          .default_doc = "none: a point forecast trained on `loss_fn`"),
 
@@ -308,26 +313,51 @@ static const struct key schema[] = {
          .darts = "`QuantileRegression(quantiles=[...])`", .example = "0.1, 0.5, 0.9",
          .default_doc = "Darts' 17: " TSRNN_LIKELIHOOD_DEFAULT_QUANTILES),
     OPTIONAL_DOUBLE("likelihood", "prior_mu", prior_mu, -1e30, 1e30, 0,
-                    .doc = "`gaussian` and `laplace`: the prior's location; with any prior set, "
-                           "`prior_strength` times the mean KL divergence from the prior to the "
-                           "predicted distribution joins the loss (a prior parameter not set is "
-                           "the predicted one).",
-                    .darts =
-                        "`GaussianLikelihood(prior_mu=...)`, `LaplaceLikelihood(prior_mu=...)`",
+                    .doc =
+                        "`gaussian`, `laplace`, `lognormal`, `gumbel`: the prior's location "
+                        "(of the log for `lognormal`); with any prior set, `prior_strength` times "
+                        "the mean KL divergence from the prior to the predicted distribution "
+                        "joins the loss (a prior parameter not set is the predicted one).",
+                    .darts = "`GaussianLikelihood(prior_mu=...)`, `LaplaceLikelihood(...)`, "
+                             "`LogNormalLikelihood(...)`, `GumbelLikelihood(...)`",
                     .example = "0.5", .default_doc = "none"),
     OPTIONAL_DOUBLE("likelihood", "prior_sigma", prior_sigma, 0, 1e30, MIN_OPEN,
-                    .doc = "`gaussian`: the prior's standard deviation.",
-                    .darts = "`GaussianLikelihood(prior_sigma=...)`", .example = "0.2",
-                    .default_doc = "none"),
+                    .doc = "`gaussian`, `lognormal`, `halfnormal`: the prior's standard "
+                           "deviation.",
+                    .darts = "`GaussianLikelihood(prior_sigma=...)`, `LogNormalLikelihood(...)`, "
+                             "`HalfNormalLikelihood(...)`",
+                    .example = "0.2", .default_doc = "none"),
     OPTIONAL_DOUBLE(
         "likelihood", "prior_b", prior_b, 0, 1e30, MIN_OPEN, .doc = "`laplace`: the prior's scale.",
         .darts = "`LaplaceLikelihood(prior_b=...)`", .example = "0.2", .default_doc = "none"),
     OPTIONAL_DOUBLE("likelihood", "prior_lambda", prior_lambda, 0, 1e30, MIN_OPEN,
-                    .doc = "`poisson`: the prior's rate.",
-                    .darts = "`PoissonLikelihood(prior_lambda=...)`", .example = "3",
+                    .doc = "`poisson`, `exponential`: the prior's rate.",
+                    .darts = "`PoissonLikelihood(prior_lambda=...)`, "
+                             "`ExponentialLikelihood(...)`",
+                    .example = "3", .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_xzero", prior_xzero, -1e30, 1e30, 0,
+                    .doc = "`cauchy`: the prior's location.",
+                    .darts = "`CauchyLikelihood(prior_xzero=...)`", .example = "0.5",
                     .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_gamma", prior_gamma, 0, 1e30, MIN_OPEN,
+                    .doc = "`cauchy`: the prior's scale.",
+                    .darts = "`CauchyLikelihood(prior_gamma=...)`", .example = "0.2",
+                    .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_alpha", prior_alpha, 0, 1e30, MIN_OPEN,
+                    .doc = "`gamma`: the prior's shape.",
+                    .darts = "`GammaLikelihood(prior_alpha=...)`", .example = "2",
+                    .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_beta", prior_beta, 0, 1e30, MIN_OPEN,
+                    .doc = "`gamma`: the prior's rate; `gumbel`: the prior's scale.",
+                    .darts = "`GammaLikelihood(prior_beta=...)`, `GumbelLikelihood(...)`",
+                    .example = "0.5", .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_p", prior_p, 0, 1, MIN_OPEN | MAX_OPEN,
+                    .doc = "`geometric`, `bernoulli`: the prior's probability.",
+                    .darts = "`GeometricLikelihood(prior_p=...)`, `BernoulliLikelihood(...)`",
+                    .example = "0.3", .default_doc = "none"),
     DOUBLE("likelihood", "prior_strength", prior_strength, "1", 0, 1e30, 0,
-           .doc = "The weight of the prior's KL term in the loss (with a prior set).",
+           .doc = "The weight of the prior's KL term in the loss (with a prior set); for the "
+                  "likelihoods with priors.",
            .darts = "`GaussianLikelihood(prior_strength=...)` (and the others')", .example = "0.1"),
     DOUBLE("likelihood", "beta_nll", beta_nll, "0", 0, 1, 0,
            .doc = "`gaussian`: the β-NLL loss, each term weighted by the predicted variance to "
@@ -1444,15 +1474,33 @@ static enum tsrnn_status check_likelihood(const struct tsrnn_config *cfg)
     } arguments[] = {
         { "quantiles", cfg->quantiles[0] != '\0', 1u << TSRNN_LIKELIHOOD_QUANTILE, "quantile" },
         { "prior_mu", !isnan(cfg->prior_mu),
-          1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LAPLACE,
-          "gaussian and laplace" },
-        { "prior_sigma", !isnan(cfg->prior_sigma), 1u << TSRNN_LIKELIHOOD_GAUSSIAN, "gaussian" },
+          1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LAPLACE |
+              1u << TSRNN_LIKELIHOOD_LOGNORMAL | 1u << TSRNN_LIKELIHOOD_GUMBEL,
+          "gaussian, laplace, lognormal and gumbel" },
+        { "prior_sigma", !isnan(cfg->prior_sigma),
+          1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LOGNORMAL |
+              1u << TSRNN_LIKELIHOOD_HALFNORMAL,
+          "gaussian, lognormal and halfnormal" },
         { "prior_b", !isnan(cfg->prior_b), 1u << TSRNN_LIKELIHOOD_LAPLACE, "laplace" },
-        { "prior_lambda", !isnan(cfg->prior_lambda), 1u << TSRNN_LIKELIHOOD_POISSON, "poisson" },
+        { "prior_lambda", !isnan(cfg->prior_lambda),
+          1u << TSRNN_LIKELIHOOD_POISSON | 1u << TSRNN_LIKELIHOOD_EXPONENTIAL,
+          "poisson and exponential" },
+        { "prior_xzero", !isnan(cfg->prior_xzero), 1u << TSRNN_LIKELIHOOD_CAUCHY, "cauchy" },
+        { "prior_gamma", !isnan(cfg->prior_gamma), 1u << TSRNN_LIKELIHOOD_CAUCHY, "cauchy" },
+        { "prior_alpha", !isnan(cfg->prior_alpha), 1u << TSRNN_LIKELIHOOD_GAMMA, "gamma" },
+        { "prior_beta", !isnan(cfg->prior_beta),
+          1u << TSRNN_LIKELIHOOD_GAMMA | 1u << TSRNN_LIKELIHOOD_GUMBEL, "gamma and gumbel" },
+        { "prior_p", !isnan(cfg->prior_p),
+          1u << TSRNN_LIKELIHOOD_GEOMETRIC | 1u << TSRNN_LIKELIHOOD_BERNOULLI,
+          "geometric and bernoulli" },
         { "prior_strength", cfg->prior_strength != 1.0,
           1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LAPLACE |
-              1u << TSRNN_LIKELIHOOD_POISSON,
-          "gaussian, laplace and poisson" },
+              1u << TSRNN_LIKELIHOOD_POISSON | 1u << TSRNN_LIKELIHOOD_LOGNORMAL |
+              1u << TSRNN_LIKELIHOOD_HALFNORMAL | 1u << TSRNN_LIKELIHOOD_CAUCHY |
+              1u << TSRNN_LIKELIHOOD_GAMMA | 1u << TSRNN_LIKELIHOOD_EXPONENTIAL |
+              1u << TSRNN_LIKELIHOOD_WEIBULL | 1u << TSRNN_LIKELIHOOD_GUMBEL |
+              1u << TSRNN_LIKELIHOOD_GEOMETRIC | 1u << TSRNN_LIKELIHOOD_BERNOULLI,
+          "the likelihoods other than quantile and negative_binomial" },
         { "beta_nll", cfg->beta_nll != 0.0, 1u << TSRNN_LIKELIHOOD_GAUSSIAN, "gaussian" },
     };
     const char *name = likelihood_choices[cfg->likelihood];
@@ -1501,6 +1549,7 @@ void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likeli
     double priors[TSRNN_LIKELIHOOD_MAX_PRIORS] = { NAN, NAN };
     switch (cfg->likelihood) {
     case TSRNN_LIKELIHOOD_GAUSSIAN:
+    case TSRNN_LIKELIHOOD_LOGNORMAL:
         priors[0] = cfg->prior_mu;
         priors[1] = cfg->prior_sigma;
         break;
@@ -1509,7 +1558,27 @@ void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likeli
         priors[1] = cfg->prior_b;
         break;
     case TSRNN_LIKELIHOOD_POISSON:
+    case TSRNN_LIKELIHOOD_EXPONENTIAL:
         priors[0] = cfg->prior_lambda;
+        break;
+    case TSRNN_LIKELIHOOD_GUMBEL:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_beta;
+        break;
+    case TSRNN_LIKELIHOOD_GEOMETRIC:
+    case TSRNN_LIKELIHOOD_BERNOULLI:
+        priors[0] = cfg->prior_p;
+        break;
+    case TSRNN_LIKELIHOOD_HALFNORMAL:
+        priors[0] = cfg->prior_sigma;
+        break;
+    case TSRNN_LIKELIHOOD_CAUCHY:
+        priors[0] = cfg->prior_xzero;
+        priors[1] = cfg->prior_gamma;
+        break;
+    case TSRNN_LIKELIHOOD_GAMMA:
+        priors[0] = cfg->prior_alpha;
+        priors[1] = cfg->prior_beta;
         break;
     case TSRNN_LIKELIHOOD_QUANTILE:
         (void)tsrnn_likelihood_parse_quantiles(
@@ -1517,6 +1586,7 @@ void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likeli
         break;
     case TSRNN_LIKELIHOOD_NONE:
     case TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL:
+    case TSRNN_LIKELIHOOD_WEIBULL:
         break;
     }
     for (size_t i = 0; i < TSRNN_LIKELIHOOD_MAX_PRIORS; i++) {

@@ -80,6 +80,16 @@ void tsrnn_torch_sample_uniform_fill(float *out, size_t count, struct tsrnn_torc
     }
 }
 
+double tsrnn_torch_sample_cauchy(struct tsrnn_torch_generator *g)
+{
+    return tan(M_PI * (rand_double(g) - 0.5));
+}
+
+double tsrnn_torch_sample_exponential(struct tsrnn_torch_generator *g)
+{
+    return -log1p(-rand_double(g));
+}
+
 double tsrnn_torch_sample_poisson(struct tsrnn_torch_generator *g, double lambda)
 {
     if (lambda >= 10.0) {

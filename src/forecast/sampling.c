@@ -105,6 +105,127 @@ enum tsrnn_status tsrnn_likelihood_sample(const struct tsrnn_likelihood *lik, fl
             x[i] = (float)tsrnn_torch_sample_poisson(g, (double)rate[i]);
         return TSRNN_OK;
     }
+    case TSRNN_LIKELIHOOD_LOGNORMAL:
+    case TSRNN_LIKELIHOOD_HALFNORMAL: {
+        /* TransformedDistribution.sample(): Normal.sample() (torch.normal(loc, scale), loc 0
+         * for the half-normal), then the transform: exp, abs */
+        bool half = lik->kind == TSRNN_LIKELIHOOD_HALFNORMAL;
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            float scale = half ? params[0] : params[1];
+            if ((!half && !isfinite(params[0])) || !(scale >= 0.0f) || !isfinite(scale))
+                return bad_parameter(lik, !half && !isfinite(params[0]) ? "mu" : "sigma",
+                                     !half && !isfinite(params[0]) ? params[0] : scale);
+        }
+        tsrnn_torch_sample_normal_fill(x, count, g);
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            float scaled = x[i] * (half ? params[0] : params[1]);
+            float normal = scaled + (half ? 0.0f : params[0]);
+            x[i] = half ? fabsf(normal) : expf(normal);
+        }
+        return TSRNN_OK;
+    }
+    case TSRNN_LIKELIHOOD_CAUCHY:
+        /* Cauchy.rsample(): eps = cauchy_() (float), loc + eps * scale */
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (!isfinite(params[0]) || !(params[1] > 0.0f) || !isfinite(params[1]))
+                return bad_parameter(lik, isfinite(params[0]) ? "gamma" : "xzero",
+                                     isfinite(params[0]) ? params[1] : params[0]);
+        }
+        for (size_t i = 0; i < count; i++) {
+            float eps = (float)tsrnn_torch_sample_cauchy(g);
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            float spread = eps * params[1];
+            x[i] = params[0] + spread;
+        }
+        return TSRNN_OK;
+    case TSRNN_LIKELIHOOD_GAMMA:
+        /* Gamma.rsample(): _standard_gamma(alpha) / beta, at least FLT_MIN */
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (!(params[0] >= 0.0f) || !isfinite(params[0]) || !(params[1] > 0.0f) ||
+                !isfinite(params[1]))
+                return bad_parameter(lik, isfinite(params[0]) ? "beta" : "alpha",
+                                     isfinite(params[0]) ? params[1] : params[0]);
+        }
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            float value = tsrnn_torch_sample_standard_gamma(g, params[0]) / params[1];
+            x[i] = value > FLT_MIN ? value : FLT_MIN;
+        }
+        return TSRNN_OK;
+    case TSRNN_LIKELIHOOD_EXPONENTIAL:
+    case TSRNN_LIKELIHOOD_WEIBULL: {
+        /* Exponential.rsample(): exponential_() / rate. Weibull's: Exponential(1)'s, then
+         * x^(1 / k) and lambda x (its PowerTransform and AffineTransform) */
+        bool weibull = lik->kind == TSRNN_LIKELIHOOD_WEIBULL;
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (!(params[0] > 0.0f) || !isfinite(params[0]) ||
+                (weibull && (!(params[1] > 0.0f) || !isfinite(params[1]))))
+                return bad_parameter(lik, params[0] > 0.0f && isfinite(params[0]) ? "k" : "lambda",
+                                     params[0] > 0.0f && isfinite(params[0]) ? params[1]
+                                                                             : params[0]);
+        }
+        for (size_t i = 0; i < count; i++) {
+            float e = (float)tsrnn_torch_sample_exponential(g);
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (weibull) {
+                float r = 1.0f / params[1];
+                x[i] = params[0] * powf(e, r);
+            } else {
+                x[i] = e / params[0];
+            }
+        }
+        return TSRNN_OK;
+    }
+    case TSRNN_LIKELIHOOD_GUMBEL: {
+        /* Gumbel: Uniform(tiny, 1 - eps).rsample() (low + torch.rand() (high - low)), then
+         * log, negate, log, loc + (-scale) x */
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (!isfinite(params[0]) || !(params[1] > 0.0f) || !isfinite(params[1]))
+                return bad_parameter(lik, isfinite(params[0]) ? "beta" : "mu",
+                                     isfinite(params[0]) ? params[1] : params[0]);
+        }
+        tsrnn_torch_sample_uniform_fill(x, count, g, 0.0, 1.0);
+        const float low = FLT_MIN, high = (float)(1.0 - (double)FLT_EPSILON);
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            float u = low + x[i] * (high - low);
+            float v = logf(-logf(u));
+            x[i] = params[0] + -params[1] * v;
+        }
+        return TSRNN_OK;
+    }
+    case TSRNN_LIKELIHOOD_GEOMETRIC:
+        /* Geometric.sample(): u = uniform_(tiny, 1); floor(log(u) / log1p(-p)) */
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (!(params[0] > 0.0f) || !(params[0] <= 1.0f))
+                return bad_parameter(lik, "p", params[0]);
+        }
+        tsrnn_torch_sample_uniform_fill(x, count, g, (double)FLT_MIN, 1.0);
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            x[i] = floorf(logf(x[i]) / log1pf(-params[0]));
+        }
+        return TSRNN_OK;
+    case TSRNN_LIKELIHOOD_BERNOULLI:
+        /* torch.bernoulli(p): one float uniform each, 1 where it is below p */
+        for (size_t i = 0; i < count; i++) {
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            if (!(params[0] >= 0.0f) || !(params[0] <= 1.0f))
+                return bad_parameter(lik, "p", params[0]);
+        }
+        for (size_t i = 0; i < count; i++) {
+            float u = tsrnn_torch_sample_rand(g);
+            tsrnn_likelihood_params(lik, raw + i * P, params);
+            x[i] = u < params[0] ? 1.0f : 0.0f;
+        }
+        return TSRNN_OK;
     case TSRNN_LIKELIHOOD_QUANTILE:
         for (size_t i = 0; i < count; i++)
             x[i] = tsrnn_torch_sample_rand(g);

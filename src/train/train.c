@@ -667,12 +667,13 @@ static enum tsrnn_status check_plot(const struct tsrnn_config *cfg)
                        origin, why);
 }
 
-/* A likelihood whose distribution counts (negative_binomial: torch's NegativeBinomial
- * validates its targets, and Darts stops on the first batch otherwise) trains on
- * non-negative integers only: refused before anything is written, naming the first value
- * that is not one. */
-static enum tsrnn_status check_counts(const struct trainer *tr, const struct tsrnn_likelihood *lik)
+/* A likelihood whose torch distribution validates its targets (negative_binomial and
+ * geometric: counts; lognormal, gamma and weibull: positive; halfnormal and exponential:
+ * non-negative; bernoulli: 0 or 1; Darts stops on the first batch otherwise) trains on such targets only: refused before anything is written, naming the
+ * first value that is not one. */
+static enum tsrnn_status check_support(const struct trainer *tr, const struct tsrnn_likelihood *lik)
 {
+    enum tsrnn_likelihood_support support = tsrnn_likelihood_support(lik->kind);
     const struct tsrnn_dataset *ds = tr->ds;
     for (size_t i = 0; i < ds->series_count; i++) {
         const struct tsrnn_dataset_series *item = &ds->items[i];
@@ -680,21 +681,23 @@ static enum tsrnn_status check_counts(const struct trainer *tr, const struct tsr
         for (size_t p = 0; p < item->series.length; p++)
             for (size_t c = 0; c < C; c++) {
                 float v = item->scaled[p * C + c];
-                if (v >= 0.0f && v == floorf(v))
+                if (tsrnn_likelihood_supports(support, v))
                     continue;
                 char stamp[64];
                 tsrnn_time_format(item->series.times[p], item->series.time_unit, stamp,
                                   sizeof(stamp));
                 return tsrnn_error(
                     TSRNN_ERR_DATA,
-                    "%s: [model] likelihood = %s models counts, but %s%s%s%s at "
-                    "%s is %g after [data] scaler = %s; accepted: non-negative "
-                    "integer targets (scaler = none), as torch's "
-                    "NegativeBinomial requires",
+                    "%s: [model] likelihood = %s models %s, but %s%s%s%s at %s is %g after "
+                    "[data] scaler = %s; accepted: such targets (a minmax scaler maps the "
+                    "training minimum to 0: scaler = none), as Darts' %s validates them (torch's "
+                    "log_prob)",
                     tsrnn_config_origin(tr->cfg, "model", "likelihood"),
-                    tsrnn_likelihood_name(lik->kind), item->series.component_names[c],
-                    item->id[0] ? " of series '" : "", item->id, item->id[0] ? "'" : "", stamp,
-                    (double)v, tr->cfg->scaler == TSRNN_SCALER_NONE ? "none" : "minmax");
+                    tsrnn_likelihood_name(lik->kind), tsrnn_likelihood_support_text(support),
+                    item->series.component_names[c], item->id[0] ? " of series '" : "", item->id,
+                    item->id[0] ? "'" : "", stamp, (double)v,
+                    tr->cfg->scaler == TSRNN_SCALER_NONE ? "none" : "minmax",
+                    tsrnn_likelihood_darts_class(lik->kind));
             }
     }
     return TSRNN_OK;
@@ -721,8 +724,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
-    if (tsrnn_likelihood_needs_counts(likelihood.kind))
-        TSRNN_TRY(check_counts(tr, &likelihood));
+    if (tsrnn_likelihood_support(likelihood.kind) != TSRNN_SUPPORT_REAL)
+        TSRNN_TRY(check_support(tr, &likelihood));
     if (tr->writes_files)
         TSRNN_TRY(check_plot(cfg));
     if (tr->compute == NULL) {
