@@ -804,6 +804,66 @@ static void expect_same_file(const char *a, const char *b)
     free(y);
 }
 
+/* The number after `label` in `text`. */
+static double value_after(const char *text, const char *label)
+{
+    const char *at = strstr(text, label);
+    if (at == NULL)
+        fail_msg("no '%s' in:\n%s", label, text);
+    return strtod(at + strlen(label), NULL);
+}
+
+/* numpy.quantile(x, q) (linear) of `count` sorted doubles. */
+static double numpy_quantile(const double *sorted, size_t count, double q)
+{
+    double index = (double)(count - 1) * q, below = floor(index);
+    size_t i = (size_t)below;
+    return i + 1 < count ? sorted[i] + (sorted[i + 1] - sorted[i]) * (index - below) : sorted[i];
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Darts' mql at 0.5, mic and miw of (0.05, 0.95) of the first `steps` rows of a samples CSV
+ * (Month,#Passengers_s0,...) from 1959-02 against the example's passengers: want[3]. */
+static void overlap_scores(const char *samples_csv, size_t steps, double want[3])
+{
+    char *paths = tu_read(samples_csv),
+         *data = tu_read(tu_source("examples/data/air_passengers.csv"));
+    assert_non_null(paths);
+    assert_non_null(data);
+    const char *actual = strstr(data, "1959-02,");
+    const char *row = strchr(paths, '\n');
+    assert_non_null(actual);
+    assert_non_null(row);
+    static double x[1024];
+    double loss = 0.0, covered = 0.0, width = 0.0;
+    for (size_t t = 0; t < steps; t++) {
+        double a = strtod(strchr(actual, ',') + 1, NULL);
+        actual = strchr(actual, '\n') + 1;
+        row++;
+        size_t S = 0;
+        for (const char *p = strchr(row, ','); p != NULL && p < strchr(row, '\n') && S < 1024;
+             p = strchr(p + 1, ','))
+            x[S++] = strtod(p + 1, NULL);
+        row = strchr(row, '\n');
+        qsort(x, S, sizeof(double), compare_doubles);
+        double e = a - numpy_quantile(x, S, 0.5);
+        loss += 2.0 * fmax(-0.5 * e, 0.5 * e);
+        double lo = numpy_quantile(x, S, 0.05), hi = numpy_quantile(x, S, 0.95);
+        covered += lo <= a && a <= hi;
+        width += hi - lo;
+    }
+    want[0] = loss / (double)steps;
+    want[1] = covered / (double)steps;
+    want[2] = width / (double)steps;
+    free(paths);
+    free(data);
+}
+
 /* tsrnn-predict forecasts a trained likelihood model as the training run's [forecast] did
  * (Darts' first predict() after fit(), from the checkpoint's random_state): the same sample
  * paths and quantiles, byte for byte; its --likelihood-parameters are Darts'
@@ -832,6 +892,18 @@ static void test_predict_repeats_the_run(void **state)
     expect_same_file(samples, run_file("again", "forecast_samples.csv"));
     expect_same_file(quantiles, run_file("again", "forecast.csv"));
     tu_expect_in(result.err, "100 sample paths per forecast (GaussianLikelihood)");
+
+    /* 24 steps after the training part run one past the 23 validation values: the quantile
+     * scores printed are those of the 23 steps where forecast and series overlap (as Darts'
+     * metrics intersect them), computed again here from the written paths. */
+    double want[3];
+    overlap_scores(samples, 23, want);
+    double got[3] = { value_after(result.err, ", 0.5: "), value_after(result.err, "(MIC) "),
+                      value_after(result.err, "(MIW) ") };
+    printf("# 24 steps past 23 values: MQL 0.5 %.6g (%.6g), MIC %.6g (%.6g), MIW %.6g (%.6g)\n",
+           got[0], want[0], got[1], want[1], got[2], want[2]);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(rel(got[i], want[i]) <= 1e-5);
 
     const char *params[] = { "--run",
                              dir,

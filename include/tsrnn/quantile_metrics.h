@@ -30,13 +30,15 @@ struct tsrnn_quantile_scores {
  * a float64 q (Darts' metrics): the index (count - 1) q and the interpolation in double. */
 double tsrnn_quantile_of_sorted_f64(const float *sorted, size_t count, double q);
 
-/* The scores of one forecast of n steps and C components: actual (n, C), samples (S, n, C)
- * (S >= 2), mql at quantiles[0..quantile_count), mic and miw of (low, high). All NaN for
- * n = 0. Uses `scratch` (S floats). */
+/* The scores of the first n steps of one forecast with C components: actual (n, C), samples
+ * (S, stride, C) (S >= 2, n <= stride: a forecast running past the actual values is scored
+ * where they overlap, as Darts' metrics intersect the series), mql at
+ * quantiles[0..quantile_count), mic and miw of (low, high). All NaN for n = 0. Uses `scratch`
+ * (S floats). */
 void tsrnn_quantile_scores_compute(struct tsrnn_quantile_scores *out, const float *actual,
-                                   const float *samples, size_t S, size_t n, size_t C,
-                                   const double *quantiles, size_t quantile_count, double low,
-                                   double high, float *scratch);
+                                   const float *samples, size_t S, size_t stride, size_t n,
+                                   size_t C, const double *quantiles, size_t quantile_count,
+                                   double low, double high, float *scratch);
 
 /* The mean of `count` forecasts' scores (series_reduction=np.mean). */
 void tsrnn_quantile_scores_mean(struct tsrnn_quantile_scores *mean,

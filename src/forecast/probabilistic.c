@@ -38,9 +38,9 @@ static void summarize(struct tsrnn_forecast *f, const struct tsrnn_forecast_opti
         }
     f->has_quantile_scores = f->actual_count > 0;
     if (f->has_quantile_scores)
-        tsrnn_quantile_scores_compute(&f->quantile_scores, f->actual, f->samples, S, n, C,
-                                      opt->quantiles, opt->quantile_count, opt->low_quantile,
-                                      opt->high_quantile, sorted);
+        tsrnn_quantile_scores_compute(&f->quantile_scores, f->actual, f->samples, S, n,
+                                      f->actual_count, C, opt->quantiles, opt->quantile_count,
+                                      opt->low_quantile, opt->high_quantile, sorted);
 }
 
 /* Forecast i of the call: its n_i steps of the samples (S, n, C) drawn for n steps, scaled. */
@@ -341,7 +341,7 @@ enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct t
             memcpy(gathered + s * n * C, paths + ((f * S + s) * H + skip) * C,
                    n * C * sizeof(float));
         tsrnn_quantile_scores_compute(
-            &bt->quantile_scores[f], series->values + (origins[f] + skip) * C, gathered, S, n, C,
+            &bt->quantile_scores[f], series->values + (origins[f] + skip) * C, gathered, S, n, n, C,
             opt->quantiles, opt->quantile_count, opt->low_quantile, opt->high_quantile, sorted);
     }
     if (bt->has_quantile_scores && last_points_only) {
@@ -352,7 +352,7 @@ enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct t
                 memcpy(gathered + (s * F + f) * C, paths + ((f * S + s) * H + H - 1) * C,
                        C * sizeof(float));
         }
-        tsrnn_quantile_scores_compute(&bt->quantile_overall, actual, gathered, S, F, C,
+        tsrnn_quantile_scores_compute(&bt->quantile_overall, actual, gathered, S, F, F, C,
                                       opt->quantiles, opt->quantile_count, opt->low_quantile,
                                       opt->high_quantile, sorted);
     } else if (bt->has_quantile_scores) {

@@ -26,9 +26,9 @@ double tsrnn_quantile_of_sorted_f64(const float *sorted, size_t count, double q)
 }
 
 void tsrnn_quantile_scores_compute(struct tsrnn_quantile_scores *out, const float *actual,
-                                   const float *samples, size_t S, size_t n, size_t C,
-                                   const double *quantiles, size_t quantile_count, double low,
-                                   double high, float *scratch)
+                                   const float *samples, size_t S, size_t stride, size_t n,
+                                   size_t C, const double *quantiles, size_t quantile_count,
+                                   double low, double high, float *scratch)
 {
     double loss[TSRNN_QUANTILE_METRICS_MAX] = { 0 }, covered = 0.0, width = 0.0;
     out->quantile_count = quantile_count;
@@ -39,7 +39,7 @@ void tsrnn_quantile_scores_compute(struct tsrnn_quantile_scores *out, const floa
     for (size_t t = 0; t < n; t++)
         for (size_t c = 0; c < C; c++) {
             for (size_t s = 0; s < S; s++)
-                scratch[s] = samples[(s * n + t) * C + c];
+                scratch[s] = samples[(s * stride + t) * C + c];
             qsort(scratch, S, sizeof(float), compare_floats);
             double a = (double)actual[t * C + c];
             for (size_t k = 0; k < quantile_count; k++) {
