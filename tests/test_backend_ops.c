@@ -794,7 +794,7 @@ static void draw_init(struct draw *d, size_t index)
     size_t H = spec->H ? spec->H : random_in(&rng, 1, 24);
     size_t L = spec->L ? spec->L : random_in(&rng, 1, 3);
     float dropout = spec->dropout >= 0.0f ? spec->dropout : 0.25f * (float)random_in(&rng, 0, 1);
-    d->dims = (struct tsrnn_model_dims){ spec->kind, C, H, L, C, dropout };
+    d->dims = (struct tsrnn_model_dims){ spec->kind, C, H, L, C, dropout, 1 };
     d->probe_dims = d->dims;
     d->probe_dims.output_count = H;
     d->B = spec->B ? spec->B : random_in(&rng, 1, 8);
@@ -1588,7 +1588,7 @@ static void test_door_refuses(void **state)
     cur_backend = "cpu";
     OK(tsrnn_compute_create(&cpu.ctx, &options));
     const size_t B = 3, T = 4, C = 2, H = 5;
-    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, C, H, 2, C, 0.25f };
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, C, H, 2, C, 0.25, 1 };
     struct tsrnn_workspace *ws;
     OK(tsrnn_compute_workspace_create(&ws, cpu.ctx, &dims, B, T, 2));
     struct tsrnn_rng rng;

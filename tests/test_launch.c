@@ -468,6 +468,17 @@ static void test_two_workers_equal_one_over_several_series(void **state)
     check_two_workers_equal_one(global, "many", 1e-5, 6 * 8);
 }
 
+/* The same with dropout between two layers, shuffled: each rank draws the rows of the masks
+ * one process draws for the step's 16 windows (PyTorch's draws from Darts' generator), and the
+ * epochs' shuffles move on by the same draws. */
+static void test_two_workers_equal_one_with_dropout(void **state)
+{
+    (void)state;
+    const char *dropout[] = { "model.n_rnn_layers=2", "model.dropout=0.2", "training.shuffle=true",
+                              NULL };
+    check_two_workers_equal_one(dropout, "drop", 1e-5, 6 * 7);
+}
+
 /* The same with the training controls on: gradient clipping applies to the mean gradient
  * after the allreduce (as DDP then Lightning do), and the scheduler and AdamW act alike on
  * every rank. Clipping at 0.05 is active on most steps, which amplifies the allreduce's
@@ -1309,6 +1320,7 @@ int main(void)
         launch_test(test_two_workers_equal_one_over_several_series),
         launch_test(test_two_workers_equal_one_with_controls),
         launch_test(test_two_workers_resume_with_a_scheduler_exactly),
+        launch_test(test_two_workers_equal_one_with_dropout),
         launch_test(test_val_loss_equals_one_process_evaluation),
         launch_test(test_readme_command_falls_back_to_cpu),
         launch_test(test_workers_are_told_the_comm_backend),

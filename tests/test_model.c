@@ -49,7 +49,7 @@ static size_t last_B, last_T;
  * is not NULL and the model has dropout), the loss, which it returns, and the backward into
  * the workspace's gradients (grads_of). Without y: the evaluation forward. */
 static float run_forward(struct tsrnn_model *m, const float *x, const float *y, size_t B, size_t T,
-                         bool training, struct tsrnn_rng *rng)
+                         bool training, struct tsrnn_mt19937 *rng)
 {
     float loss = 0.0f;
     last_B = B;
@@ -535,7 +535,7 @@ static void test_isa_levels_are_bit_identical(void **state)
     printf("# vector levels compared: baseline .. %s\n", tsrnn_cpu_isa_name(top));
     for (size_t kind = 0; kind < 3; kind++) {
         const size_t B = 5, T = 7, C = 3;
-        struct tsrnn_model_dims dims = { kinds[kind], C, 37, 2, C, 0.0f };
+        struct tsrnn_model_dims dims = { kinds[kind], C, 37, 2, C, 0.0f, 1 };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
         struct tsrnn_rng rng;
@@ -605,7 +605,7 @@ static void test_small_rnn_levels_are_bit_identical(void **state)
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
         enum tsrnn_model_kind kind = (enum tsrnn_model_kind)shapes[s][0];
         size_t H = shapes[s][1], B = shapes[s][2], C = shapes[s][3], T = 7, horizon = 3;
-        struct tsrnn_model_dims dims = { kind, C, H, shapes[s][4], C, 0.0f };
+        struct tsrnn_model_dims dims = { kind, C, H, shapes[s][4], C, 0.0f, 1 };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
         struct tsrnn_rng rng;
@@ -653,7 +653,7 @@ static void packed_model_matches_loops(void)
     const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
     for (size_t kind = 0; kind < 3; kind++) {
         const size_t B = 8, T = 6, C = 2;
-        struct tsrnn_model_dims dims = { kinds[kind], C, 128, 2, C, 0.0f };
+        struct tsrnn_model_dims dims = { kinds[kind], C, 128, 2, C, 0.0f, 1 };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
         assert_int_equal(tsrnn_cpu_workspace_packed(m.ws), tsrnn_cpu_packed_kernel_available());
@@ -717,7 +717,7 @@ static void test_threaded_recurrence_is_bit_identical(void **state)
     const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
     const size_t B = 64, T = 40, H = 128;
     for (size_t kind = 0; kind < 3; kind++) {
-        struct tsrnn_model_dims dims = { kinds[kind], 1, H, 2, 1, 0.0f };
+        struct tsrnn_model_dims dims = { kinds[kind], 1, H, 2, 1, 0.0f, 1 };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
         tsrnn_model_init_params(m.params, &m.table, &dims, 7);
@@ -766,7 +766,7 @@ static void test_param_table_counts(void **state)
                   { TSRNN_MODEL_LSTM, 1840, 1861 },
                   { TSRNN_MODEL_GRU, 1380, 1401 } };
     for (size_t i = 0; i < 3; i++) {
-        struct tsrnn_model_dims dims = { cases[i].kind, 1, 20, 1, 1, 0.0f };
+        struct tsrnn_model_dims dims = { cases[i].kind, 1, 20, 1, 1, 0.0f, 1 };
         struct tsrnn_param_table table;
         tsrnn_param_table_init(&table, &dims);
         assert_int_equal(table.rnn_count, cases[i].rnn);
@@ -774,7 +774,7 @@ static void test_param_table_counts(void **state)
         assert_int_equal(table.head_count, 21);
     }
     /* Two layers: PyTorch's state_dict names, shapes and order. */
-    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 3, 5, 2, 3, 0.0f };
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 3, 5, 2, 3, 0.0f, 1 };
     struct tsrnn_param_table table;
     tsrnn_param_table_init(&table, &dims);
     const char *names[] = { "rnn.weight_ih_l0", "rnn.weight_hh_l0",
@@ -801,7 +801,7 @@ static void test_param_table_counts(void **state)
 static void test_init_is_pytorch_default(void **state)
 {
     (void)state;
-    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, 2, 16, 2, 2, 0.0f };
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, 2, 16, 2, 2, 0.0f, 1 };
     struct tsrnn_param_table table;
     tsrnn_param_table_init(&table, &dims);
     float *a = calloc(table.total_count, sizeof(float));
@@ -985,9 +985,9 @@ struct fd_case {
 static float loss_at(struct tsrnn_model *m, const float *x, const float *y, size_t B, size_t T,
                      uint64_t dropout_seed)
 {
-    struct tsrnn_rng rng;
-    tsrnn_rng_init(&rng, dropout_seed, TSRNN_RNG_STREAM_DROPOUT);
-    return run_forward(m, x, y, B, T, true, &rng);
+    struct tsrnn_mt19937 g;
+    tsrnn_torch_manual_seed(&g, dropout_seed);
+    return run_forward(m, x, y, B, T, true, &g);
 }
 
 /* For every tensor, the directional derivative along a random direction d: central
@@ -1014,7 +1014,7 @@ static double central_difference(struct tsrnn_model *m, float *p, const float *s
 static void check_finite_differences(const struct fd_case *c)
 {
     const size_t B = 3, T = 6, H = 4;
-    struct tsrnn_model_dims dims = { c->kind, c->C, H, c->layers, c->C, c->dropout };
+    struct tsrnn_model_dims dims = { c->kind, c->C, H, c->layers, c->C, c->dropout, 1 };
     struct tsrnn_model m;
     assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
     struct tsrnn_rng rng;
@@ -1079,7 +1079,7 @@ static void test_dropout_between_layers_only(void **state)
 {
     (void)state;
     const size_t B = 64, T = 16, H = 32;
-    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 1, H, 3, 1, 0.25f };
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 1, H, 3, 1, 0.25f, 1 };
     struct tsrnn_model m;
     assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, T), TSRNN_OK);
     tsrnn_model_init_params(m.params, &m.table, &dims, 3);
@@ -1088,20 +1088,22 @@ static void test_dropout_between_layers_only(void **state)
     float *x = random_floats(&rng, B * T, -1, 1);
 
     /* The masks of a training step: layer 1's input, then layer 2's. */
-    const float *masks = tsrnn_model_dropout(&m, B, T, &rng);
+    struct tsrnn_mt19937 g;
+    tsrnn_torch_manual_seed(&g, 9);
+    const float *masks = tsrnn_model_dropout(&m, B, T, &g, 0, 1);
     assert_non_null(masks);
     size_t n = T * B * H;
     for (size_t l = 0; l < 2; l++) {
         size_t zero = 0;
         for (size_t i = 0; i < n; i++) {
             float v = masks[l * n + i];
-            assert_true(v == 0.0f || v == (float)(1.0 / 0.75));
+            assert_true(v == 0.0f || v == 1.0f / 0.75f);
             zero += v == 0.0f;
         }
         /* 16 x 64 x 32 = 32768 draws at p = 0.25: 8192 +- 78 (1 sigma). */
         assert_true(zero > 8192 - 450 && zero < 8192 + 450);
     }
-    run_forward(&m, x, NULL, B, T, true, &rng);
+    run_forward(&m, x, NULL, B, T, true, &g);
 
     /* Evaluation draws nothing and equals the same model without dropout. */
     run_forward(&m, x, NULL, B, T, false, NULL);
@@ -1124,7 +1126,7 @@ static void test_predict_carries_state(void **state)
     const enum tsrnn_model_kind kinds[] = { TSRNN_MODEL_RNN, TSRNN_MODEL_LSTM, TSRNN_MODEL_GRU };
     for (size_t k = 0; k < 3; k++) {
         const size_t icl = 5, horizon = 7, C = 2;
-        struct tsrnn_model_dims dims = { kinds[k], C, 6, 2, C, 0.0f };
+        struct tsrnn_model_dims dims = { kinds[k], C, 6, 2, C, 0.0f, 1 };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, 1, icl + horizon), TSRNN_OK);
         tsrnn_model_init_params(m.params, &m.table, &dims, 11);
@@ -1162,7 +1164,7 @@ static void test_predict_batch_equals_one_at_a_time(void **state)
         C = 2
     };
     for (size_t k = 0; k < 3; k++) {
-        struct tsrnn_model_dims dims = { kinds[k], C, 40, 2, C, 0.0f };
+        struct tsrnn_model_dims dims = { kinds[k], C, 40, 2, C, 0.0f, 1 };
         struct tsrnn_model m;
         assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, B, ICL), TSRNN_OK);
         tsrnn_model_init_params(m.params, &m.table, &dims, 21);
@@ -1210,7 +1212,7 @@ static void test_load_params_checks_everything(void **state)
 {
     (void)state;
     char *dir = tu_mkdtemp();
-    struct tsrnn_model_dims dims = { TSRNN_MODEL_RNN, 1, 3, 1, 1, 0.0f };
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_RNN, 1, 3, 1, 1, 0.0f, 1 };
     struct tsrnn_param_table table;
     tsrnn_param_table_init(&table, &dims);
     float flat[64], w[64];
@@ -1281,7 +1283,7 @@ static void test_load_params_checks_everything(void **state)
 static void test_cache_sizes_are_bounded(void **state)
 {
     (void)state;
-    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 1, 65536, 64, 1, 0.0f };
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_LSTM, 1, 65536, 64, 1, 0.0f, 1 };
     struct tsrnn_model m;
     assert_int_equal(tsrnn_model_init(&m, &cpu.base, &dims, 1048576, 1000000), TSRNN_ERR_USAGE);
     assert_non_null(strstr(tsrnn_last_error(), "reduce one of them"));

@@ -155,14 +155,14 @@ static void run_finish(struct run *r)
  * composed from its per-layer operations, pjrt's one compiled program); its loss. */
 static float run_step(struct run *r, const float *x, const float *y, size_t b, uint64_t step)
 {
-    struct tsrnn_rng rng;
-    tsrnn_rng_init(&rng, 42, 7 + step);
+    struct tsrnn_mt19937 g;
+    tsrnn_torch_manual_seed(&g, 42 + 7 * step);
     struct tsrnn_step_args args = {
         .x = x,
         .y = y,
         .batch_count = b,
         .step_count = T,
-        .dropout_masks = tsrnn_model_dropout(&r->model, b, T, &rng),
+        .dropout_masks = tsrnn_model_dropout(&r->model, b, T, &g, 0, 1),
         .loss = TSRNN_LOSS_MSE,
     };
     tsrnn_adam_next_update(&r->adam, &args.update);

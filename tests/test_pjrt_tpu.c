@@ -121,7 +121,7 @@ static void test_tpu_compile(void **state)
 
     /* A topology libtpu does not know: a status with libtpu's own words. */
     char *text = tsrnn_pjrt_emit_forward(
-        &(struct tsrnn_model_dims){ TSRNN_MODEL_RNN, 1, 4, 1, 1, 0.0f }, 1, 1);
+        &(struct tsrnn_model_dims){ TSRNN_MODEL_RNN, 1, 4, 1, 1, 0.0f, 1 }, 1, 1);
     assert_non_null(text);
     assert_int_equal(tsrnn_pjrt_compile_for_topology(rt, "v0:9x9", text, 1), TSRNN_ERR_IO);
     printf("# an unknown topology: %s\n", tsrnn_last_error());

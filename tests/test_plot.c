@@ -66,11 +66,15 @@ static void monthly_init(struct monthly *m)
         m->forecast2[2 * i + 1] = 0.9f * m->values2[2 * (HISTORY_N + i) + 1];
     }
     m->lines[0] =
-        (struct tsrnn_plot_line){ "history", TSRNN_PLOT_BLUE, m->times, m->values, HISTORY_N };
-    m->lines[1] = (struct tsrnn_plot_line){ "actual", TSRNN_PLOT_ORANGE, m->times + HISTORY_N,
-                                            m->values + HISTORY_N, ACTUAL_N };
-    m->lines[2] = (struct tsrnn_plot_line){ "forecast", TSRNN_PLOT_GREEN, m->times + HISTORY_N,
-                                            m->forecast, ACTUAL_N };
+        (struct tsrnn_plot_line){ "history", TSRNN_PLOT_BLUE, m->times, m->values, HISTORY_N, NULL,
+                                  NULL };
+    m->lines[1] = (struct tsrnn_plot_line){
+        "actual", TSRNN_PLOT_ORANGE, m->times + HISTORY_N, m->values + HISTORY_N, ACTUAL_N, NULL,
+        NULL
+    };
+    m->lines[2] = (struct tsrnn_plot_line){ "forecast",  TSRNN_PLOT_GREEN, m->times + HISTORY_N,
+                                            m->forecast, ACTUAL_N,         NULL,
+                                            NULL };
     snprintf(m->names[0], sizeof(m->names[0]), "#Passengers");
     snprintf(m->names[1], sizeof(m->names[1]), "load factor");
 }
@@ -340,8 +344,8 @@ static void test_index_axis(void **state)
         values[i] = (float)(0.5 + 0.4 * sin(i * 0.3));
     }
     const struct tsrnn_plot_line lines[] = {
-        { "history", TSRNN_PLOT_BLUE, times, values, 80 },
-        { "forecast", TSRNN_PLOT_GREEN, times + 80, values + 80, 20 },
+        { "history", TSRNN_PLOT_BLUE, times, values, 80, NULL, NULL },
+        { "forecast", TSRNN_PLOT_GREEN, times + 80, values + 80, 20, NULL, NULL },
     };
     const struct tsrnn_plot plot = {
         .title = "index",
@@ -390,7 +394,7 @@ static void test_degenerate(void **state)
 
     /* no actual values (length 0, no arrays), one forecast point */
     monthly_init(&m);
-    m.lines[1] = (struct tsrnn_plot_line){ "actual", TSRNN_PLOT_ORANGE, NULL, NULL, 0 };
+    m.lines[1] = (struct tsrnn_plot_line){ "actual", TSRNN_PLOT_ORANGE, NULL, NULL, 0, NULL, NULL };
     m.lines[2].length = 1;
     assert_int_equal(tsrnn_plot_png(&plot, path), TSRNN_OK);
     picture_load(&p, path);

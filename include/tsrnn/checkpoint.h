@@ -171,6 +171,7 @@ struct tsrnn_checkpoint {
     size_t series_count;                         /* S: 1 without tsrnn.series_list */
     struct tsrnn_checkpoint_series *series_list; /* (S) owned; [0] is scaler and series */
     struct tsrnn_config config;                  /* parsed from tsrnn.config */
+    struct tsrnn_likelihood likelihood;          /* its [model] likelihood (kind NONE: none) */
 };
 
 /* Reads and checks a checkpoint: a valid safetensors file (every rule of the reader), a tsrnn

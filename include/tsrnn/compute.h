@@ -148,6 +148,8 @@ struct tsrnn_compute_caps {
     bool immediate_results; /* a step's results are on the host when it returns: reading them
                                costs nothing, so the trainer reads every step */
     bool step_graphs;       /* the step is captured as a graph per batch shape and replayed */
+    bool likelihoods;       /* Darts' likelihoods: a head of P outputs per target and their
+                               losses (include/tsrnn/likelihood.h) */
 };
 
 /* The context's capabilities (its backend's table, checked when the context was created). */
@@ -158,12 +160,13 @@ const struct tsrnn_compute_caps *tsrnn_compute_caps(const struct tsrnn_compute *
  * the pjrt backend has no L1Loss; accepted: MSELoss, or [trainer] accelerator = cpu") with
  * the config's origin of it. */
 struct tsrnn_compute_needs {
-    enum tsrnn_loss_kind loss;
-    bool other_optimizer; /* AdamW or SGD */
+    enum tsrnn_loss_kind loss; /* TSRNN_LOSS_LIKELIHOOD: `likelihood` names it */
+    const char *likelihood;    /* "gaussian", ...: [model] likelihood */
+    bool other_optimizer;      /* AdamW or SGD */
     bool clipping;
     int world_size; /* processes: > 1 needs a step with a reduction */
     /* the config keys' origins (tsrnn_config_origin) for the message; NULL: "" */
-    const char *loss_origin, *optimizer_origin, *clip_origin;
+    const char *loss_origin, *optimizer_origin, *clip_origin, *likelihood_origin;
 };
 enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
                                             const struct tsrnn_compute_needs *needs);
@@ -183,6 +186,14 @@ enum tsrnn_status tsrnn_compute_workspace_create(struct tsrnn_workspace **ws,
                                                  size_t batch_capacity, size_t step_capacity,
                                                  size_t results_capacity);
 void tsrnn_compute_workspace_destroy(struct tsrnn_workspace *ws); /* accepts NULL */
+
+struct tsrnn_likelihood;
+
+/* The likelihood whose loss TSRNN_LOSS_LIKELIHOOD means on this workspace (copied). Its P
+ * (tsrnn_likelihood_param_count) must be the dims' param_count. TSRNN_ERR_USAGE on a backend
+ * without caps.likelihoods ("the cuda compute backend has no likelihood losses ..."). */
+enum tsrnn_status tsrnn_compute_workspace_likelihood(struct tsrnn_workspace *ws,
+                                                     const struct tsrnn_likelihood *lik);
 
 /* The backend's own workspace inside the door's, for a backend's tests (the CPU's
  * tsrnn_cpu_workspace_packed()); nothing else looks into it. */
@@ -294,12 +305,13 @@ enum tsrnn_status tsrnn_compute_forward(struct tsrnn_workspace *ws, const float 
                                         size_t step_count, enum tsrnn_forward_start start);
 
 /* Each window's sum over t, then o of the loss's error of the last forward against y, in
- * double, into the host array sums (B): squared errors (MSELoss) or absolute errors (L1Loss),
- * each term rounded to float first. Independent of the other windows of the batch. */
+ * double, into the host array sums (B): squared errors (MSELoss), absolute errors (L1Loss) or
+ * the likelihood's terms (tsrnn_likelihood_term), each term rounded to float first.
+ * Independent of the other windows of the batch. */
 enum tsrnn_status tsrnn_compute_window_errors(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
                                               double *sums);
 
-/* The outputs of step t of the last forward, (B, O), to the host. */
+/* The head's outputs of step t of the last forward, (B, O*P), to the host. */
 enum tsrnn_status tsrnn_compute_output(struct tsrnn_workspace *ws, size_t t, float *out);
 
 /* --- the operations one at a time ---------------------------------------------------------------

@@ -23,12 +23,13 @@
 #include <stdio.h>
 
 #include "tsrnn/core.h"
-#include "tsrnn/model.h" /* enum tsrnn_model_kind */
+#include "tsrnn/likelihood.h" /* enum tsrnn_likelihood_kind */
+#include "tsrnn/model.h"      /* enum tsrnn_model_kind */
 
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
-#define TSRNN_CONFIG_MAX_KEYS 96  /* room in origins[] for the schema's keys */
+#define TSRNN_CONFIG_MAX_KEYS 128 /* room in origins[] for the schema's keys */
 
 /* [covariates] position: Darts' 'position' encoder. */
 enum tsrnn_position_kind {
@@ -152,6 +153,14 @@ struct tsrnn_config {
     int training_length;
     int input_chunk_length;
     char init_weights[PATH_MAX]; /* "" = PyTorch default initialisation */
+    enum tsrnn_likelihood_kind likelihood;
+
+    /* [likelihood]: the likelihood's own arguments, under Darts' names */
+    char quantiles[1024]; /* QuantileRegression(quantiles): "" = Darts' default 17 */
+    double prior_mu, prior_sigma, prior_b, prior_lambda; /* NaN = not set */
+    double prior_xzero, prior_gamma, prior_alpha, prior_beta, prior_p;
+    double prior_strength;
+    double beta_nll;
 
     /* [training] */
     int batch_size;
@@ -229,6 +238,11 @@ struct tsrnn_config {
     /* [forecast] */
     int forecast_n;     /* key `n`: steps to forecast after training; 0 = none */
     bool forecast_plot; /* key `plot`: also draw forecast.png (when built with cairo) */
+    int num_samples;
+    bool predict_likelihood_parameters;
+    char forecast_quantiles[1024]; /* key `quantiles`: forecast.csv's columns */
+    bool forecast_samples;         /* key `samples`: also forecast_samples.csv */
+    double low_quantile, high_quantile;
 
     /* Where each key's value came from: "default", "file.ini:12" or "--set a.b=c";
      * indexed like the schema (tsrnn_config_origin()). */
@@ -279,6 +293,14 @@ char *tsrnn_config_text(const struct tsrnn_config *cfg);
  * same bytes. TSRNN_ERR_USAGE when a schema line lacks its documentation or its example does not
  * parse (nothing is written then), TSRNN_ERR_IO when `out` fails, TSRNN_ERR_NOMEM. */
 enum tsrnn_status tsrnn_config_write_reference(FILE *out);
+
+/* The likelihood the config describes ([model] likelihood and [likelihood]): kind NONE
+ * without one. The config was validated (tsrnn_config_validate), so this cannot fail. */
+void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likelihood *lik);
+
+/* [forecast] quantiles as numbers, in the order given: count (at most `capacity`) into out. */
+size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *out,
+                                       size_t capacity);
 
 /* Where `section.key` got its value ("default", "file.ini:12", "--set ..."); NULL for a key
  * that does not exist. */

@@ -406,6 +406,7 @@ struct tsrnn_shuffle {
     size_t param_count;      /* numbers the weight initialisation drew before the loaders ran */
     bool validation;         /* a validation loader runs every epoch */
     bool sanity_check_draws; /* Lightning 1.x order: the sanity check's val iterator draws */
+    uint64_t epoch_draws;    /* what one epoch's training steps draw (dropout masks), 0 none */
 };
 
 /* PyTorch DistributedSampler + DataLoader(drop_last=False) semantics, per epoch:

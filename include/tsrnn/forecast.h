@@ -12,6 +12,8 @@
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/model.h"
+#include "tsrnn/quantile_metrics.h"
+#include "tsrnn/sampling.h"
 
 /* Darts' metrics of a forecast against actual values, original scale: each component scored
  * over the points, then the components' scores averaged (darts.metrics' component_reduction
@@ -36,6 +38,28 @@ struct tsrnn_forecast {
      * 0. */
     double mape, mae, rmse;
     size_t zero_actual_count; /* actual values that are 0: left out of mape, as Darts does */
+    /* A model with a likelihood (tsrnn_forecast_predict()): */
+    size_t sample_count;         /* S: the paths drawn; 1 for a point forecast or one path */
+    float *samples;              /* (S, n, C) owned when S > 1, original scale; `values` holds their
+                            median, the point metrics score it (Darts' default q = 0.5) */
+    size_t quantile_count;       /* Q: the [forecast] quantiles, with S > 1 */
+    float *quantile_values;      /* (n, C, Q) owned: TimeSeries.quantile() of the samples */
+    float *band_low, *band_high; /* (n, C) owned with S > 1: the picture's band */
+    bool has_quantile_scores;    /* S > 1 and actual values: */
+    struct tsrnn_quantile_scores quantile_scores;
+    size_t param_count; /* P when `values` holds the likelihood's parameters of the first step
+                           instead (predict_likelihood_parameters): (1, C*P), the model's
+                           scale; else 0 */
+};
+
+/* How a model with a likelihood forecasts, and what the files show of it: Darts'
+ * predict(num_samples, predict_likelihood_parameters) and TimeSeries.quantile() / plot(). */
+#define TSRNN_FORECAST_MAX_QUANTILES TSRNN_QUANTILE_METRICS_MAX
+struct tsrnn_forecast_options {
+    struct tsrnn_sampling sampling;
+    size_t quantile_count; /* forecast.csv's columns with S > 1, and mql's q */
+    double quantiles[TSRNN_FORECAST_MAX_QUANTILES];
+    double low_quantile, high_quantile; /* the band of the picture; mic's and miw's interval */
 };
 
 struct tsrnn_covariates;
@@ -66,6 +90,47 @@ enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const ch
 
 /* Accepts a zeroed struct. */
 void tsrnn_forecast_finish(struct tsrnn_forecast *f);
+
+struct tsrnn_config;
+
+/* The options of a config's [forecast] section (num_samples, quantiles, low_quantile,
+ * high_quantile; predict_likelihood_parameters as `parameters` says), sampling with torch
+ * seed `seed` (tsrnn_darts_seed()) in batches of [training] batch_size, as Darts' predict()
+ * defaults to the model's batch_size. */
+void tsrnn_forecast_options_from_config(struct tsrnn_forecast_options *opt,
+                                        const struct tsrnn_config *cfg, uint32_t seed,
+                                        bool parameters);
+
+/* Darts' predict(n, series=[...], num_samples=S) of every source in one call: f[0..count).
+ * A model without a likelihood: each source's tsrnn_forecast_run(), `opt` unused (may be
+ * NULL). With one: the sample paths of all sources drawn together as Darts draws them
+ * (tsrnn_sample_forecasts(), opt->sampling), inverse-scaled; with `lengths` (NULL: n each),
+ * forecast i is cut to lengths[i] <= n steps afterwards (Darts' predict(n = the longest) then
+ * a slice). Errors as tsrnn_forecast_run() and tsrnn_sample_forecasts(); nothing to finish
+ * on failure. */
+enum tsrnn_status tsrnn_forecast_predict(struct tsrnn_forecast *f, struct tsrnn_model *model,
+                                         const struct tsrnn_forecast_source *sources, size_t count,
+                                         size_t input_chunk_length, size_t n, const size_t *lengths,
+                                         const struct tsrnn_forecast_options *opt);
+
+/* Writes forecasts f[0..count) of `sources` (tsrnn_forecast_predict() with `lik` and `opt`)
+ * as one CSV, the layout of tsrnn_forecast_write_all() (an id column `id_name` for named
+ * sources), its value columns: each component's quantiles, `<component>_q0.050` ... (Darts'
+ * TimeSeries.quantile() names, component by component) with S > 1; the likelihood's
+ * parameters, `<component>_mu`, `<component>_sigma` ... with param_count; else the
+ * components. */
+enum tsrnn_status tsrnn_forecast_write_set(const struct tsrnn_forecast *f,
+                                           const struct tsrnn_forecast_source *sources,
+                                           size_t count, const char *id_name,
+                                           const struct tsrnn_likelihood *lik,
+                                           const struct tsrnn_forecast_options *opt, FILE *out);
+
+/* Every sample path of f[0..count) (S > 1) as Darts' TimeSeries.to_dataframe() lays out a
+ * stochastic series: `<time>,<component>_s0,<component>_s1,...` (component by component),
+ * after the id column for named sources. */
+enum tsrnn_status tsrnn_forecast_write_samples(const struct tsrnn_forecast *f,
+                                               const struct tsrnn_forecast_source *sources,
+                                               size_t count, const char *id_name, FILE *out);
 
 /* Writes the forecast as TimeSeries.to_csv() would: a header `<time_col>,<component>...`
  * ("time" without a time column) and one row per step, times in the series' own format,
@@ -153,6 +218,13 @@ struct tsrnn_backtest {
      * out (reduction=np.nanmean); with last_points_only the score of the one series of last
      * points. */
     struct tsrnn_forecast_scores overall;
+    /* A model with a likelihood (tsrnn_backtest_run_sampled): S paths per forecast, `values`
+     * their median; with S > 1 the quantile metrics of each forecast (F, owned) and overall,
+     * as the point metrics above. */
+    size_t sample_count;
+    bool has_quantile_scores;
+    struct tsrnn_quantile_scores *quantile_scores;
+    struct tsrnn_quantile_scores quantile_overall;
 };
 
 /* Where the first forecast starts: `start` as tsrnn-predict's --start takes it, Darts'
@@ -179,6 +251,17 @@ enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_mod
                                      size_t input_chunk_length, size_t horizon, size_t stride,
                                      bool last_points_only);
 
+/* The same for a model with a likelihood: Darts' historical_forecasts(num_samples=S) as one
+ * predict_from_dataset() call over all F forecast windows (tsrnn_sample_forecasts() with
+ * opt->sampling; the windows in batches of its batch_size), their paths inverse-scaled and
+ * scored: the point metrics on the median, the quantile metrics (opt's quantiles and
+ * interval) on the samples. A model without a likelihood: tsrnn_backtest_run(). */
+enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct tsrnn_model *model,
+                                             const struct tsrnn_forecast_source *src, size_t first,
+                                             size_t input_chunk_length, size_t horizon,
+                                             size_t stride, bool last_points_only,
+                                             const struct tsrnn_forecast_options *opt);
+
 /* Accepts a zeroed struct. */
 void tsrnn_backtest_finish(struct tsrnn_backtest *bt);
 
@@ -189,6 +272,11 @@ struct tsrnn_backtest_part {
     const struct tsrnn_series *series;
     const char *id;
 };
+
+/* The mean over parts[0..count) of their backtests' overall quantile scores
+ * (series_reduction=np.mean). */
+void tsrnn_backtest_quantile_mean(struct tsrnn_quantile_scores *mean,
+                                  const struct tsrnn_backtest_part *parts, size_t count);
 
 /* The forecasts of parts[0..count) (all with the same last_points_only) as one CSV, replaced
  * atomically: with last_points_only the series of last points in TimeSeries.to_csv()'s
@@ -204,7 +292,8 @@ enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *part
  * named parts), one row per forecast (`start` the stamp of its first point), then the row
  * `backtest` with the series' backtest values; for named parts with `mean` not NULL a last
  * row with an empty id and `backtest`: the mean over the series (Darts' backtest() of a list
- * gives one value per series). NaN as `nan`. TSRNN_ERR_IO naming the file. */
+ * gives one value per series). With quantile scores (a likelihood, S > 1) the columns
+ * tsrnn_quantile_scores_header() names follow. NaN as `nan`. TSRNN_ERR_IO naming the file. */
 enum tsrnn_status tsrnn_backtest_save_errors(const struct tsrnn_backtest_part *parts, size_t count,
                                              const char *id_name,
                                              const struct tsrnn_forecast_scores *mean,

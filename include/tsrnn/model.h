@@ -12,8 +12,10 @@
  *   B  batch (samples of one step)        T  time steps of a window
  *   I  inputs of a layer (C at layer 0,   H  hidden units
  *      H above)                           L  layers
- *   G  gates: RNN 1, GRU 3 (r,z,n),       O  outputs of the head (= C, the targets)
+ *   G  gates: RNN 1, GRU 3 (r,z,n),       O  targets of the head (= C, the components)
  *      LSTM 4 (i,f,g,o)                   C  components of the series
+ *   P  the head's outputs per target: a likelihood's parameters (Darts' nr_params; 1 without
+ *      one), so the head V has O*P outputs
  *
  * Activations are time-major, (T, B, .), so one GEMM covers the input projection of all
  * steps and one covers each weight gradient; only the recurrence walks the steps.
@@ -26,7 +28,8 @@
 #include <stdint.h>
 
 #include "tsrnn/core.h"
-#include "tsrnn/rng.h"
+#include "tsrnn/likelihood.h"
+#include "tsrnn/torch_rng.h"
 
 #define TSRNN_MODEL_MAX_LAYERS 64 /* the config's n_rnn_layers limit */
 #define TSRNN_PARAM_NAME_MAX   40
@@ -45,12 +48,17 @@ struct tsrnn_model_dims {
     size_t input_count;  /* I of layer 0 */
     size_t hidden_count; /* H */
     size_t layer_count;  /* L */
-    size_t output_count; /* O */
-    float dropout;       /* between layers, training only */
+    size_t output_count; /* O: targets */
+    double dropout;      /* between layers, training only: Darts' float, as torch gets it */
+    size_t param_count;  /* P: the head's outputs per target (Darts' nr_params, a likelihood's
+                            parameters, include/tsrnn/likelihood.h); 0 and 1 both mean one */
 };
 
 /* G for a model kind. */
 size_t tsrnn_model_gate_count(enum tsrnn_model_kind kind);
+
+/* O*P: the head's outputs (V.weight's rows), dims->param_count 0 counting as 1. */
+size_t tsrnn_model_head_count(const struct tsrnn_model_dims *dims);
 
 /* --- parameters ------------------------------------------------------------------------ */
 
@@ -124,10 +132,12 @@ enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param
 struct tsrnn_compute;   /* include/tsrnn/compute.h */
 struct tsrnn_workspace; /* the device's activations, gradients and step results (compute.h) */
 
-/* The training loss ([training] loss_fn). */
+/* The training loss ([training] loss_fn, or [model] likelihood). */
 enum tsrnn_loss_kind {
-    TSRNN_LOSS_MSE, /* nn.MSELoss(): the default, 0 */
-    TSRNN_LOSS_L1,  /* nn.L1Loss() */
+    TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
+    TSRNN_LOSS_L1,         /* nn.L1Loss() */
+    TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
+                              the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
 };
 
 /* How many training steps may pass between two reads of their results (the trainer reads at
@@ -136,7 +146,8 @@ enum tsrnn_loss_kind {
 
 struct tsrnn_model {
     struct tsrnn_model_dims dims;
-    enum tsrnn_loss_kind loss; /* what tsrnn_model_evaluate / _forward_backward compute */
+    enum tsrnn_loss_kind loss;          /* what tsrnn_model_evaluate / _forward_backward compute */
+    struct tsrnn_likelihood likelihood; /* kind NONE: a point forecast (tsrnn_model_likelihood) */
     struct tsrnn_param_table table;
     struct tsrnn_compute *compute; /* the device it runs on; not owned */
     struct tsrnn_workspace *ws;
@@ -158,17 +169,33 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, struct tsrnn_compu
 /* Frees everything; accepts a zeroed model. */
 void tsrnn_model_finish(struct tsrnn_model *model);
 
+/* Makes the model Darts' RNNModel(likelihood=...): its loss becomes the likelihood's
+ * (TSRNN_LOSS_LIKELIHOOD), its forecasts draw from it. The dims' param_count must be the
+ * likelihood's P. TSRNN_ERR_USAGE on a backend without likelihoods (the message says so). */
+enum tsrnn_status tsrnn_model_likelihood(struct tsrnn_model *model,
+                                         const struct tsrnn_likelihood *lik);
+
 /* The parameters, (table.total_count) floats in the table's layout, from or to the host: the
  * only way they cross (checkpoints, broadcasts of rank 0's weights, forecasts' callers). */
 enum tsrnn_status tsrnn_model_upload_params(struct tsrnn_model *model, const float *params);
 enum tsrnn_status tsrnn_model_download_params(struct tsrnn_model *model, float *params);
 
-/* The inverted dropout masks of one training step of B windows of T steps (torch's
- * functional dropout in training: keep with probability 1 - p, scaled by 1/(1-p)), layer 1's
- * input first, drawn from `rng`; NULL for a model without dropout. Host memory, valid until
- * the next call. */
+/* The inverted dropout masks of one training step of B windows of T steps, as
+ * nn.RNN|LSTM|GRU(dropout=p) draws them in training on a CPU (aten's dropout: noise =
+ * bernoulli_(1 - p), then noise / (1 - p) in float): for each layer output but the top one,
+ * (T, B', H) in memory order, one tsrnn_torch_uniform_double() from `g` per element, kept
+ * (1 / (1 - p)) when it is below 1 - p, else 0. B' = world_size * B: the batch of one
+ * process that a data-parallel world shares out (DistributedSampler: this rank's row i is its
+ * row rank + world_size * i); the other ranks' rows are skipped in the stream, so every rank
+ * holds the masks that one process would draw for its rows. Layer 1's input first, (L-1, T,
+ * B, H); host memory, valid until the next call; NULL for a model without dropout (nothing
+ * drawn). Draws tsrnn_model_dropout_draws() outputs. */
 const float *tsrnn_model_dropout(struct tsrnn_model *model, size_t batch_count, size_t step_count,
-                                 struct tsrnn_rng *rng);
+                                 struct tsrnn_mt19937 *g, size_t rank, size_t world_size);
+
+/* The outputs of torch's generator one window of T steps takes in tsrnn_model_dropout():
+ * 2 (L-1) T H with dropout, else 0. */
+uint64_t tsrnn_model_dropout_draws(const struct tsrnn_model_dims *dims, size_t step_count);
 
 /* Validation: the forward over x (B, T, C) without dropout, from zero states, and each
  * window's sum of the loss's errors against y (B, T, O) in double into sums (B): squared
@@ -177,16 +204,16 @@ const float *tsrnn_model_dropout(struct tsrnn_model *model, size_t batch_count, 
 enum tsrnn_status tsrnn_model_evaluate(struct tsrnn_model *model, const float *x, const float *y,
                                        size_t batch_count, size_t step_count, double *sums);
 
-/* For tests and gradient checks: the forward over x (with dropout drawn from dropout_rng when
- * it is not NULL), the loss against y into *loss, and the backward: the gradients
- * (tsrnn_model_download_grads) of the loss. */
+/* For tests and gradient checks: the forward over x (with dropout drawn from dropout_g when
+ * it is not NULL, as one process's tsrnn_model_dropout()), the loss against y into *loss, and
+ * the backward: the gradients (tsrnn_model_download_grads) of the loss. */
 enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const float *x,
                                                const float *y, size_t batch_count,
-                                               size_t step_count, struct tsrnn_rng *dropout_rng,
+                                               size_t step_count, struct tsrnn_mt19937 *dropout_g,
                                                float *loss);
 enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads);
 
-/* The outputs of step t of the last forward, (B, O), to the host. */
+/* The head's outputs of step t of the last forward, (B, O*P), to the host. */
 enum tsrnn_status tsrnn_model_download_output(struct tsrnn_model *model, size_t t, float *out);
 
 /* Darts' RNNModel.predict for B windows at once (one series' forecast, or Darts' batches of

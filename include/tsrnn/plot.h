@@ -41,6 +41,11 @@ struct tsrnn_plot_line {
     const int64_t *times; /* (length) seconds since 1970 (naive), or the integer index */
     const float *values;  /* (length, component_count) row-major */
     size_t length;
+    /* A probabilistic forecast's band, (length, component_count) each, or NULL: the area
+     * between them is shaded in the line's colour at alpha 0.25 under the line (Darts' plot():
+     * fill_between(low_quantile, high_quantile), no legend entry; one point: a vertical
+     * line between them). */
+    const float *band_low, *band_high;
 };
 
 struct tsrnn_plot {

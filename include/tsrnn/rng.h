@@ -1,6 +1,6 @@
-/* tsrnn's own random numbers: a small, portable generator for what Darts has no fixed
- * sequence for (dropout masks) and for tests. The initial weights and the shuffles follow
- * Darts' PyTorch generator instead (include/tsrnn/torch_rng.h).
+/* tsrnn's own random numbers: a small, portable generator for the tests' random inputs.
+ * What a run draws (the initial weights, the shuffles, the dropout masks, the forecasts'
+ * samples) follows Darts' PyTorch generator instead (include/tsrnn/torch_rng.h).
  *
  * The generator is SplitMix64 (Steele, Lea, Flood 2014: state += 0x9E3779B97F4A7C15, then
  * the variant-13 finaliser). It uses only 64-bit unsigned arithmetic, so the same seed gives
@@ -8,17 +8,12 @@
  * streams from one `random_state` (the Darts option) and a stream number:
  *
  *     state0 = mix(mix(random_state) + stream)
- *
- * The dropout masks of global step s use stream TSRNN_RNG_STREAM_DROPOUT + s, so a step's
- * masks do not depend on what ran before it (resume and multi-process runs reproduce them).
  */
 #ifndef TSRNN_RNG_H
 #define TSRNN_RNG_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define TSRNN_RNG_STREAM_DROPOUT (UINT64_C(2) << 32)
 
 struct tsrnn_rng {
     uint64_t state;

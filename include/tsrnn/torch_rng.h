@@ -21,8 +21,12 @@
  * Lightning's own use of the generator differs between versions (the sanity check; see
  * tsrnn_darts_epoch_permutation()); config `[training] rng_compat` picks one.
  *
+ * Dropout between layers draws from the same generator inside each training step
+ * (tsrnn_torch_uniform_double() per element: PyTorch's CPU bernoulli_), so a model with
+ * dropout moves the later epochs' shuffles on by what its steps drew (`epoch_draws` below).
+ *
  * Not covered: multi-process (DDP) runs, where Lightning's DistributedSampler shuffles with
- * seed 0 and the epoch, and dropout masks.
+ * seed 0 and the epoch (tsrnn documents its own order: docs/distributed.md).
  */
 #ifndef TSRNN_TORCH_RNG_H
 #define TSRNN_TORCH_RNG_H
@@ -66,6 +70,11 @@ uint64_t tsrnn_torch_random64(struct tsrnn_mt19937 *g);
 /* torch.empty((), dtype=torch.int64).random_(): random64() % 2^63, i.e. random64() with the
  * top bit cleared; in [0, 2^63). */
 int64_t tsrnn_torch_random_int64(struct tsrnn_mt19937 *g);
+
+/* at::uniform_real_distribution<double>(0, 1), what the CPU kernels of bernoulli_(p),
+ * torch.poisson and the scalar normal draw from: (random64() & (2^53 - 1)) * 2^-53, in
+ * [0, 1). One random64 (two outputs). */
+double tsrnn_torch_uniform_double(struct tsrnn_mt19937 *g);
 
 /* How torch's CPU float32 uniform_ kernel rounds x * (to - from) + from. The kernel is
  * compiled once per ATen CPU capability, and the AVX2 build lets the compiler fuse the
@@ -122,6 +131,16 @@ int64_t tsrnn_numpy_randint_31(struct tsrnn_mt19937 *rs);
  * 2**31 - 1). Darts accepts random_state in [0, 2^32 - 1]. */
 uint32_t tsrnn_darts_fit_seed(uint32_t random_state);
 
+/* The torch seed of Darts' `draw`-th decorated call (1-based) on a model made with this
+ * random_state: RandomState(random_state)'s draw-th randint(0, 2**31 - 1). fit() is draw 3;
+ * the first predict() after it draws 4 and seeds its predict_from_dataset(), where the
+ * samples are drawn, with draw 5; each later predict() two more; historical_forecasts()
+ * calls predict_from_dataset() alone (one draw). */
+uint32_t tsrnn_darts_seed(uint32_t random_state, unsigned draw);
+
+/* Draw 5: the samples of the first predict() after fit(). */
+#define TSRNN_DARTS_PREDICT_DRAW 5
+
 /* The initial parameters of Darts' _RNNModule in PyTorch's state_dict order, as fit() makes
  * them: the global generator seeded with tsrnn_darts_fit_seed(random_state), then
  * `rnn_count` floats U(-1/sqrt(H), 1/sqrt(H)) (all of torch.nn.RNN|LSTM|GRU: per layer
@@ -156,13 +175,34 @@ void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state
                                    bool sanity_check_draws);
 
 /* The same order, incrementally: tsrnn_darts_loader_generator() positions `g` as Darts' global
- * generator stands just before epoch `epoch`'s RandomSampler seed (O(param_count + epoch));
+ * generator stands just before epoch `epoch`'s RandomSampler seed (O(param_count + epoch),
+ * each earlier epoch's steps having drawn `epoch_draws`: 0 without dropout);
  * tsrnn_torch_random_sampler(perm, n, g) then gives that epoch's order, and
  * tsrnn_darts_loader_next_epoch() moves `g` on to just before the next epoch's seed (O(1)),
  * so consecutive epochs cost no replay. */
 void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
                                   size_t param_count, uint64_t epoch, bool validation,
-                                  bool sanity_check_draws);
-void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation);
+                                  bool sanity_check_draws, uint64_t epoch_draws);
+void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation, uint64_t epoch_draws);
+
+/* Darts' fit() as a sequence of draws from the global generator, for what a training step
+ * draws (dropout masks): `epoch_draws` outputs per epoch, drawn by its steps in order after
+ * the epoch's train iterator (2 outputs) and, with `shuffle`, its RandomSampler seed (2; a
+ * SequentialSampler draws nothing); the validation iterator (2) after them. The loaders'
+ * own draws are as tsrnn_darts_epoch_permutation() counts them. */
+struct tsrnn_darts_fit {
+    uint32_t random_state;
+    size_t param_count;
+    bool validation;
+    bool sanity_check_draws;
+    bool shuffle;
+    uint64_t epoch_draws;
+};
+
+/* The outputs drawn since the seed when epoch `epoch`'s first training step starts. */
+uint64_t tsrnn_darts_fit_epoch_start(const struct tsrnn_darts_fit *fit, uint64_t epoch);
+
+/* The outputs drawn between an epoch's last training step and the next epoch's first. */
+uint64_t tsrnn_darts_fit_between_epochs(const struct tsrnn_darts_fit *fit);
 
 #endif

@@ -27,6 +27,7 @@
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
+#include "tsrnn/quantile_metrics.h"
 #include "tsrnn/report.h"
 #include "tsrnn/world.h"
 
@@ -89,10 +90,14 @@ struct tsrnn_train_result {
                               with several series the mean of theirs (Darts' series_reduction) */
     double mae, rmse;      /* likewise */
     size_t forecast_count; /* points forecast (the validation parts' lengths, all series) */
-    double train_s;        /* the optimizer steps: batch gather, forward, backward, Adam */
-    double val_s;          /* validation passes */
-    double total_s;        /* the whole fit, outputs and forecast included */
-    double comm_s;         /* in collectives: gradient allreduce, validation sums */
+    /* With a likelihood and num_samples > 1: Darts' mql, mic and miw of the validation
+     * forecast's samples (the mean over the series); has_quantile_scores false otherwise. */
+    bool has_quantile_scores;
+    struct tsrnn_quantile_scores quantile_scores;
+    double train_s; /* the optimizer steps: batch gather, forward, backward, Adam */
+    double val_s;   /* validation passes */
+    double total_s; /* the whole fit, outputs and forecast included */
+    double comm_s;  /* in collectives: gradient allreduce, validation sums */
     char run_dir[PATH_MAX];
     char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX]; /* "" when none was written */
     char last_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];

@@ -411,7 +411,7 @@ static enum tsrnn_status read_model(struct tsrnn_checkpoint *ck)
     ck->dims.hidden_count = (size_t)hidden;
     ck->dims.layer_count = (size_t)layers;
     ck->dims.output_count = (size_t)out;
-    ck->dims.dropout = (float)dropout;
+    ck->dims.dropout = dropout;
     ck->input_chunk_length = (int)icl;
     ck->training_length = (int)tl;
     json_decref(o);
@@ -757,6 +757,11 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
     if (status == TSRNN_OK)
         status = tsrnn_config_parse_text(&ck->config, text, path);
     if (status == TSRNN_OK) {
+        /* A probabilistic model's head: P outputs per target, as its config's likelihood. */
+        tsrnn_config_likelihood(&ck->config, &ck->likelihood);
+        ck->dims.param_count = tsrnn_likelihood_param_count(&ck->likelihood);
+    }
+    if (status == TSRNN_OK) {
         /* Every tensor a model of these dimensions needs, with its shape and finite values. */
         struct tsrnn_param_table table;
         tsrnn_param_table_init(&table, &ck->dims);
@@ -783,9 +788,13 @@ void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck)
 
 static void describe_model(char *out, size_t capacity, const struct tsrnn_model_dims *d)
 {
-    snprintf(out, capacity, "%s, hidden_dim %zu, n_rnn_layers %zu, %zu input(s), %zu output(s)",
-             tsrnn_model_kind_name(d->kind), d->hidden_count, d->layer_count, d->input_count,
-             d->output_count);
+    int n =
+        snprintf(out, capacity, "%s, hidden_dim %zu, n_rnn_layers %zu, %zu input(s), %zu output(s)",
+                 tsrnn_model_kind_name(d->kind), d->hidden_count, d->layer_count, d->input_count,
+                 d->output_count);
+    if (d->param_count > 1 && n > 0 && (size_t)n < capacity)
+        snprintf(out + n, capacity - (size_t)n, " of %zu likelihood parameters each",
+                 d->param_count);
 }
 
 enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
@@ -794,7 +803,8 @@ enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
     const struct tsrnn_model_dims *a = &ck->dims, *b = &model->dims;
     if (a->kind != b->kind || a->hidden_count != b->hidden_count ||
         a->layer_count != b->layer_count || a->input_count != b->input_count ||
-        a->output_count != b->output_count) {
+        a->output_count != b->output_count ||
+        tsrnn_model_head_count(a) != tsrnn_model_head_count(b)) {
         char have[160], want[160];
         describe_model(have, sizeof(have), a);
         describe_model(want, sizeof(want), b);

@@ -7,7 +7,8 @@
  *
  * What a backend provides is data: its `caps` (struct tsrnn_compute_caps), which compute.c
  * holds the table to when a context is created (layer_ops: every per-layer operation is
- * there; l1_loss: the three L1 operations; no layer_ops: a forward and a step of its own).
+ * there; l1_loss: the three L1 operations; likelihoods: the three likelihood operations; no
+ * layer_ops: a forward and a step of its own).
  *
  * Contracts every backend keeps:
  * - Every operation returns a status; a device error is reported where it happens, naming
@@ -42,6 +43,7 @@
  * flag, which one reduction carries with them (TSRNN_STEP_LOSS_SLOT, TSRNN_STEP_STOP_SLOT). */
 struct tsrnn_step_buffers {
     struct tsrnn_step_state state;
+    const struct tsrnn_likelihood *likelihood; /* the workspace's (TSRNN_LOSS_LIKELIHOOD) */
     float *grads;
     const struct tsrnn_model_dims *dims;
     const struct tsrnn_param_table *table;
@@ -161,7 +163,18 @@ struct tsrnn_compute_backend {
     enum tsrnn_status (*l1_forward)(struct tsrnn_compute *ctx, void *ws, float *loss);
     enum tsrnn_status (*l1_backward)(struct tsrnn_compute *ctx, void *ws);
     enum tsrnn_status (*window_abs_errors)(struct tsrnn_compute *ctx, void *ws, double *ae);
-    /* Copies the outputs of step t, (B, O), to the host. (Also without layer_ops.) */
+    /* Darts' likelihoods (caps.likelihoods; include/tsrnn/likelihood.h), over out (T, B, O*P)
+     * and y (T, B, O): likelihood_forward: the mean over B*T*O of tsrnn_likelihood_term(),
+     * summed in double, rounded once, into *loss (a device float); likelihood_backward:
+     * dLoss/d(out) = each term's gradient / (B*T*O), overwritten; window_likelihood_losses:
+     * each window's sum of its terms in double (as window_squared_errors). */
+    enum tsrnn_status (*likelihood_forward)(struct tsrnn_compute *ctx, void *ws,
+                                            const struct tsrnn_likelihood *lik, float *loss);
+    enum tsrnn_status (*likelihood_backward)(struct tsrnn_compute *ctx, void *ws,
+                                             const struct tsrnn_likelihood *lik);
+    enum tsrnn_status (*window_likelihood_losses)(struct tsrnn_compute *ctx, void *ws,
+                                                  const struct tsrnn_likelihood *lik, double *sums);
+    /* Copies the head's outputs of step t, (B, O*P), to the host. (Also without layer_ops.) */
     enum tsrnn_status (*output_download)(struct tsrnn_compute *ctx, void *ws, size_t t, float *out);
 
     /* --- the optimizer step (caps.layer_ops) ------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "tsrnn/likelihood.h"
 #include "tsrnn_build.h"
 
 static const struct tsrnn_compute_backend *const backends[] = {
@@ -81,6 +82,9 @@ static const char *table_gap(const struct tsrnn_compute_backend *b)
         return "a forward and a step of its own (it has no per-layer operations)";
     if (c->l1_loss && (!b->l1_forward || !b->l1_backward || !b->window_abs_errors))
         return "an L1Loss operation (caps.l1_loss)";
+    if (c->likelihoods && (!c->layer_ops || !b->likelihood_forward || !b->likelihood_backward ||
+                           !b->window_likelihood_losses))
+        return "a likelihood operation (caps.likelihoods, which the composed step runs)";
     if (c->clipping && b->step == NULL && !b->clip_grad_norm)
         return "clip_grad_norm (caps.clipping)";
     if (b->step != NULL && !c->immediate_results && !b->step_results)
@@ -191,6 +195,13 @@ enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
     const struct tsrnn_compute_backend *b = compute->backend;
     const char *name = b->name;
 #define ORIGIN(o) ((o) != NULL ? (o) : "")
+    if (needs->loss == TSRNN_LOSS_LIKELIHOOD && !b->caps.likelihoods)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [model] likelihood = %s: the %s compute backend has no likelihood "
+                           "losses (it trains point forecasts only); accepted there: likelihood "
+                           "= none, or [trainer] accelerator = cpu",
+                           ORIGIN(needs->likelihood_origin),
+                           needs->likelihood != NULL ? needs->likelihood : "?", name);
     if (needs->loss == TSRNN_LOSS_L1 && !b->caps.l1_loss)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [training] loss_fn = L1Loss: the %s compute backend has no "
@@ -225,6 +236,7 @@ struct tsrnn_workspace {
     void *impl; /* the backend's workspace */
     struct tsrnn_model_dims dims;
     struct tsrnn_param_table table;
+    struct tsrnn_likelihood likelihood; /* TSRNN_LOSS_LIKELIHOOD's; kind NONE: not set */
     size_t batch_capacity, step_capacity, results_capacity;
     size_t batch_count, step_count; /* the batch loaded (0: none) */
     bool have_y;                    /* ... with targets */
@@ -256,6 +268,12 @@ enum tsrnn_status tsrnn_compute_workspace_create(struct tsrnn_workspace **out,
                            dims->layer_count, dims->hidden_count, dims->input_count,
                            dims->output_count, batch_capacity, step_capacity, results_capacity,
                            TSRNN_MODEL_MAX_LAYERS);
+    if (dims->param_count > 1 && !compute->backend->caps.likelihoods)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "a head of %zu outputs per target (a likelihood's parameters): the %s "
+                           "compute backend has no likelihoods; accepted there: [model] "
+                           "likelihood = none, or [trainer] accelerator = cpu",
+                           dims->param_count, compute->backend->name);
     struct tsrnn_workspace *ws = calloc(1, sizeof(*ws));
     if (ws == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the model's workspace");
@@ -296,6 +314,25 @@ void tsrnn_compute_workspace_destroy(struct tsrnn_workspace *ws)
     tsrnn_compute_free(ws->compute, ws->grads);
     free(ws->losses);
     free(ws);
+}
+
+enum tsrnn_status tsrnn_compute_workspace_likelihood(struct tsrnn_workspace *ws,
+                                                     const struct tsrnn_likelihood *lik)
+{
+    size_t P = tsrnn_likelihood_param_count(lik);
+    size_t have = ws->dims.param_count > 1 ? ws->dims.param_count : 1;
+    if (!ws->b->caps.likelihoods)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the %s compute backend has no likelihood losses; accepted there: "
+                           "[model] likelihood = none, or [trainer] accelerator = cpu",
+                           ws->b->name);
+    if (lik->kind == TSRNN_LIKELIHOOD_NONE || P != have)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "likelihood %s has %zu parameters per target; the workspace's head "
+                           "has %zu",
+                           tsrnn_likelihood_name(lik->kind), P, have);
+    ws->likelihood = *lik;
+    return TSRNN_OK;
 }
 
 void *tsrnn_compute_backend_workspace(struct tsrnn_workspace *ws)
@@ -339,7 +376,15 @@ static enum tsrnn_status check_loss(const struct tsrnn_workspace *ws, enum tsrnn
 {
     if (loss == TSRNN_LOSS_L1 && !ws->b->caps.l1_loss)
         return tsrnn_error(TSRNN_ERR_USAGE, "the %s compute backend has no L1Loss", ws->b->name);
-    if (loss != TSRNN_LOSS_MSE && loss != TSRNN_LOSS_L1)
+    if (loss == TSRNN_LOSS_LIKELIHOOD && ws->likelihood.kind == TSRNN_LIKELIHOOD_NONE)
+        return tsrnn_error(TSRNN_ERR_USAGE, "a likelihood loss on a workspace without a likelihood "
+                                            "(tsrnn_compute_workspace_likelihood)");
+    if (loss != TSRNN_LOSS_LIKELIHOOD && ws->dims.param_count > 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s of a head with %zu outputs per target: its loss is its "
+                           "likelihood's",
+                           loss == TSRNN_LOSS_L1 ? "L1Loss" : "MSELoss", ws->dims.param_count);
+    if (loss != TSRNN_LOSS_MSE && loss != TSRNN_LOSS_L1 && loss != TSRNN_LOSS_LIKELIHOOD)
         return tsrnn_error(TSRNN_ERR_USAGE, "unknown loss %d", (int)loss);
     return TSRNN_OK;
 }
@@ -369,6 +414,7 @@ enum tsrnn_status tsrnn_compute_bind_state(struct tsrnn_workspace *ws,
                                             "moments");
     struct tsrnn_step_buffers *buf = &ws->step;
     buf->state = *state;
+    buf->likelihood = &ws->likelihood;
     buf->grads = ws->grads;
     buf->dims = &ws->dims;
     buf->table = &ws->table;
@@ -527,6 +573,8 @@ enum tsrnn_status tsrnn_compute_window_errors(struct tsrnn_workspace *ws, enum t
 {
     TSRNN_TRY(check_loss(ws, loss));
     TSRNN_TRY(check_forward_ran(ws, true, "the windows' errors"));
+    if (loss == TSRNN_LOSS_LIKELIHOOD)
+        return ws->b->window_likelihood_losses(ws->compute, ws->impl, &ws->likelihood, sums);
     if (loss == TSRNN_LOSS_L1)
         return ws->b->window_abs_errors(ws->compute, ws->impl, sums);
     return ws->b->window_squared_errors(ws->compute, ws->impl, sums);
@@ -605,6 +653,8 @@ enum tsrnn_status tsrnn_compute_loss_forward(struct tsrnn_workspace *ws, enum ts
     TSRNN_TRY(check_layer_ops(ws, "loss_forward"));
     TSRNN_TRY(check_loss(ws, loss));
     TSRNN_TRY(check_forward_ran(ws, true, "the loss"));
+    if (loss == TSRNN_LOSS_LIKELIHOOD)
+        return ws->b->likelihood_forward(ws->compute, ws->impl, &ws->likelihood, device_loss);
     if (loss == TSRNN_LOSS_L1)
         return ws->b->l1_forward(ws->compute, ws->impl, device_loss);
     return ws->b->mse_forward(ws->compute, ws->impl, device_loss);
@@ -615,6 +665,8 @@ enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws, enum t
     TSRNN_TRY(check_layer_ops(ws, "loss_backward"));
     TSRNN_TRY(check_loss(ws, loss));
     TSRNN_TRY(check_forward_ran(ws, true, "the loss's gradient"));
+    if (loss == TSRNN_LOSS_LIKELIHOOD)
+        return ws->b->likelihood_backward(ws->compute, ws->impl, &ws->likelihood);
     if (loss == TSRNN_LOSS_L1)
         return ws->b->l1_backward(ws->compute, ws->impl);
     return ws->b->mse_backward(ws->compute, ws->impl);

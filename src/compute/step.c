@@ -47,7 +47,9 @@ enum tsrnn_status tsrnn_compute_composed_step(struct tsrnn_compute *ctx, void *w
     TSRNN_TRY(tsrnn_compute_composed_forward(ctx, ws, &buf->p, layer_count, TSRNN_STATE_ZERO,
                                              a->dropout_masks, mask_count, false));
     TSRNN_TRY(b->zero(ctx, buf->grads, n * sizeof(float)));
-    if (a->loss == TSRNN_LOSS_L1) {
+    if (a->loss == TSRNN_LOSS_LIKELIHOOD) {
+        TSRNN_TRY(b->likelihood_backward(ctx, ws, buf->likelihood));
+    } else if (a->loss == TSRNN_LOSS_L1) {
         TSRNN_TRY(b->l1_backward(ctx, ws));
     } else {
         TSRNN_TRY(b->mse_backward(ctx, ws));
@@ -56,7 +58,9 @@ enum tsrnn_status tsrnn_compute_composed_step(struct tsrnn_compute *ctx, void *w
     struct tsrnn_model_params g = buf->g; /* views of the workspace's gradients */
     for (size_t l = layer_count; l-- > 0;)
         TSRNN_TRY(b->layer_backward(ctx, ws, l, &buf->p.layers[l], &g.layers[l]));
-    if (a->loss == TSRNN_LOSS_L1) {
+    if (a->loss == TSRNN_LOSS_LIKELIHOOD) {
+        TSRNN_TRY(b->likelihood_forward(ctx, ws, buf->likelihood, loss));
+    } else if (a->loss == TSRNN_LOSS_L1) {
         TSRNN_TRY(b->l1_forward(ctx, ws, loss));
     } else {
         TSRNN_TRY(b->mse_forward(ctx, ws, loss));

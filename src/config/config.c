@@ -32,19 +32,22 @@
 #include "tsrnn/encoders.h"
 
 enum key_type {
-    KEY_INT,     /* int, range [min, max] */
-    KEY_U64,     /* uint64_t, range [min, max] */
-    KEY_DOUBLE,  /* double, range [min, max] or open ends */
-    KEY_BOOL,    /* bool: true/false, yes/no, on/off, 1/0 */
-    KEY_ENUM,    /* int-sized enum: index into choices[] */
-    KEY_STRING,  /* char[capacity] */
-    KEY_FOLDER,  /* char[capacity]: one non-empty folder name, no '/' */
-    KEY_PATH,    /* char[PATH_MAX], resolved to an absolute path */
-    KEY_PATHS,   /* char[PATH_MAX]: a comma list of paths or patterns, each resolved */
-    KEY_COLUMNS, /* value_cols: comma list into value_cols[][] */
-    KEY_DEVICES, /* "auto", "-1", "N" or "i,j,...", kept as text */
-    KEY_RESUME,  /* char[PATH_MAX]: "", "last", "best", or a path resolved like KEY_PATH */
-    KEY_FREQ,    /* char[capacity]: "", a pandas offset alias or an integer step */
+    KEY_INT,             /* int, range [min, max] */
+    KEY_U64,             /* uint64_t, range [min, max] */
+    KEY_DOUBLE,          /* double, range [min, max] or open ends */
+    KEY_BOOL,            /* bool: true/false, yes/no, on/off, 1/0 */
+    KEY_ENUM,            /* int-sized enum: index into choices[] */
+    KEY_STRING,          /* char[capacity] */
+    KEY_FOLDER,          /* char[capacity]: one non-empty folder name, no '/' */
+    KEY_PATH,            /* char[PATH_MAX], resolved to an absolute path */
+    KEY_PATHS,           /* char[PATH_MAX]: a comma list of paths or patterns, each resolved */
+    KEY_COLUMNS,         /* value_cols: comma list into value_cols[][] */
+    KEY_DEVICES,         /* "auto", "-1", "N" or "i,j,...", kept as text */
+    KEY_RESUME,          /* char[PATH_MAX]: "", "last", "best", or a path resolved like KEY_PATH */
+    KEY_FREQ,            /* char[capacity]: "", a pandas offset alias or an integer step */
+    KEY_OPTIONAL_DOUBLE, /* double, range as KEY_DOUBLE; "" = not set (NaN) */
+    KEY_QUANTILES,       /* char[capacity]: a comma list of quantiles ([likelihood]: Darts'
+                            QuantileRegression rules; "" = its default) */
 };
 
 struct key {
@@ -90,6 +93,11 @@ static const char *const mode_choices[] = { "min", "max", NULL };
 static const char *const threshold_mode_choices[] = { "rel", "abs", NULL };
 static const char *const es_monitor_choices[] = { "none", "val_loss", "train_loss", NULL };
 static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
+static const char *const likelihood_choices[] = {
+    "none",      "gaussian",   "laplace",   "quantile", "poisson",     "negative_binomial",
+    "lognormal", "halfnormal", "cauchy",    "gamma",    "exponential", "weibull",
+    "gumbel",    "geometric",  "bernoulli", NULL
+};
 
 #define FIELD(f) offsetof(struct tsrnn_config, f)
 #define SIZE(f)  sizeof(((struct tsrnn_config *)0)->f)
@@ -111,6 +119,11 @@ static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
     {                                                                                              \
         .section = sec, .name = key, .type = KEY_DOUBLE, .offset = FIELD(f), .default_text = def,  \
         .min = lo, .max = hi, .open = bounds, __VA_ARGS__                                          \
+    }
+#define OPTIONAL_DOUBLE(sec, key, f, lo, hi, bounds, ...)                                          \
+    {                                                                                              \
+        .section = sec, .name = key, .type = KEY_OPTIONAL_DOUBLE, .offset = FIELD(f),              \
+        .default_text = "", .min = lo, .max = hi, .open = bounds, __VA_ARGS__                      \
     }
 #define BOOL(sec, key, f, def, ...)                                                                \
     {                                                                                              \
@@ -289,6 +302,79 @@ static const struct key schema[] = {
          .darts = "`model.load_weights(...)` / `model.load_state_dict(...)`",
          .example = "weights.safetensors",
          .default_doc = "PyTorch's default initialisation, seeded by `random_state`"),
+    ENUM("model", "likelihood", likelihood, "none", likelihood_choices,
+         .doc = "A probabilistic model: the head outputs the distribution's parameters for each "
+                "target, the loss is their negative log-likelihood (plus the prior's KL term), "
+                "and forecasts are sample paths ([forecast] `num_samples`). `gaussian`, "
+                "`laplace`, `cauchy`, `gumbel`, `poisson`; `negative_binomial` and `geometric` "
+                "(count targets: `scaler = none`), `lognormal`, `gamma` and `weibull` (positive "
+                "targets), `halfnormal` and `exponential` (non-negative targets), `bernoulli` "
+                "(targets 0 and 1) and `quantile` (quantile regression); its arguments "
+                "are the `[likelihood]` section. `loss_fn` is ignored, as in Darts. The CPU "
+                "trains them; the cuda and pjrt backends refuse them (exit code 2). Darts' other "
+                "likelihoods (Beta, ContinuousBernoulli, Dirichlet) are not supported "
+                "([numerics](numerics.md#likelihoods)).",
+         .darts = "`RNNModel(likelihood=GaussianLikelihood())`", .example = "gaussian",
+         .default_doc = "none: a point forecast trained on `loss_fn`"),
+
+    TEXT("likelihood", "quantiles", KEY_QUANTILES, quantiles, "",
+         "a comma-separated list of quantiles in (0, 1), 0.5 among them, symmetric around it "
+         "(each q below 0.5 with 1 - q above it)",
+         .doc = "`likelihood = quantile`: the quantiles the head predicts, one output each, "
+                "trained on the quantile (pinball) loss; sorted as Darts sorts them.",
+         .darts = "`QuantileRegression(quantiles=[...])`", .example = "0.1, 0.5, 0.9",
+         .default_doc = "Darts' 17: " TSRNN_LIKELIHOOD_DEFAULT_QUANTILES),
+    OPTIONAL_DOUBLE("likelihood", "prior_mu", prior_mu, -1e30, 1e30, 0,
+                    .doc =
+                        "`gaussian`, `laplace`, `lognormal`, `gumbel`: the prior's location "
+                        "(of the log for `lognormal`); with any prior set, `prior_strength` times "
+                        "the mean KL divergence from the prior to the predicted distribution "
+                        "joins the loss (a prior parameter not set is the predicted one).",
+                    .darts = "`GaussianLikelihood(prior_mu=...)`, `LaplaceLikelihood(...)`, "
+                             "`LogNormalLikelihood(...)`, `GumbelLikelihood(...)`",
+                    .example = "0.5", .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_sigma", prior_sigma, 0, 1e30, MIN_OPEN,
+                    .doc = "`gaussian`, `lognormal`, `halfnormal`: the prior's standard "
+                           "deviation.",
+                    .darts = "`GaussianLikelihood(prior_sigma=...)`, `LogNormalLikelihood(...)`, "
+                             "`HalfNormalLikelihood(...)`",
+                    .example = "0.2", .default_doc = "none"),
+    OPTIONAL_DOUBLE(
+        "likelihood", "prior_b", prior_b, 0, 1e30, MIN_OPEN, .doc = "`laplace`: the prior's scale.",
+        .darts = "`LaplaceLikelihood(prior_b=...)`", .example = "0.2", .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_lambda", prior_lambda, 0, 1e30, MIN_OPEN,
+                    .doc = "`poisson`, `exponential`: the prior's rate.",
+                    .darts = "`PoissonLikelihood(prior_lambda=...)`, "
+                             "`ExponentialLikelihood(...)`",
+                    .example = "3", .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_xzero", prior_xzero, -1e30, 1e30, 0,
+                    .doc = "`cauchy`: the prior's location.",
+                    .darts = "`CauchyLikelihood(prior_xzero=...)`", .example = "0.5",
+                    .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_gamma", prior_gamma, 0, 1e30, MIN_OPEN,
+                    .doc = "`cauchy`: the prior's scale.",
+                    .darts = "`CauchyLikelihood(prior_gamma=...)`", .example = "0.2",
+                    .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_alpha", prior_alpha, 0, 1e30, MIN_OPEN,
+                    .doc = "`gamma`: the prior's shape.",
+                    .darts = "`GammaLikelihood(prior_alpha=...)`", .example = "2",
+                    .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_beta", prior_beta, 0, 1e30, MIN_OPEN,
+                    .doc = "`gamma`: the prior's rate; `gumbel`: the prior's scale.",
+                    .darts = "`GammaLikelihood(prior_beta=...)`, `GumbelLikelihood(...)`",
+                    .example = "0.5", .default_doc = "none"),
+    OPTIONAL_DOUBLE("likelihood", "prior_p", prior_p, 0, 1, MIN_OPEN | MAX_OPEN,
+                    .doc = "`geometric`, `bernoulli`: the prior's probability.",
+                    .darts = "`GeometricLikelihood(prior_p=...)`, `BernoulliLikelihood(...)`",
+                    .example = "0.3", .default_doc = "none"),
+    DOUBLE("likelihood", "prior_strength", prior_strength, "1", 0, 1e30, 0,
+           .doc = "The weight of the prior's KL term in the loss (with a prior set); for the "
+                  "likelihoods with priors.",
+           .darts = "`GaussianLikelihood(prior_strength=...)` (and the others')", .example = "0.1"),
+    DOUBLE("likelihood", "beta_nll", beta_nll, "0", 0, 1, 0,
+           .doc = "`gaussian`: the β-NLL loss, each term weighted by the predicted variance to "
+                  "the power β (not differentiated); 0 is the plain NLL.",
+           .darts = "`GaussianLikelihood(beta_nll=...)`", .example = "0.5"),
 
     INT("training", "batch_size", batch_size, "32", 1, 1048576,
         .doc = "Training windows per batch, per worker (as Lightning); the last batch of an "
@@ -583,9 +669,41 @@ static const struct key schema[] = {
                 "without it, a machine without libcairo.so.2) the default skips the picture with "
                 "a warning; `plot = true` written in the config is refused before training.",
          .darts = "`pred.plot()`", .example = "false"),
+    INT("forecast", "num_samples", num_samples, "1", 1, 1000000,
+        .doc = "With a likelihood: sample paths per forecast, each feeding its own draws back, "
+               "drawn as Darts draws them from `random_state`. With more than one, "
+               "`forecast.csv` holds the `quantiles` of each step, the picture the median and "
+               "the `low_quantile`–`high_quantile` band, and the scores add `mql`, `mic` and "
+               "`miw`. Without a likelihood it must be 1, as in Darts.",
+        .darts = "`model.predict(n, num_samples=...)`", .example = "500"),
+    BOOL("forecast", "predict_likelihood_parameters", predict_likelihood_parameters, "false",
+         .doc = "With a likelihood: `forecast.csv` holds the distribution's parameters of the "
+                "first step (`<component>_mu`, `<component>_sigma`, ...; scaled, as the model "
+                "sees the series) instead of samples; needs `n = 1` and `num_samples = 1`, as "
+                "Darts (RNNModel's output_chunk_length is 1).",
+         .darts = "`model.predict(1, predict_likelihood_parameters=True)`", .example = "true"),
+    TEXT("forecast", "quantiles", KEY_QUANTILES, forecast_quantiles, "0.05, 0.5, 0.95",
+         "a comma-separated list of quantiles in [0, 1]",
+         .doc = "With `num_samples` > 1: the quantile columns of `forecast.csv`, "
+                "`<component>_q0.050` ..., and the q of the `mql` scores.",
+         .darts = "`pred.quantile([...])` (and `mql(..., q=[...])`)", .example = "0.1, 0.5, 0.9"),
+    BOOL("forecast", "samples", forecast_samples, "false",
+         .doc = "With `num_samples` > 1: also write every path into `forecast_samples.csv` "
+                "(`<component>_s0`, `<component>_s1`, ... as Darts' `to_dataframe()` names a "
+                "stochastic series' columns).",
+         .darts = "`pred.to_dataframe()`", .example = "true"),
+    DOUBLE("forecast", "low_quantile", low_quantile, "0.05", 0, 1, 0,
+           .doc = "The lower edge of the band the picture shades, and of the interval `mic` "
+                  "and `miw` score.",
+           .darts = "`pred.plot(low_quantile=...)`, `mic(..., q_interval=(lo, hi))`",
+           .example = "0.1"),
+    DOUBLE("forecast", "high_quantile", high_quantile, "0.95", 0, 1, 0,
+           .doc = "The upper edge of that band and interval (above `low_quantile`).",
+           .darts = "`pred.plot(high_quantile=...)`", .example = "0.9"),
 };
 
-#define KEY_COUNT (sizeof(schema) / sizeof(schema[0]))
+#define KEY_COUNT               (sizeof(schema) / sizeof(schema[0]))
+#define TSRNN_QUANTILE_LIST_MAX 99
 _Static_assert(KEY_COUNT <= TSRNN_CONFIG_MAX_KEYS, "grow TSRNN_CONFIG_MAX_KEYS");
 
 static void *field(struct tsrnn_config *cfg, const struct key *k)
@@ -697,6 +815,13 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
         snprintf(out, capacity, "a number in %c%g, %g%c", k->open & MIN_OPEN ? '(' : '[', k->min,
                  k->max, k->open & MAX_OPEN ? ')' : ']');
         break;
+    case KEY_OPTIONAL_DOUBLE:
+        if (k->min <= -1e30)
+            snprintf(out, capacity, "a number, or nothing for none");
+        else
+            snprintf(out, capacity, "a number %s %g, or nothing for none",
+                     k->open & MIN_OPEN ? ">" : ">=", k->min);
+        break;
     case KEY_BOOL:
         snprintf(out, capacity, "true or false (also yes/no, on/off, 1/0)");
         break;
@@ -717,6 +842,7 @@ static void describe_accepted(const struct key *k, char *out, size_t capacity)
     case KEY_COLUMNS:
     case KEY_DEVICES:
     case KEY_FREQ:
+    case KEY_QUANTILES:
         snprintf(out, capacity, "%s", k->accepted);
         break;
     }
@@ -913,6 +1039,40 @@ static enum tsrnn_status set_freq(struct tsrnn_config *cfg, const struct key *k,
     return TSRNN_OK;
 }
 
+/* A list of quantiles: [likelihood] quantiles by Darts' QuantileRegression rules (nothing:
+ * its default), any other each in [0, 1]. Kept as written. */
+static enum tsrnn_status set_quantiles(struct tsrnn_config *cfg, const struct key *k,
+                                       const char *value, const char *origin)
+{
+    if (strlen(value) >= k->capacity)
+        return bad_value(k, value, origin, "too long");
+    if (strcmp(k->section, "likelihood") == 0) {
+        struct tsrnn_likelihood lik = { .kind = TSRNN_LIKELIHOOD_QUANTILE };
+        if (value[0] != '\0' && tsrnn_likelihood_parse_quantiles(&lik, value) != TSRNN_OK) {
+            char why[512];
+            snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+            return bad_value(k, value, origin, why);
+        }
+    } else {
+        size_t count = 0, len;
+        const char *cursor = value, *item;
+        while (next_item(&cursor, &item, &len)) {
+            char text[64];
+            double q;
+            if (len == 0 || len >= sizeof(text))
+                return bad_value(k, value, origin, "an empty or overlong item in the list");
+            memcpy(text, item, len);
+            text[len] = '\0';
+            if (!parse_double(text, &q) || q < 0.0 || q > 1.0)
+                return bad_value(k, value, origin, "a quantile that is not a number in [0, 1]");
+            if (++count > TSRNN_QUANTILE_LIST_MAX)
+                return bad_value(k, value, origin, "more than 99 quantiles");
+        }
+    }
+    strcpy(field(cfg, k), value);
+    return TSRNN_OK;
+}
+
 static size_t key_index(const struct key *k)
 {
     return (size_t)(k - schema);
@@ -952,6 +1112,20 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         if (!in_range(k, d))
             return bad_value(k, value, origin, "out of range");
         *(double *)field(cfg, k) = d;
+        break;
+    case KEY_OPTIONAL_DOUBLE:
+        if (value[0] == '\0') {
+            *(double *)field(cfg, k) = NAN;
+            break;
+        }
+        if (!parse_double(value, &d))
+            return bad_value(k, value, origin, "not a finite number");
+        if (!in_range(k, d))
+            return bad_value(k, value, origin, "out of range");
+        *(double *)field(cfg, k) = d;
+        break;
+    case KEY_QUANTILES:
+        TSRNN_TRY(set_quantiles(cfg, k, value, origin));
         break;
     case KEY_BOOL:
         if (!parse_bool(value, &b))
@@ -1515,6 +1689,155 @@ static enum tsrnn_status check_training_controls(const struct tsrnn_config *cfg)
     return TSRNN_OK;
 }
 
+/* [model] likelihood, its [likelihood] arguments and the [forecast] keys about samples: each
+ * argument belongs to the likelihoods whose Darts class takes it (an argument counts as given
+ * when its value is not the default's, so that a printed config parses again). */
+static enum tsrnn_status check_likelihood(const struct tsrnn_config *cfg)
+{
+    const struct {
+        const char *key;
+        bool given;
+        unsigned kinds; /* bit per enum tsrnn_likelihood_kind */
+        const char *takes;
+    } arguments[] = {
+        { "quantiles", cfg->quantiles[0] != '\0', 1u << TSRNN_LIKELIHOOD_QUANTILE, "quantile" },
+        { "prior_mu", !isnan(cfg->prior_mu),
+          1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LAPLACE |
+              1u << TSRNN_LIKELIHOOD_LOGNORMAL | 1u << TSRNN_LIKELIHOOD_GUMBEL,
+          "gaussian, laplace, lognormal and gumbel" },
+        { "prior_sigma", !isnan(cfg->prior_sigma),
+          1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LOGNORMAL |
+              1u << TSRNN_LIKELIHOOD_HALFNORMAL,
+          "gaussian, lognormal and halfnormal" },
+        { "prior_b", !isnan(cfg->prior_b), 1u << TSRNN_LIKELIHOOD_LAPLACE, "laplace" },
+        { "prior_lambda", !isnan(cfg->prior_lambda),
+          1u << TSRNN_LIKELIHOOD_POISSON | 1u << TSRNN_LIKELIHOOD_EXPONENTIAL,
+          "poisson and exponential" },
+        { "prior_xzero", !isnan(cfg->prior_xzero), 1u << TSRNN_LIKELIHOOD_CAUCHY, "cauchy" },
+        { "prior_gamma", !isnan(cfg->prior_gamma), 1u << TSRNN_LIKELIHOOD_CAUCHY, "cauchy" },
+        { "prior_alpha", !isnan(cfg->prior_alpha), 1u << TSRNN_LIKELIHOOD_GAMMA, "gamma" },
+        { "prior_beta", !isnan(cfg->prior_beta),
+          1u << TSRNN_LIKELIHOOD_GAMMA | 1u << TSRNN_LIKELIHOOD_GUMBEL, "gamma and gumbel" },
+        { "prior_p", !isnan(cfg->prior_p),
+          1u << TSRNN_LIKELIHOOD_GEOMETRIC | 1u << TSRNN_LIKELIHOOD_BERNOULLI,
+          "geometric and bernoulli" },
+        { "prior_strength", cfg->prior_strength != 1.0,
+          1u << TSRNN_LIKELIHOOD_GAUSSIAN | 1u << TSRNN_LIKELIHOOD_LAPLACE |
+              1u << TSRNN_LIKELIHOOD_POISSON | 1u << TSRNN_LIKELIHOOD_LOGNORMAL |
+              1u << TSRNN_LIKELIHOOD_HALFNORMAL | 1u << TSRNN_LIKELIHOOD_CAUCHY |
+              1u << TSRNN_LIKELIHOOD_GAMMA | 1u << TSRNN_LIKELIHOOD_EXPONENTIAL |
+              1u << TSRNN_LIKELIHOOD_WEIBULL | 1u << TSRNN_LIKELIHOOD_GUMBEL |
+              1u << TSRNN_LIKELIHOOD_GEOMETRIC | 1u << TSRNN_LIKELIHOOD_BERNOULLI,
+          "the likelihoods other than quantile and negative_binomial" },
+        { "beta_nll", cfg->beta_nll != 0.0, 1u << TSRNN_LIKELIHOOD_GAUSSIAN, "gaussian" },
+    };
+    const char *name = likelihood_choices[cfg->likelihood];
+    for (size_t i = 0; i < sizeof(arguments) / sizeof(arguments[0]); i++)
+        if (arguments[i].given && !(arguments[i].kinds & (1u << cfg->likelihood)))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [likelihood] %s belongs to %s, but [model] likelihood = %s "
+                               "(%s); accepted: leave it out, or a likelihood that takes it",
+                               tsrnn_config_origin(cfg, "likelihood", arguments[i].key),
+                               arguments[i].key, arguments[i].takes, name,
+                               tsrnn_config_origin(cfg, "model", "likelihood"));
+    bool probabilistic = cfg->likelihood != TSRNN_LIKELIHOOD_NONE;
+    if (cfg->num_samples > 1 && !probabilistic)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [forecast] num_samples = %d needs a probabilistic model, as in "
+                           "Darts; accepted: 1, or a [model] likelihood",
+                           tsrnn_config_origin(cfg, "forecast", "num_samples"), cfg->num_samples);
+    if (cfg->predict_likelihood_parameters &&
+        (!probabilistic || cfg->num_samples != 1 || cfg->forecast_n > 1))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [forecast] predict_likelihood_parameters = true needs a [model] "
+                           "likelihood, num_samples = 1 and n = 1 (RNNModel's "
+                           "output_chunk_length), as Darts; here likelihood = %s, num_samples = "
+                           "%d, n = %d",
+                           tsrnn_config_origin(cfg, "forecast", "predict_likelihood_parameters"),
+                           name, cfg->num_samples, cfg->forecast_n);
+    if (!(cfg->low_quantile < cfg->high_quantile))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [forecast] low_quantile = %g is not below high_quantile = %g "
+                           "(%s)",
+                           tsrnn_config_origin(cfg, "forecast", "low_quantile"), cfg->low_quantile,
+                           cfg->high_quantile,
+                           tsrnn_config_origin(cfg, "forecast", "high_quantile"));
+    if (probabilistic && cfg->loss_fn != TSRNN_LOSS_MSE)
+        tsrnn_warn("%s: [training] loss_fn is not used with [model] likelihood = %s (as in "
+                   "Darts): the loss is the likelihood's",
+                   tsrnn_config_origin(cfg, "training", "loss_fn"), name);
+    return TSRNN_OK;
+}
+
+void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likelihood *lik)
+{
+    *lik = (struct tsrnn_likelihood){ .kind = cfg->likelihood,
+                                      .prior_strength = cfg->prior_strength,
+                                      .beta_nll = cfg->beta_nll };
+    double priors[TSRNN_LIKELIHOOD_MAX_PRIORS] = { NAN, NAN };
+    switch (cfg->likelihood) {
+    case TSRNN_LIKELIHOOD_GAUSSIAN:
+    case TSRNN_LIKELIHOOD_LOGNORMAL:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_sigma;
+        break;
+    case TSRNN_LIKELIHOOD_LAPLACE:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_b;
+        break;
+    case TSRNN_LIKELIHOOD_POISSON:
+    case TSRNN_LIKELIHOOD_EXPONENTIAL:
+        priors[0] = cfg->prior_lambda;
+        break;
+    case TSRNN_LIKELIHOOD_GUMBEL:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_beta;
+        break;
+    case TSRNN_LIKELIHOOD_GEOMETRIC:
+    case TSRNN_LIKELIHOOD_BERNOULLI:
+        priors[0] = cfg->prior_p;
+        break;
+    case TSRNN_LIKELIHOOD_HALFNORMAL:
+        priors[0] = cfg->prior_sigma;
+        break;
+    case TSRNN_LIKELIHOOD_CAUCHY:
+        priors[0] = cfg->prior_xzero;
+        priors[1] = cfg->prior_gamma;
+        break;
+    case TSRNN_LIKELIHOOD_GAMMA:
+        priors[0] = cfg->prior_alpha;
+        priors[1] = cfg->prior_beta;
+        break;
+    case TSRNN_LIKELIHOOD_QUANTILE:
+        (void)tsrnn_likelihood_parse_quantiles(
+            lik, cfg->quantiles[0] != '\0' ? cfg->quantiles : TSRNN_LIKELIHOOD_DEFAULT_QUANTILES);
+        break;
+    case TSRNN_LIKELIHOOD_NONE:
+    case TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL:
+    case TSRNN_LIKELIHOOD_WEIBULL:
+        break;
+    }
+    for (size_t i = 0; i < TSRNN_LIKELIHOOD_MAX_PRIORS; i++) {
+        lik->has_prior[i] = !isnan(priors[i]);
+        lik->prior[i] = lik->has_prior[i] ? priors[i] : 0.0;
+    }
+}
+
+size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *out, size_t capacity)
+{
+    size_t count = 0, len;
+    const char *cursor = cfg->forecast_quantiles, *item;
+    while (count < capacity && next_item(&cursor, &item, &len)) {
+        char text[64];
+        if (len == 0 || len >= sizeof(text))
+            continue;
+        memcpy(text, item, len);
+        text[len] = '\0';
+        out[count++] = strtod(text, NULL);
+    }
+    return count;
+}
+
 enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
 {
     if (cfg->data_path[0] == '\0')
@@ -1543,6 +1866,7 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
                            tsrnn_config_origin(cfg, "output", "force_reset"));
 
     TSRNN_TRY(check_training_controls(cfg));
+    TSRNN_TRY(check_likelihood(cfg));
     struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS];
     size_t encoder_count, covariate_count;
     TSRNN_TRY(tsrnn_encoders_from_config(encoders, &encoder_count, &covariate_count, cfg));
@@ -1601,6 +1925,12 @@ static void format_value(const struct tsrnn_config *cfg, const struct key *k, ch
     case KEY_DOUBLE:
         format_double(out, capacity, *(const double *)cfield(cfg, k));
         break;
+    case KEY_OPTIONAL_DOUBLE:
+        if (isnan(*(const double *)cfield(cfg, k)))
+            out[0] = '\0';
+        else
+            format_double(out, capacity, *(const double *)cfield(cfg, k));
+        break;
     case KEY_BOOL:
         snprintf(out, capacity, "%s", *(const bool *)cfield(cfg, k) ? "true" : "false");
         break;
@@ -1614,6 +1944,7 @@ static void format_value(const struct tsrnn_config *cfg, const struct key *k, ch
     case KEY_RESUME:
     case KEY_DEVICES:
     case KEY_FREQ:
+    case KEY_QUANTILES:
         snprintf(out, capacity, "%s", (const char *)cfield(cfg, k));
         break;
     case KEY_COLUMNS: {
@@ -1684,7 +2015,11 @@ static const struct {
     { "trainer", "Where the training runs and how its workers wait for each other: Lightning's "
                  "`Trainer` (`pl_trainer_kwargs`) and the launcher." },
     { "output", "The run folder `{work_dir}/{model_name}/` and what goes into it." },
-    { "forecast", "A forecast when training ends, as `model.predict(n)` after `fit()`." },
+    { "likelihood", "The arguments of `[model] likelihood`, under Darts' names: the priors "
+                    "(each only for the likelihoods that have it), the quantiles of quantile "
+                    "regression, β-NLL." },
+    { "forecast", "A forecast when training ends, as `model.predict(n)` after `fit()`; with a "
+                  "likelihood, sample paths and their quantiles." },
 };
 
 /* The page's example of a file; the page's writer parses it, so it cannot go stale. */
@@ -1797,6 +2132,10 @@ static const char *type_name(const struct key *k)
         return "checkpoint";
     case KEY_FREQ:
         return "frequency";
+    case KEY_OPTIONAL_DOUBLE:
+        return "number or nothing";
+    case KEY_QUANTILES:
+        return "quantile list";
     }
     return "";
 }

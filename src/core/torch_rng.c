@@ -104,6 +104,12 @@ int64_t tsrnn_torch_random_int64(struct tsrnn_mt19937 *g)
     return (int64_t)(tsrnn_torch_random64(g) & (uint64_t)INT64_MAX);
 }
 
+double tsrnn_torch_uniform_double(struct tsrnn_mt19937 *g)
+{
+    /* 53 = std::numeric_limits<double>::digits */
+    return (double)(tsrnn_torch_random64(g) & ((UINT64_C(1) << 53) - 1)) * 0x1.0p-53;
+}
+
 float tsrnn_torch_uniform(struct tsrnn_mt19937 *g, double from, double to,
                           enum tsrnn_torch_uniform_rounding rounding)
 {
@@ -168,14 +174,19 @@ int64_t tsrnn_numpy_randint_31(struct tsrnn_mt19937 *rs)
     }
 }
 
-uint32_t tsrnn_darts_fit_seed(uint32_t random_state)
+uint32_t tsrnn_darts_seed(uint32_t random_state, unsigned draw)
 {
     struct tsrnn_mt19937 rs;
     tsrnn_mt19937_seed(&rs, random_state);
-    int64_t draw = 0;
-    for (int i = 0; i < DARTS_FIT_DRAW; i++)
-        draw = tsrnn_numpy_randint_31(&rs);
-    return (uint32_t)draw;
+    int64_t value = 0;
+    for (unsigned i = 0; i < draw; i++)
+        value = tsrnn_numpy_randint_31(&rs);
+    return (uint32_t)value;
+}
+
+uint32_t tsrnn_darts_fit_seed(uint32_t random_state)
+{
+    return tsrnn_darts_seed(random_state, DARTS_FIT_DRAW);
 }
 
 void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_count,
@@ -194,27 +205,45 @@ void tsrnn_darts_init_params(float *params, size_t rnn_count, size_t hidden_coun
                              rounding);
 }
 
-void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
-                                  size_t param_count, uint64_t epoch, bool validation,
-                                  bool sanity_check_draws)
+uint64_t tsrnn_darts_fit_epoch_start(const struct tsrnn_darts_fit *fit, uint64_t epoch)
 {
-    uint64_t before = param_count;
-    if (validation && sanity_check_draws) /* Lightning 1.x: the sanity check's val iterator */
+    uint64_t loaders = ITERATOR_DRAWS + (fit->shuffle ? SAMPLER_DRAWS : 0) +
+                       (fit->validation ? ITERATOR_DRAWS : 0); /* train, sampler, val */
+    uint64_t before = fit->param_count;
+    if (fit->validation && fit->sanity_check_draws) /* Lightning 1.x: the sanity check's */
         before += ITERATOR_DRAWS;
-    if (validation) /* train iterator + sampler + val iterator per epoch */
-        before += epoch * (2 * ITERATOR_DRAWS + SAMPLER_DRAWS);
-    else
-        before += epoch * (ITERATOR_DRAWS + SAMPLER_DRAWS);
-    before += ITERATOR_DRAWS; /* this epoch's train iterator */
-
-    tsrnn_torch_manual_seed(g, tsrnn_darts_fit_seed(random_state));
-    tsrnn_mt19937_discard(g, before);
+    before += epoch * (loaders + fit->epoch_draws);
+    return before + ITERATOR_DRAWS + (fit->shuffle ? SAMPLER_DRAWS : 0);
 }
 
-void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation)
+uint64_t tsrnn_darts_fit_between_epochs(const struct tsrnn_darts_fit *fit)
 {
-    /* this epoch's val iterator (when validating), the next epoch's train iterator */
-    tsrnn_mt19937_discard(g, (validation ? ITERATOR_DRAWS : 0) + ITERATOR_DRAWS);
+    /* this epoch's val iterator, the next epoch's train iterator and sampler seed */
+    return (fit->validation ? ITERATOR_DRAWS : 0) + ITERATOR_DRAWS +
+           (fit->shuffle ? SAMPLER_DRAWS : 0);
+}
+
+void tsrnn_darts_loader_generator(struct tsrnn_mt19937 *g, uint32_t random_state,
+                                  size_t param_count, uint64_t epoch, bool validation,
+                                  bool sanity_check_draws, uint64_t epoch_draws)
+{
+    struct tsrnn_darts_fit fit = {
+        .random_state = random_state,
+        .param_count = param_count,
+        .validation = validation,
+        .sanity_check_draws = sanity_check_draws,
+        .shuffle = true,
+        .epoch_draws = epoch_draws,
+    };
+    tsrnn_torch_manual_seed(g, tsrnn_darts_fit_seed(random_state));
+    tsrnn_mt19937_discard(g, tsrnn_darts_fit_epoch_start(&fit, epoch) - SAMPLER_DRAWS);
+}
+
+void tsrnn_darts_loader_next_epoch(struct tsrnn_mt19937 *g, bool validation, uint64_t epoch_draws)
+{
+    /* this epoch's steps, its val iterator (when validating), the next epoch's train
+     * iterator */
+    tsrnn_mt19937_discard(g, epoch_draws + (validation ? ITERATOR_DRAWS : 0) + ITERATOR_DRAWS);
 }
 
 void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state,
@@ -223,6 +252,6 @@ void tsrnn_darts_epoch_permutation(size_t *perm, size_t n, uint32_t random_state
 {
     struct tsrnn_mt19937 g;
     tsrnn_darts_loader_generator(&g, random_state, param_count, epoch, validation,
-                                 sanity_check_draws);
+                                 sanity_check_draws, 0);
     tsrnn_torch_random_sampler(perm, n, &g);
 }

@@ -55,10 +55,11 @@ void tsrnn_sampler_set_epoch(struct tsrnn_sampler *s, uint64_t epoch)
         /* The next epoch continues from the last one's generator; any other jumps there. */
         const struct tsrnn_shuffle *src = &s->order_source;
         if (s->generator_epoch != UINT64_MAX && epoch == s->generator_epoch + 1)
-            tsrnn_darts_loader_next_epoch(&s->generator, src->validation);
+            tsrnn_darts_loader_next_epoch(&s->generator, src->validation, src->epoch_draws);
         else
             tsrnn_darts_loader_generator(&s->generator, src->random_state, src->param_count, epoch,
-                                         src->validation, src->sanity_check_draws);
+                                         src->validation, src->sanity_check_draws,
+                                         src->epoch_draws);
         tsrnn_torch_random_sampler(s->order, n, &s->generator);
         s->generator_epoch = epoch;
     } else {

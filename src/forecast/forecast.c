@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/encoders.h"
 #include "tsrnn/plot.h"
@@ -101,6 +102,69 @@ enum tsrnn_status tsrnn_forecast_check_covariates(const struct tsrnn_forecast_so
     return TSRNN_OK;
 }
 
+/* --- for src/forecast/ (internal.h) --------------------------------------------------- */
+
+enum tsrnn_status tsrnn_forecast_stamps(int64_t *times, const struct tsrnn_series *series,
+                                        size_t origin, size_t n)
+{
+    /* The stamps after the history, as pandas' date_range(last, periods=n + 1, freq) goes on:
+     * month ends stay month ends, business days skip weekends. */
+    int64_t last = series->times[origin - 1]; /* origin >= icl >= 1 */
+    for (size_t i = 0; i < n; i++)
+        if (!tsrnn_freq_advance(&series->freq, last, (int64_t)i + 1, &times[i])) {
+            char name[TSRNN_FREQ_NAME_MAX], from[64];
+            tsrnn_freq_name(&series->freq, name, sizeof(name));
+            tsrnn_time_format(last, series->time_unit, from, sizeof(from));
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "a %zu-step forecast at freq %s after %s would pass the last %s "
+                               "tsrnn can write (%s); accepted: a shorter forecast",
+                               n, name, from,
+                               series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
+                               series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807"
+                                                                     : "9999-12-31 23:59:59");
+        }
+    return TSRNN_OK;
+}
+
+void tsrnn_forecast_score_points(const float *actual, size_t a_step, const float *values,
+                                 size_t v_step, size_t count, size_t C,
+                                 struct tsrnn_forecast_scores *out, size_t *zeros)
+{
+    score(actual, a_step, values, v_step, count, C, out, zeros);
+}
+
+size_t tsrnn_forecast_covariate_count(const struct tsrnn_forecast_source *src)
+{
+    return covariate_count(src);
+}
+
+enum tsrnn_status tsrnn_forecast_covariates(float **rows, const struct tsrnn_forecast_source *src,
+                                            size_t icl, size_t n)
+{
+    return forecast_covariates(rows, src, icl, n);
+}
+
+void tsrnn_forecast_inputs(const struct tsrnn_forecast_source *src, const float *cov,
+                           size_t cov_first, const size_t *origins, size_t count, size_t icl,
+                           size_t n, float *context, size_t stride, float *future)
+{
+    const struct tsrnn_series *series = src->series;
+    size_t C = series->component_count, K = covariate_count(src), I = C + K;
+    for (size_t b = 0; b < count; b++) {
+        float *window = context + b * icl * I;
+        for (size_t t = 0; t < icl; t++) {
+            size_t p = origins[b] - icl + t; /* the series point of input step t */
+            memcpy(window + t * I, series->values + p * C, C * sizeof(float));
+            tsrnn_scaler_transform(src->scaler, window + t * I, 1);
+            if (K > 0)
+                memcpy(window + t * I + C, cov + (p + 1 - cov_first) * K, K * sizeof(float));
+        }
+        for (size_t k = 1; K > 0 && k < n; k++) /* step k's input: cov of point origin + k */
+            memcpy(future + ((k - 1) * stride + b) * K, cov + (origins[b] + k - cov_first) * K,
+                   K * sizeof(float));
+    }
+}
+
 /* Forecasts n steps after each of the `count` origins of src's series in one batch of the model
  * (count <= model->batch_capacity), from the icl points before each, scaled with its scaler:
  * values (count, n, C), original scale. With K covariates, `cov` (rows, K) holds them from
@@ -125,19 +189,7 @@ static enum tsrnn_status predict_after(struct tsrnn_model *model,
             free(steps);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", B, n);
     }
-    for (size_t b = 0; b < B; b++) {
-        float *window = context + b * icl * I;
-        for (size_t t = 0; t < icl; t++) {
-            size_t p = origins[b] - icl + t; /* the series point of input step t */
-            memcpy(window + t * I, series->values + p * C, C * sizeof(float));
-            tsrnn_scaler_transform(src->scaler, window + t * I, 1);
-            if (K > 0)
-                memcpy(window + t * I + C, cov + (p + 1 - cov_first) * K, K * sizeof(float));
-        }
-        for (size_t k = 1; K > 0 && k < n; k++) /* step k's input: cov of point origin + k */
-            memcpy(future + ((k - 1) * B + b) * K, cov + (origins[b] + k - cov_first) * K,
-                   K * sizeof(float));
-    }
+    tsrnn_forecast_inputs(src, cov, cov_first, origins, B, icl, n, context, B, future);
     enum tsrnn_status status =
         tsrnn_model_predict_covariates(model, steps, context, B, icl, future, n);
     free(context);
@@ -185,23 +237,11 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
         return status;
     }
 
-    /* The stamps after the history, as pandas' date_range(last, periods=n + 1, freq) goes on:
-     * month ends stay month ends, business days skip weekends. */
-    int64_t last = series->times[origin - 1]; /* origin >= icl >= 1 */
-    for (size_t i = 0; i < n; i++)
-        if (!tsrnn_freq_advance(&series->freq, last, (int64_t)i + 1, &f->times[i])) {
-            char name[TSRNN_FREQ_NAME_MAX], from[64];
-            tsrnn_freq_name(&series->freq, name, sizeof(name));
-            tsrnn_time_format(last, series->time_unit, from, sizeof(from));
-            tsrnn_forecast_finish(f);
-            return tsrnn_error(TSRNN_ERR_USAGE,
-                               "a %zu-step forecast at freq %s after %s would pass the last %s "
-                               "tsrnn can write (%s); accepted: a shorter forecast",
-                               n, name, from,
-                               series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
-                               series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807"
-                                                                     : "9999-12-31 23:59:59");
-        }
+    status = tsrnn_forecast_stamps(f->times, series, origin, n);
+    if (status != TSRNN_OK) {
+        tsrnn_forecast_finish(f);
+        return status;
+    }
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
     struct tsrnn_forecast_scores scores;
@@ -216,6 +256,10 @@ void tsrnn_forecast_finish(struct tsrnn_forecast *f)
 {
     free(f->times);
     free(f->values);
+    free(f->samples);
+    free(f->quantile_values);
+    free(f->band_low);
+    free(f->band_high);
     memset(f, 0, sizeof(*f));
 }
 
@@ -459,9 +503,10 @@ enum tsrnn_status tsrnn_forecast_plot(const struct tsrnn_forecast *f,
         snprintf(full_title, sizeof(full_title), "%s", title);
     const struct tsrnn_plot_line lines[] = {
         { "history", TSRNN_PLOT_BLUE, series->times + first, series->values + first * C,
-          f->origin - first },
-        { "actual", TSRNN_PLOT_ORANGE, series->times + f->origin, f->actual, f->actual_count },
-        { "forecast", TSRNN_PLOT_GREEN, f->times, f->values, f->length },
+          f->origin - first, NULL, NULL },
+        { "actual", TSRNN_PLOT_ORANGE, series->times + f->origin, f->actual, f->actual_count, NULL,
+          NULL },
+        { "forecast", TSRNN_PLOT_GREEN, f->times, f->values, f->length, f->band_low, f->band_high },
     };
     return plot_lines(series, full_title, lines, sizeof(lines) / sizeof(lines[0]), width, height,
                       path);
@@ -698,6 +743,7 @@ void tsrnn_backtest_finish(struct tsrnn_backtest *bt)
 {
     free(bt->values);
     free(bt->scores);
+    free(bt->quantile_scores);
     memset(bt, 0, sizeof(*bt));
 }
 
@@ -760,7 +806,8 @@ enum tsrnn_status tsrnn_backtest_save_csv(const struct tsrnn_backtest_part *part
 }
 
 /* A score with 9 significant digits; NaN as pandas writes it. */
-static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
+static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s,
+                       const struct tsrnn_quantile_scores *q)
 {
     const double v[3] = { s->mape, s->mae, s->rmse };
     for (size_t i = 0; i < 3; i++)
@@ -768,30 +815,39 @@ static void put_scores(FILE *out, const struct tsrnn_forecast_scores *s)
             fputs(",nan", out);
         else
             fprintf(out, ",%.9g", v[i]);
+    if (q != NULL)
+        tsrnn_quantile_scores_row(out, q);
     fputc('\n', out);
 }
 
 static enum tsrnn_status write_errors(const void *what, FILE *out)
 {
     const struct backtest_files *files = what;
+    bool quantiles = files->parts[0].bt->has_quantile_scores;
 
     put_id(out, files->id_name);
-    fputs("start,mape,mae,rmse\n", out);
+    fputs("start,mape,mae,rmse", out);
+    if (quantiles)
+        tsrnn_quantile_scores_header(out, &files->parts[0].bt->quantile_overall);
+    fputc('\n', out);
     for (size_t i = 0; i < files->count; i++) {
         const struct tsrnn_backtest *bt = files->parts[i].bt;
         const char *id = files->id_name ? files->parts[i].id : NULL;
         for (size_t f = 0; f < bt->forecast_count; f++) {
             put_id(out, id);
             put_time(out, files->parts[i].series, backtest_time(bt, files->parts[i].series, f, 0));
-            put_scores(out, &bt->scores[f]);
+            put_scores(out, &bt->scores[f], quantiles ? &bt->quantile_scores[f] : NULL);
         }
         put_id(out, id);
         fputs("backtest", out);
-        put_scores(out, &bt->overall);
+        put_scores(out, &bt->overall, quantiles ? &bt->quantile_overall : NULL);
     }
     if (files->mean != NULL && files->id_name != NULL) { /* under an empty id */
+        struct tsrnn_quantile_scores q_mean;
+        if (quantiles)
+            tsrnn_backtest_quantile_mean(&q_mean, files->parts, files->count);
         fputs(",backtest", out);
-        put_scores(out, files->mean);
+        put_scores(out, files->mean, quantiles ? &q_mean : NULL);
     }
     return flushed(out, "the backtest's errors");
 }
@@ -825,22 +881,28 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
         free(last);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
     }
-    lines[0] = (struct tsrnn_plot_line){ "actual", TSRNN_PLOT_BLUE, series->times + from,
-                                         series->values + from * C, L - from };
+    lines[0] = (struct tsrnn_plot_line){
+        "actual", TSRNN_PLOT_BLUE, series->times + from, series->values + from * C, L - from, NULL,
+        NULL
+    };
     if (bt->last_points_only) {
         for (size_t f = 0; f < F; f++) {
             times[f] = backtest_time(bt, series, f, H - 1);
             memcpy(last + f * C, bt->values + (f * H + H - 1) * C, C * sizeof(float));
         }
         snprintf(label, sizeof(label), "step %zu of %zu forecasts", H, F);
-        lines[1] = (struct tsrnn_plot_line){ label, TSRNN_PLOT_GREEN, times, last, F };
+        lines[1] = (struct tsrnn_plot_line){ label, TSRNN_PLOT_GREEN, times, last, F, NULL, NULL };
     } else {
         /* one legend entry for all the forecasts */
         snprintf(label, sizeof(label), "%zu forecasts of %zu steps", F, H);
         for (size_t f = 0; f < F; f++)
-            lines[1 + f] = (struct tsrnn_plot_line){ f == 0 ? label : NULL, TSRNN_PLOT_GREEN,
+            lines[1 + f] = (struct tsrnn_plot_line){ f == 0 ? label : NULL,
+                                                     TSRNN_PLOT_GREEN,
                                                      series->times + bt->first + f * bt->stride,
-                                                     bt->values + f * H * C, H };
+                                                     bt->values + f * H * C,
+                                                     H,
+                                                     NULL,
+                                                     NULL };
     }
     if (!isnan(bt->overall.mape))
         snprintf(full_title, sizeof(full_title), "%s (backtest MAPE %.2f%%)", title,
@@ -853,4 +915,26 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
     free(times);
     free(last);
     return status;
+}
+
+void tsrnn_forecast_put_field(FILE *out, const char *text)
+{
+    put_field(out, text);
+}
+
+void tsrnn_forecast_put_time(FILE *out, const struct tsrnn_series *series, int64_t t)
+{
+    put_time(out, series, t);
+}
+
+enum tsrnn_status tsrnn_forecast_covariate_rows(float **rows,
+                                                const struct tsrnn_forecast_source *src,
+                                                size_t first, size_t length, size_t reference)
+{
+    return covariate_rows(rows, src, first, length, reference);
+}
+
+void tsrnn_backtest_score(struct tsrnn_backtest *bt, const struct tsrnn_series *series)
+{
+    score_backtest(bt, series);
 }

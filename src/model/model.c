@@ -1,8 +1,8 @@
 /* The whole model of one rank, device-independent (include/tsrnn/model.h): its parameters on
  * the device and their import and export, the dropout masks, validation, Darts-style
  * prediction, all through the compute door (include/tsrnn/compute.h), which alone runs the
- * layers. Dropout masks are drawn here, on the host, from tsrnn's own generator, so that
- * every backend drops the same units. */
+ * layers. Dropout masks are drawn here, on the host, from PyTorch's CPU generator as
+ * nn.LSTM(dropout=p) draws them, so that every backend drops the units Darts drops. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +56,15 @@ void tsrnn_model_finish(struct tsrnn_model *model)
     *model = (struct tsrnn_model){ 0 };
 }
 
+enum tsrnn_status tsrnn_model_likelihood(struct tsrnn_model *model,
+                                         const struct tsrnn_likelihood *lik)
+{
+    TSRNN_TRY(tsrnn_compute_workspace_likelihood(model->ws, lik));
+    model->likelihood = *lik;
+    model->loss = TSRNN_LOSS_LIKELIHOOD;
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_model_upload_params(struct tsrnn_model *model, const float *params)
 {
     return tsrnn_compute_upload(model->compute, model->params, params,
@@ -68,20 +77,37 @@ enum tsrnn_status tsrnn_model_download_params(struct tsrnn_model *model, float *
                                   model->table.total_count * sizeof(float));
 }
 
+uint64_t tsrnn_model_dropout_draws(const struct tsrnn_model_dims *dims, size_t step_count)
+{
+    if (!has_dropout(dims))
+        return 0;
+    return 2 * (uint64_t)(dims->layer_count - 1) * step_count * dims->hidden_count;
+}
+
 const float *tsrnn_model_dropout(struct tsrnn_model *model, size_t batch_count, size_t step_count,
-                                 struct tsrnn_rng *rng)
+                                 struct tsrnn_mt19937 *g, size_t rank, size_t world_size)
 {
     const struct tsrnn_model_dims *d = &model->dims;
     if (model->dropout_masks == NULL || batch_count > model->batch_capacity ||
-        step_count > model->step_capacity)
+        step_count > model->step_capacity || world_size == 0 || rank >= world_size)
         return NULL;
-    /* Inverted dropout (torch.nn.functional.dropout in training): keep with probability
-     * 1 - p, scale kept values by 1 / (1 - p); layer 1's input first, as the forward reads
-     * them. */
-    size_t n = (d->layer_count - 1) * step_count * batch_count * d->hidden_count;
-    float p = d->dropout, scale = (float)(1.0 / (1.0 - (double)p));
-    for (size_t i = 0; i < n; i++)
-        model->dropout_masks[i] = tsrnn_rng_uniform(rng) < p ? 0.0f : scale;
+    /* aten's _dropout_impl on a CPU: noise.bernoulli_(1 - p) (one double uniform per
+     * element, 1 when below 1 - p), noise.div_(1 - p) in float, input * noise. */
+    double keep = 1.0 - d->dropout;
+    float scale = 1.0f / (float)keep;
+    size_t H = d->hidden_count, rows = world_size * batch_count;
+    uint64_t row_draws = 2 * (uint64_t)H; /* random64 per element */
+    float *mask = model->dropout_masks;
+    for (size_t l = 1; l < d->layer_count; l++)
+        for (size_t t = 0; t < step_count; t++)
+            for (size_t j = 0; j < rows; j++) {
+                if (j % world_size != rank) {
+                    tsrnn_mt19937_discard(g, row_draws);
+                    continue;
+                }
+                for (size_t h = 0; h < H; h++)
+                    *mask++ = tsrnn_torch_uniform_double(g) < keep ? scale : 0.0f;
+            }
     return model->dropout_masks;
 }
 
@@ -95,11 +121,11 @@ enum tsrnn_status tsrnn_model_evaluate(struct tsrnn_model *model, const float *x
 
 enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const float *x,
                                                const float *y, size_t batch_count,
-                                               size_t step_count, struct tsrnn_rng *dropout_rng,
+                                               size_t step_count, struct tsrnn_mt19937 *dropout_g,
                                                float *loss)
 {
-    const float *masks = dropout_rng != NULL
-                             ? tsrnn_model_dropout(model, batch_count, step_count, dropout_rng)
+    const float *masks = dropout_g != NULL
+                             ? tsrnn_model_dropout(model, batch_count, step_count, dropout_g, 0, 1)
                              : NULL;
     TSRNN_TRY(tsrnn_compute_batch_load(model->ws, x, y, batch_count, step_count));
     return tsrnn_compute_forward_backward(model->ws, model->params, masks, model->loss, loss);

@@ -64,8 +64,8 @@ void tsrnn_param_table_init(struct tsrnn_param_table *table, const struct tsrnn_
         add_entry(table, name, G * H, 0);
     }
     table->rnn_count = table->total_count;
-    add_entry(table, "V.weight", dims->output_count, H);
-    add_entry(table, "V.bias", dims->output_count, 0);
+    add_entry(table, "V.weight", tsrnn_model_head_count(dims), H);
+    add_entry(table, "V.bias", tsrnn_model_head_count(dims), 0);
     table->head_count = table->total_count - table->rnn_count;
 }
 
@@ -98,7 +98,7 @@ void tsrnn_model_params_view(struct tsrnn_model_params *view, const struct tsrnn
         next += G * H;
     }
     view->v_w = next;
-    next += dims->output_count * H;
+    next += tsrnn_model_head_count(dims) * H;
     view->v_b = next;
 }
 
@@ -107,8 +107,8 @@ void tsrnn_model_init_params(float *flat, const struct tsrnn_param_table *table,
 {
     /* torch's CPU uniform_ fuses the multiply-add on AVX2 machines (every x86-64 CPU of the
      * last decade), which is what a Darts user's PyTorch does. */
-    tsrnn_darts_init_params(flat, table->rnn_count, dims->hidden_count, dims->output_count,
-                            random_state, TSRNN_TORCH_UNIFORM_FUSED);
+    tsrnn_darts_init_params(flat, table->rnn_count, dims->hidden_count,
+                            tsrnn_model_head_count(dims), random_state, TSRNN_TORCH_UNIFORM_FUSED);
 }
 
 static void format_shape(char *out, size_t capacity, size_t rank, const int64_t *shape)
@@ -193,4 +193,9 @@ enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_
         status = tsrnn_model_read_tensors(flat, table, &st, "", path);
     tsrnn_safetensors_finish(&st);
     return status;
+}
+
+size_t tsrnn_model_head_count(const struct tsrnn_model_dims *dims)
+{
+    return dims->output_count * (dims->param_count > 1 ? dims->param_count : 1);
 }

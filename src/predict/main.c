@@ -8,7 +8,9 @@
  * series the model was trained on (where the validation part gives actual values to score
  * against), or of the one --id names, or after the end of a series given with --series.
  * A backtest forecasts from every --stride-th point of each series from --start on, each
- * forecast --horizon steps inside the series.
+ * forecast --horizon steps inside the series. A model with a likelihood forecasts sample
+ * paths (--num-samples), drawn as Darts draws them right after fit(), and writes their
+ * quantiles (--quantiles).
  *
  * Exit codes: 0 ok, 1 runtime failure (a file could not be written), 2 usage, bad
  * checkpoint or bad series.
@@ -21,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
 #include "tsrnn/compute.h"
+#include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
@@ -71,6 +75,18 @@ static void usage(FILE *out)
             "      --size WxH         the picture's size in pixels (default 1000x500)\n"
             "      --accelerator WHICH cpu (default: one window at a time is the CPU's work) or\n"
             "                           gpu (the CUDA backend; exit 2 where there is none)\n"
+            "\n"
+            "A model with a likelihood ([model] likelihood):\n"
+            "      --num-samples N    sample paths per forecast (default: the run's [forecast]\n"
+            "                         num_samples); the CSV holds their quantiles, the picture\n"
+            "                         their median and 5-95%% band\n"
+            "      --quantiles LIST   the CSV's quantiles, e.g. 0.1,0.5,0.9 (default: the run's\n"
+            "                         [forecast] quantiles)\n"
+            "      --samples FILE     also write every path there (<component>_s0, ...)\n"
+            "      --likelihood-parameters  the distribution's parameters of the first step\n"
+            "                         instead (--n 1)\n"
+            "      --random-state R   draw as Darts' predict(random_state=R) (default: as the\n"
+            "                         first predict() after fit(), from the run's random_state)\n"
             "  -h, --help             show this help and exit\n"
             "  -V, --version          show the version and exit\n"
             "\n"
@@ -92,6 +108,11 @@ struct options {
     const char *start; /* --start, or NULL */
     long long horizon, stride;
     bool last_points_only;
+    const char *num_samples;  /* --num-samples, or NULL: the run's */
+    const char *quantiles;    /* --quantiles, or NULL: the run's */
+    const char *samples_path; /* --samples */
+    bool likelihood_parameters;
+    long long random_state; /* --random-state, or -1 */
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -157,15 +178,24 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "start", required_argument, NULL, 'T' },
         { "stride", required_argument, NULL, 'R' },
         { "last-points-only", no_argument, NULL, 'L' },
+        { "num-samples", required_argument, NULL, 'N' },
+        { "quantiles", required_argument, NULL, 'Q' },
+        { "samples", required_argument, NULL, 'M' },
+        { "likelihood-parameters", no_argument, NULL, 'P' },
+        { "random-state", required_argument, NULL, 'X' },
         { NULL, 0, NULL, 0 },
     };
     int opt;
     int64_t n;
     char tail;
 
-    *o = (struct options){
-        .checkpoint = "best", .n = -1, .width = 1000, .height = 500, .horizon = -1, .stride = -1
-    };
+    *o = (struct options){ .checkpoint = "best",
+                           .n = -1,
+                           .width = 1000,
+                           .height = 500,
+                           .horizon = -1,
+                           .stride = -1,
+                           .random_state = -1 };
     while ((opt = getopt_long(argc, argv, "r:c:s:i:n:o:p:bhV", long_options, NULL)) != -1) {
         switch (opt) {
         case 'r':
@@ -218,6 +248,25 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'L':
             o->last_points_only = true;
+            break;
+        case 'N':
+            o->num_samples = optarg;
+            break;
+        case 'Q':
+            o->quantiles = optarg;
+            break;
+        case 'M':
+            o->samples_path = optarg;
+            break;
+        case 'P':
+            o->likelihood_parameters = true;
+            break;
+        case 'X':
+            if (!tsrnn_parse_int64(optarg, &n) || n < 0 || n > 4294967295LL)
+                return usage_error("--random-state %s: accepted: an integer from 0 to "
+                                   "4294967295 (Darts' random_state)",
+                                   optarg);
+            o->random_state = n;
             break;
         case 'A':
             if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
@@ -471,10 +520,102 @@ static const char *id_name(const struct tsrnn_checkpoint *ck)
     return ck->config.id_col[0] != '\0' ? ck->config.id_col : "series";
 }
 
+/* The forecast options of a model with a likelihood: the run's [forecast] keys (with the
+ * command line's over them, applied to ck->config by apply_sampling_options), drawing as
+ * Darts' first predict() after fit() does (torch seed draw `draw`: 5 for predict(), 4 for
+ * historical_forecasts()), or as predict(random_state=R). */
+static void sampling_options(struct tsrnn_forecast_options *opt, const struct options *o,
+                             const struct tsrnn_checkpoint *ck, unsigned draw)
+{
+    uint32_t seed = o->random_state >= 0
+                        ? tsrnn_darts_seed((uint32_t)o->random_state, 1)
+                        : tsrnn_darts_seed((uint32_t)ck->config.random_state, draw);
+    tsrnn_forecast_options_from_config(opt, &ck->config, seed, o->likelihood_parameters);
+}
+
+/* "MQL 0.05: ..., 5-95% interval: coverage (MIC) ..., width (MIW) ..." after `lead`. */
+static void print_quantile_scores(const char *lead, const struct tsrnn_quantile_scores *q)
+{
+    fprintf(stderr, "%sMQL", lead);
+    for (size_t k = 0; k < q->quantile_count; k++)
+        fprintf(stderr, "%s %g: %.6g", k ? "," : "", q->quantiles[k], q->mql[k]);
+    fprintf(stderr, "; %g-%g%% interval: coverage (MIC) %.6g, width (MIW) %.6g\n", 100 * q->low,
+            100 * q->high, q->mic, q->miw);
+}
+
+/* A model with a likelihood: every source's paths in one Darts predict() call, their scores
+ * (the median's, the samples' quantile metrics), the quantiles' CSV (or the parameters'), the
+ * paths with --samples, the picture of the first. */
+static enum tsrnn_status forecast_sampled(const struct options *o,
+                                          const struct tsrnn_checkpoint *ck, const char *path,
+                                          struct tsrnn_model *model,
+                                          const struct tsrnn_forecast_source *sources, size_t count)
+{
+    struct tsrnn_forecast_options opt;
+    sampling_options(&opt, o, ck, TSRNN_DARTS_PREDICT_DRAW);
+    struct tsrnn_forecast *f = calloc(count, sizeof(*f));
+    if (f == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+    enum tsrnn_status status = tsrnn_forecast_predict(
+        f, model, sources, count, (size_t)ck->input_chunk_length, (size_t)o->n, NULL, &opt);
+    if (status != TSRNN_OK) {
+        free(f);
+        return status;
+    }
+    print_loaded(ck, path);
+    fprintf(stderr, "%zu sample path%s per forecast (%s)\n", f[0].sample_count,
+            f[0].sample_count == 1 ? "" : "s",
+            tsrnn_likelihood_darts_class(model->likelihood.kind));
+    for (size_t i = 0; i < count && f[0].param_count == 0; i++) {
+        print_scores(&f[i], sources[i].series, sources[i].id);
+        if (f[i].has_quantile_scores)
+            print_quantile_scores(sources[i].id != NULL ? "  " : "", &f[i].quantile_scores);
+    }
+    FILE *out = stdout;
+    struct tsrnn_atomic_file af;
+    if (o->out_path != NULL && (status = tsrnn_atomic_file_open(&af, o->out_path)) == TSRNN_OK)
+        out = af.file;
+    if (status == TSRNN_OK)
+        status =
+            tsrnn_forecast_write_set(f, sources, count, id_name(ck), &model->likelihood, &opt, out);
+    if (o->out_path != NULL && out != stdout)
+        status = status == TSRNN_OK ? tsrnn_atomic_file_commit(&af)
+                                    : (tsrnn_atomic_file_abort(&af), status);
+    if (status == TSRNN_OK && o->samples_path != NULL) {
+        if (f[0].sample_count < 2) {
+            status = tsrnn_error(TSRNN_ERR_USAGE,
+                                 "--samples %s: a forecast of %zu path has no samples to write; "
+                                 "accepted with --num-samples 2 or more",
+                                 o->samples_path, f[0].sample_count);
+        } else if ((status = tsrnn_atomic_file_open(&af, o->samples_path)) == TSRNN_OK) {
+            status = tsrnn_forecast_write_samples(f, sources, count, id_name(ck), af.file);
+            status = status == TSRNN_OK ? tsrnn_atomic_file_commit(&af)
+                                        : (tsrnn_atomic_file_abort(&af), status);
+        }
+    }
+    if (status == TSRNN_OK && o->plot_path != NULL && f[0].param_count > 0)
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "--plot %s: a forecast of the likelihood's parameters has no "
+                             "picture; leave out --likelihood-parameters or --plot",
+                             o->plot_path);
+    if (status == TSRNN_OK && o->plot_path != NULL) {
+        char title[3 * TSRNN_NAME_MAX + 32];
+        plot_title(ck, sources[0].id, title, sizeof(title));
+        status =
+            tsrnn_forecast_plot(&f[0], sources[0].series, title, o->width, o->height, o->plot_path);
+    }
+    for (size_t i = 0; i < count; i++)
+        tsrnn_forecast_finish(&f[i]);
+    free(f);
+    return status;
+}
+
 static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_checkpoint *ck,
                                   const char *path, struct tsrnn_model *model,
                                   const struct tsrnn_forecast_source *sources, size_t count)
 {
+    if (model->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
+        return forecast_sampled(o, ck, path, model, sources, count);
     size_t icl = (size_t)ck->input_chunk_length;
     struct tsrnn_forecast f;
     /* The first forecast before anything is printed: a forecast that cannot be made (its
@@ -613,11 +754,15 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
     else if (snprintf(csv, sizeof(csv), "%s/backtest.csv", dir) >= (int)sizeof(csv) ||
              snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors))
         status = tsrnn_error(TSRNN_ERR_USAGE, "--out %s: the path is too long", dir);
+    /* A model with a likelihood: each series' forecasts sampled as historical_forecasts()
+     * right after fit() draws them (its predict_from_dataset() is draw 4). */
+    struct tsrnn_forecast_options opt;
+    sampling_options(&opt, o, ck, TSRNN_DARTS_PREDICT_DRAW - 1);
     for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
         status = tsrnn_forecast_error_series(
-            tsrnn_backtest_run(&bts[i], model, &sources[i], firsts[i],
-                               (size_t)ck->input_chunk_length, (size_t)o->horizon,
-                               (size_t)o->stride, o->last_points_only),
+            tsrnn_backtest_run_sampled(&bts[i], model, &sources[i], firsts[i],
+                                       (size_t)ck->input_chunk_length, (size_t)o->horizon,
+                                       (size_t)o->stride, o->last_points_only, &opt),
             sources[i].id);
         parts[i] = (struct tsrnn_backtest_part){ &bts[i], sources[i].series, sources[i].id };
         each[i] = bts[i].overall;
@@ -652,6 +797,14 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
         for (size_t i = 0; i < count && sources[0].id != NULL; i++)
             print_backtest(sources[i].id, &bts[i].overall);
         print_backtest(NULL, &mean); /* one series: its own value */
+        if (bts[0].has_quantile_scores) {
+            struct tsrnn_quantile_scores q;
+            tsrnn_backtest_quantile_mean(&q, parts, count);
+            printf("backtest quantiles:");
+            for (size_t k = 0; k < q.quantile_count; k++)
+                printf(" MQL_%g %.9g", q.quantiles[k], q.mql[k]);
+            printf(" MIC %.9g MIW %.9g\n", q.mic, q.miw);
+        }
         if (fflush(stdout) != 0)
             status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write to standard output");
     }
@@ -661,6 +814,41 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
     free(parts);
     free(each);
     return status;
+}
+
+/* The sampling options given on the command line, over the run's [forecast] keys (checked as
+ * the config checks them), and what a model without a likelihood refuses. */
+static enum tsrnn_status apply_sampling_options(struct tsrnn_checkpoint *ck,
+                                                const struct options *o)
+{
+    struct tsrnn_config *cfg = &ck->config;
+    if (o->num_samples != NULL)
+        TSRNN_TRY(tsrnn_config_set(cfg, "forecast", "num_samples", o->num_samples, "--num-samples",
+                                   NULL));
+    if (o->quantiles != NULL)
+        TSRNN_TRY(
+            tsrnn_config_set(cfg, "forecast", "quantiles", o->quantiles, "--quantiles", NULL));
+    const char *sampling = o->num_samples             ? "--num-samples"
+                           : o->quantiles             ? "--quantiles"
+                           : o->samples_path          ? "--samples"
+                           : o->likelihood_parameters ? "--likelihood-parameters"
+                           : o->random_state >= 0     ? "--random-state"
+                                                      : NULL;
+    if (ck->likelihood.kind == TSRNN_LIKELIHOOD_NONE) {
+        if (sampling != NULL)
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: the model has no likelihood ([model] likelihood = none): its "
+                               "forecast is one path, as Darts' point forecasts",
+                               sampling);
+        return TSRNN_OK;
+    }
+    if (o->likelihood_parameters && (cfg->num_samples != 1 || o->n != 1 || o->backtest))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "--likelihood-parameters predicts the first step's parameters: it "
+                           "needs --n 1 and num_samples 1 (here %d), as Darts' "
+                           "predict_likelihood_parameters",
+                           cfg->num_samples);
+    return TSRNN_OK;
 }
 
 static enum tsrnn_status predict(const struct options *o)
@@ -715,6 +903,8 @@ static enum tsrnn_status predict(const struct options *o)
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
     }
     if (status == TSRNN_OK)
+        status = apply_sampling_options(ck, o);
+    if (status == TSRNN_OK)
         status = load_sources(&ds, &own, sources, &count, ck, o);
     if (status == TSRNN_OK && o->plot_path != NULL && count > 1)
         status = tsrnn_error(TSRNN_ERR_USAGE,
@@ -733,11 +923,17 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_compute_create(&compute, &device);
     if (status == TSRNN_ERR_USAGE && o->gpu)
         status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
+    /* Sampled paths go as Darts tiles them: up to batch_size windows at once. */
+    bool sampled = ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE;
+    if (sampled && (size_t)ck->config.batch_size > batch)
+        batch = (size_t)ck->config.batch_size;
     if (status == TSRNN_OK)
         status =
             tsrnn_model_init(&model, compute, &ck->dims, batch, (size_t)ck->input_chunk_length);
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_restore(ck, &model, NULL);
+    if (status == TSRNN_OK && sampled)
+        status = tsrnn_model_likelihood(&model, &ck->likelihood);
     if (status == TSRNN_OK)
         status = o->backtest ? backtest(o, ck, path, &model, sources, count, firsts)
                              : forecast(o, ck, path, &model, sources, count);

@@ -534,11 +534,14 @@ static void y_axis_init(struct y_axis *ax, const struct tsrnn_plot *plot, size_t
     for (size_t l = 0; l < plot->line_count; l++) {
         const struct tsrnn_plot_line *line = &plot->lines[l];
         for (size_t i = 0; i < line->length; i++) {
-            double v = line->values[i * plot->component_count + c];
-            if (isfinite(v)) {
-                lo = fmin(lo, v);
-                hi = fmax(hi, v);
-            }
+            size_t at = i * plot->component_count + c;
+            double v[3] = { line->values[at], line->band_low ? line->band_low[at] : NAN,
+                            line->band_high ? line->band_high[at] : NAN };
+            for (size_t k = 0; k < 3; k++)
+                if (isfinite(v[k])) {
+                    lo = fmin(lo, v[k]);
+                    hi = fmax(hi, v[k]);
+                }
         }
     }
     if (lo > hi) { /* no finite value */
@@ -801,8 +804,44 @@ static void draw_value_axis(const struct chart *ch, size_t c)
     }
 }
 
+/* A line's band for component `c`: each run of points whose bounds are finite, filled between
+ * them in the line's colour at matplotlib's alpha 0.25 (Darts' fill_between); a run of one
+ * point, a vertical line. */
+static void draw_band(const struct chart *ch, const struct tsrnn_plot_line *line, size_t c)
+{
+    cairo_t *cr = ch->cr;
+    size_t C = ch->plot->component_count;
+    double r = (double)((line->rgb >> 16) & 0xff) / 255.0;
+    double g = (double)((line->rgb >> 8) & 0xff) / 255.0, b = (double)(line->rgb & 0xff) / 255.0;
+    for (size_t start = 0; start < line->length;) {
+        size_t end = start;
+        while (end < line->length && isfinite(line->band_low[end * C + c]) &&
+               isfinite(line->band_high[end * C + c]))
+            end++;
+        if (end == start) {
+            start++;
+            continue;
+        }
+        LIB(cairo_new_path)(cr);
+        for (size_t i = start; i < end; i++)
+            LIB(cairo_line_to)
+        (cr, map_x(ch, line->times[i]), map_y(ch, c, line->band_low[i * C + c]));
+        for (size_t i = end; i-- > start;)
+            LIB(cairo_line_to)
+        (cr, map_x(ch, line->times[i]), map_y(ch, c, line->band_high[i * C + c]));
+        if (end - start == 1) {
+            LIB(cairo_set_source_rgb)(cr, r, g, b);
+            LIB(cairo_stroke)(cr);
+        } else {
+            LIB(cairo_set_source_rgba)(cr, r, g, b, 0.25);
+            LIB(cairo_fill)(cr);
+        }
+        start = end;
+    }
+}
+
 /* Each line's points for component `c`, in order; a point between non-finite values (or a
- * line of one point) is a dot. */
+ * line of one point) is a dot. A line's band lies under it. */
 static void draw_lines(const struct chart *ch, size_t c)
 {
     cairo_t *cr = ch->cr;
@@ -822,6 +861,8 @@ static void draw_lines(const struct chart *ch, size_t c)
     LIB(cairo_set_line_cap)(cr, CAIRO_LINE_CAP_ROUND);
     for (size_t l = 0; l < plot->line_count; l++) {
         const struct tsrnn_plot_line *line = &plot->lines[l];
+        if (line->band_low != NULL && line->band_high != NULL)
+            draw_band(ch, line, c);
         set_rgb(cr, line->rgb);
         size_t run = 0;
         double x = 0, y = 0;

@@ -17,12 +17,13 @@
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
-#include "tsrnn/rng.h"
 #include "tsrnn/safetensors.h"
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/thread.h"
 #include "tsrnn/train.h"
 #include "tsrnn/world.h"
+
+#include "dropout.h"
 
 struct trainer {
     const struct tsrnn_config *cfg;
@@ -38,6 +39,7 @@ struct trainer {
     double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
     char stop_reason[256]; /* and why, in Lightning's words */
     struct tsrnn_sampler sampler;
+    struct tsrnn_dropout_stream dropout; /* the steps' dropout masks (dropout.h) */
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
     struct tsrnn_progress progress;
@@ -318,8 +320,9 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
 }
 
 /* logs/hparams.yaml as Lightning's TensorBoardLogger saves Darts' module hyperparameters
- * (PyYAML, keys sorted) for this model: no covariates, no likelihood; the optimizer and
- * scheduler classes with the kwargs the config gave. */
+ * (PyYAML, keys sorted) for this model: the future covariates' shape; the optimizer and
+ * scheduler classes with the kwargs the config gave. A likelihood: Darts pickles the object
+ * (its torch modules' internals included); tsrnn writes its repr() and nr_params. */
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
     static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
@@ -342,10 +345,14 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
                  cfg->training_length, K);
     shortest_double(dropout, sizeof(dropout), cfg->dropout);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    const struct tsrnn_likelihood *lik = &tr->model.likelihood;
+    char likelihood[TSRNN_LIKELIHOOD_MAX_QUANTILES * 24 + 128] = "null";
+    if (lik->kind != TSRNN_LIKELIHOOD_NONE)
+        tsrnn_likelihood_repr(lik, likelihood, sizeof(likelihood));
     fprintf(af.file,
             "dropout: %s\nhidden_dim: %d\ninput_chunk_length: %d\ninput_size: %zu\n"
-            "likelihood: null\n",
-            dropout, cfg->hidden_dim, cfg->input_chunk_length, C + K);
+            "likelihood: %s\n",
+            dropout, cfg->hidden_dim, cfg->input_chunk_length, C + K, likelihood);
     if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_NONE) {
         fprintf(af.file, "lr_scheduler_cls: null\nlr_scheduler_kwargs: null\n");
     } else {
@@ -360,9 +367,10 @@ static enum tsrnn_status write_hparams(const struct trainer *tr, const char *log
         write_kwargs(af.file, cfg, true);
     }
     fprintf(af.file,
-            "name: %s\nnr_params: 1\nnum_layers: %d\n"
+            "name: %s\nnr_params: %zu\nnum_layers: %d\n"
             "optimizer_cls: !!python/name:torch.optim.%s ''\noptimizer_kwargs:\n",
-            tsrnn_model_kind_name(cfg->model), cfg->n_rnn_layers, optimizers[cfg->optimizer_cls]);
+            tsrnn_model_kind_name(cfg->model), tsrnn_likelihood_param_count(lik), cfg->n_rnn_layers,
+            optimizers[cfg->optimizer_cls]);
     write_kwargs(af.file, cfg, false);
     fprintf(af.file,
             "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
@@ -741,6 +749,42 @@ static enum tsrnn_status check_plot(const struct tsrnn_config *cfg)
                        origin, why);
 }
 
+/* A likelihood whose torch distribution validates its targets (negative_binomial and
+ * geometric: counts; lognormal, gamma and weibull: positive; halfnormal and exponential:
+ * non-negative; bernoulli: 0 or 1; Darts stops on the first batch otherwise) trains on such targets only: refused before anything is written, naming the
+ * first value that is not one. */
+static enum tsrnn_status check_support(const struct trainer *tr, const struct tsrnn_likelihood *lik)
+{
+    enum tsrnn_likelihood_support support = tsrnn_likelihood_support(lik->kind);
+    const struct tsrnn_dataset *ds = tr->ds;
+    for (size_t i = 0; i < ds->series_count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        size_t C = item->series.component_count;
+        for (size_t p = 0; p < item->series.length; p++)
+            for (size_t c = 0; c < C; c++) {
+                float v = item->scaled[p * C + c];
+                if (tsrnn_likelihood_supports(support, v))
+                    continue;
+                char stamp[64];
+                tsrnn_time_format(item->series.times[p], item->series.time_unit, stamp,
+                                  sizeof(stamp));
+                return tsrnn_error(
+                    TSRNN_ERR_DATA,
+                    "%s: [model] likelihood = %s models %s, but %s%s%s%s at %s is %g after "
+                    "[data] scaler = %s; accepted: such targets (a minmax scaler maps the "
+                    "training minimum to 0: scaler = none), as Darts' %s validates them (torch's "
+                    "log_prob)",
+                    tsrnn_config_origin(tr->cfg, "model", "likelihood"),
+                    tsrnn_likelihood_name(lik->kind), tsrnn_likelihood_support_text(support),
+                    item->series.component_names[c], item->id[0] ? " of series '" : "", item->id,
+                    item->id[0] ? "'" : "", stamp, (double)v,
+                    tr->cfg->scaler == TSRNN_SCALER_NONE ? "none" : "minmax",
+                    tsrnn_likelihood_darts_class(lik->kind));
+            }
+    }
+    return TSRNN_OK;
+}
+
 static enum tsrnn_status setup(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
@@ -748,16 +792,22 @@ static enum tsrnn_status setup(struct trainer *tr)
     size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
     size_t B = (size_t)cfg->batch_size;
     /* RNNModel's input: the target's C components beside the K future covariates. */
+    struct tsrnn_likelihood likelihood;
+    tsrnn_config_likelihood(cfg, &likelihood);
+    bool probabilistic = likelihood.kind != TSRNN_LIKELIHOOD_NONE;
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
         .input_count = C + K,
         .hidden_count = (size_t)cfg->hidden_dim,
         .layer_count = (size_t)cfg->n_rnn_layers,
         .output_count = C,
-        .dropout = (float)cfg->dropout,
+        .dropout = cfg->dropout,
+        .param_count = tsrnn_likelihood_param_count(&likelihood),
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
+    if (tsrnn_likelihood_support(likelihood.kind) != TSRNN_SUPPORT_REAL)
+        TSRNN_TRY(check_support(tr, &likelihood));
     if (tr->writes_files)
         TSRNN_TRY(check_plot(cfg));
     if (tr->compute == NULL) {
@@ -781,7 +831,9 @@ static enum tsrnn_status setup(struct trainer *tr)
      * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers
      * and early stopping run on the host and work everywhere. */
     struct tsrnn_compute_needs needs = {
-        .loss = cfg->loss_fn,
+        .loss = probabilistic ? TSRNN_LOSS_LIKELIHOOD : cfg->loss_fn,
+        .likelihood = tsrnn_likelihood_name(likelihood.kind),
+        .likelihood_origin = tsrnn_config_origin(cfg, "model", "likelihood"),
         .other_optimizer = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM,
         .clipping = cfg->gradient_clip_val > 0.0,
         .world_size = tr->world_size,
@@ -792,6 +844,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     tr->model.loss = cfg->loss_fn;
+    if (probabilistic)
+        TSRNN_TRY(tsrnn_model_likelihood(&tr->model, &likelihood));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
@@ -819,11 +873,24 @@ static enum tsrnn_status setup(struct trainer *tr)
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it); whether
      * Lightning's sanity check drew one more is rng_compat's. */
-    struct tsrnn_shuffle shuffle = {
+    struct tsrnn_darts_fit fit = {
         .random_state = (uint32_t)cfg->random_state,
         .param_count = tr->model.table.total_count,
         .validation = ds->val.count > 0,
         .sanity_check_draws = cfg->rng_compat == TSRNN_RNG_COMPAT_LIGHTNING1,
+        .shuffle = cfg->shuffle,
+    };
+    /* Dropout draws inside each step from the same generator (dropout.h), which moves the
+     * later epochs' shuffles on. */
+    size_t W = (size_t)tr->world_size;
+    tsrnn_dropout_stream_init(&tr->dropout, &fit, tsrnn_model_dropout_draws(&dims, T),
+                              (ds->train.count + W - 1) / W, (size_t)tr->rank, W);
+    struct tsrnn_shuffle shuffle = {
+        .random_state = fit.random_state,
+        .param_count = fit.param_count,
+        .validation = fit.validation,
+        .sanity_check_draws = fit.sanity_check_draws,
+        .epoch_draws = tr->dropout.fit.epoch_draws,
     };
     TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
                                  (size_t)tr->rank, (size_t)tr->world_size));
@@ -889,21 +956,20 @@ static bool steps_done(const struct trainer *tr)
 /* One optimizer step on the B windows idx, queued on the device: the batch, its dropout
  * masks, the optimizer's update for this step, then the whole step behind the compute door
  * (forward, loss, backward, the reduction over the ranks with this rank's stop request,
- * clipping, the update). Its loss and whether it diverged are read later (read_steps). */
-static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_t B)
+ * clipping, the update). Its loss and whether it diverged are read later (read_steps).
+ * last_batch: the epoch's last. */
+static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_t B,
+                                    bool last_batch)
 {
     size_t T = tr->ds->training_length;
-    struct tsrnn_rng dropout_rng;
-    tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
-                   TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_window_list_gather(&tr->ds->train, idx, B, tr->x, tr->y);
     struct tsrnn_step_args step = {
         .x = tr->x,
         .y = tr->y,
         .batch_count = B,
         .step_count = T,
-        .dropout_masks = tsrnn_model_dropout(&tr->model, B, T, &dropout_rng),
-        .loss = tr->cfg->loss_fn,
+        .dropout_masks = tsrnn_dropout_stream_next(&tr->dropout, &tr->model, B, T, last_batch),
+        .loss = tr->model.loss,
         .clip_max_norm = (float)tr->cfg->gradient_clip_val,
         .reduce = tr->comm != NULL ? &tr->reduce : NULL,
         .stop_requested = tr->stop_requested != NULL && *tr->stop_requested,
@@ -1126,6 +1192,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
     tr->epoch_lr = tr->adam.lr;
+    tsrnn_dropout_stream_seek(&tr->dropout, epoch, first_batch * (size_t)tr->cfg->batch_size);
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
         /* Asked to stop (the flag travelled with a step's gradients, so every rank agrees):
@@ -1136,7 +1203,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         const size_t *idx;
         size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
-        TSRNN_TRY(train_step(tr, idx, count));
+        TSRNN_TRY(train_step(tr, idx, count, b + 1 == batch_count));
         tr->pending_windows[tr->pending_count++] = count;
         tr->step++;
         /* Lightning steps an interval-"step" scheduler after each optimizer step; the state
@@ -1237,28 +1304,88 @@ static const char *id_column(const struct tsrnn_config *cfg)
  * empty id. */
 static enum tsrnn_status write_validation(const struct trainer *tr,
                                           const struct tsrnn_forecast_scores *each,
-                                          const struct tsrnn_forecast_scores *mean)
+                                          const struct tsrnn_forecast_scores *mean,
+                                          const struct tsrnn_quantile_scores *q_each,
+                                          const struct tsrnn_quantile_scores *q_mean)
 {
     const struct tsrnn_dataset *ds = tr->ds;
     char path[PATH_MAX + 32];
     struct tsrnn_atomic_file af;
     snprintf(path, sizeof(path), "%s/validation.csv", tr->run_dir);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
-    fprintf(af.file, "%s,steps,mape,mae,rmse\n", id_column(tr->cfg));
+    fprintf(af.file, "%s,steps,mape,mae,rmse", id_column(tr->cfg));
+    if (q_each != NULL)
+        tsrnn_quantile_scores_header(af.file, q_mean);
+    fputc('\n', af.file);
     for (size_t i = 0; i <= ds->series_count; i++) {
         bool all = i == ds->series_count;
         const struct tsrnn_forecast_scores *sc = all ? mean : &each[i];
         size_t steps = 0;
         for (size_t k = all ? 0 : i; k < (all ? ds->series_count : i + 1); k++)
             steps += ds->items[k].val_length;
-        fprintf(af.file, "%s,%zu,%.9g,%.9g,%.9g\n", all ? "" : ds->items[i].id, steps, sc->mape,
+        fprintf(af.file, "%s,%zu,%.9g,%.9g,%.9g", all ? "" : ds->items[i].id, steps, sc->mape,
                 sc->mae, sc->rmse);
+        if (q_each != NULL)
+            tsrnn_quantile_scores_row(af.file, all ? q_mean : &q_each[i]);
+        fputc('\n', af.file);
     }
     if (fflush(af.file) != 0 || ferror(af.file)) {
         tsrnn_atomic_file_abort(&af);
         return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
     }
     return tsrnn_atomic_file_commit(&af);
+}
+
+/* How the run's model forecasts with a likelihood ([forecast] num_samples, ...): Darts'
+ * predict() call number `call` after fit() (1: draws 4 and 5 of random_state's RandomState;
+ * each later call two more), batch_size the model's. */
+static void forecast_options(const struct trainer *tr, unsigned call, bool parameters,
+                             struct tsrnn_forecast_options *opt)
+{
+    uint32_t seed = tsrnn_darts_seed((uint32_t)tr->cfg->random_state,
+                                     TSRNN_DARTS_PREDICT_DRAW + 2 * (call - 1));
+    tsrnn_forecast_options_from_config(opt, tr->cfg, seed, parameters);
+}
+
+/* The validation forecast of a model with a likelihood: Darts' predict(n = the longest
+ * validation part, series = the training parts, num_samples) as one call (the second
+ * predict() after fit(): the first is [forecast]'s), each series' forecast cut to its
+ * validation part; the point metrics on the median, the quantile metrics on the samples. */
+static enum tsrnn_status sampled_validation(struct trainer *tr, struct tsrnn_forecast_scores *each,
+                                            struct tsrnn_quantile_scores *q_each,
+                                            struct tsrnn_train_result *r)
+{
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t S = ds->series_count, n = 0;
+    struct tsrnn_forecast *f = calloc(S, sizeof(*f));
+    struct tsrnn_forecast_source *sources = calloc(S, sizeof(*sources));
+    size_t *lengths = calloc(S, sizeof(*lengths));
+    struct tsrnn_forecast_options opt;
+    enum tsrnn_status status = TSRNN_OK;
+    if (f == NULL || sources == NULL || lengths == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
+    for (size_t i = 0; status == TSRNN_OK && i < S; i++) {
+        sources[i] = forecast_source(ds, i);
+        lengths[i] = ds->items[i].val_length;
+        n = lengths[i] > n ? lengths[i] : n;
+    }
+    forecast_options(tr, 2, false, &opt);
+    if (status == TSRNN_OK)
+        status = tsrnn_forecast_predict(f, &tr->model, sources, S,
+                                        (size_t)tr->cfg->input_chunk_length, n, lengths, &opt);
+    r->has_quantile_scores = status == TSRNN_OK;
+    for (size_t i = 0; status == TSRNN_OK && i < S; i++) {
+        each[i] = (struct tsrnn_forecast_scores){ f[i].mape, f[i].mae, f[i].rmse };
+        r->forecast_count += f[i].length;
+        r->has_quantile_scores &= f[i].has_quantile_scores;
+        if (f[i].has_quantile_scores)
+            q_each[i] = f[i].quantile_scores;
+        tsrnn_forecast_finish(&f[i]);
+    }
+    free(f);
+    free(sources);
+    free(lengths);
+    return status;
 }
 
 /* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
@@ -1271,11 +1398,18 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
     const struct tsrnn_dataset *ds = tr->ds;
     size_t S = ds->series_count;
     struct tsrnn_forecast_scores *each = calloc(S, sizeof(*each)), mean;
-    if (each == NULL)
+    struct tsrnn_quantile_scores *q_each = calloc(S, sizeof(*q_each));
+    if (each == NULL || q_each == NULL) {
+        free(each);
+        free(q_each);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' scores", S);
+    }
     enum tsrnn_status status = TSRNN_OK;
     r->forecast_count = 0;
-    for (size_t i = 0; i < S && status == TSRNN_OK; i++) {
+    bool sampled = tr->model.likelihood.kind != TSRNN_LIKELIHOOD_NONE;
+    if (sampled)
+        status = sampled_validation(tr, each, q_each, r);
+    for (size_t i = 0; !sampled && i < S && status == TSRNN_OK; i++) {
         const struct tsrnn_dataset_series *item = &ds->items[i];
         struct tsrnn_forecast f;
         struct tsrnn_forecast_source src = forecast_source(ds, i);
@@ -1294,21 +1428,31 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
                        isnan(f.mape) ? ": none is left, MAPE is undefined" : "");
         tsrnn_forecast_finish(&f);
     }
+    for (size_t i = 0; sampled && status == TSRNN_OK && i < S; i++)
+        if (isnan(each[i].mape))
+            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
+                       "needs actual values that are not 0)",
+                       S > 1 ? " of series '" : "", S > 1 ? ds->items[i].id : "", S > 1 ? "'" : "");
     if (status == TSRNN_OK) {
         tsrnn_forecast_scores_mean(&mean, each, S);
         r->mape = mean.mape;
         r->mae = mean.mae;
         r->rmse = mean.rmse;
+        if (r->has_quantile_scores)
+            tsrnn_quantile_scores_mean(&r->quantile_scores, q_each, S);
         if (tr->writes_files && named_series(ds))
-            status = write_validation(tr, each, &mean);
+            status = write_validation(tr, each, &mean, r->has_quantile_scores ? q_each : NULL,
+                                      &r->quantile_scores);
     }
     free(each);
+    free(q_each);
     return status;
 }
 
-/* The forecast plots: forecast.png of the one series, or forecast_<id>.png of each of the
- * first TSRNN_FORECAST_PLOTS named series. */
-static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
+/* The forecast plots of f (one per series): forecast.png of the one series, or
+ * forecast_<id>.png of each of the first TSRNN_FORECAST_PLOTS named series. */
+static enum tsrnn_status plot_forecasts(struct trainer *tr, const struct tsrnn_forecast *f,
+                                        size_t *drawn)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
@@ -1320,10 +1464,6 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
         const struct tsrnn_dataset_series *item = &ds->items[i];
         char path[PATH_MAX + TSRNN_NAME_MAX + 32], title[TSRNN_NAME_MAX * 3],
             file_id[TSRNN_NAME_MAX];
-        struct tsrnn_forecast f;
-        struct tsrnn_forecast_source src = forecast_source(ds, i);
-        TSRNN_TRY(tsrnn_forecast_run(&f, &tr->model, &src, (size_t)cfg->input_chunk_length,
-                                     (size_t)cfg->forecast_n));
         ids[i] = item->id;
         tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
         if (named_series(ds)) {
@@ -1335,10 +1475,7 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, size_t *drawn)
             snprintf(title, sizeof(title), "%s %s", cfg->model_name,
                      tsrnn_model_kind_name(cfg->model));
         }
-        enum tsrnn_status status =
-            tsrnn_forecast_plot(&f, &item->series, title, PLOT_WIDTH, PLOT_HEIGHT, path);
-        tsrnn_forecast_finish(&f);
-        TSRNN_TRY(status);
+        TSRNN_TRY(tsrnn_forecast_plot(&f[i], &item->series, title, PLOT_WIDTH, PLOT_HEIGHT, path));
         (*drawn)++;
     }
     return TSRNN_OK;
@@ -1363,18 +1500,21 @@ static enum tsrnn_status write_text_job(void *arg)
     return tsrnn_atomic_file_commit(&af);
 }
 
-/* forecast.csv's text (tsrnn_forecast_write_all) into `csv`. */
-static enum tsrnn_status forecast_text(struct trainer *tr,
+/* forecast.csv's text (quantile columns with samples: tsrnn_forecast_write_set), or with
+ * `samples` forecast_samples.csv's, from the forecasts f of every series, into `csv`. */
+static enum tsrnn_status forecast_text(struct trainer *tr, const struct tsrnn_forecast *f,
                                        const struct tsrnn_forecast_source *sources,
+                                       const struct tsrnn_forecast_options *opt, bool samples,
                                        struct text_file *csv)
 {
-    const struct tsrnn_config *cfg = tr->cfg;
     FILE *mem = open_memstream(&csv->text, &csv->nbytes);
     if (mem == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
-    enum tsrnn_status status = tsrnn_forecast_write_all(
-        &tr->model, sources, tr->ds->series_count, (size_t)cfg->input_chunk_length,
-        (size_t)cfg->forecast_n, id_column(cfg), mem);
+    size_t S = tr->ds->series_count;
+    const char *id_name = id_column(tr->cfg);
+    enum tsrnn_status status =
+        samples ? tsrnn_forecast_write_samples(f, sources, S, id_name, mem)
+                : tsrnn_forecast_write_set(f, sources, S, id_name, &tr->model.likelihood, opt, mem);
     if (fclose(mem) != 0 && status == TSRNN_OK)
         status = TSRNN_ERR_IO;
     if (status == TSRNN_ERR_IO) /* memory, with a stream in memory */
@@ -1384,62 +1524,86 @@ static enum tsrnn_status forecast_text(struct trainer *tr,
 }
 
 /* The [forecast] section: n steps after each series' training part, as forecast.csv and
- * (with plot = true and a build with cairo) the plots in the run folder. */
+ * (with plot = true and a build with cairo) the plots in the run folder; with a likelihood,
+ * Darts' first predict() after fit(), num_samples paths each (and forecast_samples.csv with
+ * samples = true). */
 static enum tsrnn_status write_forecast(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
     const struct tsrnn_dataset *ds = tr->ds;
     size_t S = ds->series_count;
-    char path[PATH_MAX + 16];
+    char path[PATH_MAX + 16], samples_path[PATH_MAX + 32];
+    struct tsrnn_forecast_options opt;
+    forecast_options(tr, 1, cfg->predict_likelihood_parameters, &opt);
 
     struct tsrnn_forecast_source *sources = calloc(S, sizeof(*sources));
-    if (sources == NULL)
+    struct tsrnn_forecast *f = calloc(S, sizeof(*f));
+    if (sources == NULL || f == NULL) {
+        free(sources);
+        free(f);
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
+    }
     for (size_t i = 0; i < S; i++)
         sources[i] = forecast_source(ds, i);
     snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
-    /* The forecasts here (they run the model, this thread's); the file with its two fsyncs
+    snprintf(samples_path, sizeof(samples_path), "%s/forecast_samples.csv", tr->run_dir);
+    /* The forecasts here (they run the model, this thread's); the files with their fsyncs
      * beside the pictures, on the helper thread. */
-    struct text_file csv = { .path = path };
-    enum tsrnn_status status = forecast_text(tr, sources, &csv);
-    free(sources);
+    struct text_file csv = { .path = path }, samples = { .path = samples_path };
+    enum tsrnn_status status =
+        tsrnn_forecast_predict(f, &tr->model, sources, S, (size_t)cfg->input_chunk_length,
+                               (size_t)cfg->forecast_n, NULL, &opt);
+    bool have_forecasts = status == TSRNN_OK;
+    bool write_samples = cfg->forecast_samples && f[0].sample_count > 1;
+    if (status == TSRNN_OK)
+        status = forecast_text(tr, f, sources, &opt, false, &csv);
     if (status == TSRNN_OK)
         status = tsrnn_jobs_add(&tr->jobs, write_text_job, &csv);
+    if (status == TSRNN_OK && write_samples)
+        status = forecast_text(tr, f, sources, &opt, true, &samples);
+    if (status == TSRNN_OK && write_samples)
+        status = tsrnn_jobs_add(&tr->jobs, write_text_job, &samples);
     tsrnn_jobs_start(&tr->jobs);
     /* plot = true is the default: where cairo cannot draw (a build without it, a machine
      * without libcairo.so.2) the picture is skipped with a warning; asked for explicitly, it
-     * was refused before training (check_plot). */
+     * was refused before training (check_plot). A forecast of the likelihood's parameters has
+     * no picture. */
     char why[1024];
-    bool draw = cfg->forecast_plot && tsrnn_plot_usable(why, sizeof(why));
-    if (cfg->forecast_plot && !draw)
+    bool parameters = have_forecasts && f[0].param_count > 0;
+    bool draw = cfg->forecast_plot && !parameters && tsrnn_plot_usable(why, sizeof(why));
+    if (cfg->forecast_plot && !parameters && !draw)
         tsrnn_warn("%s not drawn: %s; [forecast] plot = false silences this",
                    named_series(ds) ? "the forecast plots are" : "forecast.png is", why);
     size_t drawn = 0;
     if (status == TSRNN_OK && draw)
-        status = plot_forecasts(tr, &drawn);
+        status = plot_forecasts(tr, f, &drawn);
     status = finish_jobs(tr, status);
     free(csv.text);
+    free(samples.text);
     if (status == TSRNN_OK && tr->out != NULL && !named_series(ds)) {
-        struct tsrnn_forecast f;
         const struct tsrnn_dataset_series *item = &ds->items[0];
-        struct tsrnn_forecast_source src = forecast_source(ds, 0);
-        status = tsrnn_forecast_run(&f, &tr->model, &src, (size_t)cfg->input_chunk_length,
-                                    (size_t)cfg->forecast_n);
-        if (status == TSRNN_OK) {
-            char first[64], last[64];
-            tsrnn_time_format(f.times[0], item->series.time_unit, first, sizeof(first));
-            tsrnn_time_format(f.times[f.length - 1], item->series.time_unit, last, sizeof(last));
-            fprintf(tr->out, "Forecast %zu steps (%s .. %s): %s/forecast.csv%s\n", f.length, first,
-                    last, tsrnn_display_path(tr->run_dir), draw ? " and forecast.png" : "");
-            tsrnn_forecast_finish(&f);
-        }
+        char first[64], last[64];
+        tsrnn_time_format(f[0].times[0], item->series.time_unit, first, sizeof(first));
+        tsrnn_time_format(f[0].times[f[0].length - 1], item->series.time_unit, last, sizeof(last));
+        fprintf(tr->out, "Forecast %zu steps (%s .. %s", f[0].length, first, last);
+        if (f[0].sample_count > 1)
+            fprintf(tr->out, ", %zu sample paths", f[0].sample_count);
+        fprintf(tr->out, "): %s/forecast.csv%s%s\n", tsrnn_display_path(tr->run_dir),
+                write_samples ? ", forecast_samples.csv" : "", draw ? " and forecast.png" : "");
     } else if (status == TSRNN_OK && tr->out != NULL) {
-        fprintf(tr->out, "Forecast %d steps of each of the %zu series: %s/forecast.csv",
-                cfg->forecast_n, S, tsrnn_display_path(tr->run_dir));
+        fprintf(tr->out, "Forecast %d steps of each of the %zu series", cfg->forecast_n, S);
+        if (f[0].sample_count > 1)
+            fprintf(tr->out, ", %zu sample paths each", f[0].sample_count);
+        fprintf(tr->out, ": %s/forecast.csv%s", tsrnn_display_path(tr->run_dir),
+                write_samples ? ", forecast_samples.csv" : "");
         if (drawn > 0)
             fprintf(tr->out, " and the plots of the first %zu (forecast_<series>.png)", drawn);
         fputc('\n', tr->out);
     }
+    for (size_t i = 0; have_forecasts && i < S; i++)
+        tsrnn_forecast_finish(&f[i]);
+    free(f);
+    free(sources);
     return status;
 }
 
@@ -1502,6 +1666,19 @@ static void print_gpus(const struct trainer *tr, FILE *out)
     }
 }
 
+/* "MQL 0.05: 4.12, 0.5: 9.87, 0.95: 3.33; 5-95% interval: coverage (MIC) 0.913, width (MIW)
+ * 61.2 (500 sample paths, original scale)" */
+static void print_quantile_scores(FILE *out, const struct tsrnn_quantile_scores *q, size_t samples)
+{
+    fprintf(out, "MQL");
+    for (size_t k = 0; k < q->quantile_count; k++)
+        fprintf(out, "%s %g: %.6g", k ? "," : "", q->quantiles[k], q->mql[k]);
+    fprintf(out,
+            "; %g-%g%% interval: coverage (MIC) %.6g, width (MIW) %.6g (%zu sample paths, "
+            "original scale)\n",
+            100 * q->low, 100 * q->high, q->mic, q->miw, samples);
+}
+
 static void print_result(const struct trainer *tr, const struct tsrnn_train_result *r, FILE *out)
 {
     double train_s = r->train_s > 0.0 ? r->train_s : 1e-9;
@@ -1555,6 +1732,8 @@ static void print_result(const struct trainer *tr, const struct tsrnn_train_resu
                 "validation forecast (%zu steps in all, original scale; per series: "
                 "validation.csv)\n",
                 r->mape, r->mae, r->rmse, tr->ds->series_count, r->forecast_count);
+    if (r->has_quantile_scores)
+        print_quantile_scores(out, &r->quantile_scores, (size_t)tr->cfg->num_samples);
     fprintf(out, "Run folder: %s\n", tsrnn_display_path(tr->run_dir));
 }
 

@@ -214,6 +214,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
         .reduction = true,
         .immediate_results = true,
         .step_graphs = false,
+        .likelihoods = true,
     },
     .probe = NULL, /* always there */
     .create = cpu_create,
@@ -240,6 +241,9 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .l1_forward = tsrnn_cpu_l1_forward,
     .l1_backward = tsrnn_cpu_l1_backward,
     .window_abs_errors = tsrnn_cpu_window_abs_errors,
+    .likelihood_forward = tsrnn_cpu_likelihood_forward,
+    .likelihood_backward = tsrnn_cpu_likelihood_backward,
+    .window_likelihood_losses = tsrnn_cpu_window_likelihood_losses,
     .output_download = tsrnn_cpu_output_download,
     .scale_check = tsrnn_cpu_scale_check,
     .adam_update = tsrnn_cpu_adam_update,

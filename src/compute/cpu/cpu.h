@@ -410,6 +410,13 @@ enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *w
 enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx, void *ws, double *se);
 enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *ws, size_t t,
                                             float *out);
+enum tsrnn_status tsrnn_cpu_likelihood_forward(struct tsrnn_compute *ctx, void *ws,
+                                               const struct tsrnn_likelihood *lik, float *loss);
+enum tsrnn_status tsrnn_cpu_likelihood_backward(struct tsrnn_compute *ctx, void *ws,
+                                                const struct tsrnn_likelihood *lik);
+enum tsrnn_status tsrnn_cpu_window_likelihood_losses(struct tsrnn_compute *ctx, void *ws,
+                                                     const struct tsrnn_likelihood *lik,
+                                                     double *sums);
 enum tsrnn_status tsrnn_cpu_scale_check(struct tsrnn_compute *ctx, float *buf, size_t count,
                                         float scale, bool *finite);
 /* For the tests: whether the workspace's model is large enough for packed recurrent products,

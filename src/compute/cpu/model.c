@@ -8,6 +8,7 @@
 
 #include "cpu.h"
 #include "tsrnn/arena.h"
+#include "tsrnn/likelihood.h"
 
 /* Activations above this are refused up front (and size_t products below cannot overflow). */
 #define MAX_CACHE_NBYTES (1ull << 40)
@@ -74,8 +75,13 @@ struct cpu_workspace {
     float *dh_direct;       /* (B, H) scratch: GRU's bypass part of dLoss/dh_prev */
     float *dc;              /* (B, H) LSTM dLoss/dc running backwards */
     float *w_hh_packed_bwd; /* W_hh packed for the backward's d_hg W_hh; NULL likewise */
-    float *state_h;         /* (L, B, H) carried state between predict steps */
-    float *state_c;         /* (L, B, H) LSTM, likewise; NULL otherwise */
+    /* The sum of the likelihood's terms the last likelihood_backward computed with the
+     * gradients (the composed step asks for the loss after the backward): valid until the
+     * next head_forward. */
+    bool likelihood_sum_valid;
+    double likelihood_sum;
+    float *state_h; /* (L, B, H) carried state between predict steps */
+    float *state_c; /* (L, B, H) LSTM, likewise; NULL otherwise */
 };
 
 /* Whether layer l can run tsrnn_cpu_rnn_lanes_forward(): an RNN layer of few units and inputs
@@ -110,8 +116,8 @@ static void layout(struct cpu_workspace *ws, struct tsrnn_arena *arena, size_t B
 
     ws->x = tsrnn_arena_floats(arena, T * B * dims->input_count);
     ws->y = tsrnn_arena_floats(arena, T * B * dims->output_count);
-    ws->out = tsrnn_arena_floats(arena, T * B * dims->output_count);
-    ws->d_out = tsrnn_arena_floats(arena, T * B * dims->output_count);
+    ws->out = tsrnn_arena_floats(arena, T * B * tsrnn_model_head_count(dims));
+    ws->d_out = tsrnn_arena_floats(arena, T * B * tsrnn_model_head_count(dims));
     for (size_t l = 0; l < L; l++) {
         struct layer_cache *lc = &ws->layers[l];
         *lc = (struct layer_cache){ 0 };
@@ -161,10 +167,11 @@ enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **o
     *out = NULL;
 
     /* A bound on the cache's floats, in double so that absurd configs cannot overflow. */
-    double per_sample_step = (double)cell->gate_count * (double)dims->hidden_count *
-                                 (2.0 * (double)dims->layer_count + 2.0) +
-                             (double)dims->hidden_count * (4.0 * (double)dims->layer_count + 8.0) +
-                             4.0 * ((double)dims->input_count + (double)dims->output_count);
+    double per_sample_step =
+        (double)cell->gate_count * (double)dims->hidden_count *
+            (2.0 * (double)dims->layer_count + 2.0) +
+        (double)dims->hidden_count * (4.0 * (double)dims->layer_count + 8.0) +
+        4.0 * ((double)dims->input_count + (double)tsrnn_model_head_count(dims));
     double bound_nbytes =
         4.0 * per_sample_step * (double)batch_capacity * ((double)step_capacity + 1.0);
     if (bound_nbytes > (double)MAX_CACHE_NBYTES)
@@ -242,6 +249,7 @@ enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, void *workspac
     (void)ctx;
     ws->batch_count = batch_count;
     ws->step_count = step_count;
+    ws->likelihood_sum_valid = false;
     to_time_major(ws->x, x, batch_count, step_count, ws->dims.input_count);
     if (y != NULL)
         to_time_major(ws->y, y, batch_count, step_count, ws->dims.output_count);
@@ -596,7 +604,7 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
         float *dh_step = ws->dh_step + b0 * H, *dh_carry = ws->dh_carry + b0 * H;
         float *dh_direct = ws->dh_direct + b0 * H;
         if (ws->d_h_head != NULL) {
-            size_t O = ws->dims.output_count;
+            size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
             head_dh(dh_step, ws->d_out + (t * B + b0) * O, ws->d_h_head, dh_carry, n, H, O);
         } else {
             const float *d_h_t = ws->d_h + (t * B + b0) * H;
@@ -671,7 +679,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
 static void head_d_h(struct cpu_workspace *ws, const float *v_w)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     tsrnn_cpu_gemm(ws->cpu, false, false, rows, H, O, 1.0f, ws->d_out, O, v_w, H, 0.0f, ws->d_h, H);
 }
 
@@ -691,7 +699,7 @@ static bool head_product_on_loops(const struct cpu_workspace *ws, size_t m, size
 static bool head_d_h_deferred(const struct cpu_workspace *ws)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     return head_product_on_loops(ws, rows, H, O, O, H, H);
 }
 
@@ -777,8 +785,9 @@ enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, void *worksp
 {
     struct cpu_workspace *ws = workspace;
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     (void)ctx;
+    ws->likelihood_sum_valid = false; /* new outputs */
     if (ws->lanes_top && tsrnn_cpu_loops_take(ws->cpu, rows, O, H, H, H, O)) {
         const struct layer_cache *top = &ws->layers[ws->dims.layer_count - 1];
         tsrnn_cpu_rnn_lanes_head(top->h_lanes, v_w, v_b, ws->out, ws->batch_count, ws->step_count,
@@ -817,7 +826,7 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, void *works
 {
     struct cpu_workspace *ws = workspace;
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
-    size_t O = ws->dims.output_count;
+    size_t O = tsrnn_model_head_count(&ws->dims); /* O*P */
     (void)ctx;
     tsrnn_cpu_add_column_sums(g_v_b, ws->d_out, rows, O, O);
     /* A small one-output head (seedstep's lanes layers) and a head whose d_h the packed
@@ -926,11 +935,75 @@ enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *w
     return TSRNN_OK;
 }
 
+/* --- Darts' likelihoods (include/tsrnn/likelihood.h): the head's P outputs per target ---
+ *
+ * The loss is the mean of each target's term over B*T*O, summed in double and rounded once,
+ * like the MSE above; its gradient is each term's times 1/n in float, as autograd's mean
+ * backward hands it down. */
+
+enum tsrnn_status tsrnn_cpu_likelihood_forward(struct tsrnn_compute *ctx, void *workspace,
+                                               const struct tsrnn_likelihood *lik, float *loss)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    size_t P = tsrnn_likelihood_param_count(lik);
+    double sum = 0.0;
+    (void)ctx;
+    if (ws->likelihood_sum_valid) {
+        sum = ws->likelihood_sum; /* the same terms, summed in the same order */
+    } else {
+        for (size_t i = 0; i < n; i++)
+            sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
+    }
+    *loss = (float)(sum / (double)n);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_likelihood_backward(struct tsrnn_compute *ctx, void *workspace,
+                                                const struct tsrnn_likelihood *lik)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    size_t P = tsrnn_likelihood_param_count(lik);
+    float inv = 1.0f / (float)n;
+    double sum = 0.0;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++) {
+        float *d = ws->d_out + i * P;
+        sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], d);
+        for (size_t p = 0; p < P; p++)
+            d[p] *= inv;
+    }
+    ws->likelihood_sum = sum;
+    ws->likelihood_sum_valid = true;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_window_likelihood_losses(struct tsrnn_compute *ctx, void *workspace,
+                                                     const struct tsrnn_likelihood *lik,
+                                                     double *sums)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    size_t P = tsrnn_likelihood_param_count(lik);
+    (void)ctx;
+    for (size_t b = 0; b < B; b++) {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++) {
+                size_t i = (t * B + b) * O + o;
+                sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
+            }
+        sums[b] = sum;
+    }
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *workspace, size_t t,
                                             float *out)
 {
     struct cpu_workspace *ws = workspace;
-    size_t rows = ws->batch_count * ws->dims.output_count;
+    size_t rows = ws->batch_count * tsrnn_model_head_count(&ws->dims);
     (void)ctx;
     memcpy(out, ws->out + t * rows, rows * sizeof(float));
     return TSRNN_OK;
