@@ -1044,7 +1044,8 @@ static void tamper(const char *good, const char *path, const char *key, const ch
  * tsrnn-predict and init_weights refuse the same files, with exit 2 and the same reason.
  * (Before: epoch = INT64_MAX overflowed and trained forever, a flipped scaler changed every
  * forecast, a scale of 1e-45 gave -inf forecasts with exit 0, init_weights took a file
- * whose data CRC was wrong.) */
+ * whose data CRC was wrong, a component name holding an escape sequence reached the terminal
+ * raw.) */
 static void test_tampered_metadata_is_refused(void **state)
 {
     (void)state;
@@ -1065,6 +1066,10 @@ static void test_tampered_metadata_is_refused(void **state)
           "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 0" },
         { "scale.safetensors", "tsrnn.scaler", "\"scale\":[", "\"scale\":[1e-45]", true,
           "\"tsrnn.scaler\": a bound, scale or offset is not what a fitted scaler holds" },
+        /* a name that would drive the terminal where predict prints it (issue 39, point 5) */
+        { "escape.safetensors", "tsrnn.series", "\"components\":[",
+          "\"components\":[\"\\u001b]0;owned\\u0007\"]", true,
+          "\"tsrnn.series\": a component name is not a short printable string" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[PATH_MAX], resume[PATH_MAX + 32];

@@ -407,6 +407,66 @@ static void test_csv_errors(void **state)
     free(dir);
 }
 
+/* Fails unless `text` holds no control byte but newlines and no C1 control (what a terminal
+ * takes for a command: ESC, BEL, U+009B CSI). */
+static void expect_no_controls(const char *text, const char *what)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+            (p[0] == 0xC2 && p[1] >= 0x80 && p[1] < 0xA0))
+            fail_msg("%s holds control byte 0x%02x at %td: %s", what, *p,
+                     p - (const unsigned char *)text, text);
+}
+
+/* Bytes from a data file reach the terminal only through the printable filter (issue 39,
+ * point 5): a cell holding an escape sequence is shown escaped in "is not a number"; a
+ * column name, a series id or a file name (a series' name) holding a control character is
+ * refused with the name escaped, before anything prints it raw. (Before: the cell was echoed
+ * raw; the names trained and were printed raw in the dataset summary.) */
+static void test_terminal_escapes_are_never_printed(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *ini, *csv, *name, *expect;
+    } cases[] = {
+        { "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = v\n",
+          "Month,v\n1949-01,1\n1949-02,\x1b]0;owned\x07\n", "s.csv",
+          "s.csv:3:9: column 'v': '\\x1b]0;owned\\x07' is not a number" },
+        { "[data]\npath = s.csv\ntime_col = Month\n",
+          "Month,\x1b[2Jv\xc2\x9b\n1949-01,1\n1949-02,2\n", "s.csv",
+          "s.csv:1:7: column name '\\x1b[2Jv\\xc2\\x9b' holds a control character" },
+        { "[data]\npath = s.csv\ntime_col = Month\nid_col = id\n",
+          "id,Month,v\na,1949-01,1\n\x1b]2;b\x07,1949-01,2\n", "s.csv",
+          "s.csv:3: id column 'id': the id '\\x1b]2;b\\x07' holds a control character" },
+        { "[data]\npath = *.csv\ntime_col = Month\n",
+          "Month,v\n1949-01,1\n1949-02,2\n1949-03,3\n1949-04,4\n", "\x1b[31mred.csv",
+          "the file's name, series '\\x1b[31mred', is not printable" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *sub = tu_mkdtemp();
+        char ini[PATH_MAX];
+        snprintf(ini, sizeof(ini), "%s", tu_write(sub, "bad.ini", cases[i].ini));
+        tu_write(sub, cases[i].name, cases[i].csv);
+        if (strcmp(cases[i].name, "s.csv") != 0) /* a second, plain file beside it */
+            tu_write(sub, "plain.csv", cases[i].csv);
+        const char *argv[] = {
+            worker(), "--set", "model.training_length=2", "--set", "model.input_chunk_length=1",
+            ini,      NULL
+        };
+        run(argv);
+        if (result.exit_code != 2)
+            fail_msg("case %zu: exit %d; stderr: %s", i, result.exit_code, result.err);
+        tu_expect_in(result.err, cases[i].expect);
+        expect_no_controls(result.err, "stderr");
+        expect_no_controls(result.out, "stdout");
+        tu_rmtree(sub);
+        free(sub);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* metrics.csv, forecast.csv and the last checkpoint's tensors of a run, for comparing runs. */
 struct run_outputs {
     char *metrics, *forecast;
@@ -505,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_terminal_escapes_are_never_printed),
         cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
         cmocka_unit_test(test_comm_modules_loaded_when_chosen),

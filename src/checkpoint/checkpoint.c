@@ -470,8 +470,9 @@ static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
         status = bad_json(ck, key, "a field is missing or does not fit the model's inputs");
     for (size_t k = 0; status == TSRNN_OK && k < json_array_size(data_columns); k++) {
         const char *name = json_string_value(json_array_get(data_columns, k));
-        if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX)
-            status = bad_json(ck, key, "a data column is not a short string");
+        if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX ||
+            !tsrnn_text_printable(name))
+            status = bad_json(ck, key, "a data column is not a short printable string");
         else
             snprintf(cov->column_names[k], TSRNN_NAME_MAX, "%s", name);
         cov->column_count = k + 1;
@@ -523,9 +524,9 @@ static enum tsrnn_status parse_list_entry(const struct tsrnn_checkpoint *ck, jso
     if (json_unpack(e, "{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", &id, "time_unit", &unit, "freq",
                     &freq, "length", &length, "train_length", &train_length, "train_end",
                     &train_end, "scaler", &scaler) != 0 ||
-        id[0] == '\0' || strlen(id) >= TSRNN_NAME_MAX || train_length < 1 ||
-        train_length > length || length > MAX_COUNT || !json_is_object(scaler))
-        return bad_json(ck, key, "an entry's field is missing or out of range");
+        id[0] == '\0' || strlen(id) >= TSRNN_NAME_MAX || !tsrnn_text_printable(id) ||
+        train_length < 1 || train_length > length || length > MAX_COUNT || !json_is_object(scaler))
+        return bad_json(ck, key, "an entry's field is missing, out of range or not printable");
     snprintf(out->id, sizeof(out->id), "%s", id);
     out->train_length = (size_t)train_length;
     out->train_end = train_end;
@@ -592,8 +593,8 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
         json_unpack(o, "{s:s, s:s, s:o, s:I, s:I}", "time_col", &time_col, "time_unit", &unit,
                     "components", &names, "train_length", &train_length, "train_end", &train_end);
     enum tsrnn_status status = TSRNN_OK;
-    if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || train_length < 1 ||
-        train_length > MAX_COUNT || !json_is_array(names) ||
+    if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || !tsrnn_text_printable(time_col) ||
+        train_length < 1 || train_length > MAX_COUNT || !json_is_array(names) ||
         json_array_size(names) != ck->dims.output_count)
         status = bad_json(ck, "tsrnn.series", "a field is missing or does not fit the model");
     if (status == TSRNN_OK) {
@@ -613,8 +614,9 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
     }
     for (size_t c = 0; status == TSRNN_OK && c < s->component_count; c++) {
         const char *name = json_string_value(json_array_get(names, c));
-        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX)
-            status = bad_json(ck, "tsrnn.series", "a component name is not a short string");
+        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX || !tsrnn_text_printable(name))
+            status =
+                bad_json(ck, "tsrnn.series", "a component name is not a short printable string");
         else
             snprintf(s->component_names[c], TSRNN_NAME_MAX, "%s", name);
     }

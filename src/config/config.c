@@ -835,6 +835,8 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
      * here before anything is written (a Latin-1 name trained an epoch, then failed). */
     if (!tsrnn_utf8_valid(value))
         return bad_value(k, value, origin, "not UTF-8 text");
+    if (!tsrnn_text_printable(value)) /* a C1 control: U+009B is CSI to some terminals */
+        return bad_value(k, value, origin, "holds a control character");
     switch (k->type) {
     case KEY_INT:
     case KEY_U64:

@@ -235,8 +235,10 @@ enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, 
     char(*all)[TSRNN_NAME_MAX] = joined_columns(value_cols, C, covariate_cols, Kc);
     if (all == NULL)
         return TSRNN_ERR_NOMEM;
+    struct tsrnn_series_options labelled = options ? *options : (struct tsrnn_series_options){ 0 };
+    labelled.target_col_count = C;
     enum tsrnn_status status = tsrnn_series_load_csv(
-        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, &labelled);
     free(all);
     if (status != TSRNN_OK)
         return status;
@@ -256,9 +258,11 @@ enum tsrnn_status tsrnn_series_load_groups_covariates(
     *count = 0;
     if (all == NULL)
         return TSRNN_ERR_NOMEM;
+    struct tsrnn_series_options labelled = options ? *options : (struct tsrnn_series_options){ 0 };
+    labelled.target_col_count = C;
     enum tsrnn_status status =
         tsrnn_series_load_groups(series, ids, count, path, id_col, time_col,
-                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, &labelled);
     free(all);
     for (size_t i = 0; status == TSRNN_OK && i < *count; i++)
         status = split_covariates(&(*series)[i], C, Kc);
@@ -406,10 +410,13 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
     for (size_t i = 0; i < ld->column_count && value_col_count == 0; i++)
         if ((long)i != ld->time_idx && (long)i != ld->id_idx)
             ld->value_idx[c++] = i;
+    size_t target_count = ld->options->target_col_count;
     for (size_t i = 0; i < value_col_count; i++) {
         long idx = find_column(ld, value_cols[i]);
         if (idx < 0)
-            return missing_column(ld, value_cols[i], "[data] value_cols");
+            return missing_column(ld, value_cols[i],
+                                  target_count > 0 && i >= target_count ? "[covariates] columns"
+                                                                        : "[data] value_cols");
         if (idx == ld->time_idx)
             return tsrnn_error(TSRNN_ERR_DATA,
                                "[data] value_cols lists the time column '%s'; a column is either "
@@ -423,8 +430,23 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
         ld->value_idx[c++] = (size_t)idx;
     }
     series->component_count = c_count;
-    for (size_t i = 0; i < c_count; i++)
-        snprintf(series->component_names[i], TSRNN_NAME_MAX, "%s", ld->header[ld->value_idx[i]]);
+    for (size_t i = 0; i < c_count; i++) {
+        /* A name is printed in summaries, written into CSVs and checkpoints: no control
+         * character (an escape sequence would drive the terminal; the file is UTF-8). */
+        const char *name = ld->header[ld->value_idx[i]];
+        if (!tsrnn_text_printable(name))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s:%zu:%zu: column name '%s' holds a control character; "
+                               "accepted: printable text",
+                               ld->file.path, ld->header_line,
+                               ld->file.fields[ld->value_idx[i]].column, name);
+        if (strlen(name) >= TSRNN_NAME_MAX)
+            return tsrnn_error(
+                TSRNN_ERR_DATA, "%s:%zu:%zu: a column name of %zu bytes; accepted: at most %d",
+                ld->file.path, ld->header_line, ld->file.fields[ld->value_idx[i]].column,
+                strlen(name), TSRNN_NAME_MAX - 1);
+        snprintf(series->component_names[i], TSRNN_NAME_MAX, "%s", name);
+    }
     snprintf(series->time_name, sizeof(series->time_name), "%s", time_col);
     return TSRNN_OK;
 }
@@ -1100,6 +1122,11 @@ static enum tsrnn_status sort_ids(const struct loader *ld, size_t rows, struct i
             return tsrnn_error(
                 TSRNN_ERR_DATA, "%s:%zu: id column '%s': an id of %zu bytes; accepted: at most %d",
                 ld->file.path, ld->time_line[r], ld->id_col, strlen(text), TSRNN_NAME_MAX - 1);
+        if (!tsrnn_text_printable(text))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s:%zu: id column '%s': the id '%s' holds a control character; "
+                               "accepted: printable text",
+                               ld->file.path, ld->time_line[r], ld->id_col, text);
         keys[r] = (struct id_key){ .row = r, .text = text };
         if (kind == ID_INTEGER && !tsrnn_parse_int64(text, &keys[r].integer))
             kind = ID_NUMBER;
