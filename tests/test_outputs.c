@@ -1112,6 +1112,89 @@ static void test_tampered_metadata_is_refused(void **state)
     assert_int_equal(tu_train(&result, "tamper", sets_first, 60), 0);
 }
 
+/* Writes `text` with every `needle` replaced by `value` to `path`. */
+static void write_replaced(const char *path, const char *text, const char *needle,
+                           const char *value)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (const char *at; (at = strstr(text, needle)) != NULL; text = at + strlen(needle))
+        fprintf(f, "%.*s%s", (int)(at - text), text, value);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A checkpoint names the data it was trained on, and tsrnn-predict reads that file only when
+ * the run folder's config.ini names it too, or when it lies inside the run folder; a file it
+ * reads that way is never echoed (issue 39, point 3: a crafted checkpoint naming a secret file
+ * made tsrnn-predict print its first line). */
+static void test_predict_reads_only_the_data_the_run_names(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=2", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "stored", first, 60), 0);
+    char good[PATH_MAX], run[PATH_MAX], secret[PATH_MAX], data[PATH_MAX];
+    snprintf(good, sizeof(good), "%s", only_file(run_path("stored", "checkpoints"), "last-"));
+    snprintf(run, sizeof(run), "%s", run_path("stored", ""));
+    snprintf(secret, sizeof(secret), "%s",
+             tu_write(tu_run_dir(), "secret.txt", "SECRET root:$6$salt$hash:19000:0:99999:7:::\n"));
+    snprintf(data, sizeof(data), "%s", tu_source("examples/data/air_passengers.csv"));
+
+    /* a checkpoint alone, naming a file outside its folder: not opened */
+    char *loose = tu_mkdtemp(), crafted[PATH_MAX];
+    snprintf(crafted, sizeof(crafted), "%s/crafted.safetensors", loose);
+    tamper(good, crafted, "tsrnn.config", data, secret, true);
+    const char *alone[] = { "--checkpoint", crafted, "--n", "3", NULL };
+    assert_int_equal(predict(alone), 2);
+    tu_expect_in(result.err, "the checkpoint names its training data");
+    tu_expect_in(result.err, "does not lie inside the run folder");
+    tu_expect_in(result.err, "--series CSV");
+    assert_null(strstr(result.err, "SECRET"));
+    assert_null(strstr(result.out, "SECRET"));
+    printf("# alone: %s", result.err);
+
+    /* with --run DIR, whose config.ini names the real data: not opened either */
+    const char *with_run[] = { "--run", run, "--checkpoint", crafted, "--n", "3", NULL };
+    assert_int_equal(predict(with_run), 2);
+    tu_expect_in(result.err, "config.ini");
+    assert_null(strstr(result.err, "SECRET"));
+
+    /* a whole crafted run folder (config.ini naming the file too): read, never echoed */
+    char foreign[PATH_MAX + 32], ini[PATH_MAX + 64], ck_path[PATH_MAX + 96];
+    snprintf(foreign, sizeof(foreign), "%s/foreign", loose);
+    snprintf(ck_path, sizeof(ck_path), "%s/checkpoints", foreign);
+    assert_int_equal(tsrnn_make_dirs(ck_path), TSRNN_OK);
+    snprintf(ck_path, sizeof(ck_path), "%s/checkpoints/last-epoch=1.safetensors", foreign);
+    tamper(good, ck_path, "tsrnn.config", data, secret, true);
+    char *config = tu_read(run_path("stored", "config.ini"));
+    assert_non_null(config);
+    snprintf(ini, sizeof(ini), "%s/config.ini", foreign);
+    write_replaced(ini, config, data, secret);
+    free(config);
+    const char *whole[] = { "--run", foreign, "--checkpoint", "last", "--n", "3", NULL };
+    assert_int_equal(predict(whole), 2);
+    tu_expect_in(result.err, "cannot be read as the series the model was trained on");
+    tu_expect_in(result.err, "what it holds is not shown");
+    assert_null(strstr(result.err, "SECRET"));
+    assert_null(strstr(result.out, "SECRET"));
+    printf("# whole folder: %s", result.err);
+
+    /* the rule's other half: data inside the checkpoint's folder is read */
+    char inside[PATH_MAX + 32], copy[PATH_MAX + 32];
+    snprintf(copy, sizeof(copy), "%s/air.csv", loose);
+    char *text = tu_read(data);
+    assert_non_null(text);
+    tu_write(loose, "air.csv", text);
+    free(text);
+    snprintf(inside, sizeof(inside), "%s/inside.safetensors", loose);
+    tamper(good, inside, "tsrnn.config", data, copy, true);
+    const char *ok[] = { "--checkpoint", inside, "--n", "3", NULL };
+    assert_int_equal(predict(ok), 0);
+    tu_expect_in(result.out, "Month,#Passengers\n1959-02,");
+    tu_rmtree(loose);
+    free(loose);
+}
+
 /* A run killed between renaming last-epoch=N into place and linking best-epoch=N to it
  * (epoch N the best so far) leaves last-epoch=N, whose metadata says it is the best, beside
  * the older best-epoch=M. That state, made here by hand: tsrnn-predict's default takes the
@@ -1345,6 +1428,7 @@ int main(void)
         cmocka_unit_test(test_full_disk_keeps_the_previous_checkpoint),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
         cmocka_unit_test(test_tampered_metadata_is_refused),
+        cmocka_unit_test(test_predict_reads_only_the_data_the_run_names),
 
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),

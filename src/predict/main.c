@@ -14,12 +14,14 @@
  * checkpoint or bad series.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tsrnn/checkpoint.h"
 #include "tsrnn/compute.h"
@@ -332,12 +334,125 @@ static struct tsrnn_forecast_source source_of(const struct tsrnn_checkpoint *ck,
     };
 }
 
+/* The run folder a checkpoint belongs to: --run DIR, or the folder holding the checkpoint's
+ * checkpoints/ folder (the checkpoint's own folder when it lies elsewhere). */
+static void run_folder_of(const struct options *o, const char *checkpoint, char *out,
+                          size_t capacity)
+{
+    if (o->run_dir != NULL) {
+        snprintf(out, capacity, "%s", o->run_dir);
+        return;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", checkpoint);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        snprintf(out, capacity, ".");
+        return;
+    }
+    *slash = '\0';
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    if (strcmp(base, "checkpoints") == 0 && base == dir)
+        snprintf(out, capacity, ".");
+    else if (strcmp(base, "checkpoints") == 0)
+        snprintf(out, capacity, "%.*s", base - dir > 1 ? (int)(base - dir - 1) : 1, dir);
+    else
+        snprintf(out, capacity, "%s", dir[0] != '\0' ? dir : "/");
+}
+
+/* Whether `path` (a file) lies inside the folder `dir`, both with their links resolved; "/"
+ * holds everything and is no run folder. */
+static bool lies_inside(const char *path, const char *dir)
+{
+    char real_path[PATH_MAX], real_dir[PATH_MAX];
+    if (realpath(path, real_path) == NULL || realpath(dir, real_dir) == NULL)
+        return false;
+    size_t n = strlen(real_dir);
+    return n > 1 && strncmp(real_path, real_dir, n) == 0 && real_path[n] == '/';
+}
+
+/* A checkpoint names the files it was trained on ([data] path). They are read only where the
+ * user asked for that run's data: the run folder's own config.ini (written by the run that
+ * wrote the checkpoint) names the same files, or they lie inside the run folder. A file a
+ * checkpoint alone names (/etc/shadow in a crafted one) is not opened; the message says so
+ * and asks for --series. */
+static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck,
+                                           const struct options *o, const char *checkpoint)
+{
+    const struct tsrnn_config *cfg = &ck->config;
+    char run_dir[PATH_MAX], ini[PATH_MAX + 16];
+    run_folder_of(o, checkpoint, run_dir, sizeof(run_dir));
+    snprintf(ini, sizeof(ini), "%s/config.ini", run_dir);
+    struct tsrnn_config *own = calloc(1, sizeof(*own));
+    bool named = false;
+    if (own != NULL && tsrnn_config_init(own) == TSRNN_OK &&
+        tsrnn_config_parse_file(own, ini) == TSRNN_OK)
+        named = strcmp(own->data_path, cfg->data_path) == 0;
+    free(own);
+    tsrnn_error_clear();
+    if (named)
+        return TSRNN_OK;
+    struct tsrnn_data_paths paths;
+    bool inside = tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint") == TSRNN_OK;
+    for (size_t i = 0; inside && i < paths.count; i++)
+        inside = lies_inside(paths.paths[i], run_dir);
+    if (paths.paths != NULL)
+        tsrnn_data_paths_finish(&paths);
+    tsrnn_error_clear();
+    if (inside)
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: the checkpoint names its training data %s, which the run folder's "
+                       "config.ini (%s) does not name and which does not lie inside the run "
+                       "folder %s; tsrnn-predict reads the data a checkpoint names only then. "
+                       "Pass the series to forecast from with --series CSV",
+                       tsrnn_display_path(checkpoint), cfg->data_path, tsrnn_display_path(ini),
+                       tsrnn_display_path(run_dir));
+}
+
+/* The checkpoint's training series, read as training read them. The files come from the
+ * checkpoint, so nothing of what they hold is shown when they are not the CSV the model was
+ * trained on (a message would echo a line of whatever file the path names): only whether a
+ * file can be opened, and a hint to read it with --series, whose messages show everything. */
+static enum tsrnn_status load_stored_data(struct tsrnn_dataset *dataset,
+                                          const struct tsrnn_checkpoint *ck)
+{
+    const struct tsrnn_config *cfg = &ck->config;
+    struct tsrnn_data_paths paths;
+    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
+    enum tsrnn_status status = TSRNN_OK;
+    for (size_t i = 0; i < paths.count && status == TSRNN_OK; i++) {
+        int fd;
+        status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
+                                    TSRNN_ERR_USAGE, &fd);
+        if (status == TSRNN_OK)
+            close(fd);
+    }
+    tsrnn_data_paths_finish(&paths);
+    if (status == TSRNN_OK) {
+        status = tsrnn_dataset_load(dataset, cfg);
+        if (status != TSRNN_OK)
+            tsrnn_error(status,
+                        "%s, the checkpoint's training data, cannot be read as the series the "
+                        "model was trained on (time column '%s', value columns from '%s'); what "
+                        "it holds is not shown, as the checkpoint named it",
+                        tsrnn_display_path(cfg->data_path), cfg->time_col,
+                        ck->series.component_names[0]);
+    }
+    if (status != TSRNN_OK)
+        tsrnn_error_append(status, "; pass the series to forecast from with --series CSV (its "
+                                   "messages show what is wrong)");
+    return status;
+}
+
 /* The series to forecast, each with where its history ends and the checkpoint's scaler for
  * it: --series whole (one series), or the training series of the checkpoint's config split as
  * in training. sources[] has room for the checkpoint's series count. */
 static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrnn_series *own,
                                       struct tsrnn_forecast_source *sources, size_t *count,
-                                      const struct tsrnn_checkpoint *ck, const struct options *o)
+                                      const struct tsrnn_checkpoint *ck, const struct options *o,
+                                      const char *checkpoint)
 {
     const struct tsrnn_config *cfg = &ck->config;
     size_t first, end;
@@ -365,11 +480,8 @@ static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrn
         sources[(*count)++] = source_of(ck, cs, own, own->length);
         return TSRNN_OK;
     }
-    enum tsrnn_status status = tsrnn_dataset_load(dataset, cfg);
-    if (status != TSRNN_OK)
-        return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
-                                          "used: pass the series to forecast from with "
-                                          "--series CSV");
+    TSRNN_TRY(check_stored_data(ck, o, checkpoint));
+    TSRNN_TRY(load_stored_data(dataset, ck));
     for (size_t k = first; k < end; k++) {
         const struct tsrnn_checkpoint_series *cs = &ck->series_list[k];
         const struct tsrnn_dataset_series *item = NULL;
@@ -678,7 +790,8 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_run_lock_acquire(&lock, o->run_dir, TSRNN_RUN_LOCK_SHARED);
         if (status == TSRNN_ERR_USAGE)
             tsrnn_error_append(status, "; wait for it to end, or forecast from a copy of one of "
-                                       "its checkpoints with --checkpoint FILE");
+                                       "its checkpoints with --checkpoint FILE (and --run DIR "
+                                       "for its data, or --series CSV)");
     }
     if (status == TSRNN_OK) {
         char dir[PATH_MAX];
@@ -709,7 +822,7 @@ static enum tsrnn_status predict(const struct options *o)
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
     }
     if (status == TSRNN_OK)
-        status = load_sources(&ds, &own, sources, &count, ck, o);
+        status = load_sources(&ds, &own, sources, &count, ck, o, path);
     if (status == TSRNN_OK && o->plot_path != NULL && count > 1)
         status = tsrnn_error(TSRNN_ERR_USAGE,
                              "--plot %s draws one series; the model was trained on %zu: choose "
