@@ -576,6 +576,23 @@ static void test_predict_refuses_bad_arguments(void **state)
     tu_expect_in(result.err, "#Passengers");
 }
 
+/* A forecast whose dates would pass the year 9999 is refused before any work (issue 39, point
+ * 7): --n 100000000 after 1959-01 forecast all its steps (30 s, 395 MB) before refusing. The
+ * peak memory shows the work was not done. */
+static void test_predict_checks_the_dates_first(void **state)
+{
+    (void)state;
+    char run[PATH_MAX];
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    const char *far[] = { "--run", run, "--n", "100000000", NULL };
+    assert_int_equal(predict(far), 2);
+    tu_expect_in(result.err, "a 100000000-step forecast at freq MS after 1959-01 would pass the "
+                             "last stamp tsrnn can write (9999-12-31 23:59:59)");
+    assert_string_equal(result.out, "");
+    printf("# --n 100000000: exit 2, peak memory %ld kB\n", result.max_rss_kb);
+    assert_true(result.max_rss_kb < 64 * 1024);
+}
+
 /* AirPassengers' 144 values on other stamps: `stamp(i, out)` writes the i-th. */
 static const char *restamped(const char *name, void (*stamp)(size_t, char *))
 {
@@ -1421,6 +1438,7 @@ int main(void)
         cmocka_unit_test(test_predict_writes_devices_in_place),
         cmocka_unit_test(test_predict_after_another_series),
         cmocka_unit_test(test_predict_refuses_bad_arguments),
+        cmocka_unit_test(test_predict_checks_the_dates_first),
         cmocka_unit_test(test_predict_continues_the_frequency),
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_interrupted_run_resumes_to_the_same_weights),

@@ -467,6 +467,45 @@ static void test_terminal_escapes_are_never_printed(void **state)
     free(dir);
 }
 
+/* [forecast] n past the year 9999 is refused before training (issue 39, point 7): a series
+ * ending 9999-12 with [forecast] n = 50 trained every epoch, wrote its run folder, then exited
+ * 2. Now: exit 2 with the dates and the setting, no epoch trained, no run folder. */
+static void test_forecast_dates_checked_before_training(void **state)
+{
+    (void)state;
+    char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof(text), "Month,v\n");
+    for (int i = 0; i < 144; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%04d-%02d,%d\n", 9988 + i / 12,
+                                 i % 12 + 1, 100 + i % 17);
+    char data[PATH_MAX + 16], run[PATH_MAX];
+    snprintf(data, sizeof(data), "data.path=%s", tu_write(tu_run_dir(), "late.csv", text));
+    const char *sets[] = { data,
+                           "data.value_cols=v",
+                           "data.split_after=9997-06",
+                           "forecast.n=50",
+                           "training.n_epochs=3",
+                           NULL };
+    assert_int_equal(tu_train(&result, "late", sets, 20), 2);
+    snprintf(run, sizeof(run), "%s/late", tu_run_dir());
+    assert_int_equal(access(run, F_OK), -1);
+    assert_null(strstr(result.out, "Epoch"));
+    assert_null(strstr(result.out, "Trained"));
+    tu_expect_in(result.err, "a 50-step forecast at freq MS after 9997-06 would pass the last "
+                             "stamp tsrnn can write (9999-12-31 23:59:59)");
+    tu_expect_in(result.err, "[forecast] n = 50, --set forecast.n=50");
+    /* n = 29 ends at 9999-11: trains */
+    const char *fits[] = { data,
+                           "data.value_cols=v",
+                           "data.split_after=9997-06",
+                           "forecast.n=29",
+                           "training.n_epochs=1",
+                           "forecast.plot=false",
+                           NULL };
+    assert_int_equal(tu_train(&result, "late", fits, 20), 0);
+    tu_expect_in(result.out, "Forecast 29 steps (9997-07 .. 9999-11)");
+}
+
 /* metrics.csv, forecast.csv and the last checkpoint's tensors of a run, for comparing runs. */
 struct run_outputs {
     char *metrics, *forecast;
@@ -566,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_terminal_escapes_are_never_printed),
+        cmocka_unit_test(test_forecast_dates_checked_before_training),
         cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
         cmocka_unit_test(test_comm_modules_loaded_when_chosen),

@@ -135,6 +135,34 @@ static enum tsrnn_status predict_after(struct tsrnn_model *model,
     return status;
 }
 
+/* The stamp `k` steps after `last` at the series' frequency; false (with the message) past
+ * the last stamp tsrnn can write. */
+static enum tsrnn_status stamp_after(const struct tsrnn_series *series, int64_t last, size_t k,
+                                     size_t n, int64_t *out)
+{
+    if (k <= (size_t)INT64_MAX && tsrnn_freq_advance(&series->freq, last, (int64_t)k, out))
+        return TSRNN_OK;
+    char name[TSRNN_FREQ_NAME_MAX], from[64];
+    tsrnn_freq_name(&series->freq, name, sizeof(name));
+    tsrnn_time_format(last, series->time_unit, from, sizeof(from));
+    return tsrnn_error(
+        TSRNN_ERR_USAGE,
+        "a %zu-step forecast at freq %s after %s would pass the last %s tsrnn can "
+        "write (%s); accepted: a shorter forecast",
+        n, name, from, series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
+        series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807" : "9999-12-31 23:59:59");
+}
+
+enum tsrnn_status tsrnn_forecast_check_range(const struct tsrnn_forecast_source *src, size_t n)
+{
+    const struct tsrnn_series *series = src->series;
+    int64_t end;
+    if (n == 0 || src->origin < 1 || src->origin > series->length)
+        return TSRNN_OK; /* nothing to stamp, or tsrnn_forecast_run() refuses the origin */
+    /* The stamps increase: the last one fits when all do. */
+    return stamp_after(series, series->times[src->origin - 1], n, n, &end);
+}
+
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
                                      const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n)
@@ -148,6 +176,7 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
                            "the forecast needs the last input_chunk_length = %zu points before "
                            "it; the series has %zu",
                            icl, origin < series->length ? origin : series->length);
+    TSRNN_TRY(tsrnn_forecast_check_range(src, n)); /* before the work, not after it */
     f->length = n;
     f->component_count = C;
     f->origin = origin;
@@ -170,20 +199,12 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     /* The stamps after the history, as pandas' date_range(last, periods=n + 1, freq) goes on:
      * month ends stay month ends, business days skip weekends. */
     int64_t last = series->times[origin - 1]; /* origin >= icl >= 1 */
-    for (size_t i = 0; i < n; i++)
-        if (!tsrnn_freq_advance(&series->freq, last, (int64_t)i + 1, &f->times[i])) {
-            char name[TSRNN_FREQ_NAME_MAX], from[64];
-            tsrnn_freq_name(&series->freq, name, sizeof(name));
-            tsrnn_time_format(last, series->time_unit, from, sizeof(from));
-            tsrnn_forecast_finish(f);
-            return tsrnn_error(TSRNN_ERR_USAGE,
-                               "a %zu-step forecast at freq %s after %s would pass the last %s "
-                               "tsrnn can write (%s); accepted: a shorter forecast",
-                               n, name, from,
-                               series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
-                               series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807"
-                                                                     : "9999-12-31 23:59:59");
-        }
+    for (size_t i = 0; i < n && status == TSRNN_OK; i++)
+        status = stamp_after(series, last, i + 1, n, &f->times[i]);
+    if (status != TSRNN_OK) {
+        tsrnn_forecast_finish(f);
+        return status;
+    }
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
     struct tsrnn_forecast_scores scores;

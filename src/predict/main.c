@@ -587,8 +587,13 @@ static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_ch
 {
     size_t icl = (size_t)ck->input_chunk_length;
     struct tsrnn_forecast f;
-    /* The first forecast before anything is printed: a forecast that cannot be made (its
-     * stamps would pass the year 9999) is the error alone. */
+    /* Every series' dates before any work: a forecast whose stamps would pass the year 9999
+     * is refused at once, and alone. */
+    for (size_t i = 0; i < count; i++)
+        TSRNN_TRY(tsrnn_forecast_error_series(tsrnn_forecast_check_range(&sources[i], (size_t)o->n),
+                                              sources[i].id));
+    /* The first forecast before anything is printed: one that cannot be made is the error
+     * alone. */
     TSRNN_TRY(tsrnn_forecast_run(&f, model, &sources[0], icl, (size_t)o->n));
     print_loaded(ck, path);
     enum tsrnn_status status = report_scores(model, ck, sources, count, (size_t)o->n);

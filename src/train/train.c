@@ -1120,14 +1120,21 @@ static struct tsrnn_forecast_source forecast_source(const struct tsrnn_dataset *
     };
 }
 
-/* [forecast] n past a series' covariate columns fails before the run folder is touched, on
- * every rank (the data is the same everywhere), not after training. */
-static enum tsrnn_status check_forecast_covariates(const struct trainer *tr)
+/* [forecast] n past the last date tsrnn can write or past a series' covariate columns fails
+ * before the run folder is touched, on every rank (the data is the same everywhere), not
+ * after training. */
+static enum tsrnn_status check_forecast(const struct trainer *tr)
 {
     if (tr->cfg->forecast_n <= 0)
         return TSRNN_OK;
     for (size_t i = 0; i < tr->ds->series_count; i++) {
         struct tsrnn_forecast_source src = forecast_source(tr->ds, i);
+        enum tsrnn_status status = tsrnn_forecast_check_range(&src, (size_t)tr->cfg->forecast_n);
+        if (status != TSRNN_OK)
+            return tsrnn_forecast_error_series(
+                tsrnn_error_append(status, " ([forecast] n = %d, %s)", tr->cfg->forecast_n,
+                                   tsrnn_config_origin(tr->cfg, "forecast", "n")),
+                src.id);
         TSRNN_TRY(tsrnn_forecast_check_covariates(&src, (size_t)tr->cfg->input_chunk_length,
                                                   (size_t)tr->cfg->forecast_n));
     }
@@ -1494,7 +1501,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
     tr.writes_files = tr.rank == 0;
-    enum tsrnn_status status = check_forecast_covariates(&tr);
+    enum tsrnn_status status = check_forecast(&tr);
     if (status == TSRNN_OK)
         status = setup(&tr);
 
