@@ -1,4 +1,5 @@
 /* tsrnn-worker as a user runs it: the real binary, real files, exit codes and messages. */
+#include <dirent.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -506,6 +508,55 @@ static void test_forecast_dates_checked_before_training(void **state)
     tu_expect_in(result.out, "Forecast 29 steps (9997-07 .. 9999-11)");
 }
 
+/* A folder whose name is not UTF-8 (issue 39, point 6): the value was checked, the folder
+ * prepended to it was not, so a run from such a folder trained, wrote five files, then failed
+ * at its first checkpoint (JSON is UTF-8). Now the resolved paths are checked before anything
+ * is written: the current folder (the default work_dir) and the config file's folder (its
+ * relative [data] path). */
+static void test_non_utf8_folders_refused_before_writing(void **state)
+{
+    (void)state;
+    char *top = tu_mkdtemp(), latin[PATH_MAX], ini[PATH_MAX], data[PATH_MAX + 16];
+    snprintf(latin, sizeof(latin), "%s/caf\xe9", top);
+    assert_int_equal(mkdir(latin, 0700), 0);
+    snprintf(data, sizeof(data), "data.path=%s", tu_source("examples/data/air_passengers.csv"));
+
+    /* run from it: work_dir = <it>/darts_logs */
+    const char *from_it[] = { "/usr/bin/env", "-C", latin,   worker(),
+                              "--set",        data, "--set", "output.model_name=latin",
+                              example(),      NULL };
+    run(from_it);
+    assert_string_equal(result.out, "");
+    size_t count = 0;
+    DIR *dir = opendir(latin);
+    assert_non_null(dir);
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        count += e->d_name[0] != '.';
+    closedir(dir);
+    assert_int_equal(count, 0); /* nothing written */
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "[output] work_dir (its default) resolves to '");
+    tu_expect_in(result.err, "/caf\\xe9/darts_logs', which is not printable UTF-8 text: the "
+                             "current folder");
+
+    /* its config file with a relative data path, run from elsewhere */
+    char *text = tu_read(tu_source("examples/data/air_passengers.csv"));
+    assert_non_null(text);
+    tu_write(latin, "air.csv", text);
+    free(text);
+    snprintf(ini, sizeof(ini), "%s",
+             tu_write(latin, "a.ini", "[data]\npath = air.csv\ntime_col = Month\n"));
+    const char *its_ini[] = { worker(), "--set", "output.model_name=latin", ini, NULL };
+    run(its_ini);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "a.ini:2: [data] path resolves to '");
+    tu_expect_in(result.err, "/caf\\xe9/air.csv', which is not printable UTF-8 text: the config "
+                             "file's folder");
+    assert_int_equal(access(tu_path(tu_run_dir(), "darts_logs/latin"), F_OK), -1);
+    tu_rmtree(top);
+    free(top);
+}
+
 /* metrics.csv, forecast.csv and the last checkpoint's tensors of a run, for comparing runs. */
 struct run_outputs {
     char *metrics, *forecast;
@@ -606,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_terminal_escapes_are_never_printed),
         cmocka_unit_test(test_forecast_dates_checked_before_training),
+        cmocka_unit_test(test_non_utf8_folders_refused_before_writing),
         cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
         cmocka_unit_test(test_comm_modules_loaded_when_chosen),
