@@ -29,6 +29,7 @@
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/fs.h"
+#include "tsrnn/memory.h"
 #include "tsrnn/model.h"
 #include "tsrnn/plot.h"
 
@@ -587,11 +588,6 @@ static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_ch
 {
     size_t icl = (size_t)ck->input_chunk_length;
     struct tsrnn_forecast f;
-    /* Every series' dates before any work: a forecast whose stamps would pass the year 9999
-     * is refused at once, and alone. */
-    for (size_t i = 0; i < count; i++)
-        TSRNN_TRY(tsrnn_forecast_error_series(tsrnn_forecast_check_range(&sources[i], (size_t)o->n),
-                                              sources[i].id));
     /* The first forecast before anything is printed: one that cannot be made is the error
      * alone. */
     TSRNN_TRY(tsrnn_forecast_run(&f, model, &sources[0], icl, (size_t)o->n));
@@ -774,6 +770,51 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
     return status;
 }
 
+/* What the forecasts hold: a forecast of n steps (stamps and C values, its covariates) kept
+ * while the next one runs; or every backtest's values and scores, each series' at once. */
+static double forecast_nbytes(const struct options *o, const struct tsrnn_checkpoint *ck,
+                              const struct tsrnn_forecast_source *sources, size_t count,
+                              const size_t *firsts)
+{
+    double C = (double)ck->dims.output_count;
+    double K = (double)(ck->dims.input_count - ck->dims.output_count);
+    if (!o->backtest)
+        return 2.0 * (double)o->n * (8.0 + 4.0 * C + 8.0 * K);
+    double total = 0.0, H = (double)o->horizon;
+    for (size_t i = 0; i < count; i++) {
+        double F = (double)((sources[i].series->length - (size_t)o->horizon - firsts[i]) /
+                                (size_t)o->stride +
+                            1);
+        total += F * (H * 4.0 * C + 64.0);
+    }
+    return total;
+}
+
+/* The model and the forecasts fit in memory (include/tsrnn/memory.h), before either is
+ * made. */
+static enum tsrnn_status check_memory(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                      struct tsrnn_compute *compute,
+                                      const struct tsrnn_forecast_source *sources, size_t count,
+                                      const size_t *firsts, size_t batch)
+{
+    struct tsrnn_memory_need need;
+    tsrnn_memory_need_predict(&need, &ck->dims, tsrnn_compute_kind(compute), batch,
+                              (size_t)ck->input_chunk_length,
+                              forecast_nbytes(o, ck, sources, count, firsts));
+    char advice[256];
+    if (need.forecast_nbytes > need.host_nbytes / 2)
+        snprintf(advice, sizeof(advice), "the largest part, the forecasts, grows with %s",
+                 o->backtest ? "--horizon and the forecasts' count: raise --stride, start later "
+                               "with --start, or backtest one series with --id"
+                             : "--n: forecast fewer steps");
+    else
+        snprintf(advice, sizeof(advice),
+                 "the largest part is the model itself (hidden_dim %zu, n_rnn_layers %zu): "
+                 "forecast on a machine with more memory",
+                 ck->dims.hidden_count, ck->dims.layer_count);
+    return tsrnn_memory_check(&need, compute, 1, "the forecast", advice);
+}
+
 static enum tsrnn_status predict(const struct options *o)
 {
     char path[PATH_MAX];
@@ -833,6 +874,11 @@ static enum tsrnn_status predict(const struct options *o)
                              "--plot %s draws one series; the model was trained on %zu: choose "
                              "one with --id",
                              o->plot_path, count);
+    /* Every series' forecast dates before any work: stamps past the year 9999 are refused at
+     * once (a backtest forecasts inside its series). */
+    for (size_t i = 0; status == TSRNN_OK && !o->backtest && i < count; i++)
+        status = tsrnn_forecast_error_series(tsrnn_forecast_check_range(&sources[i], (size_t)o->n),
+                                             sources[i].id);
     if (status == TSRNN_OK && o->backtest)
         status = backtest_plan(o, ck, sources, count, firsts, &batch);
     /* A forecast is one window at a time (a backtest a batch of them): the CPU serves it,
@@ -845,6 +891,8 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_compute_create(&compute, &device);
     if (status == TSRNN_ERR_USAGE && o->gpu)
         status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
+    if (status == TSRNN_OK)
+        status = check_memory(o, ck, compute, sources, count, firsts, batch);
     if (status == TSRNN_OK)
         status =
             tsrnn_model_init(&model, compute, &ck->dims, batch, (size_t)ck->input_chunk_length);

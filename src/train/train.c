@@ -13,6 +13,7 @@
 #include "tsrnn/encoders.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/fs.h"
+#include "tsrnn/memory.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
@@ -667,6 +668,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     const struct tsrnn_dataset *ds = tr->ds;
     size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
     size_t B = (size_t)cfg->batch_size;
+    /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
+    size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world_size);
     /* RNNModel's input: the target's C components beside the K future covariates. */
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
@@ -683,6 +686,12 @@ static enum tsrnn_status setup(struct trainer *tr)
                                              tr->world != NULL ? tr->world->device_index : 0));
         tr->owns_compute = true;
     }
+    /* Whether it fits, before anything is allocated or written. */
+    size_t local_processes = tr->world != NULL && tr->world->local_world_size_known
+                                 ? (size_t)tr->world->local_world_size
+                                 : 1;
+    TSRNN_TRY(
+        tsrnn_train_check_memory(cfg, ds, &dims, tr->compute, batch_capacity, local_processes));
     tr->state.random_state = (uint32_t)cfg->random_state;
     tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
     tr->state.best_value = NAN;
@@ -695,7 +704,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         TSRNN_TRY(lock_run_folder(tr, false));
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
-    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
+    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, batch_capacity, T));
     tr->model.loss = cfg->loss_fn;
     TSRNN_TRY(tsrnn_model_check_loss(&tr->model));
     TSRNN_TRY(initial_params(tr, &dims));
@@ -731,16 +740,17 @@ static enum tsrnn_status setup(struct trainer *tr)
         tr->start_batch = 0;
     }
 
-    tr->x = malloc(B * T * (C + K) * sizeof(float));
-    tr->y = malloc(B * T * C * sizeof(float));
+    tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
+    tr->y = malloc(batch_capacity * T * C * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
-    tr->batch_se = malloc(B * sizeof(double));
+    tr->batch_se = malloc(batch_capacity * sizeof(double));
     if (cfg->gradient_clip_val > 0.0)
         tr->grads_host = malloc(tr->model.table.total_count * sizeof(float) + 1);
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
         tr->batch_se == NULL || (cfg->gradient_clip_val > 0.0 && tr->grads_host == NULL))
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
+                           batch_capacity);
     /* Validation shards without padding: each window is evaluated exactly once. */
     for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
         tr->val_idx[tr->val_local_count++] = i;
