@@ -521,6 +521,11 @@ static void test_predict_writes_devices_in_place(void **state)
     char *text = tu_read(real);
     assert_true(strncmp(text, "Month,#Passengers\n1959-02,", 26) == 0);
     free(text);
+    /* a device that refuses the bytes: the file and the reason (it was "cannot write
+     * /dev/full" alone) */
+    const char *to_full[] = { "--run", run, "--n", "2", "--out", "/dev/full", NULL };
+    assert_int_equal(predict(to_full), 1);
+    tu_expect_in(result.err, "cannot write /dev/full: No space left on device");
 }
 
 /* --series: the forecast starts after the series' own end, no actual values. */

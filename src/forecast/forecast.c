@@ -287,11 +287,26 @@ static void write_rows(FILE *out, const struct tsrnn_forecast *f, const struct t
     }
 }
 
+/* The errno of this thread's last failed flushed(), for the message that names the file. */
+static _Thread_local int flush_errno;
+
 static enum tsrnn_status flushed(FILE *out, const char *what)
 {
-    if (fflush(out) != 0 || ferror(out))
-        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", what);
+    if (fflush(out) != 0 || ferror(out)) {
+        flush_errno = errno != 0 ? errno : EIO;
+        return tsrnn_error_errno(TSRNN_ERR_IO, flush_errno, "cannot write %s", what);
+    }
     return TSRNN_OK;
+}
+
+/* A writer's failure into the file `path`: a write error is named by the file, with its
+ * reason (a full disk); anything else (a forecast that cannot be made) passes as it is. */
+static enum tsrnn_status file_failed(enum tsrnn_status status, const char *path)
+{
+    if (status != TSRNN_ERR_IO)
+        return status;
+    return tsrnn_error_errno(TSRNN_ERR_IO, flush_errno, "cannot write %s",
+                             tsrnn_display_path(path));
 }
 
 enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const char *id)
@@ -341,11 +356,9 @@ enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     enum tsrnn_status status =
         tsrnn_forecast_write_all(model, sources, count, input_chunk_length, n, id_name, af.file);
-    if (status == TSRNN_ERR_IO)
-        status = tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
-        return status;
+        return file_failed(status, path);
     }
     return tsrnn_atomic_file_commit(&af);
 }
@@ -401,7 +414,7 @@ static enum tsrnn_status save_csv(csv_writer write, const void *what, const char
     enum tsrnn_status status = write(what, af.file);
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+        return file_failed(status, path);
     }
     return tsrnn_atomic_file_commit(&af);
 }

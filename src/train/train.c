@@ -2,6 +2,7 @@
  * model, optimizer and sampler (from a checkpoint when resuming) and the run folder; per
  * epoch train, validate, log, checkpoint; then forecast the validation horizon and score it,
  * and write the [forecast] section's files. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1179,8 +1180,9 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
                 sc->mae, sc->rmse);
     }
     if (fflush(af.file) != 0 || ferror(af.file)) {
+        int err = errno != 0 ? errno : EIO;
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(path));
     }
     return tsrnn_atomic_file_commit(&af);
 }
@@ -1277,8 +1279,9 @@ static enum tsrnn_status write_text_job(void *arg)
     struct tsrnn_atomic_file af;
     TSRNN_TRY(tsrnn_atomic_file_open(&af, t->path));
     if (fwrite(t->text, 1, t->nbytes, af.file) != t->nbytes) {
+        int err = errno != 0 ? errno : EIO;
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(t->path));
+        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(t->path));
     }
     return tsrnn_atomic_file_commit(&af);
 }
