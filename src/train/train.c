@@ -871,14 +871,16 @@ static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t ba
     if (!isfinite(*loss))
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: the loss is %g at epoch %lld, step %lld (batch "
-                           "%zu of the epoch); try a smaller [training] lr (now %g)",
+                           "%zu of the epoch); try a smaller [training] lr (this step's "
+                           "learning rate: %g)",
                            (double)*loss, (long long)epoch, (long long)tr->step, batch_idx,
-                           tr->cfg->lr);
+                           tr->adam.lr);
     if (!finite)
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
-                           "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
-                           (long long)epoch, (long long)tr->step, batch_idx, tr->cfg->lr);
+                           "%lld (batch %zu of the epoch); try a smaller [training] lr (this "
+                           "step's learning rate: %g)",
+                           (long long)epoch, (long long)tr->step, batch_idx, tr->adam.lr);
     if (fused)
         return TSRNN_OK;
     /* After the allreduce, on the mean gradient: DDP has reduced the gradients before
