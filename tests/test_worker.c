@@ -350,6 +350,9 @@ static const struct bad_case csv_cases[] = {
     { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-03,3\n",
       { "series has 3 points", "training_length = 3", "needs at least 4" } },
     { "Month,#Passengers\n1949-1,1\n", { "s.csv:2:1:", "'1949-1' is not a time stamp" } },
+    /* a covariate column is [covariates] columns' (it was labelled [data] value_cols) */
+    { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-03,3\n1949-04,4\n",
+      { "s.csv:1: no column 'Temp' ([covariates] columns) in the header" } },
 };
 
 static void run_bad(const char *dir, const char *ini_text, const char *csv_text,
@@ -387,9 +390,12 @@ static void test_csv_errors(void **state)
     const char *ini = "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = #Passengers\n"
                       "[model]\ntraining_length = 3\ninput_chunk_length = 2\n";
     for (size_t i = 0; i < sizeof(csv_cases) / sizeof(csv_cases[0]); i++) {
-        const char *text = i == 8 ? "[data]\npath = s.csv\ntime_col = Month\n[model]\n"
-                                    "training_length = 3\ninput_chunk_length = 2\n"
-                                  : ini;
+        const char *text = i == 8    ? "[data]\npath = s.csv\ntime_col = Month\n[model]\n"
+                                       "training_length = 3\ninput_chunk_length = 2\n"
+                           : i == 10 ? "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = "
+                                       "#Passengers\n[covariates]\ncolumns = Temp\n[model]\n"
+                                       "training_length = 3\ninput_chunk_length = 2\n"
+                                     : ini;
         run_bad(dir, text, csv_cases[i].ini, csv_cases[i].expect, i, "csv");
     }
     /* BOM and CRLF are not errors */
