@@ -1217,6 +1217,34 @@ static void test_predict_reads_only_the_data_the_run_names(void **state)
     free(loose);
 }
 
+/* Checkpoint names are read as tsrnn writes them: an epoch past int64 (undefined behaviour in
+ * sscanf, and that file was "newest"), a sign, a space or a leading zero make a name that is
+ * not a checkpoint's. */
+static void test_checkpoint_names_are_read_strictly(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp(), path[PATH_MAX];
+    static const char *const decoys[] = {
+        "last-epoch=99999999999999999999999.safetensors",
+        "last-epoch=9223372036854775808.safetensors",
+        "last-epoch=+7.safetensors",
+        "last-epoch= 8.safetensors",
+        "last-epoch=009.safetensors",
+        "last-epoch=100000001.safetensors",
+        "last-epoch=5x.safetensors",
+    };
+    tu_write(dir, "last-epoch=3.safetensors", "");
+    for (size_t i = 0; i < sizeof(decoys) / sizeof(decoys[0]); i++)
+        tu_write(dir, decoys[i], "");
+    assert_int_equal(tsrnn_checkpoint_locate(path, sizeof(path), dir, "last"), TSRNN_OK);
+    tu_expect_in(path, "/last-epoch=3.safetensors");
+    tu_write(dir, "last-epoch=100000000.safetensors", ""); /* the largest epoch a run has */
+    assert_int_equal(tsrnn_checkpoint_locate(path, sizeof(path), dir, "last"), TSRNN_OK);
+    tu_expect_in(path, "/last-epoch=100000000.safetensors");
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* A run killed between renaming last-epoch=N into place and linking best-epoch=N to it
  * (epoch N the best so far) leaves last-epoch=N, whose metadata says it is the best, beside
  * the older best-epoch=M. That state, made here by hand: tsrnn-predict's default takes the
@@ -1452,6 +1480,7 @@ int main(void)
         cmocka_unit_test(test_bad_checkpoints_are_refused),
         cmocka_unit_test(test_tampered_metadata_is_refused),
         cmocka_unit_test(test_predict_reads_only_the_data_the_run_names),
+        cmocka_unit_test(test_checkpoint_names_are_read_strictly),
 
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),

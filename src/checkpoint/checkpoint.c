@@ -846,21 +846,26 @@ void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const
     snprintf(out, capacity, "best-epoch=%" PRId64 "-%s=%.4f.safetensors", epoch, monitor, value);
 }
 
-/* The epoch of a checkpoint file name of kind `which`, or -1 when the name is not one. */
+/* The epoch of a checkpoint file name of kind `which` as tsrnn writes them
+ * ("last-epoch=12.safetensors", "best-epoch=12-val_loss=0.0149.safetensors"), or -1 for any
+ * other name: the epoch in decimal digits, without a sign, spaces or a leading zero, at most
+ * what a checkpoint may hold (100000000). sscanf took "+12", " 12" and "007", and an epoch
+ * past int64 was undefined behaviour that made the file the newest. */
 static int64_t checkpoint_epoch(const char *name, const char *which)
 {
     char prefix[16];
-    int64_t epoch;
-    int used = 0;
     size_t len = strlen(name);
     snprintf(prefix, sizeof(prefix), "%s-epoch=", which);
     if (strncmp(name, prefix, strlen(prefix)) != 0 || len < 12 ||
         strcmp(name + len - 12, ".safetensors") != 0)
         return -1;
-    if (sscanf(name + strlen(prefix), "%" SCNd64 "%n", &epoch, &used) != 1 || epoch < 0)
+    const char *start = name + strlen(prefix), *p = start;
+    int64_t epoch = 0;
+    for (; *p >= '0' && *p <= '9' && p - start < 10; p++)
+        epoch = 10 * epoch + (*p - '0');
+    if (p == start || (start[0] == '0' && p - start > 1) || epoch > 100000000)
         return -1;
-    char next = name[strlen(prefix) + (size_t)used];
-    return next == '.' || next == '-' ? epoch : -1;
+    return *p == '.' || *p == '-' ? epoch : -1;
 }
 
 /* The newest checkpoint file of kind `which` in `checkpoint_dir`: its name in `name` (room
