@@ -164,6 +164,21 @@ static void run_with_env(const char *const *env)
     run(argv);
 }
 
+/* TSRNN_CPU_ISA caps the CPU kernels' vector level; a value it does not know was ignored
+ * silently (the run then compared nothing it meant to). */
+static void test_unknown_cpu_isa_is_refused(void **state)
+{
+    (void)state;
+    const char *env[] = { "TSRNN_CPU_ISA=AVX2", NULL };
+    run_with_env(env);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "TSRNN_CPU_ISA=AVX2: accepted: avx512, avx2 or baseline");
+    const char *known[] = { "TSRNN_CPU_ISA=baseline", NULL };
+    run_with_env(known);
+    assert_int_equal(result.exit_code, 0);
+    tu_expect_in(result.out, "Compute: CPU kernels baseline");
+}
+
 /* The worker's side of the launcher's contract (include/tsrnn/world.h): it uses the comm
  * backend the launcher chose (TSRNN_COMM_BACKEND) and refuses one that is unknown, missing or
  * does not fit the world size, with exit code 2, before reading the config. */
@@ -667,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
         cmocka_unit_test(test_comm_modules_loaded_when_chosen),
+        cmocka_unit_test(test_unknown_cpu_isa_is_refused),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }
