@@ -1217,6 +1217,72 @@ static void test_predict_reads_only_the_data_the_run_names(void **state)
     free(loose);
 }
 
+/* One rule for links at the names tsrnn writes (include/tsrnn/atomic_file.h): a link of this
+ * user's (or root's) is written through, metrics.csv's included (it was refused, while the
+ * atomic files followed any link); another user's is refused, so that whoever else can write
+ * a folder cannot make tsrnn write elsewhere; and a run folder another user owns is named in
+ * a warning. The other-user cases need root (to give a link away) and say so otherwise. */
+static void test_links_follow_one_rule(void **state)
+{
+    (void)state;
+    /* this user's link at metrics.csv: written through */
+    char run[PATH_MAX], elsewhere[PATH_MAX], link[PATH_MAX + 16];
+    snprintf(run, sizeof(run), "%s", run_path("linked", ""));
+    assert_int_equal(tsrnn_make_dirs(run), TSRNN_OK);
+    snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere.csv", tu_run_dir());
+    snprintf(link, sizeof(link), "%s/metrics.csv", run);
+    assert_int_equal(symlink(elsewhere, link), 0);
+    const char *sets[] = { "training.n_epochs=2", "output.force_reset=false", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "linked", sets, 60), 0);
+    struct tu_metrics_row rows[64];
+    assert_int_equal(tu_read_metrics(elsewhere, rows, 64), 16); /* 2 x (7 steps + 1 val) */
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+
+    if (geteuid() != 0) {
+        printf("# not root: no link of another user can be made; that half skipped\n");
+        return;
+    }
+    /* another user's link where tsrnn-predict writes: refused, its target untouched */
+    char victim[PATH_MAX], planted[PATH_MAX + 16];
+    snprintf(victim, sizeof(victim), "%s", tu_write(tu_run_dir(), "victim.txt", "precious\n"));
+    snprintf(planted, sizeof(planted), "%s/planted.csv", tu_run_dir());
+    assert_int_equal(symlink(victim, planted), 0);
+    assert_int_equal(lchown(planted, 12345, 12345), 0);
+    const char *args[] = { "--run", run_path("Air", ""), "--n", "2", "--out", planted, NULL };
+    assert_int_equal(predict(args), 1);
+    tu_expect_in(result.err, "is a symbolic link of another user (uid 12345)");
+    char *text = tu_read(victim);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    /* and at metrics.csv, on resuming a run of its own */
+    const char *again[] = { "training.n_epochs=2", "output.force_reset=true", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "linked", again, 60), 0);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(victim, link), 0);
+    assert_int_equal(lchown(link, 12345, 12345), 0);
+    const char *resume[] = { "training.n_epochs=3", "output.force_reset=false", "--resume=last",
+                             "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "linked", resume, 60), 1);
+    tu_expect_in(result.err, "metrics.csv is a symbolic link of another user (uid 12345)");
+    text = tu_read(victim);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    /* a run folder of another user's: said */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(chown(run, 12345, 12345), 0);
+    const char *owned[] = { "training.n_epochs=1",
+                            "output.force_reset=false",
+                            "--resume=last",
+                            "training.n_epochs=4",
+                            "--quiet",
+                            NULL };
+    assert_int_equal(tu_train(&result, "linked", owned, 60), 0);
+    tu_expect_in(result.err, "warning: the run folder ");
+    tu_expect_in(result.err, "belongs to another user (uid 12345)");
+}
+
 /* Checkpoint names are read as tsrnn writes them: an epoch past int64 (undefined behaviour in
  * sscanf, and that file was "newest"), a sign, a space or a leading zero make a name that is
  * not a checkpoint's. */
@@ -1481,6 +1547,7 @@ int main(void)
         cmocka_unit_test(test_tampered_metadata_is_refused),
         cmocka_unit_test(test_predict_reads_only_the_data_the_run_names),
         cmocka_unit_test(test_checkpoint_names_are_read_strictly),
+        cmocka_unit_test(test_links_follow_one_rule),
 
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
@@ -437,6 +439,25 @@ static enum tsrnn_status finish_jobs(struct trainer *tr, enum tsrnn_status statu
     return jobs != TSRNN_OK ? jobs : status;
 }
 
+/* A run folder that another user owns, or that every user may write: its owner (or anyone)
+ * can replace the run's files between writes, and put links where tsrnn writes (it follows
+ * none but this user's and root's). Said, not refused: a shared project folder may be
+ * meant. */
+static void warn_foreign_folder(const char *run_dir)
+{
+    struct stat st;
+    if (stat(run_dir, &st) != 0)
+        return;
+    if (st.st_uid != geteuid())
+        tsrnn_warn("the run folder %s belongs to another user (uid %u): they can replace its "
+                   "files; keep [output] work_dir in a folder only you can write",
+                   tsrnn_display_path(run_dir), (unsigned)st.st_uid);
+    else if (st.st_mode & S_IWOTH)
+        tsrnn_warn("the run folder %s may be written by every user (mode %03o): they can "
+                   "replace its files; keep [output] work_dir in a folder only you can write",
+                   tsrnn_display_path(run_dir), (unsigned)(st.st_mode & 0777));
+}
+
 /* Darts' rule for an existing run folder: a new run does not mix with an earlier run's
  * checkpoints and TensorBoard logs; force_reset deletes the folder first. Adds the jobs that
  * finish it beside the training. */
@@ -462,6 +483,7 @@ static enum tsrnn_status make_run_folder(struct trainer *tr)
                            tsrnn_display_path(tr->run_dir));
     }
     TSRNN_TRY(tsrnn_make_dirs(tr->run_dir));
+    warn_foreign_folder(tr->run_dir);
     if (cfg->save_checkpoints)
         TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
