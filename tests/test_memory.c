@@ -226,6 +226,42 @@ static void test_predict_sizes_its_forecasts(void **state)
     assert_string_equal(result.out, "");
 }
 
+/* A data file is checked as it is read, and bounded by memory: a sparse 1 GB file of zeros
+ * was read whole (1 GB, 3 s) before its first byte was refused; now it is refused after the
+ * first piece. Under a memory limit smaller than the file, it is refused before a byte is
+ * read (it failed with "out of memory"). */
+static void test_data_files_are_read_with_bounds(void **state)
+{
+    (void)state;
+    char sparse[PATH_MAX], data[PATH_MAX + 16];
+    snprintf(sparse, sizeof(sparse), "%s", tu_path(tu_run_dir(), "sparse.csv"));
+    FILE *f = fopen(sparse, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 1000000000), 0);
+    assert_int_equal(fclose(f), 0);
+    snprintf(data, sizeof(data), "data.path=%s", sparse);
+    const char *sets[] = { data, "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "sparse", sets, 60), 2);
+    tu_expect_in(result.err, "sparse.csv:1:1: a NUL byte; accepted: text");
+    printf("# a sparse 1 GB file: exit 2, peak memory %ld kB\n", result.max_rss_kb);
+    if (!sanitized)
+        assert_true(result.max_rss_kb < 64 * 1024);
+
+    if (sanitized) {
+        printf("# AddressSanitizer: no ulimit -v for the worker; the bound is not run\n");
+        return;
+    }
+    char script[2 * PATH_MAX + 256];
+    snprintf(script, sizeof(script),
+             "ulimit -v 600000 && exec %s --set '%s' --set output.model_name=bounded %s",
+             tu_env("TSRNN_WORKER"), data, tu_source("examples/air_passengers.ini"));
+    const char *argv[] = { "/bin/sh", "-c", script, NULL };
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "sparse.csv is 1 GB, more than the ");
+    tu_expect_in(result.err, "GB of memory this process can have (RLIMIT_AS (ulimit -v))");
+}
+
 /* The estimate against the peak resident memory of real runs (less a tiny run's, the program
  * and its libraries): never below what the run touched, and not far above. */
 static void test_the_estimate_bounds_real_runs(void **state)
@@ -285,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_too_large_a_model_is_refused_at_once),
         cmocka_unit_test(test_the_limit_and_the_setting_are_named),
         cmocka_unit_test(test_predict_sizes_its_forecasts),
+        cmocka_unit_test(test_data_files_are_read_with_bounds),
         cmocka_unit_test(test_the_estimate_bounds_real_runs),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
