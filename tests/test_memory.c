@@ -263,7 +263,9 @@ static void test_data_files_are_read_with_bounds(void **state)
 }
 
 /* The estimate against the peak resident memory of real runs (less a tiny run's, the program
- * and its libraries): never below what the run touched, and not far above. */
+ * and its libraries): never below what the run touched, and at most twice it (the estimate
+ * counts the four checkpoint snapshots a lagging writer can hold; an idle machine's run holds
+ * one or two: 1.3-1.8x). Counting two, the bound failed once under four busy loops. */
 static void test_the_estimate_bounds_real_runs(void **state)
 {
     (void)state;
@@ -310,7 +312,7 @@ static void test_the_estimate_bounds_real_runs(void **state)
         printf("# case %zu: estimate %.1f MB, peak above a tiny run's %.1f MB (ratio %.2f)\n", i,
                need.host_nbytes * 1e-6, used * 1e-6, need.host_nbytes / used);
         assert_true(need.host_nbytes >= used);
-        assert_true(need.host_nbytes <= 1.5 * used);
+        assert_true(need.host_nbytes <= 2.0 * used);
     }
 }
 

@@ -8,11 +8,11 @@
  * dimensions, per backend, compare it with the memory this process can have, and refuse with
  * TSRNN_ERR_USAGE (exit 2) naming the setting that drives the largest part.
  *
- * The estimate follows the buffers the code allocates (src/compute/cpu/model.c's workspace
- * layout, the trainer's batches, the checkpoint writer's snapshots), rounded up where a
- * choice depends on the CPU (the packed recurrent weights are counted whenever a layer is
- * large enough to use them). tests/test_train.c holds it against the peak memory of real
- * runs. It leaves out what does not grow with the model: the program, its libraries and the
+ * The estimate is a bound: it follows the buffers the code allocates (src/compute/cpu/model.c's
+ * workspace layout, the trainer's batches, the most snapshots the checkpoint writer can
+ * hold), rounded up where a choice depends on the CPU (the packed recurrent weights are
+ * counted whenever a layer is large enough to use them). tests/test_memory.c holds it against
+ * the peak memory of real runs (never below, at most twice). It leaves out what does not grow with the model: the program, its libraries and the
  * data set (read before the check, and counted by the memory it already holds).
  */
 #ifndef TSRNN_MEMORY_H

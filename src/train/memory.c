@@ -85,11 +85,15 @@ void tsrnn_memory_need_training(struct tsrnn_memory_need *need, const struct tsr
     need->activations_nbytes = 4.0 * workspace_floats(dims, B, T);
     /* x (B, T, I), y (B, T, C); per-window errors; the validation shard and its errors */
     need->batches_nbytes = 4.0 * B * T * (I + C) + 8.0 * B + 16.0 * (V + 1.0);
-    /* Parameters and both moments: a checkpoint snapshot being written while the next epoch's
-     * waits (src/checkpoint/writer.c), or a resumed checkpoint's file and its host copy; else
-     * the host copy of the initial weights (and the file of init_weights). */
+    /* Snapshots of the parameters and both moments (3P each): the checkpoint writer
+     * (src/checkpoint/writer.c) may hold one being written, the newest and an improving one
+     * queued behind it when it lags (a loaded machine), and the epoch's new one is taken
+     * before the newest is dropped: four. A resumed checkpoint's file and its host copy (6P)
+     * come before them. Else the host copy of the initial weights (and init_weights' file). */
     double copies = 4.0 * P;
-    if (cfg->save_checkpoints || cfg->resume[0] != '\0')
+    if (cfg->save_checkpoints)
+        copies = 4.0 * 12.0 * P;
+    else if (cfg->resume[0] != '\0')
         copies = 4.0 * 6.0 * P;
     else if (cfg->init_weights[0] != '\0')
         copies = 4.0 * 4.0 * P;
