@@ -853,6 +853,14 @@ static void test_second_run_of_a_model_name_is_refused(void **state)
     start_training(&j, "shared", long_run, pids);
     snprintf(holder, sizeof(holder), "process %d", (int)pids[0]);
     snprintf(run, sizeof(run), "%s/shared", tu_run_dir());
+    /* config.ini is written beside the training (with hparams.yaml and the plot's fonts): on
+     * a loaded machine it may come after the first checkpoint. The refused runs below must
+     * leave it, so it must be there first. */
+    for (double until = now_s() + 60; access(run_path("shared", "config.ini"), F_OK) != 0;) {
+        if (now_s() > until)
+            fail_msg("no config.ini 60 s after the first checkpoint");
+        usleep(5000);
+    }
 
     const char *reset[] = { "training.n_epochs=1", "--quiet", NULL };
     assert_int_equal(tu_train(r, "shared", reset, 60), 2);
