@@ -97,11 +97,12 @@ struct options {
     bool last_points_only;
 };
 
+/* Prints "error: <fmt with arg>" (through tsrnn_error(): the argument shown escaped, as every
+ * message is) and returns the usage exit code. */
 static int usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, PROGRAM ": error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
+    tsrnn_error(TSRNN_ERR_USAGE, fmt, arg);
+    fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
     return TSRNN_EXIT_USAGE;
 }
 
