@@ -1105,8 +1105,9 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         if (!isfinite(val_loss))
             return tsrnn_error(TSRNN_ERR_NUMERIC,
                                "training diverged: the validation loss is %g after epoch %lld "
-                               "(step %lld); try a smaller [training] lr (now %g)",
-                               val_loss, (long long)epoch, (long long)tr->step - 1, tr->cfg->lr);
+                               "(step %lld); try a smaller [training] lr (the epoch's learning "
+                               "rate: %g)",
+                               val_loss, (long long)epoch, (long long)tr->step - 1, tr->adam.lr);
         r->val_loss = val_loss;
         monitor_value = val_loss;
         if (tr->writes_files) {
