@@ -4,7 +4,7 @@
 
 Needs Darts (the virtual environment of CONTRIBUTING.md); reads examples/data/ only:
 
-    /tmp/venv-darts/bin/python scripts/gen-backtest-fixtures.py
+    /tmp/venv-darts/bin/python scripts/gen-backtest-fixtures.py [--multi]
 
 The model is the AirPassengers example's (examples/air_passengers.ini) with model = LSTM:
 hidden 20, input_chunk_length 14, training_length 20, batch 16, lr 1e-3, random_state 42,
@@ -41,6 +41,17 @@ files have the id column `series` first, each series after the previous one, and
 a `backtest` row per series and a last one with an empty id: the mean over the series.
 (Monthly, because Darts 0.48.1 with pandas 3 cannot backtest a daily series from a `start`:
 n_steps_between() divides a Timedelta by the Day offset, a TypeError.)
+
+With --multi it writes only the multi-component fixtures (`mc_*`): two monthly series of
+two components of different scales (tests/fixtures/mc/m1.csv, m2.csv: `a` near 100-200, `b`
+near 1, m2's b exactly 0 at 1994-06), split after 1993-12, each scaled by its own Scaler; a
+GRU of hidden 8 (training_length 8, input_chunk_length 5, random_state 7) trained by Darts
+for MULTI_EPOCHS epochs on the list (mc_weights.safetensors); mc_validation.csv holds Darts'
+mape, mae and rmse (component_reduction=np.nanmean: each component scored, then averaged)
+of each series' predict(n = its validation length, series = its training part) and their
+mean, in the layout of tsrnn's validation.csv; mc_backtest_errors.csv Darts' backtest (start
+1994-01, horizon 3, stride 2, every forecast) with metric=[mape, mae, rmse], per forecast
+and per series, then the mean over the series, as tsrnn-predict --backtest writes them.
 
 Floats are written with 9 significant digits (float32 round trip). Single-threaded, CPU.
 """
@@ -262,12 +273,115 @@ def run_global(lines):
         print(lines[-1], flush=True)
 
 
+# Two components of different scales (issue 36, point 2): Darts' metrics score each component,
+# average the components (component_reduction=np.nanmean), then the series.
+MULTI_DIR = FIXTURES / "mc"
+MULTI_SERIES = {"m1": ("1990-01", 60), "m2": ("1991-04", 54)}
+MULTI_SPLIT = "1993-12-01"
+MULTI_EPOCHS = 15
+MULTI_HORIZON = 3
+
+
+def write_multi_series():
+    """`month,a,b`: a near 100-200, b near 1; m2's b is exactly 0 at 1994-06 (a validation
+    month), which Darts' MAPE leaves out of its mean."""
+    import pandas as pd
+
+    rng = np.random.default_rng(36)
+    MULTI_DIR.mkdir(exist_ok=True)
+    for k, (sid, (first, length)) in enumerate(MULTI_SERIES.items()):
+        months = pd.date_range(first, periods=length, freq="MS")
+        t = np.arange(length)
+        a = 120 + 40 * k + 20 * np.sin(2 * np.pi * t / 12) + 0.9 * t + rng.normal(0, 4, length)
+        b = 1.0 + 0.6 * np.cos(2 * np.pi * t / 12 + k) + rng.normal(0, 0.08, length)
+        lines = ["month,a,b"]
+        for m, x, y in zip(months, a, b):
+            y_text = "0" if (sid == "m2" and stamp(m) == "1994-06") else "%.3f" % y
+            lines.append("%s,%.2f,%s" % (stamp(m), x, y_text))
+        (MULTI_DIR / (sid + ".csv")).write_text("\n".join(lines) + "\n")
+
+
+def run_multi():
+    """A GRU trained by Darts on the list of the two 2-component series; its validation
+    forecasts' scores (predict(n = the validation length, series = the training part) of each
+    series, as tsrnn's validation.csv) and its backtest (start 1994-01, horizon 3, stride 2,
+    all forecasts) with metric=[mape, mae, rmse], as tsrnn-predict --backtest writes them."""
+    import pandas as pd
+    import torch
+    from darts import TimeSeries
+    from darts.dataprocessing.transformers import Scaler
+    from darts.metrics import mae, mape, rmse
+    from darts.models import RNNModel
+
+    write_multi_series()
+    series = [TimeSeries.from_csv(str(MULTI_DIR / (sid + ".csv")), time_col="month",
+                                  value_cols=["a", "b"]).astype(np.float32)
+              for sid in MULTI_SERIES]
+    parts = [s.split_after(pd.Timestamp(MULTI_SPLIT)) for s in series]
+    train, val = [p[0] for p in parts], [p[1] for p in parts]
+    scalers = [Scaler().fit(tr) for tr in train]
+    train_s = [sc.transform(tr) for sc, tr in zip(scalers, train)]
+    model = RNNModel(
+        model="GRU", hidden_dim=8, dropout=0, batch_size=16, n_epochs=MULTI_EPOCHS,
+        optimizer_kwargs={"lr": 5e-3}, random_state=7, training_length=8,
+        input_chunk_length=5, force_reset=True, save_checkpoints=False,
+        pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                           "enable_model_summary": False, "logger": False},
+    )
+    model.fit(train_s)
+    write_safetensors(
+        FIXTURES / "mc_weights.safetensors",
+        {k: v.detach().to(torch.float32) for k, v in model.model.state_dict().items()},
+        {"darts.epochs": str(MULTI_EPOCHS), "darts.random_state": "7"},
+    )
+    metrics = (mape, mae, rmse)
+    rows = ["series,steps,mape,mae,rmse"]
+    scores = []
+    for sid, sc, tr, v in zip(MULTI_SERIES, scalers, train_s, val):
+        pred = sc.inverse_transform(model.predict(len(v), series=tr))
+        scores.append([float(m(v, pred)) for m in metrics])
+        pooled = float(np.sqrt(np.mean((v.values() - pred.values()) ** 2)))
+        print("%s: Darts rmse %.6f (mean of the components'), pooled %.6f" % (sid, scores[-1][2],
+                                                                            pooled))
+        rows.append("%s,%d,%s" % (sid, len(v), ",".join(fmt(x) for x in scores[-1])))
+    mean = [float(np.mean([s[k] for s in scores])) for k in range(3)]
+    preds = [sc.inverse_transform(model.predict(len(v), series=tr))
+             for sc, tr, v in zip(scalers, train_s, val)]
+    for k, m in enumerate(metrics):  # Darts' own reduction over the list agrees
+        reduced = float(m(val, preds, series_reduction=np.mean))
+        assert abs(reduced - mean[k]) <= 1e-6 * abs(mean[k]), (reduced, mean[k])
+    rows.append(",%d,%s" % (sum(len(v) for v in val), ",".join(fmt(x) for x in mean)))
+    (FIXTURES / "mc_validation.csv").write_text("\n".join(rows) + "\n")
+    rows = ["series,start,mape,mae,rmse"]
+    totals = []
+    for sid, sc, s in zip(MULTI_SERIES, scalers, series):
+        hf = model.historical_forecasts(
+            s, start=pd.Timestamp("1994-01-01"), forecast_horizon=MULTI_HORIZON, stride=2,
+            retrain=False, last_points_only=False, data_transformers={"series": sc},
+            show_warnings=False)
+        per = model.backtest(s, historical_forecasts=hf, metric=list(metrics), reduction=None)
+        total = model.backtest(s, historical_forecasts=hf, metric=list(metrics))
+        for fc, values in zip(hf, per):
+            rows.append("%s,%s,%s" % (sid, stamp(fc.start_time()),
+                                      ",".join(fmt(float(x)) for x in values)))
+        rows.append("%s,backtest,%s" % (sid, ",".join(fmt(float(x)) for x in total)))
+        totals.append([float(x) for x in total])
+    rows.append(",backtest,%s" % ",".join(fmt(float(np.mean([t[k] for t in totals])))
+                                          for k in range(3)))
+    (FIXTURES / "mc_backtest_errors.csv").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows[-3:]))
+
+
 def main():
     import torch
 
     torch.set_num_threads(1)
     import darts
     import pytorch_lightning
+
+    if "--multi" in sys.argv:
+        run_multi()
+        return
 
     series, train_s, scaler = load()
     model = train_model(train_s)

@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 """Generate the PyTorch fixtures of tsrnn's training controls: AdamW, SGD with momentum,
-L1Loss, ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
+L1Loss, ExponentialLR, StepLR, ReduceLROnPlateau, CosineAnnealingLR, OneCycleLR,
+CosineAnnealingWarmRestarts, LinearLR, gradient clipping by norm and Lightning's
 EarlyStopping, each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
 (RNN, hidden 20, batch 16, training_length 20, shuffle off, the initial weights of
 tests/fixtures/air_rnn_init.safetensors).
+
+The schedulers step as Lightning steps Darts' (training_epoch_loop.py,
+_update_learning_rates): interval "epoch" (Darts' default) after each epoch, interval "step"
+after each optimizer step, each when (epoch + 1) or (batch_idx + 1) is a multiple of the
+frequency. --darts-check runs each scheduler case through real Darts (RNNModel.fit with that
+lr_scheduler_cls / lr_scheduler_kwargs) and checks that the learning rate (and Adam's beta1 or
+SGD's momentum) of every optimizer step is the one this loop uses, bit for bit.
 
 Needs torch and pytorch_lightning (the real classes are used: torch.optim.AdamW / SGD,
 torch.optim.lr_scheduler.*, torch.nn.utils.clip_grad_norm_, and Lightning's
@@ -16,7 +24,7 @@ It writes, under tests/fixtures/:
 
 * ctl_<case>_metrics.csv -- epoch, step, train_loss, val_loss of every step and epoch, as
   tsrnn's metrics.csv;
-* ctl_<case>_lr.csv -- epoch, the learning rate that epoch trained with;
+* ctl_<case>_lr.csv -- epoch, the learning rate that epoch's first step trained with;
 * controls-fixtures.md -- each case's settings (as tsrnn --set values) and figures;
 * darts_hparams_controls.yaml -- with --darts-hparams only (needs Darts and the AirPassengers
   CSV at ~/.darts/datasets/, as scripts/gen-darts-fixtures.py): the logs/hparams.yaml real
@@ -63,7 +71,49 @@ CASES = {
                   sets=["early_stopping.monitor=val_loss", "early_stopping.patience=4",
                         "early_stopping.min_delta=0.0001"]),
     "l1": dict(epochs=40, lr=5e-3, loss="L1Loss", sets=["training.loss_fn=L1Loss"]),
+    # Past T_max the recursive form climbs back: epochs 11 and 31 take its restart branch.
+    "cosine": dict(epochs=40, lr=5e-3, scheduler=("CosineAnnealingLR", {"T_max": 10,
+                                                                       "eta_min": 1e-4}),
+                   sets=["training.lr_scheduler_cls=CosineAnnealingLR",
+                         "lr_scheduler_kwargs.T_max=10", "lr_scheduler_kwargs.eta_min=0.0001"]),
+    # Per step, every third batch of each epoch (Lightning counts batch_idx + 1 per epoch).
+    "cosine_step": dict(epochs=40, lr=5e-3, interval="step", frequency=3,
+                        scheduler=("CosineAnnealingLR", {"T_max": 25}),
+                        sets=["training.lr_scheduler_cls=CosineAnnealingLR",
+                              "lr_scheduler_kwargs.T_max=25", "lr_scheduler_kwargs.interval=step",
+                              "lr_scheduler_kwargs.frequency=3"]),
+    "warm": dict(epochs=40, lr=5e-3,
+                 scheduler=("CosineAnnealingWarmRestarts", {"T_0": 3, "T_mult": 2,
+                                                            "eta_min": 1e-4}),
+                 sets=["training.lr_scheduler_cls=CosineAnnealingWarmRestarts",
+                       "lr_scheduler_kwargs.T_0=3", "lr_scheduler_kwargs.T_mult=2",
+                       "lr_scheduler_kwargs.eta_min=0.0001"]),
+    "linear": dict(epochs=40, lr=5e-3,
+                   scheduler=("LinearLR", {"start_factor": 0.25, "total_iters": 12}),
+                   sets=["training.lr_scheduler_cls=LinearLR",
+                         "lr_scheduler_kwargs.start_factor=0.25",
+                         "lr_scheduler_kwargs.total_iters=12"]),
+    # OneCycleLR per optimizer step, as it is meant: Adam's beta1 cycles with it.
+    "onecycle": dict(epochs=40, lr=1e-3, interval="step",
+                     scheduler=("OneCycleLR", {"max_lr": 0.01, "total_steps": 280}),
+                     sets=["training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.01",
+                           "lr_scheduler_kwargs.total_steps=280",
+                           "lr_scheduler_kwargs.interval=step"]),
+    # ... and with Darts' default interval "epoch": three phases, linear, SGD's momentum cycles.
+    "onecycle_epoch": dict(epochs=40, lr=0.05, optimizer=("SGD", {"momentum": 0.9}),
+                           scheduler=("OneCycleLR", {"max_lr": 0.1, "epochs": 40,
+                                                     "steps_per_epoch": 1, "three_phase": True,
+                                                     "anneal_strategy": "linear"}),
+                           sets=["training.optimizer_cls=SGD", "training.momentum=0.9",
+                                 "training.lr_scheduler_cls=OneCycleLR",
+                                 "lr_scheduler_kwargs.max_lr=0.1", "lr_scheduler_kwargs.epochs=40",
+                                 "lr_scheduler_kwargs.steps_per_epoch=1",
+                                 "lr_scheduler_kwargs.three_phase=true",
+                                 "lr_scheduler_kwargs.anneal_strategy=linear"]),
 }
+
+# The scheduler cases --darts-check runs through real Darts.
+SCHEDULER_CASES = ("cosine", "cosine_step", "warm", "linear", "onecycle", "onecycle_epoch")
 
 
 def build_model():
@@ -111,9 +161,12 @@ def run_case(name, case, months, values):
     rows = [("epoch", "step", "train_loss", "val_loss")]
     lrs = [("epoch", "lr")]
     step, clipped, stop_reason = 0, 0, ""
+    interval, frequency = case.get("interval", "epoch"), case.get("frequency", 1)
+    step_rates = []  # (lr, beta1 or momentum) of every optimizer step
     for epoch in range(case["epochs"]):
         lrs.append((epoch, repr(optimizer.param_groups[0]["lr"])))
-        for x, y in gf.batches(train_x, train_y, gf.AIR_BATCH):
+        for batch_idx, (x, y) in enumerate(gf.batches(train_x, train_y, gf.AIR_BATCH)):
+            step_rates.append(optimizer_rates(optimizer))
             optimizer.zero_grad()
             out, _ = model(x)
             loss = loss_fn(out, y)
@@ -124,13 +177,15 @@ def run_case(name, case, months, values):
             optimizer.step()
             rows.append((epoch, step, f"{loss.item():.9g}", ""))
             step += 1
+            if scheduler is not None and interval == "step" and (batch_idx + 1) % frequency == 0:
+                scheduler.step()
         val_loss = evaluate(model, val_x, val_y, loss_fn)
         rows.append((epoch, step - 1, "", f"{val_loss:.9g}"))
         current = torch.tensor(val_loss, dtype=torch.float32)  # Lightning's logged value
         stop = False
         if early is not None:
             stop, stop_reason = early._evaluate_stopping_criteria(current)
-        if scheduler is not None:
+        if scheduler is not None and interval == "epoch" and (epoch + 1) % frequency == 0:
             if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
                 scheduler.step(current)
             else:
@@ -147,7 +202,65 @@ def run_case(name, case, months, values):
                + (f" {clipped} of {step} steps clipped |" if "clip" in case else "")
                + (f" {stop_reason} |" if stop_reason else ""))
     print(summary)
-    return summary
+    return summary, step_rates
+
+
+def optimizer_rates(optimizer):
+    """The learning rate and the momentum (Adam's beta1, SGD's momentum) of the next step."""
+    group = optimizer.param_groups[0]
+    return (group["lr"], group["betas"][0] if "betas" in group else group["momentum"])
+
+
+def darts_check(name, case, expected):
+    """Real Darts with the case's scheduler: the rates of every optimizer step, recorded by a
+    callback, must be the loop's (the data's order does not move them)."""
+    import tempfile
+
+    import pytorch_lightning as pl
+    from darts.dataprocessing.transformers import Scaler
+    from darts.datasets import AirPassengersDataset
+    from darts.models import RNNModel
+
+    class Rates(pl.Callback):
+        def __init__(self):
+            self.rates = []
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self.rates.append(optimizer_rates(trainer.optimizers[0]))
+
+    series = AirPassengersDataset().load().astype("float32")
+    train, val = series.split_after(series.time_index[120])
+    scaler = Scaler()
+    train, val = scaler.fit_transform(train), scaler.transform(val)
+    sname, skw = case["scheduler"]
+    kwargs = dict(skw)
+    if "interval" in case:
+        kwargs["interval"] = case["interval"]
+    if "frequency" in case:
+        kwargs["frequency"] = case["frequency"]
+    oname, okw = case.get("optimizer") or ("Adam", {})
+    rec = Rates()
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            model="RNN", hidden_dim=20, dropout=0, input_chunk_length=14, training_length=20,
+            n_epochs=case["epochs"], batch_size=16, optimizer_cls=getattr(torch.optim, oname),
+            optimizer_kwargs=dict({"lr": case["lr"]}, **okw),
+            lr_scheduler_cls=getattr(torch.optim.lr_scheduler, sname), lr_scheduler_kwargs=kwargs,
+            model_name=name, work_dir=work_dir, random_state=0,
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "enable_model_summary": False, "logger": False,
+                               "callbacks": [rec]})
+        model.fit(train, val_series=val)
+    same = rec.rates == expected
+    line = (f"| {name} | {sname} {kwargs} | {len(rec.rates)} steps | "
+            f"{'identical' if same else 'DIFFERENT'} |")
+    print(line, flush=True)
+    if not same:
+        for i, (a, b) in enumerate(zip(rec.rates, expected)):
+            if a != b:
+                raise SystemExit(f"{name}: step {i}: Darts {a}, this loop {b}")
+        raise SystemExit(f"{name}: Darts took {len(rec.rates)} steps, this loop {len(expected)}")
+    return line
 
 
 def darts_hparams():
@@ -172,6 +285,24 @@ def darts_hparams():
         model.fit(series)
         found = list(Path(work_dir).rglob("hparams.yaml"))
         (FIXTURES / "darts_hparams_controls.yaml").write_text(found[0].read_text())
+    # The new schedulers' kwargs as PyYAML writes them: ints, floats ("1.0e-05"), a bool and
+    # Lightning's interval, which Darts keeps among the kwargs.
+    for name, cls, kwargs in (
+            ("onecycle", torch.optim.lr_scheduler.OneCycleLR,
+             {"max_lr": 0.01, "total_steps": 8, "interval": "step", "pct_start": 0.25,
+              "three_phase": True}),
+            ("cosine", torch.optim.lr_scheduler.CosineAnnealingLR,
+             {"T_max": 10, "eta_min": 1e-05})):
+        with tempfile.TemporaryDirectory() as work_dir:
+            model = RNNModel(
+                model="RNN", hidden_dim=20, dropout=0, input_chunk_length=14, training_length=20,
+                n_epochs=1, batch_size=16, optimizer_kwargs={"lr": 1e-3}, lr_scheduler_cls=cls,
+                lr_scheduler_kwargs=kwargs, log_tensorboard=True, model_name="h",
+                work_dir=work_dir, force_reset=True,
+                pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False})
+            model.fit(series)
+            found = list(Path(work_dir).rglob("hparams.yaml"))
+            (FIXTURES / f"darts_hparams_{name}.yaml").write_text(found[0].read_text())
 
 
 def main():
@@ -180,7 +311,18 @@ def main():
         darts_hparams()
         return
     months, values = gf.load_air_passengers()
-    lines = [run_case(name, case, months, values) for name, case in CASES.items()]
+    if "--darts-check" in sys.argv:
+        checked = [darts_check(name, CASES[name], run_case(name, CASES[name], months, values)[1])
+                   for name in SCHEDULER_CASES]
+        (FIXTURES / "controls-darts-check.md").write_text(
+            "# Scheduler rates: real Darts against scripts/gen-controls-fixtures.py's loop\n\n"
+            "`scripts/gen-controls-fixtures.py --darts-check`: real Darts' RNNModel.fit with each "
+            "scheduler case's lr_scheduler_cls and lr_scheduler_kwargs (interval and frequency "
+            "included), the learning rate and momentum of every optimizer step compared with "
+            "the loop that writes `ctl_<case>_*`.\n\n| case | scheduler | steps | rates |\n"
+            "|---|---|---|---|\n" + "\n".join(checked) + "\n")
+        return
+    lines = [run_case(name, case, months, values)[0] for name, case in CASES.items()]
     import pytorch_lightning
     text = f"""# Training-control fixtures (`ctl_*`)
 

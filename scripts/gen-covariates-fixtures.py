@@ -34,6 +34,12 @@
       (`series,month,v`) and historical_forecasts(start=1993-07, forecast_horizon=3,
       stride=2, retrain=False, last_points_only=False) of each whole series
       (`series,start,month,v`), original scale. (--global writes only these.)
+  tests/fixtures/cov_load.csv, cov_colenc_metrics.csv, cov_colenc_forecast.csv,
+  covariates-columns-encoders.md   a covariate column (`temp`) together with add_encoders
+      (datetime_attribute month, year; Scaler transformer): with user covariates Darts
+      encodes over the covariates' own index and fits the transformer on all of it. Every
+      step's train_loss and epoch's val_loss, predict(24) in the original scale.
+      (--columns-encoders writes only these.)
   tests/fixtures/darts_hparams_covariates.yaml   the logs/hparams.yaml of a Darts RNNModel
       with one future covariate (add_encoders' year).
   tests/fixtures/air_covariates.csv   AirPassengers with the notebook's covariates as data
@@ -42,6 +48,7 @@
 Needs Darts (the virtual environment of CONTRIBUTING.md):
 
     /work/venv-darts/bin/python scripts/gen-covariates-fixtures.py [--parity] [--seeds] [--global]
+        [--columns-encoders]
 
 encoders.txt: `case <index start> <freq> <length> <kind> <attribute> <reference> <width>`
 (kind: attribute, one_hot, cyclic, position; reference: the position of the target's end in
@@ -398,6 +405,99 @@ def global_run():
           f"{len(lines) - 1} backtest rows", flush=True)
 
 
+# Covariate columns and encoders together (issue 36, point 1): a monthly load series with a
+# temperature column. With user covariates, Darts builds the encodings over the covariates'
+# own time index (FutureCovariatesIndexGenerator: "user supplied covariates: simply return
+# the covariate time index") and fits add_encoders' transformer over all of it.
+COLENC_CSV = FIXTURES / "cov_load.csv"
+COLENC_SPLIT = "2018-12-01"
+
+
+def colenc_run():
+    """Darts' RNNModel on cov_load.csv: `temp` as future covariates (scaled by a Scaler fitted
+    on the training part, as tsrnn's [covariates] scaler = minmax scales a column) and
+    add_encoders datetime_attribute month, year with a Scaler transformer."""
+    import importlib.util
+    import tempfile
+
+    import darts
+    import pytorch_lightning
+    from darts.dataprocessing.transformers import Scaler as DScaler
+    from darts.metrics import mape
+    from darts.models import RNNModel
+
+    months = pd.date_range("2010-01-01", periods=132, freq="MS")
+    t = np.arange(132)
+    temp = 12 + 9 * np.sin(2 * np.pi * (months.month - 4) / 12) + np.random.default_rng(36).normal(
+        0, 1.2, 132)
+    load = 500 + 2.2 * t - 6 * temp + 25 * np.cos(2 * np.pi * (months.month - 1) / 12) \
+        + np.random.default_rng(63).normal(0, 8, 132)
+    lines = ["month,load,temp"] + [f"{m:%Y-%m},{v:.2f},{c:.2f}"
+                                   for m, v, c in zip(months, load, temp)]
+    COLENC_CSV.write_text("\n".join(lines) + "\n")
+    series = TimeSeries.from_csv(COLENC_CSV, time_col="month", value_cols="load").astype(
+        np.float32)
+    cov = TimeSeries.from_csv(COLENC_CSV, time_col="month", value_cols="temp").astype(np.float32)
+    train, val = series.split_after(pd.Timestamp(COLENC_SPLIT))
+    scaler = DScaler()
+    train_t, val_t = scaler.fit_transform(train), scaler.transform(val)
+    cov_scaler = DScaler().fit(cov.split_after(pd.Timestamp(COLENC_SPLIT))[0])
+    cov_t = cov_scaler.transform(cov)
+    spec = importlib.util.spec_from_file_location("gen_darts",
+                                                  ROOT / "scripts" / "gen-darts-fixtures.py")
+    gd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gd)
+    rec = gd.make_recorder()()
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            model="LSTM", hidden_dim=12, dropout=0, batch_size=16, n_epochs=30,
+            optimizer_kwargs={"lr": 5e-3}, model_name="colenc", work_dir=work_dir,
+            random_state=3, training_length=12, input_chunk_length=6, force_reset=True,
+            add_encoders={"datetime_attribute": {"future": ["month", "year"]},
+                          "transformer": DScaler()},
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "enable_model_summary": False, "callbacks": [rec]})
+        model.fit(train_t, future_covariates=cov_t, val_series=val_t, val_future_covariates=cov_t)
+        pred = scaler.inverse_transform(model.predict(len(val), future_covariates=cov_t))
+        # The fitted MinMaxScaler of the covariates [temp, month, year] (temp masked out).
+        params = model.encoders.future_transformer.transformer._fitted_params[0]
+    with open(FIXTURES / "cov_colenc_metrics.csv", "w") as f:
+        f.write("epoch,step,train_loss,val_loss\n")
+        for epoch, step, train_loss, val_loss in rec.rows:
+            f.write("%d,%d,%s,%s\n" % (epoch, step,
+                                        "" if train_loss is None else f"{train_loss:.9g}",
+                                        "" if val_loss is None else f"{val_loss:.9g}"))
+    lines = ["month,load"] + [f"{t:%Y-%m},{v:.9g}"
+                              for t, v in zip(pred.time_index, pred.values()[:, 0])]
+    (FIXTURES / "cov_colenc_forecast.csv").write_text("\n".join(lines) + "\n")
+    steps = [r for r in rec.rows if r[2] is not None]
+    vals = [r[3] for r in rec.rows if r[3] is not None]
+    text = f"""# Covariate columns with encoders (`cov_load.csv`, `cov_colenc_*`)
+
+Written by `scripts/gen-covariates-fixtures.py --columns-encoders` with darts
+{darts.__version__}, pytorch-lightning {pytorch_lightning.__version__}, torch
+{torch.__version__}, CPU, one thread.
+
+`cov_load.csv`: 132 months (2010-01 .. 2020-12) of a `load` series and a `temp` column, split
+after {COLENC_SPLIT[:7]} (108 / 24), `load` scaled by a Scaler fitted on the training part.
+Darts' RNNModel (LSTM, hidden 12, training_length 12, input_chunk_length 6, batch 16, 30
+epochs, lr 5e-3, random_state 3) with `temp` as future covariates (scaled by a Scaler fitted
+on its training part) and `add_encoders={{'datetime_attribute': {{'future': ['month',
+'year']}}, 'transformer': Scaler()}}`; tsrnn's `[covariates] columns = temp,
+datetime_attribute = month, year, scaler = minmax`. With user covariates Darts encodes over
+the covariates' own index (2010-01 .. 2020-12) and fits the transformer on all of it: the
+year spans {params.data_min_[-1]:g} .. {params.data_max_[-1]:g} (the fitted transformer's
+minimum and maximum of the encoders' columns month, year: {[float(v) for v in params.data_min_]}
+and {[float(v) for v in params.data_max_]}), not the training part's 2010 .. 2018.
+
+| steps | first train_loss | last train_loss | last val_loss | MAPE % of predict(24) |
+|---|---|---|---|---|
+| {len(steps)} | {steps[0][2]:.9g} | {steps[-1][2]:.9g} | {vals[-1]:.9g} | {float(mape(val, pred)):.4f} |
+"""
+    (FIXTURES / "covariates-columns-encoders.md").write_text(text)
+    print(text)
+
+
 def main():
     import sys
 
@@ -406,6 +506,9 @@ def main():
     sys.path.insert(0, str(ROOT / "scripts"))
     if "--global" in sys.argv:
         global_run()
+        return
+    if "--columns-encoders" in sys.argv:
+        colenc_run()
         return
     if "--parity" in sys.argv:
         darts_hparams()

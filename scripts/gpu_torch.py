@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The PyTorch side of scripts/gpu-check.sh, on the GPU: needs only torch (with CUDA).
 
-  gpu_torch.py steps AIR_PASSENGERS.csv INIT.safetensors EPOCHS
-      Writes the initial weights of Darts' _RNNModule (RNN, hidden 20; torch.manual_seed(0))
-      to INIT.safetensors (PyTorch names, for tsrnn's [model] init_weights), trains it on the
-      GPU with Adam(lr=1e-3) on the AirPassengers windows in index order (shuffle off, batch
-      16) for EPOCHS epochs, and prints one JSON line: {"losses": [every step's loss]}.
+  gpu_torch.py steps AIR_PASSENGERS.csv INIT.safetensors EPOCHS [--kind RNN|LSTM|GRU]
+      Loads the initial weights of Darts' _RNNModule (hidden 20, one layer; PyTorch names, as
+      tsrnn writes them: the max_steps = 0 checkpoint of the same model) from
+      INIT.safetensors, trains it on the GPU with Adam(lr=1e-3) on the AirPassengers windows
+      in index order (shuffle off, batch 16) for EPOCHS epochs, and prints one JSON line:
+      {"losses": [every step's loss]}.
   gpu_torch.py bench CSV --kind K --hidden H --batch B --length T --steps N [--column C]
       Times N optimizer steps (after 5 warm-up steps) of the same model on the GPU on
       shuffled windows of column C of CSV, scaled to [0, 1]; prints one JSON line with
@@ -70,32 +71,27 @@ def windows(values, steps):
     return series[idx], series[idx + 1]
 
 
-def write_safetensors(path, tensors):
-    """A safetensors file of float32 tensors, in the given order (the format: a u64 header
-    length, the JSON header, the raw little-endian bytes)."""
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors:
-        values = t.detach().to("cpu", torch.float32).contiguous().flatten().tolist()
-        blob = struct.pack(f"<{len(values)}f", *values)
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
+def read_safetensors(path):
+    """The F32 tensors of a safetensors file (a u64 header length, the JSON header, the raw
+    little-endian bytes) that are model weights: tsrnn's checkpoints also hold "optim.*"."""
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__" or name.startswith("optim.") or t["dtype"] != "F32":
+            continue
+        lo, hi = t["data_offsets"]
+        values = struct.unpack(f"<{(hi - lo) // 4}f", data[8 + n + lo:8 + n + hi])
+        out[name] = torch.tensor(values, dtype=torch.float32).reshape(t["shape"])
+    return out
 
 
 def steps(args):
     values = scaled(read_column(args.csv, 1), 121)
     x, y = windows(values[:121], 20)
-    torch.manual_seed(0)
-    model = module("RNN", 1, 20, 1)
-    write_safetensors(args.init, list(model.state_dict().items()))
+    model = module(args.kind, 1, 20, 1)
+    model.load_state_dict(read_safetensors(args.init))
     model = model.to(DEVICE)
     x, y = x.to(DEVICE), y.to(DEVICE)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -166,6 +162,7 @@ def main():
     s.add_argument("csv")
     s.add_argument("init")
     s.add_argument("epochs", type=int)
+    s.add_argument("--kind", default="RNN", choices=("RNN", "LSTM", "GRU"))
     b = sub.add_parser("bench")
     b.add_argument("csv")
     b.add_argument("--kind", default="LSTM", choices=("RNN", "LSTM", "GRU"))
@@ -178,15 +175,16 @@ def main():
     b.add_argument("--column", type=int, default=0)
     sub.add_parser("version")
     args = p.parse_args()
-    if DEVICE == "cuda" and not torch.cuda.is_available():
+    if DEVICE == "cuda" and args.what != "version" and not torch.cuda.is_available():
         sys.exit("gpu_torch.py: torch.cuda.is_available() is False")
     if args.what == "steps":
         steps(args)
     elif args.what == "bench":
         bench(args)
     else:
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
         print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-              f"cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name(0)}")
+              f"cuDNN {torch.backends.cudnn.version()}, {gpu}")
 
 
 if __name__ == "__main__":

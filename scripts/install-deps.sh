@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages tsrnn needs; does nothing (and needs no network) when they
 # are all present. Usage: scripts/install-deps.sh [--test]
 #   default  what building and running tsrnn needs
-#   --test   also what the test suite needs (cmocka, clang-format, python3, pip, and clang
-#            with its libFuzzer runtime for the fuzz targets), and libtpu (below)
+#   --test   also what the test suite needs (cmocka, clang-format, python3, pip, clang with
+#            its libFuzzer runtime for the fuzz targets, and Slurm with munge for the
+#            two-node cluster of tests/test_slurm.c), and libtpu (below)
 # Then the PJRT pieces (docs/architecture.md "The pjrt backend"): the PyPI wheel
 # xla-cpu-pjrt==0.0.1 (the PJRT C API header and XLA's CPU plugin) into a cache outside the
 # source tree, $TSRNN_PJRT_CACHE (default ~/.cache/tsrnn/pjrt), checked by its sha256 and
@@ -14,7 +15,8 @@ set -euo pipefail
 packages=(meson ninja-build pkg-config gcc g++ libc6-dev libinih-dev libjansson-dev libopenblas-dev
     libcairo2-dev fonts-dejavu-core libgloo-dev libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-    packages+=(libcmocka-dev clang-format python3 python3-pip clang libclang-rt-dev iproute2)
+    packages+=(libcmocka-dev clang-format python3 python3-pip clang libclang-rt-dev iproute2
+        slurmctld slurmd slurm-client munge)
 fi
 
 missing=()

@@ -50,7 +50,7 @@ echo "== tests under ASan + UBSan ($asan_build; TSRNN_TEST_SHORT=1: short versio
 TSRNN_TEST_SHORT=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
-    meson test -C "$asan_build" --print-errorlogs --no-suite clang-format || rc=1
+    meson test -C "$asan_build" --print-errorlogs --no-suite clang-format --no-suite gpu-bundle || rc=1
 
 # The fuzz targets (tests/fuzz/): clang's libFuzzer with ASan + UBSan, in a build folder of
 # their own (the project's compiler is gcc). Each runs TSRNN_FUZZ_RUNS inputs (a few seconds)

@@ -3,7 +3,8 @@
  * reference written here, in double precision, on random shapes and inputs from a seeded
  * generator (include/tsrnn/rng.h).
  *
- * Every backend registered in compute.c runs through its table (ctx->backend->...), so a
+ * Every backend registered in compute.c runs through the compute door (compute.h's
+ * per-operation calls, which check their arguments and reach the table), so a
  * backend added there (cuda/) is tested the same way; one this machine cannot run (built, but
  * no device visible) is skipped with the reason, and the program exits 77 only when no
  * backend could run at all. The CPU backend runs four times: its fast paths (AUTO: packed AVX2
@@ -47,8 +48,8 @@
 
 #include <cmocka.h>
 
-#include "src/compute/backend.h"
 #include "src/compute/cpu/cpu.h" /* the CPU configurations: gemm_path, packed products */
+#include "testutil.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
 #include "tsrnn/rng.h"
@@ -501,6 +502,10 @@ enum op {
     OP_SCALE_CHECK,
     OP_ADAM_UPDATE,
     OP_MEMORY,
+    OP_DOOR_FORWARD,
+    OP_DOOR_STEP,
+    OP_DOOR_STEP_CLIPPED,
+    OP_DOOR_HALTS,
     OP_COUNT
 };
 
@@ -519,6 +524,10 @@ static const char *const op_names[OP_COUNT] = {
     [OP_SCALE_CHECK] = "scale_check",
     [OP_ADAM_UPDATE] = "adam_update",
     [OP_MEMORY] = "alloc/upload/download/zero",
+    [OP_DOOR_FORWARD] = "door: forward + window errors",
+    [OP_DOOR_STEP] = "door: step (params, loss)",
+    [OP_DOOR_STEP_CLIPPED] = "door: step, clipped",
+    [OP_DOOR_HALTS] = "door: step's stop, divergence",
 };
 
 struct op_stat {
@@ -693,24 +702,24 @@ static size_t random_in(struct tsrnn_rng *rng, size_t lo, size_t hi)
 static void *dev_alloc(size_t nbytes)
 {
     void *buf = NULL;
-    OK(cur_config->ctx->backend->alloc(cur_config->ctx, &buf, nbytes));
+    OK(tsrnn_compute_alloc(cur_config->ctx, &buf, nbytes));
     assert_non_null(buf);
     return buf;
 }
 
 static void dev_upload(void *dst, const void *src, size_t nbytes)
 {
-    OK(cur_config->ctx->backend->upload(cur_config->ctx, dst, src, nbytes));
+    OK(tsrnn_compute_upload(cur_config->ctx, dst, src, nbytes));
 }
 
 static void dev_download(void *dst, const void *src, size_t nbytes)
 {
-    OK(cur_config->ctx->backend->download(cur_config->ctx, dst, src, nbytes));
+    OK(tsrnn_compute_download(cur_config->ctx, dst, src, nbytes));
 }
 
 static void dev_free(void *buf)
 {
-    cur_config->ctx->backend->free(cur_config->ctx, buf);
+    tsrnn_compute_free(cur_config->ctx, buf);
 }
 
 /* --- the draws ---------------------------------------------------------------------------- */
@@ -867,7 +876,6 @@ struct subject {
 static void poison_workspace(struct subject *s, const struct draw *d)
 {
     struct tsrnn_compute *ctx = cur_config->ctx;
-    const struct tsrnn_compute_backend *ops = ctx->backend;
     const struct tsrnn_model_dims *dims = s->dims;
     size_t B = d->batch_capacity, T = d->step_capacity, total = s->table.total_count;
     size_t widest = dims->hidden_count;
@@ -886,19 +894,19 @@ static void poison_workspace(struct subject *s, const struct draw *d)
     tsrnn_model_params_view(&p, dims, nan_params);
     tsrnn_model_params_view(&g, dims, nan_grads);
 
-    OK(ops->batch_load(ctx, s->ws, nan, nan, B, T));
+    OK(tsrnn_compute_batch_load(s->ws, nan, nan, B, T));
     for (size_t l = 0; l < dims->layer_count; l++) {
         const float *mask = l > 0 && dims->dropout > 0.0f ? nan : NULL;
-        OK(ops->layer_forward(ctx, s->ws, l, &p.layers[l], TSRNN_STATE_ZERO, mask, false));
+        OK(tsrnn_compute_layer_forward(s->ws, l, &p.layers[l], TSRNN_STATE_ZERO, mask, false));
     }
-    OK(ops->head_forward(ctx, s->ws, p.v_w, p.v_b));
-    OK(ops->state_save(ctx, s->ws));
-    OK(ops->mse_forward(ctx, s->ws, nan_loss));
-    OK(ops->mse_backward(ctx, s->ws));
-    OK(ops->head_backward(ctx, s->ws, p.v_w, g.v_w, g.v_b));
+    OK(tsrnn_compute_head_forward(s->ws, p.v_w, p.v_b));
+    OK(tsrnn_compute_state_save(s->ws));
+    OK(tsrnn_compute_loss_forward(s->ws, TSRNN_LOSS_MSE, nan_loss));
+    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE));
+    OK(tsrnn_compute_head_backward(s->ws, p.v_w, g.v_w, g.v_b));
     for (size_t l = dims->layer_count; l-- > 0;)
-        OK(ops->layer_backward(ctx, s->ws, l, &p.layers[l], &g.layers[l]));
-    OK(ops->synchronize(ctx));
+        OK(tsrnn_compute_layer_backward(s->ws, l, &p.layers[l], &g.layers[l]));
+    OK(tsrnn_compute_synchronize(ctx));
     dev_free(nan_params);
     dev_free(nan_grads);
     dev_free(nan_loss);
@@ -912,7 +920,7 @@ static void subject_init(struct subject *s, const struct draw *d,
     *s = (struct subject){ .dims = dims };
     tsrnn_param_table_init(&s->table, dims);
     size_t nbytes = s->table.total_count * sizeof(float);
-    OK(ctx->backend->workspace_create(ctx, &s->ws, dims, d->batch_capacity, d->step_capacity));
+    OK(tsrnn_compute_workspace_create(&s->ws, ctx, dims, d->batch_capacity, d->step_capacity, 1));
     s->params = dev_alloc(nbytes);
     s->grads = dev_alloc(nbytes);
     dev_upload(s->params, params, nbytes);
@@ -923,8 +931,7 @@ static void subject_init(struct subject *s, const struct draw *d,
 
 static void subject_finish(struct subject *s)
 {
-    struct tsrnn_compute *ctx = cur_config->ctx;
-    ctx->backend->workspace_destroy(ctx, s->ws);
+    tsrnn_compute_workspace_destroy(s->ws);
     dev_free(s->params);
     dev_free(s->grads);
 }
@@ -934,7 +941,6 @@ static void subject_finish(struct subject *s)
  * same bits. */
 static void download_outputs(struct subject *s, size_t B, size_t T, float *out)
 {
-    struct tsrnn_compute *ctx = cur_config->ctx;
     size_t rows = B * s->dims->output_count;
     float *step = host_floats(rows + GUARD_COUNT);
     float guard[GUARD_COUNT];
@@ -946,7 +952,7 @@ static void download_outputs(struct subject *s, size_t B, size_t T, float *out)
             for (size_t i = 0; i < rows; i++)
                 step[i] = NAN;
             memcpy(step + rows, guard, sizeof(guard));
-            OK(ctx->backend->output_download(ctx, s->ws, t, step));
+            OK(tsrnn_compute_output(s->ws, t, step));
             check_bits(OP_OUTPUT_DOWNLOAD, "past the end of a step", step + rows, guard,
                        GUARD_COUNT);
             if (pass == 0)
@@ -982,19 +988,16 @@ static void check_grads(struct subject *s, const struct ref_model *ref, enum op 
 
 static void run_backward(struct subject *s, const float *prefill)
 {
-    struct tsrnn_compute *ctx = cur_config->ctx;
-    const struct tsrnn_compute_backend *ops = ctx->backend;
     dev_upload(s->grads, prefill, s->table.total_count * sizeof(float));
-    OK(ops->mse_backward(ctx, s->ws));
-    OK(ops->head_backward(ctx, s->ws, s->p.v_w, s->g.v_w, s->g.v_b));
+    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE));
+    OK(tsrnn_compute_head_backward(s->ws, s->p.v_w, s->g.v_w, s->g.v_b));
     for (size_t l = s->dims->layer_count; l-- > 0;)
-        OK(ops->layer_backward(ctx, s->ws, l, &s->p.layers[l], &s->g.layers[l]));
+        OK(tsrnn_compute_layer_backward(s->ws, l, &s->p.layers[l], &s->g.layers[l]));
 }
 
 static void run_draw(struct draw *d)
 {
     struct tsrnn_compute *ctx = cur_config->ctx;
-    const struct tsrnn_compute_backend *ops = ctx->backend;
     size_t B = d->B, T = d->T, T2 = d->T2, C = d->dims.input_count, H = d->dims.hidden_count;
     size_t L = d->dims.layer_count;
     float *const *masks = d->masked ? d->masks : NULL;
@@ -1003,12 +1006,12 @@ static void run_draw(struct draw *d)
 
     /* The real model: a training step from zero state. */
     subject_init(&s, d, &d->dims, d->params);
-    OK(ops->batch_load(ctx, s.ws, d->x, d->y, B, T));
+    OK(tsrnn_compute_batch_load(s.ws, d->x, d->y, B, T));
     for (size_t l = 0; l < L; l++)
-        OK(ops->layer_forward(ctx, s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
-                              masks && l > 0 ? masks[l] : NULL, false));
-    OK(ops->head_forward(ctx, s.ws, s.p.v_w, s.p.v_b));
-    if (ops->kind == TSRNN_COMPUTE_CPU) {
+        OK(tsrnn_compute_layer_forward(s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
+                                       masks && l > 0 ? masks[l] : NULL, false));
+    OK(tsrnn_compute_head_forward(s.ws, s.p.v_w, s.p.v_b));
+    if (tsrnn_compute_kind(ctx) == TSRNN_COMPUTE_CPU) {
         bool packed = tsrnn_cpu_workspace_packed_products(s.ws);
         if (cur_config->gemm_path == TSRNN_GEMM_LOOPS && packed)
             fail_msg("%s: the packed products ran on the reference loops' path", where());
@@ -1022,7 +1025,7 @@ static void run_draw(struct draw *d)
 
     float loss = NAN, *dev_loss = dev_alloc(sizeof(float));
     dev_upload(dev_loss, &loss, sizeof(float));
-    OK(ops->mse_forward(ctx, s.ws, dev_loss));
+    OK(tsrnn_compute_loss_forward(s.ws, TSRNN_LOSS_MSE, dev_loss));
     dev_download(&loss, dev_loss, sizeof(float));
     dev_free(dev_loss);
     check_floats(OP_MSE_FORWARD, "loss", NULL, (size_t[]){ 1 }, 1, &loss, &d->real.loss);
@@ -1031,7 +1034,7 @@ static void run_draw(struct draw *d)
     assert_non_null(se);
     for (size_t b = 0; b < B + GUARD_COUNT; b++)
         se[b] = b < B ? NAN : -1.0;
-    OK(ops->window_squared_errors(ctx, s.ws, se));
+    OK(tsrnn_compute_window_errors(s.ws, TSRNN_LOSS_MSE, se));
     for (size_t b = 0; b < B; b++)
         check_value(OP_WINDOW_SQUARED_ERRORS, "se", "b", (size_t[]){ B }, 1, b, se[b],
                     d->real.se[b]);
@@ -1048,11 +1051,11 @@ static void run_draw(struct draw *d)
     /* The probe: the same forward, seen through V = identity; then a next batch from the
      * state it ends in (a forecast's next step), and that batch's backward. */
     subject_init(&s, d, &d->probe_dims, d->probe_params);
-    OK(ops->batch_load(ctx, s.ws, d->x, NULL, B, T));
+    OK(tsrnn_compute_batch_load(s.ws, d->x, NULL, B, T));
     for (size_t l = 0; l < L; l++)
-        OK(ops->layer_forward(ctx, s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
-                              masks && l > 0 ? masks[l] : NULL, false));
-    OK(ops->head_forward(ctx, s.ws, s.p.v_w, s.p.v_b));
+        OK(tsrnn_compute_layer_forward(s.ws, l, &s.p.layers[l], TSRNN_STATE_ZERO,
+                                       masks && l > 0 ? masks[l] : NULL, false));
+    OK(tsrnn_compute_head_forward(s.ws, s.p.v_w, s.p.v_b));
     float *h = nan_floats(T * B * H);
     download_outputs(&s, B, T, h);
     char what[32];
@@ -1061,12 +1064,12 @@ static void run_draw(struct draw *d)
                  h, d->real.layers[L - 1].h + B * H);
     free(h);
 
-    OK(ops->state_save(ctx, s.ws));
-    OK(ops->batch_load(ctx, s.ws, d->x2, d->y2, B, T2));
+    OK(tsrnn_compute_state_save(s.ws));
+    OK(tsrnn_compute_batch_load(s.ws, d->x2, d->y2, B, T2));
     for (size_t l = 0; l < L; l++)
-        OK(ops->layer_forward(ctx, s.ws, l, &s.p.layers[l], TSRNN_STATE_SAVED, NULL,
-                              d->weights_unchanged));
-    OK(ops->head_forward(ctx, s.ws, s.p.v_w, s.p.v_b));
+        OK(tsrnn_compute_layer_forward(s.ws, l, &s.p.layers[l], TSRNN_STATE_SAVED, NULL,
+                                       d->weights_unchanged));
+    OK(tsrnn_compute_head_forward(s.ws, s.p.v_w, s.p.v_b));
     h = nan_floats(T2 * B * H);
     download_outputs(&s, B, T2, h);
     check_floats(OP_FORWARD_SAVED, what, "tbj", (size_t[]){ T2, B, H }, 3, h, d->saved.out);
@@ -1074,6 +1077,183 @@ static void run_draw(struct draw *d)
     run_backward(&s, d->probe_prefill);
     check_grads(&s, &d->saved, OP_LAYER_BACKWARD_SAVED);
     subject_finish(&s);
+    cur_draw = "";
+}
+
+/* --- the door's whole operations ------------------------------------------------------------ */
+
+#define DOOR_LR 0.5f /* the step's learning rate: large, so that the update shows */
+
+/* SGD's scalars on Adam's operation (include/tsrnn/optim.h): p' = p - lr g exactly, linear in
+ * the gradient, so that the reference's gradient and its tolerance carry over. */
+static struct tsrnn_step_update sgd_update(void)
+{
+    return (struct tsrnn_step_update){
+        .decay = 1.0f,
+        .adam = { .beta1 = 0.0f,
+                  .one_minus_beta1 = 1.0f,
+                  .beta2 = 0.0f,
+                  .one_minus_beta2 = 0.0f,
+                  .bias_correction2_sqrt = 1.0f,
+                  .eps = 1.0f,
+                  .neg_step_size = -DOOR_LR },
+    };
+}
+
+/* The draw's dropout masks as the step takes them, (L-1, T, B, H); NULL without. */
+static float *step_masks(const struct draw *d)
+{
+    if (!d->masked)
+        return NULL;
+    size_t n = d->T * d->B * d->dims.hidden_count, L = d->dims.layer_count;
+    float *masks = host_floats((L - 1) * n);
+    for (size_t l = 1; l < L; l++)
+        memcpy(masks + (l - 1) * n, d->masks[l], n * sizeof(float));
+    return masks;
+}
+
+/* One step through the door from the draw's parameters and zero moments; its results read
+ * back. Returns the parameters after it (host). */
+static float *door_step(struct tsrnn_workspace *ws, const struct draw *d, const float *x,
+                        const float *masks, float clip, bool stop, size_t steps,
+                        struct tsrnn_step_results *res, float *losses)
+{
+    struct tsrnn_compute *ctx = cur_config->ctx;
+    size_t n = d->real.table.total_count, nbytes = n * sizeof(float);
+    struct tsrnn_step_state state = { .params = dev_alloc(nbytes),
+                                      .exp_avg = dev_alloc(nbytes),
+                                      .exp_avg_sq = dev_alloc(nbytes) };
+    dev_upload(state.params, d->params, nbytes);
+    OK(tsrnn_compute_zero(ctx, state.exp_avg, nbytes));
+    OK(tsrnn_compute_zero(ctx, state.exp_avg_sq, nbytes));
+    OK(tsrnn_compute_bind_state(ws, &state));
+    for (size_t k = 0; k < steps; k++) {
+        struct tsrnn_step_args args = {
+            .x = x,
+            .y = d->y,
+            .batch_count = d->B,
+            .step_count = d->T,
+            .dropout_masks = masks,
+            .loss = TSRNN_LOSS_MSE,
+            .clip_max_norm = clip,
+            .update = sgd_update(),
+            .stop_requested = stop && k == 0,
+        };
+        OK(tsrnn_compute_step(ws, &args));
+    }
+    OK(tsrnn_compute_step_results(ws, losses, steps, res));
+    float *after = host_floats(n);
+    dev_download(after, state.params, nbytes);
+    dev_free(state.params);
+    dev_free(state.exp_avg);
+    dev_free(state.exp_avg_sq);
+    return after;
+}
+
+/* The door's forward (validation's), its step (with SGD's scalars, and clipped where the
+ * backend clips) against the reference, and the step's halts: a stop agreed at the first of
+ * two steps updates once; a step over a NaN input updates nothing. */
+static void run_door(struct draw *d, bool halts)
+{
+    struct tsrnn_compute *ctx = cur_config->ctx;
+    const struct tsrnn_compute_caps *caps = tsrnn_compute_caps(ctx);
+    size_t B = d->B, T = d->T, C = d->dims.input_count, n = d->real.table.total_count;
+    struct tsrnn_workspace *ws;
+    cur_draw = d->label;
+    OK(tsrnn_compute_workspace_create(&ws, ctx, &d->dims, d->batch_capacity, d->step_capacity, 4));
+
+    /* Validation's forward: no dropout, so only where the reference drew none. */
+    if (!d->masked) {
+        float *params = dev_alloc(n * sizeof(float));
+        dev_upload(params, d->params, n * sizeof(float));
+        OK(tsrnn_compute_forward(ws, params, d->x, d->y, B, T, TSRNN_FORWARD_ZERO));
+        float *out = nan_floats(T * B * C), *step = host_floats(B * C);
+        for (size_t t = 0; t < T; t++) {
+            OK(tsrnn_compute_output(ws, t, step));
+            memcpy(out + t * B * C, step, B * C * sizeof(float));
+        }
+        check_floats(OP_DOOR_FORWARD, "out", "tbo", (size_t[]){ T, B, C }, 3, out, d->real.out);
+        double *se = malloc(B * sizeof(double));
+        assert_non_null(se);
+        OK(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, se));
+        for (size_t b = 0; b < B; b++)
+            check_value(OP_DOOR_FORWARD, "se", "b", (size_t[]){ B }, 1, b, se[b], d->real.se[b]);
+        check_end();
+        free(se);
+        free(out);
+        free(step);
+        dev_free(params);
+    }
+
+    /* One step: p - lr g, g the reference's gradient (without the prefill the per-layer
+     * check accumulated onto). */
+    float *masks = step_masks(d), loss;
+    struct dm *want = malloc(n * sizeof(*want));
+    assert_non_null(want);
+    double norm_sq = 0.0, norm_m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double g = d->real.grads[i].v - (double)d->prefill[i];
+        norm_sq += g * g;
+        norm_m += fabs(g) * d->real.grads[i].m;
+        want[i] = (struct dm){ (double)d->params[i] - DOOR_LR * g,
+                               fabs((double)d->params[i]) + DOOR_LR * d->real.grads[i].m };
+    }
+    struct tsrnn_step_results res;
+    float *after = door_step(ws, d, d->x, masks, 0.0f, false, 1, &res, &loss);
+    if (res.taken != 1 || res.updated != 1 || res.halt != TSRNN_STEP_RAN)
+        fail_msg("step on %s: %zu taken, %zu updated, halt %d", where(), res.taken, res.updated,
+                 (int)res.halt);
+    check_floats(OP_DOOR_STEP, "params", NULL, (size_t[]){ n }, 1, after, want);
+    check_value(OP_DOOR_STEP, "loss", NULL, (size_t[]){ 1 }, 1, 0, loss, d->real.loss);
+    check_end();
+    free(after);
+
+    /* Clipped to half the gradient's norm: p - lr coef g, coef = max_norm / (norm + 1e-6). */
+    if (caps->clipping && norm_sq > 0.0) {
+        double norm = sqrt(norm_sq), max_norm = 0.5 * norm, coef = max_norm / (norm + 1e-6);
+        double coef_m = coef * norm_m / norm_sq; /* the norm's first-order error, relative */
+        for (size_t i = 0; i < n; i++) {
+            double g = d->real.grads[i].v - (double)d->prefill[i];
+            want[i] = (struct dm){ (double)d->params[i] - DOOR_LR * coef * g,
+                                   fabs((double)d->params[i]) +
+                                       DOOR_LR * (coef * d->real.grads[i].m + fabs(g) * coef_m) };
+        }
+        after = door_step(ws, d, d->x, masks, (float)max_norm, false, 1, &res, &loss);
+        check_floats(OP_DOOR_STEP_CLIPPED, "params", NULL, (size_t[]){ n }, 1, after, want);
+        free(after);
+    }
+
+    if (halts) {
+        /* The ranks (here: this one) agree to stop at the first of two steps: it updates, the
+         * second does not. */
+        float losses[2], *once = door_step(ws, d, d->x, masks, 0.0f, false, 1, &res, losses);
+        float *twice = door_step(ws, d, d->x, masks, 0.0f, true, 2, &res, losses);
+        if (res.taken != 2 || res.updated != 1 || res.halt != TSRNN_STEP_STOPPED ||
+            res.halted_at != 0)
+            fail_msg("a stop at the first of two steps on %s: %zu taken, %zu updated, halt %d at "
+                     "%zu",
+                     where(), res.taken, res.updated, (int)res.halt, res.halted_at);
+        check_bits(OP_DOOR_HALTS, "params after a stop", twice, once, n);
+        free(once);
+        free(twice);
+        /* A NaN in the input: the loss and gradients are not finite; nothing is updated. */
+        float *x = host_floats(B * T * C);
+        memcpy(x, d->x, B * T * C * sizeof(float));
+        x[0] = NAN;
+        float *none = door_step(ws, d, x, masks, 0.0f, false, 2, &res, losses);
+        if (res.taken != 2 || res.updated != 0 || res.halt != TSRNN_STEP_DIVERGED ||
+            res.halted_at != 0 || !isnan(losses[0]) || !isnan(losses[1]))
+            fail_msg("a step over a NaN on %s: %zu taken, %zu updated, halt %d at %zu, losses "
+                     "%g %g",
+                     where(), res.taken, res.updated, (int)res.halt, res.halted_at,
+                     (double)losses[0], (double)losses[1]);
+        check_bits(OP_DOOR_HALTS, "params after a divergence", none, d->params, n);
+        free(none);
+        free(x);
+    }
+    free(want);
+    free(masks);
+    tsrnn_compute_workspace_destroy(ws);
     cur_draw = "";
 }
 
@@ -1114,7 +1294,7 @@ static void run_scale_check(struct tsrnn_rng *rng)
                     }
                     dev_upload(dev, host, count * sizeof(float));
                     bool finite = !want_finite;
-                    OK(ctx->backend->scale_check(ctx, dev, count, scales[s], &finite));
+                    OK(tsrnn_compute_scale_check(ctx, dev, count, scales[s], &finite));
                     for (size_t i = 0; i < count; i++)
                         got[i] = NAN;
                     dev_download(got, dev, count * sizeof(float));
@@ -1194,7 +1374,7 @@ static void run_adam_update(struct tsrnn_rng *rng)
             dev[b] = dev_alloc(count * sizeof(float));
             dev_upload(dev[b], bufs[b], count * sizeof(float));
         }
-        OK(ctx->backend->adam_update(ctx, dev[0], dev[1], dev[2], dev[3], count, &s));
+        OK(tsrnn_compute_adam_update(ctx, dev[0], dev[1], dev[2], dev[3], count, &s));
         float *got = nan_floats(count);
         static const char *const names[3] = { "params", "exp_avg", "exp_avg_sq" };
         const struct dm *want[3] = { want_p, want_m, want_v };
@@ -1238,13 +1418,13 @@ static void run_memory(struct tsrnn_rng *rng)
                 dev_upload(buf + off, part, len);
                 memcpy(want + off, part, len);
             } else if (step == 2 && len > 0) {
-                OK(ctx->backend->zero(ctx, buf + off, len));
+                OK(tsrnn_compute_zero(ctx, buf + off, len));
                 memset(want + off, 0, len);
             } else if (step == 3) {
-                OK(ctx->backend->zero(ctx, buf, n));
+                OK(tsrnn_compute_zero(ctx, buf, n));
                 memset(want, 0, n);
             }
-            OK(ctx->backend->synchronize(ctx));
+            OK(tsrnn_compute_synchronize(ctx));
             memset(got, 0xA5, n);
             dev_download(got, buf, n);
             cur_config->stats[OP_MEMORY].checked += n;
@@ -1316,17 +1496,23 @@ static void test_backend(void **state)
         skip();
     }
     if (kind == TSRNN_COMPUTE_PJRT) {
-        /* Memory only: its model ops are whole programs (train_step, model_forward; the
-         * per-layer entries answer TSRNN_ERR_USAGE), checked against the CPU backend step by
-         * step by test_pjrt. */
+        /* No per-layer operations (caps.layer_ops): its whole ones through the door (each
+         * draw's programs compiled anew: the first three draws, one of each cell), and memory.
+         * test_pjrt checks its steps against the CPU backend's over whole runs. */
         struct config pjrt = { .name = "XLA CPU plugin", .thread_count = 1, .gemm_path = -1 };
         struct tsrnn_compute_options options = { .kind = kind, .plugin_path = plugin };
         struct tsrnn_rng rng;
         cur_config = &pjrt;
         OK(tsrnn_compute_create(&pjrt.ctx, &options));
+        for (size_t i = 0; i < 3; i++) {
+            struct draw d;
+            draw_init(&d, i);
+            run_door(&d, i == 0);
+            draw_finish(&d);
+        }
         tsrnn_rng_init(&rng, SEED, 1000);
         run_memory(&rng);
-        print_table(cur_backend, &pjrt, 1, 0);
+        print_table(cur_backend, &pjrt, 1, 3);
         tsrnn_compute_destroy(pjrt.ctx);
         return;
     }
@@ -1363,6 +1549,7 @@ static void test_backend(void **state)
         for (size_t c = 0; c < config_count; c++) {
             cur_config = &configs[c];
             run_draw(&d);
+            run_door(&d, i == 0);
         }
         draw_finish(&d);
     }
@@ -1386,10 +1573,96 @@ static void test_backend(void **state)
         tsrnn_compute_destroy(configs[c].ctx);
 }
 
+/* What the door refuses, for every backend alike, before a backend sees it: a batch larger
+ * than the workspace (on the CPU backend that was a heap overflow: its batch_load copied
+ * whatever it was given), a window longer than it, an empty batch, a step without its bound
+ * state or targets, masks where the model has no dropout and none where it has, more steps
+ * than the results hold unread, a forward from saved states with another batch, a loss the
+ * backend lacks. */
+static void test_door_refuses(void **state)
+{
+    (void)state;
+    struct config cpu = { .name = "door", .thread_count = 1, .gemm_path = TSRNN_GEMM_AUTO };
+    struct tsrnn_compute_options options = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
+    cur_config = &cpu;
+    cur_backend = "cpu";
+    OK(tsrnn_compute_create(&cpu.ctx, &options));
+    const size_t B = 3, T = 4, C = 2, H = 5;
+    struct tsrnn_model_dims dims = { TSRNN_MODEL_GRU, C, H, 2, C, 0.25f };
+    struct tsrnn_workspace *ws;
+    OK(tsrnn_compute_workspace_create(&ws, cpu.ctx, &dims, B, T, 2));
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, SEED, 77);
+    float *x = random_floats(&rng, (B + 1) * (T + 1) * C, -1, 1);
+    float *y = random_floats(&rng, (B + 1) * (T + 1) * C, -1, 1);
+    float *masks = random_floats(&rng, (B + 1) * (T + 1) * H, 0, 1);
+#define REFUSED(call, text)                                                                        \
+    do {                                                                                           \
+        assert_int_equal((call), TSRNN_ERR_USAGE);                                                 \
+        tu_expect_in(tsrnn_last_error(), text);                                                    \
+    } while (0)
+    REFUSED(tsrnn_compute_batch_load(ws, x, y, B + 1, T),
+            "a batch of 4 windows of 4 steps does not fit the workspace made for up to 3 windows "
+            "of up to 4 steps");
+    REFUSED(tsrnn_compute_batch_load(ws, x, y, B, T + 1), "of 5 steps does not fit");
+    REFUSED(tsrnn_compute_batch_load(ws, x, y, 0, T), "a batch of 0 windows");
+    struct tsrnn_step_args args = { .x = x,
+                                    .y = y,
+                                    .batch_count = B,
+                                    .step_count = T,
+                                    .dropout_masks = masks,
+                                    .update = { .decay = 1.0f } };
+    REFUSED(tsrnn_compute_step(ws, &args), "the state bound to its workspace");
+    struct tsrnn_param_table table;
+    tsrnn_param_table_init(&table, &dims);
+    size_t nbytes = table.total_count * sizeof(float);
+    struct tsrnn_step_state st = { dev_alloc(nbytes), dev_alloc(nbytes), dev_alloc(nbytes) };
+    float *zeros = calloc(table.total_count, sizeof(float));
+    dev_upload(st.params, zeros, nbytes);
+    dev_upload(st.exp_avg, zeros, nbytes);
+    dev_upload(st.exp_avg_sq, zeros, nbytes);
+    OK(tsrnn_compute_bind_state(ws, &st));
+    args.batch_count = B + 1;
+    REFUSED(tsrnn_compute_step(ws, &args), "does not fit the workspace");
+    args.batch_count = B;
+    args.dropout_masks = NULL;
+    REFUSED(tsrnn_compute_step(ws, &args), "a model with dropout takes its dropout masks");
+    args.dropout_masks = masks;
+    args.y = NULL;
+    REFUSED(tsrnn_compute_step(ws, &args), "needs targets");
+    args.y = y;
+    OK(tsrnn_compute_step(ws, &args));
+    OK(tsrnn_compute_step(ws, &args));
+    REFUSED(tsrnn_compute_step(ws, &args), "2 steps since their results were read");
+    float losses[2];
+    struct tsrnn_step_results res;
+    REFUSED(tsrnn_compute_step_results(ws, losses, 1, &res), "room for 1 step losses");
+    OK(tsrnn_compute_step_results(ws, losses, 2, &res));
+    assert_int_equal(res.taken, 2);
+    OK(tsrnn_compute_forward(ws, st.params, x, NULL, B, T, TSRNN_FORWARD_ZERO));
+    REFUSED(tsrnn_compute_forward(ws, st.params, x, NULL, B - 1, 1, TSRNN_FORWARD_SAVED),
+            "takes the last forward's 3 windows, not 2");
+    REFUSED(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, NULL), "with targets first");
+    REFUSED(tsrnn_compute_layer_forward(ws, 0, NULL, TSRNN_STATE_ZERO, NULL, false),
+            "layer_forward of layer 0");
+    REFUSED(tsrnn_compute_layer_forward(ws, 2, NULL, TSRNN_STATE_ZERO, NULL, false),
+            "of a model of 2 layers");
+#undef REFUSED
+    free(zeros);
+    free(x);
+    free(y);
+    free(masks);
+    dev_free(st.params);
+    dev_free(st.exp_avg);
+    dev_free(st.exp_avg_sq);
+    tsrnn_compute_workspace_destroy(ws);
+    tsrnn_compute_destroy(cpu.ctx);
+}
+
 int main(void)
 {
     size_t kind_count = sizeof(kinds) / sizeof(kinds[0]);
-    struct CMUnitTest tests[sizeof(kinds) / sizeof(kinds[0])];
+    struct CMUnitTest tests[sizeof(kinds) / sizeof(kinds[0]) + 1];
     bool any = false;
     for (size_t k = 0; k < kind_count; k++) {
         any = any || tsrnn_compute_available(kinds[k], NULL, 0);
@@ -1401,5 +1674,7 @@ int main(void)
         printf("# no compute backend can run here\n");
         return 77;
     }
-    return cmocka_run_group_tests_name("backend_ops", tests, NULL, NULL);
+    tests[kind_count] =
+        (struct CMUnitTest){ .name = "door_refuses", .test_func = test_door_refuses };
+    return _cmocka_run_group_tests("backend_ops", tests, kind_count + 1, NULL, NULL);
 }

@@ -456,6 +456,63 @@ static void test_backtest_of_several_series(void **state)
     tu_expect_in(result.err, "(series 'a')");
 }
 
+/* Two components of different scales (tests/fixtures/mc_*: a GRU Darts trained on the list of
+ * m1 and m2, each `a` near 100-200 and `b` near 1, m2's b 0 at one validation month): Darts'
+ * metrics score each component and average them (component_reduction=np.nanmean; the RMSE of
+ * m2 is 13.34, the pooled one 18.50), leave a 0 out of MAPE (zero_division="warn"), then
+ * average the series. The trainer's validation.csv, tsrnn-predict's printed scores and its
+ * backtest_errors.csv (horizon 3, stride 2) all within 1e-5 of Darts'. */
+static void test_metrics_of_several_components_are_darts(void **state)
+{
+    (void)state;
+    char init[PATH_MAX + 32], path[3 * PATH_MAX + 32], run_mc[PATH_MAX + 16];
+    snprintf(init, sizeof(init), "model.init_weights=%s",
+             tu_source("tests/fixtures/mc_weights.safetensors"));
+    int n = snprintf(path, sizeof(path), "data.path=%s", tu_source("tests/fixtures/mc/m1.csv"));
+    snprintf(path + n, sizeof(path) - (size_t)n, ",%s", tu_source("tests/fixtures/mc/m2.csv"));
+    const char *sets[] = { path,
+                           "data.time_col=month",
+                           "data.value_cols=a,b",
+                           "data.split_after=1993-12",
+                           "model.model=GRU",
+                           "model.hidden_dim=8",
+                           "model.training_length=8",
+                           "model.input_chunk_length=5",
+                           init,
+                           "training.max_steps=0",
+                           "forecast.n=0",
+                           NULL };
+    assert_int_equal(tu_train(&result, "mc", sets, 60), 0);
+    tu_expect_in(result.err, "warning: MAPE leaves out the 1 value of 0 in the validation part "
+                             "of series 'm2', as Darts' mape() does");
+    tu_expect_in(result.out, "MAPE 34.78%, MAE 10.4658, RMSE 12.5266: the mean over the 2 series");
+    snprintf(run_mc, sizeof(run_mc), "%s/mc", tu_run_dir());
+    char file[PATH_MAX + 64];
+    snprintf(file, sizeof(file), "%s/validation.csv", run_mc);
+    double validation = compare_csv(file, tu_source("tests/fixtures/mc_validation.csv"), 0.0);
+
+    const char *scores[] = { "--run", run_mc, "--checkpoint", "last", "--id",
+                             "m2",    "--n",  "21",           NULL };
+    assert_int_equal(predict(scores), 0);
+    const char *rmse = strstr(result.err, " RMSE ");
+    assert_non_null(rmse);
+    double printed_rmse = strtod(rmse + strlen(" RMSE "), NULL);
+    assert_true(fabs(printed_rmse - 13.3351164) <= 1e-5 * 13.3351164);
+
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/mc_backtest", tu_run_dir());
+    const char *backtest[] = {
+        "--run",     run_mc, "--checkpoint", "last", "--backtest", "--start", "1994-01",
+        "--horizon", "3",    "--stride",     "2",    "--out",      out,       NULL
+    };
+    assert_int_equal(predict(backtest), 0);
+    snprintf(file, sizeof(file), "%s/backtest_errors.csv", out);
+    double errors = compare_csv(file, tu_source("tests/fixtures/mc_backtest_errors.csv"), 0.0);
+    printf("# two components of different scales: validation.csv within %.2e of Darts, m2's "
+           "printed RMSE %.6g (Darts 13.3351164), backtest_errors.csv within %.2e\n",
+           validation, printed_rmse, errors);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_backtest_refuses_bad_arguments),
         cmocka_unit_test(test_start_on_an_integer_index),
         cmocka_unit_test(test_backtest_of_several_series),
+        cmocka_unit_test(test_metrics_of_several_components_are_darts),
     };
     return cmocka_run_group_tests(tests, group_setup, tu_teardown_run_dir);
 }

@@ -354,7 +354,7 @@ static enum tsrnn_status fake_download(struct tsrnn_compute *ctx, void *dst, con
 static const struct tsrnn_compute_backend fake_device_backend = {
     .kind = TSRNN_COMPUTE_CUDA,
     .name = "fake-device",
-    .host_memory = false,
+    .caps = { .host_memory = false },
     .alloc = fake_alloc,
     .free = fake_free,
     .upload = fake_upload,

@@ -1,6 +1,9 @@
 /* The training controls Darts users set beside Adam and MSE: AdamW, SGD with momentum, L1Loss,
- * ExponentialLR, StepLR, ReduceLROnPlateau, gradient clipping by norm and Lightning's
- * EarlyStopping, each compared step by step with real PyTorch / Lightning
+ * ExponentialLR, StepLR, ReduceLROnPlateau, CosineAnnealingLR, OneCycleLR (per step, with
+ * Adam's beta1 cycling; per epoch, three phases, with SGD's momentum cycling),
+ * CosineAnnealingWarmRestarts, LinearLR, a scheduler per step every third batch, gradient
+ * clipping by norm and Lightning's EarlyStopping, each compared step by step with real
+ * PyTorch / Lightning
  * (scripts/gen-controls-fixtures.py, tests/fixtures/controls-fixtures.md): the same initial
  * weights and sample order as the air_rnn whole-run fixture, every step's train_loss and
  * every epoch's val_loss within 1e-5 relative, the same number of epochs (early stopping)
@@ -31,7 +34,7 @@ static struct tu_result result;
 struct control_case {
     const char *name; /* ctl_<name>_*.csv */
     const char *lr, *epochs;
-    const char *sets[6];
+    const char *sets[10];
 };
 
 /* As scripts/gen-controls-fixtures.py's CASES. */
@@ -60,6 +63,38 @@ static const struct control_case cases[] = {
       { "early_stopping.monitor=val_loss", "early_stopping.patience=4",
         "early_stopping.min_delta=0.0001" } },
     { "l1", "0.005", "40", { "training.loss_fn=L1Loss" } },
+    { "cosine",
+      "0.005",
+      "40",
+      { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.T_max=10",
+        "lr_scheduler_kwargs.eta_min=0.0001" } },
+    { "cosine_step",
+      "0.005",
+      "40",
+      { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.T_max=25",
+        "lr_scheduler_kwargs.interval=step", "lr_scheduler_kwargs.frequency=3" } },
+    { "warm",
+      "0.005",
+      "40",
+      { "training.lr_scheduler_cls=CosineAnnealingWarmRestarts", "lr_scheduler_kwargs.T_0=3",
+        "lr_scheduler_kwargs.T_mult=2", "lr_scheduler_kwargs.eta_min=0.0001" } },
+    { "linear",
+      "0.005",
+      "40",
+      { "training.lr_scheduler_cls=LinearLR", "lr_scheduler_kwargs.start_factor=0.25",
+        "lr_scheduler_kwargs.total_iters=12" } },
+    { "onecycle",
+      "0.001",
+      "40",
+      { "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.01",
+        "lr_scheduler_kwargs.total_steps=280", "lr_scheduler_kwargs.interval=step" } },
+    { "onecycle_epoch",
+      "0.05",
+      "40",
+      { "training.optimizer_cls=SGD", "training.momentum=0.9",
+        "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.1",
+        "lr_scheduler_kwargs.epochs=40", "lr_scheduler_kwargs.steps_per_epoch=1",
+        "lr_scheduler_kwargs.three_phase=true", "lr_scheduler_kwargs.anneal_strategy=linear" } },
 };
 
 static double rel(double a, double b)
@@ -106,7 +141,7 @@ static void check_case(const struct control_case *c)
              tu_source("tests/fixtures/air_rnn_init.safetensors"));
     snprintf(lr, sizeof(lr), "training.lr=%s", c->lr);
     snprintf(epochs, sizeof(epochs), "training.n_epochs=%s", c->epochs);
-    const char *sets[16] = { init,
+    const char *sets[20] = { init,
                              lr,
                              epochs,
                              "training.shuffle=false",
@@ -114,7 +149,7 @@ static void check_case(const struct control_case *c)
                              "forecast.n=0",
                              "--progress=none" };
     size_t n = 7;
-    for (size_t i = 0; i < 6 && c->sets[i] != NULL; i++)
+    for (size_t i = 0; i < sizeof(c->sets) / sizeof(c->sets[0]) && c->sets[i] != NULL; i++)
         sets[n++] = c->sets[i];
     sets[n] = NULL;
     if (tu_train(&result, c->name, sets, 120) != 0)
@@ -173,6 +208,12 @@ CASE_TEST(3, step_lr)
 CASE_TEST(4, reduce_lr_on_plateau)
 CASE_TEST(5, gradient_clip)
 CASE_TEST(7, l1_loss)
+CASE_TEST(8, cosine_annealing_lr)
+CASE_TEST(9, cosine_annealing_lr_per_step_every_third_batch)
+CASE_TEST(10, cosine_annealing_warm_restarts)
+CASE_TEST(11, linear_lr)
+CASE_TEST(12, one_cycle_lr_per_step)
+CASE_TEST(13, one_cycle_lr_per_epoch_three_phases_sgd)
 
 /* Early stopping ends the run after Lightning's epoch, says why, and the run's summary is
  * that of its last epoch. */
@@ -298,6 +339,119 @@ static void test_resume_with_every_control_is_bit_identical(void **state)
     free(mb);
 }
 
+/* The per-step schedulers resume exactly too: OneCycleLR per optimizer step (its rate and
+ * Adam's beta1 follow from the step count alone) and LinearLR (each rate from the last), both
+ * stopped inside their ramps and resumed: the same bytes as the run in one go. */
+static void check_resume_is_bit_identical(const char *name, const char *const *controls)
+{
+    char full[64], part[64];
+    snprintf(full, sizeof(full), "%s_full", name);
+    snprintf(part, sizeof(part), "%s_part", name);
+    const char *sets_full[16], *sets_part[16], *sets_resume[16];
+    size_t n = 0;
+    for (; controls[n] != NULL; n++)
+        sets_full[n] = sets_part[n] = sets_resume[n] = controls[n];
+    sets_full[n] = "training.n_epochs=12";
+    sets_part[n] = "training.n_epochs=5";
+    sets_resume[n] = "training.n_epochs=12";
+    sets_resume[n + 1] = "--resume=last";
+    sets_resume[n + 2] = "output.force_reset=false";
+    sets_full[n + 1] = sets_part[n + 1] = sets_resume[n + 3] = NULL;
+    assert_int_equal(tu_train(&result, full, sets_full, 120), 0);
+    assert_int_equal(tu_train(&result, part, sets_part, 120), 0);
+    assert_int_equal(tu_train(&result, part, sets_resume, 120), 0);
+    const char *last = "checkpoints/last-epoch=11.safetensors";
+    struct tsrnn_safetensors a = { 0 }, b = { 0 };
+    assert_int_equal(tsrnn_safetensors_read(&a, run_file(full, last)), TSRNN_OK);
+    assert_int_equal(tsrnn_safetensors_read(&b, run_file(part, last)), TSRNN_OK);
+    assert_int_equal(a.nbytes - a.header_nbytes, b.nbytes - b.header_nbytes);
+    assert_memory_equal(a.bytes + 8 + a.header_nbytes, b.bytes + 8 + b.header_nbytes,
+                        a.nbytes - 8 - a.header_nbytes);
+    assert_string_equal(tsrnn_safetensors_metadata(&a, "tsrnn.lr"),
+                        tsrnn_safetensors_metadata(&b, "tsrnn.lr"));
+    printf("# %s: resumed after epoch 4, identical at epoch 11: lr %s, %s\n", name,
+           tsrnn_safetensors_metadata(&a, "tsrnn.lr"),
+           tsrnn_safetensors_metadata(&a, "tsrnn.lr_scheduler"));
+    tsrnn_safetensors_finish(&a);
+    tsrnn_safetensors_finish(&b);
+    char *ma = tu_read(run_file(full, "metrics.csv")), *mb = tu_read(run_file(part, "metrics.csv"));
+    assert_string_equal(ma, mb);
+    free(ma);
+    free(mb);
+}
+
+static void test_resume_with_per_step_schedulers_is_bit_identical(void **state)
+{
+    (void)state;
+    const char *one_cycle[] = { "model.hidden_dim=8",
+                                "training.lr_scheduler_cls=OneCycleLR",
+                                "lr_scheduler_kwargs.max_lr=0.02",
+                                "lr_scheduler_kwargs.total_steps=84",
+                                "lr_scheduler_kwargs.interval=step",
+                                "output.log_tensorboard=false",
+                                "forecast.n=0",
+                                "--quiet",
+                                NULL };
+    check_resume_is_bit_identical("onecycle_resume", one_cycle);
+    const char *linear[] = { "model.hidden_dim=8",
+                             "training.optimizer_cls=SGD",
+                             "training.momentum=0.5",
+                             "training.lr=0.05",
+                             "training.lr_scheduler_cls=LinearLR",
+                             "lr_scheduler_kwargs.start_factor=0.1",
+                             "lr_scheduler_kwargs.total_iters=60",
+                             "lr_scheduler_kwargs.interval=step",
+                             "output.log_tensorboard=false",
+                             "forecast.n=0",
+                             "--quiet",
+                             NULL };
+    check_resume_is_bit_identical("linear_resume", linear);
+}
+
+/* A schedule may reach a rate of 0 (CosineAnnealingLR at T_max with eta_min 0): the checkpoint
+ * then holds lr 0, and tsrnn-predict and --resume read it (the rate climbs back after T_max,
+ * as PyTorch's recursive form does). */
+static void test_a_rate_of_zero_is_a_checkpoint_state(void **state)
+{
+    (void)state;
+    const char *cosine[] = { "training.lr_scheduler_cls=CosineAnnealingLR",
+                             "lr_scheduler_kwargs.T_max=5",
+                             "training.n_epochs=5",
+                             "forecast.n=0",
+                             "--quiet",
+                             NULL };
+    assert_int_equal(tu_train(&result, "zero_lr", cosine, 60), 0);
+    struct tsrnn_safetensors st = { 0 };
+    assert_int_equal(
+        tsrnn_safetensors_read(&st, run_file("zero_lr", "checkpoints/last-epoch=4.safetensors")),
+        TSRNN_OK);
+    assert_string_equal(tsrnn_safetensors_metadata(&st, "tsrnn.lr"), "0");
+    tsrnn_safetensors_finish(&st);
+    const char *resume[] = { "training.lr_scheduler_cls=CosineAnnealingLR",
+                             "lr_scheduler_kwargs.T_max=5",
+                             "training.n_epochs=7",
+                             "forecast.n=0",
+                             "--quiet",
+                             "--resume=last",
+                             "output.force_reset=false",
+                             NULL };
+    assert_int_equal(tu_train(&result, "zero_lr", resume, 60), 0);
+    assert_int_equal(
+        tsrnn_safetensors_read(&st, run_file("zero_lr", "checkpoints/last-epoch=6.safetensors")),
+        TSRNN_OK);
+    double lr = strtod(tsrnn_safetensors_metadata(&st, "tsrnn.lr"), NULL);
+    printf("# CosineAnnealingLR T_max 5: lr 0 after epoch 4, %.17g after epoch 6\n", lr);
+    assert_true(lr > 0.0);
+    tsrnn_safetensors_finish(&st);
+    const char *argv[] = { tu_env("TSRNN_PREDICT"),
+                           "--checkpoint",
+                           run_file("zero_lr", "checkpoints/last-epoch=4.safetensors"),
+                           "--n",
+                           "2",
+                           NULL };
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+}
+
 /* logs/hparams.yaml names the optimizer and scheduler classes and the kwargs given, as real
  * Darts 0.48.1 writes them (tests/fixtures/darts_hparams_controls.yaml: SGD with momentum,
  * StepLR, L1Loss, gradient_clip_val 0.3 — the last two are not hyperparameters Darts logs). */
@@ -326,6 +480,42 @@ static void test_hparams_name_the_classes_as_darts(void **state)
     free(darts);
 }
 
+/* The new schedulers' kwargs in logs/hparams.yaml as real Darts writes them
+ * (tests/fixtures/darts_hparams_{onecycle,cosine}.yaml): PyYAML's ints, floats ("1.0e-05")
+ * and bools, and Lightning's interval, which Darts keeps among the kwargs. */
+static void test_hparams_of_the_new_schedulers_as_darts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *fixture;
+        const char *sets[8];
+    } yamls[] = {
+        { "tests/fixtures/darts_hparams_onecycle.yaml",
+          { "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.01",
+            "lr_scheduler_kwargs.total_steps=8", "lr_scheduler_kwargs.interval=step",
+            "lr_scheduler_kwargs.pct_start=0.25", "lr_scheduler_kwargs.three_phase=true" } },
+        { "tests/fixtures/darts_hparams_cosine.yaml",
+          { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.T_max=10",
+            "lr_scheduler_kwargs.eta_min=1e-5" } },
+    };
+    for (size_t c = 0; c < sizeof(yamls) / sizeof(yamls[0]); c++) {
+        const char *sets[16] = { "training.n_epochs=1", "data.split_after=", "forecast.n=0",
+                                 "--quiet" };
+        size_t n = 4;
+        for (size_t i = 0; i < 8 && yamls[c].sets[i] != NULL; i++)
+            sets[n++] = yamls[c].sets[i];
+        sets[n] = NULL;
+        assert_int_equal(tu_train(&result, "hparams_sched", sets, 60), 0);
+        char *ours = tu_read(run_file("hparams_sched", "logs/hparams.yaml"));
+        char *darts = tu_read(tu_source(yamls[c].fixture));
+        assert_non_null(ours);
+        assert_non_null(darts);
+        assert_string_equal(ours, darts);
+        free(ours);
+        free(darts);
+    }
+}
+
 /* What PyTorch, Lightning or tsrnn refuse: exit code 2, the key, where it was set, what is
  * accepted. */
 static void test_refused_settings_name_the_key(void **state)
@@ -351,6 +541,28 @@ static void test_refused_settings_name_the_key(void **state)
           "[early_stopping] monitor = val_loss, but there is no validation part" },
         { { "lr_scheduler_kwargs.factor=1" }, "lr_scheduler_kwargs" },
         { { "training.optimizer_cls=Adagrad" }, "accepted: Adam, AdamW or SGD" },
+        { { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.gamma=0.5" },
+          "--set lr_scheduler_kwargs.gamma=0.5: [lr_scheduler_kwargs] gamma is not an argument of "
+          "CosineAnnealingLR ([training] lr_scheduler_cls, --set "
+          "training.lr_scheduler_cls=CosineAnnealingLR), which PyTorch refuses; accepted: "
+          "interval, frequency, T_max, eta_min" },
+        { { "training.lr_scheduler_cls=CosineAnnealingLR" },
+          "lr_scheduler_cls = CosineAnnealingLR needs [lr_scheduler_kwargs] T_max" },
+        { { "training.lr_scheduler_cls=CosineAnnealingWarmRestarts" },
+          "lr_scheduler_cls = CosineAnnealingWarmRestarts needs [lr_scheduler_kwargs] T_0" },
+        { { "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.total_steps=100" },
+          "lr_scheduler_cls = OneCycleLR needs [lr_scheduler_kwargs] max_lr" },
+        { { "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.1" },
+          "needs [lr_scheduler_kwargs] total_steps, or epochs and steps_per_epoch" },
+        { { "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.1",
+            "lr_scheduler_kwargs.total_steps=10" },
+          "OneCycleLR's cycle has 10 steps, but this run steps it 300 times ([lr_scheduler_kwargs] "
+          "interval = epoch, 7 optimizer steps per epoch), where PyTorch raises \"Tried to step "
+          "11 times\"" },
+        { { "training.lr_scheduler_cls=ReduceLROnPlateau", "lr_scheduler_kwargs.interval=step" },
+          "[lr_scheduler_kwargs] interval = step with ReduceLROnPlateau" },
+        { { "training.lr_scheduler_cls=LinearLR", "lr_scheduler_kwargs.start_factor=0" },
+          "start_factor" },
         { { "trainer.gradient_clip_val=-1" }, "gradient_clip_val" },
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
@@ -394,9 +606,18 @@ int main(void)
         cmocka_unit_test(test_gradient_clip_matches_pytorch),
         cmocka_unit_test(test_early_stopping_matches_lightning),
         cmocka_unit_test(test_l1_loss_matches_pytorch),
+        cmocka_unit_test(test_cosine_annealing_lr_matches_pytorch),
+        cmocka_unit_test(test_cosine_annealing_lr_per_step_every_third_batch_matches_pytorch),
+        cmocka_unit_test(test_cosine_annealing_warm_restarts_matches_pytorch),
+        cmocka_unit_test(test_linear_lr_matches_pytorch),
+        cmocka_unit_test(test_one_cycle_lr_per_step_matches_pytorch),
+        cmocka_unit_test(test_one_cycle_lr_per_epoch_three_phases_sgd_matches_pytorch),
         cmocka_unit_test(test_early_stopping_on_train_loss),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
+        cmocka_unit_test(test_resume_with_per_step_schedulers_is_bit_identical),
+        cmocka_unit_test(test_a_rate_of_zero_is_a_checkpoint_state),
         cmocka_unit_test(test_hparams_name_the_classes_as_darts),
+        cmocka_unit_test(test_hparams_of_the_new_schedulers_as_darts),
         cmocka_unit_test(test_refused_settings_name_the_key),
         cmocka_unit_test(test_divergence_names_the_scheduled_rate),
     };

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -29,6 +30,9 @@ static void test_libraries_load(void **state)
     printf("# %zu functions resolved; cuDNN %zu; cuBLAS says '%s' for success\n", count,
            DL(cudnnGetVersion)(), DL(cublasGetStatusString)(CUBLAS_STATUS_SUCCESS));
     assert_true(DL(cudnnGetVersion)() >= 90000);
+    /* Which files: what scripts/gpu-check.sh reports and gpu-bundle.sh --selftest checks. */
+    printf("# loaded: %s\n", tsrnn_cuda_libs_describe());
+    assert_non_null(strstr(tsrnn_cuda_libs_describe(), "libcudnn.so."));
     /* A second load is the first one's answer. */
     assert_true(tsrnn_cuda_libs_load(NULL, 0));
 }

@@ -483,6 +483,45 @@ static void test_two_workers_equal_one_with_controls(void **state)
     check_two_workers_equal_one(controls, "ctl", 5e-5, 6 * 7);
 }
 
+/* Resuming two workers: rank 0 alone reads the checkpoint and hands every rank where the run
+ * stood, the learning rate and the scheduler's and early stopping's state included. A run
+ * stopped after 4 epochs and resumed to 8 writes the metrics.csv of the run in one go, byte
+ * for byte (a OneCycleLR per step moves the rate and Adam's beta1 every step; before rank 0
+ * shared them, rank 1 resumed at the configured rate and the two drifted apart). */
+static void test_two_workers_resume_with_a_scheduler_exactly(void **state)
+{
+    (void)state;
+#define SCHEDULED                                                                                  \
+    "--devices=2", "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.02",      \
+        "lr_scheduler_kwargs.total_steps=40", "lr_scheduler_kwargs.interval=step",                 \
+        "early_stopping.monitor=val_loss", "early_stopping.patience=50", "forecast.n=0"
+    const char *full[] = { SCHEDULED, "training.n_epochs=8", NULL };
+    const char *part[] = { SCHEDULED, "training.n_epochs=4", NULL };
+    const char *resume[] = { SCHEDULED, "training.n_epochs=8", "--resume=last",
+                             "output.force_reset=false", NULL };
+#undef SCHEDULED
+    struct job j;
+    job_start(&j, "sched_full", full);
+    assert_int_equal(job_wait(&j, 120), 0);
+    job_start(&j, "sched_part", part);
+    assert_int_equal(job_wait(&j, 120), 0);
+    job_start(&j, "sched_part", resume);
+    assert_int_equal(job_wait(&j, 120), 0);
+    expect_clean();
+    char *a = tu_read(run_path("sched_full", "metrics.csv"));
+    char *b = tu_read(run_path("sched_part", "metrics.csv"));
+    assert_non_null(a);
+    assert_non_null(b);
+    size_t lines = 0;
+    for (const char *c = a; *c; c++)
+        lines += *c == '\n';
+    printf("# 2 workers, OneCycleLR per step, resumed after epoch 3: %zu metrics.csv lines %s\n",
+           lines, strcmp(a, b) == 0 ? "identical" : "differ");
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+}
+
 /* Shuffled training on `workers` ranks: the val_loss rank 0 logs is exactly what one process
  * computes from its final weights over all validation windows in a single batch. */
 static void check_val_loss(int workers)
@@ -516,9 +555,7 @@ static void check_val_loss(int workers)
     for (size_t i = 0; i < V; i++)
         idx[i] = i;
     tsrnn_window_list_gather(&ds.val, idx, V, x, y);
-    assert_int_equal(tsrnn_model_load_batch(&m, x, y, V, T), TSRNN_OK);
-    assert_int_equal(tsrnn_model_forward(&m, false, NULL), TSRNN_OK);
-    assert_int_equal(tsrnn_model_window_squared_errors(&m, se), TSRNN_OK);
+    assert_int_equal(tsrnn_model_evaluate(&m, x, y, V, T, se), TSRNN_OK);
     for (size_t i = 0; i < V; i++)
         sum += se[i];
     double val_loss = sum / (double)(V * T * C);
@@ -1330,6 +1367,7 @@ int main(void)
         launch_test(test_two_workers_equal_one_with_twice_the_batch),
         launch_test(test_two_workers_equal_one_over_several_series),
         launch_test(test_two_workers_equal_one_with_controls),
+        launch_test(test_two_workers_resume_with_a_scheduler_exactly),
         launch_test(test_val_loss_equals_one_process_evaluation),
         launch_test(test_readme_command_falls_back_to_cpu),
         launch_test(test_workers_are_told_the_comm_backend),

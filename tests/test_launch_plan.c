@@ -25,6 +25,10 @@
 static char gpus_dir[4200], env_dir[4200], worker_arg[4200];
 static char out_path[4200], err_path[4200];
 static int plan_count;
+/* The NVML the launcher loads (tests/stub/nvml.c): none unless a test sets these; its
+ * nvmlInit_v2 answer (0 = success) and device count. */
+static const char *nvml_library;
+static int nvml_init = 0, nvml_count = 0;
 
 /* A fresh simulated machine with `count` GPUs (folders named as the driver names them). */
 static void make_gpus(int count)
@@ -67,6 +71,14 @@ static int launch(const char *visible, const char *const *args)
     assert_true(pid >= 0);
     if (pid == 0) {
         setenv("TSRNN_TEST_NVIDIA_GPUS_DIR", gpus_dir, 1);
+        if (nvml_library != NULL) {
+            char number[16];
+            setenv("TSRNN_TEST_NVML", nvml_library, 1);
+            snprintf(number, sizeof(number), "%d", nvml_init);
+            setenv("TSRNN_STUB_NVML_INIT", number, 1);
+            snprintf(number, sizeof(number), "%d", nvml_count);
+            setenv("TSRNN_STUB_NVML_COUNT", number, 1);
+        }
         setenv("PLAN_ENV_DIR", env_dir, 1);
         setenv("TMPDIR", tu_run_dir(), 1);
         if (visible)
@@ -172,6 +184,47 @@ static void test_every_gpu_one_worker_each(void **state)
     expect_worker(1, "cvd=1 local=1 comm=nccl world=2");
 }
 
+/* Sandboxed GPU machines may have NVML and no /proc/driver/nvidia/gpus: the launcher counts
+ * the GPUs through NVML (loaded with dlopen, no CUDA context before the fork). */
+static void test_gpus_counted_through_nvml(void **state)
+{
+    (void)state;
+    char stub[4300];
+    snprintf(stub, sizeof(stub), "%s/libnvidia-ml.so.1", tu_env("TSRNN_STUB_DIR"));
+    snprintf(gpus_dir, sizeof(gpus_dir), "%s/no-proc-folder", tu_run_dir()); /* absent */
+    nvml_library = stub;
+    nvml_init = 0;
+    nvml_count = 2;
+    const char *all[] = { "--accelerator=gpu", "--devices=-1", "--set", "trainer.comm=gloo", NULL };
+    assert_int_equal(launch(NULL, all), 0);
+    expect_file_has(out_path, "GPU available: True (cuda), used: True");
+    expect_file_has(out_path, "Launching 2 worker processes (gpu, gloo)");
+    expect_worker(0, "cvd=0 local=0 comm=gloo world=2");
+    expect_worker(1, "cvd=1 local=1 comm=gloo world=2");
+    expect_no_worker(2);
+    /* CUDA_VISIBLE_DEVICES filters NVML's GPUs as it filters /proc's. */
+    assert_int_equal(launch("1", all), 0);
+    expect_worker(0, "cvd=1 local=0 comm=local world=1");
+    expect_no_worker(1);
+
+    /* NVML there but not answering (nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED): /proc's
+     * folder counts. */
+    make_gpus(3);
+    nvml_init = 9;
+    assert_int_equal(launch(NULL, all), 0);
+    expect_file_has(out_path, "Launching 3 worker processes (gpu, gloo)");
+    expect_no_worker(3);
+
+    /* Neither: no GPU, and the refusal says where it looked. */
+    snprintf(gpus_dir, sizeof(gpus_dir), "%s/no-proc-folder", tu_run_dir());
+    assert_int_equal(launch(NULL, all), 2);
+    expect_file_has(out_path, "GPU available: False, used: False");
+    expect_file_has(err_path, "no GPU is visible (the driver's count, from none (no NVML, no "
+                              "/proc/driver/nvidia/gpus), is 0");
+    expect_no_worker(0);
+    nvml_library = NULL;
+}
+
 static void test_one_worker_is_local_unless_nccl_is_asked(void **state)
 {
     (void)state;
@@ -238,6 +291,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_gpu_one_worker_each),
+        cmocka_unit_test(test_gpus_counted_through_nvml),
         cmocka_unit_test(test_one_worker_is_local_unless_nccl_is_asked),
         cmocka_unit_test(test_more_workers_than_gpus),
         cmocka_unit_test(test_refusals),

@@ -42,27 +42,62 @@ static int cpu_teardown(void **state)
     return 0;
 }
 
-/* Loads x (B, T, C) and y, runs the forward; returns the loss when y is given. */
+/* B and T of the last run_forward, for outputs(). */
+static size_t last_B, last_T;
+
+/* The forward over x (B, T, C). With y: the training forward (dropout drawn from rng when it
+ * is not NULL and the model has dropout), the loss, which it returns, and the backward into
+ * the workspace's gradients (grads_of). Without y: the evaluation forward. */
 static float run_forward(struct tsrnn_model *m, const float *x, const float *y, size_t B, size_t T,
                          bool training, struct tsrnn_rng *rng)
 {
     float loss = 0.0f;
-    assert_int_equal(tsrnn_model_load_batch(m, x, y, B, T), TSRNN_OK);
-    assert_int_equal(tsrnn_model_forward(m, training, rng), TSRNN_OK);
-    if (y != NULL)
-        assert_int_equal(tsrnn_model_loss(m, &loss), TSRNN_OK);
+    last_B = B;
+    last_T = T;
+    if (y == NULL) {
+        float *zeros = calloc(B * T * m->dims.output_count, sizeof(float));
+        assert_non_null(zeros);
+        if (training)
+            assert_int_equal(tsrnn_model_forward_backward(m, x, zeros, B, T, rng, &loss), TSRNN_OK);
+        else
+            assert_int_equal(
+                tsrnn_compute_forward(m->ws, m->params, x, NULL, B, T, TSRNN_FORWARD_ZERO),
+                TSRNN_OK);
+        free(zeros);
+        return 0.0f;
+    }
+    assert_int_equal(tsrnn_model_forward_backward(m, x, y, B, T, training ? rng : NULL, &loss),
+                     TSRNN_OK);
     return loss;
 }
 
+/* The backward ran with the forward (tsrnn_model_forward_backward): kept where the tests
+ * read as forward, then backward. */
 static void run_backward(struct tsrnn_model *m)
 {
-    assert_int_equal(tsrnn_model_backward(m), TSRNN_OK);
+    (void)m;
+}
+
+/* The gradients of the last run_forward with y, in a buffer of the model's size that the next
+ * call overwrites. */
+static float *grads_of(struct tsrnn_model *m)
+{
+    static float *buf;
+    static size_t capacity;
+    if (capacity < m->table.total_count) {
+        free(buf);
+        capacity = m->table.total_count;
+        buf = malloc(capacity * sizeof(float));
+        assert_non_null(buf);
+    }
+    assert_int_equal(tsrnn_model_download_grads(m, buf), TSRNN_OK);
+    return buf;
 }
 
 /* The outputs of the last forward, (B, T, O) batch-first. */
 static void outputs(struct tsrnn_model *m, float *out)
 {
-    size_t B = m->batch_count, T = m->step_count, O = m->dims.output_count;
+    size_t B = last_B, T = last_T, O = m->dims.output_count;
     float *step = malloc(B * O * sizeof(float));
     for (size_t t = 0; t < T; t++) {
         assert_int_equal(tsrnn_model_download_output(m, t, step), TSRNN_OK);
@@ -521,16 +556,16 @@ static void test_isa_levels_are_bit_identical(void **state)
             const struct tsrnn_adam_scalars sc = { 0.9f,    0.1f,  0.999f, 0.001f,
                                                    0.0316f, 1e-8f, -1e-3f };
             for (int step = 0; step < 3; step++)
-                tsrnn_cpu_adam_update(&cpu.base, p, mv, mv + count, m.grads, count, &sc);
+                tsrnn_cpu_adam_update(&cpu.base, p, mv, mv + count, grads_of(&m), count, &sc);
             if (isa == TSRNN_CPU_ISA_BASELINE) {
                 loss0 = loss;
                 first = malloc(2 * count * sizeof(float));
-                memcpy(first, m.grads, count * sizeof(float));
+                memcpy(first, grads_of(&m), count * sizeof(float));
                 memcpy(first + count, p, count * sizeof(float));
                 moments = mv;
             } else {
                 assert_memory_equal(&loss, &loss0, sizeof(loss));
-                assert_memory_equal(m.grads, first, count * sizeof(float));
+                assert_memory_equal(grads_of(&m), first, count * sizeof(float));
                 assert_memory_equal(p, first + count, count * sizeof(float));
                 assert_memory_equal(mv, moments, 2 * count * sizeof(float));
                 free(mv);
@@ -586,7 +621,7 @@ static void test_small_rnn_levels_are_bit_identical(void **state)
             tsrnn_cpu_set_isa((enum tsrnn_cpu_isa)isa);
             float loss = run_forward(&m, x, y, B, T, true, NULL);
             run_backward(&m);
-            memcpy(now, m.grads, count * sizeof(float));
+            memcpy(now, grads_of(&m), count * sizeof(float));
             outputs(&m, now + count);
             assert_int_equal(tsrnn_model_predict(&m, now + count + out_count, x, B, T, horizon),
                              TSRNN_OK);
@@ -635,7 +670,7 @@ static void packed_model_matches_loops(void)
                              run == 0 && tsrnn_cpu_workspace_packed(m.ws));
             run_backward(&m);
             grads[run] = malloc(m.table.total_count * sizeof(float));
-            memcpy(grads[run], m.grads, m.table.total_count * sizeof(float));
+            memcpy(grads[run], grads_of(&m), m.table.total_count * sizeof(float));
             assert_int_equal(tsrnn_model_predict(&m, forecast[run], x, 1, T, 4), TSRNN_OK);
         }
         cpu.gemm_path = TSRNN_GEMM_AUTO;
@@ -698,7 +733,7 @@ static void test_threaded_recurrence_is_bit_identical(void **state)
                 loss[path][threads - 1] = run_forward(&m, x, y, B, T, true, NULL);
                 run_backward(&m);
                 grads[path][threads - 1] = malloc(n * sizeof(float));
-                memcpy(grads[path][threads - 1], m.grads, n * sizeof(float));
+                memcpy(grads[path][threads - 1], grads_of(&m), n * sizeof(float));
             }
         cpu.gemm_path = TSRNN_GEMM_AUTO;
         tsrnn_cpu_set_thread_count(&cpu, 1);
@@ -879,7 +914,7 @@ static void test_fixture_loss_and_gradients(void **state)
         copy_tensor(want_out, n, &f.st, "out");
         double out_err = relative_error(out, want_out, n);
         double loss_err = fabs((double)loss - want_loss) / want_loss;
-        double grad_err = compare_params(&f, "grad.", f.model.grads);
+        double grad_err = compare_params(&f, "grad.", grads_of(&f.model));
         printf("# %-16s loss %.9g (torch %.9g): rel err loss %.1e, out %.1e, grads %.1e\n",
                step_fixtures[i], (double)loss, (double)want_loss, loss_err, out_err, grad_err);
         assert_true(loss_err <= 1e-5);
@@ -921,7 +956,7 @@ static void test_fixture_adam_steps(void **state)
         for (int s = 0; s < 3; s++) {
             run_forward(&f.model, f.x, f.y, f.B, f.T, true, NULL);
             run_backward(&f.model);
-            assert_int_equal(tsrnn_adam_step(&adam, f.model.params, f.model.grads), TSRNN_OK);
+            assert_int_equal(tsrnn_adam_step(&adam, f.model.params, grads_of(&f.model)), TSRNN_OK);
         }
         double three_steps = compare_params(&f, "adam3.param.", f.model.params);
         double m_err = compare_params(&f, "adam3.exp_avg.", adam.exp_avg);
@@ -992,7 +1027,7 @@ static void check_finite_differences(const struct fd_case *c)
     loss_at(&m, x, y, B, T, 5);
     run_backward(&m);
     float *grads = malloc(m.table.total_count * sizeof(float));
-    memcpy(grads, m.grads, m.table.total_count * sizeof(float));
+    memcpy(grads, grads_of(&m), m.table.total_count * sizeof(float));
 
     const float eps = 2e-2f;
     for (size_t e = 0; e < m.table.entry_count; e++) {
@@ -1052,25 +1087,27 @@ static void test_dropout_between_layers_only(void **state)
     tsrnn_rng_init(&rng, 9, 0);
     float *x = random_floats(&rng, B * T, -1, 1);
 
-    run_forward(&m, x, NULL, B, T, true, &rng);
-    assert_true(m.dropout_applied);
-    /* The mask the model drew last: the top layer's input. */
-    size_t n = T * B * H, zero = 0;
-    for (size_t i = 0; i < n; i++) {
-        float v = m.dropout_mask[i];
-        assert_true(v == 0.0f || v == (float)(1.0 / 0.75));
-        zero += v == 0.0f;
+    /* The masks of a training step: layer 1's input, then layer 2's. */
+    const float *masks = tsrnn_model_dropout(&m, B, T, &rng);
+    assert_non_null(masks);
+    size_t n = T * B * H;
+    for (size_t l = 0; l < 2; l++) {
+        size_t zero = 0;
+        for (size_t i = 0; i < n; i++) {
+            float v = masks[l * n + i];
+            assert_true(v == 0.0f || v == (float)(1.0 / 0.75));
+            zero += v == 0.0f;
+        }
+        /* 16 x 64 x 32 = 32768 draws at p = 0.25: 8192 +- 78 (1 sigma). */
+        assert_true(zero > 8192 - 450 && zero < 8192 + 450);
     }
-    /* 16 x 64 x 32 = 32768 draws at p = 0.25: 8192 +- 78 (1 sigma). */
-    assert_true(zero > 8192 - 450 && zero < 8192 + 450);
+    run_forward(&m, x, NULL, B, T, true, &rng);
 
     /* Evaluation draws nothing and equals the same model without dropout. */
     run_forward(&m, x, NULL, B, T, false, NULL);
-    assert_false(m.dropout_applied);
     float *eval_out = malloc(T * B * sizeof(float)), *out = malloc(T * B * sizeof(float));
     outputs(&m, eval_out);
-    m.dims.dropout = 0.0f;
-    run_forward(&m, x, NULL, B, T, true, NULL);
+    run_forward(&m, x, NULL, B, T, true, NULL); /* training without masks: no dropout */
     outputs(&m, out);
     assert_memory_equal(eval_out, out, T * B * sizeof(float));
     free(eval_out);

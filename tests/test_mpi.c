@@ -525,6 +525,39 @@ static void test_failing_rank_ends_the_job(void **state)
     expect_gone(pids);
 }
 
+/* Rank 1's launcher variables say it is one of 3 while MPI's world holds 2: it refuses (exit 2,
+ * its message first) and ends the job at once with MPI_Abort. Before (issue 39), it left MPI
+ * by MPI_Finalize, which waited for rank 0 while rank 0 waited for it in its first collective
+ * until timeout_s: the job ended after 30 s with exit 3 and no word of why. */
+static void test_world_mismatch_ends_the_job_at_once(void **state)
+{
+    (void)state;
+    struct tu_result *res = malloc(sizeof(*res));
+    const char *dirs[2] = { subdir(0, "mismatch-rank0"), subdir(1, "mismatch-rank1") };
+    char text[PATH_MAX + 128];
+    snprintf(text, sizeof(text),
+             "#!/bin/sh\n[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && export OMPI_COMM_WORLD_SIZE=3\n"
+             "exec '%s' \"$@\"\n",
+             tu_env("TSRNN_WORKER"));
+    const char *script = tu_write(tu_run_dir(), "mismatch.sh", text);
+    assert_int_equal(chmod(script, 0755), 0);
+    char program[PATH_MAX];
+    snprintf(program, sizeof(program), "%s", script);
+    timeout_s = 30;
+    double t0 = now_s();
+    int rc = mpirun(res, 2, dirs, program, NULL);
+    double took_s = now_s() - t0;
+    timeout_s = TIMEOUT_S;
+    printf("# rank 1 told it is 1 of 3 in a world of 2: mpirun exited %d after %.2f s "
+           "(timeout_s 30)\n",
+           rc, took_s);
+    assert_int_equal(rc, 2);
+    assert_true(took_s < 15.0);
+    tu_expect_in(res->err, "tsrnn-worker: error: rank 1: MPI says this process is rank 1 of 2, "
+                           "but its launcher's variables said rank 1 of 3");
+    free(res);
+}
+
 /* --- two hosts: network namespaces joined by a veth pair ---------------------------- */
 
 /* Two "hosts" on this machine: network namespaces tsrnn-test-<pid>-0 and -1, each with one
@@ -904,6 +937,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_killed_rank_ends_the_job),
         cmocka_unit_test(test_silent_rank_times_out),
         cmocka_unit_test(test_failing_rank_ends_the_job),
+        cmocka_unit_test(test_world_mismatch_ends_the_job_at_once),
         cmocka_unit_test(test_nccl_id_bootstrap),
         cmocka_unit_test(test_gpu_choice_refusals),
     };

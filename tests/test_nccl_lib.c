@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -33,6 +34,9 @@ static void test_library_loads(void **state)
     printf("# %zu functions resolved; NCCL %d (built against %d); '%s' for ncclInProgress\n", count,
            version, NCCL_VERSION_CODE, NCCL(ncclGetErrorString)(ncclInProgress));
     assert_true(version >= NCCL_VERSION_CODE);
+    /* Which file: what scripts/gpu-check.sh reports and gpu-bundle.sh --selftest checks. */
+    printf("# loaded: %s\n", tsrnn_nccl_lib_describe());
+    assert_non_null(strstr(tsrnn_nccl_lib_describe(), "libnccl.so."));
     assert_true(NCCL(ncclGetErrorString)(ncclSystemError)[0] != '\0');
     assert_true(tsrnn_nccl_lib_load(NULL, 0)); /* a second load is the first's answer */
 }

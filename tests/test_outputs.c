@@ -1407,6 +1407,53 @@ static void test_failure_beside_the_training_stops_the_run(void **state)
     assert_int_equal(access(run_path("beside", "forecast.png"), F_OK), -1);
 }
 
+/* A machine where cairo cannot draw (a libcairo.so.2 that is not cairo, first in
+ * LD_LIBRARY_PATH, as a prebuilt program meets a machine without cairo): the default picture
+ * is skipped with one warning and the run succeeds with forecast.csv; [forecast] plot = true
+ * written in the config is refused before training (exit 2, no run folder); tsrnn-predict
+ * --plot is refused, its backtest picture skipped with a warning. */
+static void test_picture_without_cairo(void **state)
+{
+    (void)state;
+    if (!tsrnn_plot_available())
+        skip(); /* a build without cairo: the same rule, tested where cairo is built */
+    assert_int_equal(setenv("LD_LIBRARY_PATH", tu_env("TSRNN_STUB_DIR"), 1), 0);
+    const char *sets[] = { "training.n_epochs=2", "--progress=none", NULL };
+    int code = tu_train(&result, "nocairo", sets, 60);
+    unsetenv("LD_LIBRARY_PATH");
+    assert_int_equal(code, 0);
+    tu_expect_in(result.err, "warning: forecast.png is not drawn: ");
+    tu_expect_in(result.err, "libcairo.so.2 (");
+    tu_expect_in(result.err, "[forecast] plot = false silences this");
+    /* once */
+    assert_null(strstr(strstr(result.err, "warning: forecast.png") + 1, "warning: forecast.png"));
+    assert_int_equal(access(run_path("nocairo", "forecast.csv"), F_OK), 0);
+    assert_int_equal(access(run_path("nocairo", "forecast.png"), F_OK), -1);
+    assert_null(strstr(result.out, "and forecast.png"));
+
+    assert_int_equal(setenv("LD_LIBRARY_PATH", tu_env("TSRNN_STUB_DIR"), 1), 0);
+    const char *asked[] = { "training.n_epochs=2", "forecast.plot=true", "--progress=none", NULL };
+    code = tu_train(&result, "nocairo_asked", asked, 60);
+    unsetenv("LD_LIBRARY_PATH");
+    assert_int_equal(code, 2);
+    tu_expect_in(result.err, "--set forecast.plot=true: [forecast] plot = true, but the picture "
+                             "cannot be drawn "
+                             "here: libcairo.so.2 (");
+    tu_expect_in(result.err, ") has no cairo_arc: not the library of the build; accepted: plot = "
+                             "false");
+    assert_int_equal(access(run_path("nocairo_asked", ""), F_OK), -1);
+
+    const char *plot_args[] = { "--run",  run_path("nocairo", ""),      "--n", "3",
+                                "--plot", run_path("nocairo", "p.png"), NULL };
+    assert_int_equal(setenv("LD_LIBRARY_PATH", tu_env("TSRNN_STUB_DIR"), 1), 0);
+    code = predict(plot_args);
+    unsetenv("LD_LIBRARY_PATH");
+    assert_int_equal(code, 2);
+    tu_expect_in(result.err, "--plot ");
+    tu_expect_in(result.err, "p.png: the picture cannot be drawn here: ");
+    assert_int_equal(access(run_path("nocairo", "p.png"), F_OK), -1);
+}
+
 /* --- checkpoints written behind the training (src/checkpoint/writer.c) ----------------- */
 
 /* Fails unless folders `a` and `b` hold the same names with the same bytes. */
@@ -1552,6 +1599,7 @@ int main(void)
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),
         cmocka_unit_test(test_failure_beside_the_training_stops_the_run),
+        cmocka_unit_test(test_picture_without_cairo),
         cmocka_unit_test(test_checkpoint_writer_leaves_the_synchronous_files),
         cmocka_unit_test(test_sigkill_keeps_the_last_and_the_best),
         cmocka_unit_test(test_sigterm_leaves_the_checkpoint_of_every_step),

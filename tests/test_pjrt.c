@@ -141,6 +141,8 @@ static void run_init(struct run *r, struct tsrnn_compute *c, const struct tsrnn_
     OK(tsrnn_model_init(&r->model, c, d, B, T));
     OK(tsrnn_model_upload_params(&r->model, params));
     OK(tsrnn_adam_init(&r->adam, c, r->model.table.total_count, 1e-3));
+    struct tsrnn_step_state state = { r->model.params, r->adam.exp_avg, r->adam.exp_avg_sq };
+    OK(tsrnn_compute_bind_state(r->model.ws, &state));
 }
 
 static void run_finish(struct run *r)
@@ -149,23 +151,28 @@ static void run_finish(struct run *r)
     tsrnn_model_finish(&r->model);
 }
 
+/* One training step through the compute door, the same call on both backends (the CPU's
+ * composed from its per-layer operations, pjrt's one compiled program); its loss. */
 static float run_step(struct run *r, const float *x, const float *y, size_t b, uint64_t step)
 {
     struct tsrnn_rng rng;
-    float loss;
-    bool finite;
     tsrnn_rng_init(&rng, 42, 7 + step);
-    OK(tsrnn_model_load_batch(&r->model, x, y, b, T));
-    if (tsrnn_model_fused_step(&r->model)) {
-        OK(tsrnn_model_train_step(&r->model, &r->adam, &rng, &loss, &finite));
-    } else {
-        OK(tsrnn_model_forward(&r->model, true, &rng));
-        OK(tsrnn_model_loss(&r->model, &loss));
-        OK(tsrnn_model_backward(&r->model));
-        OK(tsrnn_model_scale_grads(&r->model, 1.0f, &finite));
-        OK(tsrnn_adam_step(&r->adam, r->model.params, r->model.grads));
-    }
-    assert_true(finite);
+    struct tsrnn_step_args args = {
+        .x = x,
+        .y = y,
+        .batch_count = b,
+        .step_count = T,
+        .dropout_masks = tsrnn_model_dropout(&r->model, b, T, &rng),
+        .loss = TSRNN_LOSS_MSE,
+    };
+    tsrnn_adam_next_update(&r->adam, &args.update);
+    OK(tsrnn_compute_step(r->model.ws, &args));
+    float loss;
+    struct tsrnn_step_results res;
+    OK(tsrnn_compute_step_results(r->model.ws, &loss, 1, &res));
+    assert_int_equal(res.taken, 1);
+    assert_int_equal(res.updated, 1);
+    assert_int_equal(res.halt, TSRNN_STEP_RAN);
     return loss;
 }
 
@@ -229,8 +236,8 @@ static void train_and_compare(const struct case_ *k)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     run_init(&rc, cpu, &d, init);
     run_init(&rp, pjrt1, &d, init);
-    assert_false(tsrnn_model_fused_step(&rc.model));
-    assert_true(tsrnn_model_fused_step(&rp.model));
+    assert_true(tsrnn_compute_caps(cpu)->layer_ops);
+    assert_false(tsrnn_compute_caps(pjrt1)->layer_ops);
 
     struct tsrnn_rng data;
     tsrnn_rng_init(&data, 1234, (uint64_t)k->kind * 10 + k->layers);
@@ -277,12 +284,8 @@ static void train_and_compare(const struct case_ *k)
     /* Validation's windows and a forecast from the trained weights. */
     double sec[B], sep[B];
     make_batch(x, y, 3, &data);
-    OK(tsrnn_model_load_batch(&rc.model, x, y, 3, T));
-    OK(tsrnn_model_forward(&rc.model, false, NULL));
-    OK(tsrnn_model_window_squared_errors(&rc.model, sec));
-    OK(tsrnn_model_load_batch(&rp.model, x, y, 3, T));
-    OK(tsrnn_model_forward(&rp.model, false, NULL));
-    OK(tsrnn_model_window_squared_errors(&rp.model, sep));
+    OK(tsrnn_model_evaluate(&rc.model, x, y, 3, T, sec));
+    OK(tsrnn_model_evaluate(&rp.model, x, y, 3, T, sep));
     for (size_t i = 0; i < 3; i++)
         if (fabs(sec[i] - sep[i]) > 1e-5 * sec[i] + 1e-9)
             fail_msg("window %zu: squared errors %.9g on pjrt, %.9g on cpu", i, sep[i], sec[i]);
@@ -493,9 +496,13 @@ static void test_training_controls(void **state)
     assert_true(worst <= 1e-5);
 
     static const char *const refused[][2] = {
-        { "training.optimizer_cls=SGD", "[training] optimizer_cls: the pjrt backend's compiled" },
-        { "trainer.gradient_clip_val=1", "[trainer] gradient_clip_val: the pjrt backend's" },
-        { "training.loss_fn=L1Loss", "the pjrt compute backend has no L1Loss yet" },
+        { "training.optimizer_cls=SGD",
+          "[training] optimizer_cls: the pjrt compute backend's training step has Adam only" },
+        { "trainer.gradient_clip_val=1",
+          "[trainer] gradient_clip_val: the pjrt compute backend's training step has no "
+          "gradient clipping" },
+        { "training.loss_fn=L1Loss", "[training] loss_fn = L1Loss: the pjrt compute backend has "
+                                     "no L1Loss" },
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         const char *sets[] = { "trainer.accelerator=xla", refused[i][0], NULL };

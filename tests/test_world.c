@@ -1,7 +1,8 @@
 /* The launch modes of include/tsrnn/world.h, from environment variables alone (no mpirun or
  * Slurm needed): tsrnn-launch's variables first, then Open MPI's, PMI's and Slurm's, else a
  * world of one; rank, world size, local rank, GPU index and comm backend of each; and the
- * messages for variables that are malformed or do not fit together. Then what a rank under
+ * messages for variables that are malformed or do not fit together, a Slurm step without
+ * PMIx and a batch script without srun among them. Then what a rank under
  * mpirun or srun chooses (tsrnn_world_choose_mpi_comm: comm backend and GPU from the config,
  * its compute backend and the GPUs it sees), and the visible GPUs counted from a simulated
  * driver list (TSRNN_TEST_NVIDIA_GPUS_DIR) filtered by CUDA_VISIBLE_DEVICES: no GPU needed. */
@@ -43,6 +44,9 @@ static const char *const all_vars[] = {
     "SLURM_NTASKS",
     "SLURM_LOCALID",
     "SLURM_GPUS_PER_TASK",
+    "SLURM_STEP_ID",
+    "SLURM_MPI_TYPE",
+    "PMIX_RANK",
     "CUDA_VISIBLE_DEVICES",
     "TSRNN_TEST_NVIDIA_GPUS_DIR",
 };
@@ -132,11 +136,58 @@ static void test_pmi(void **state)
     expect_mpi_world(local, &(struct expected){ 5, 8, 1, 1, "PMI", "mpi", true });
 }
 
+/* A task of srun --mpi=pmix: Slurm's variables, a step, and PMIx's. */
 static void test_slurm(void **state)
 {
     (void)state;
-    const char *env[] = { "SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1", NULL };
+    const char *env[] = { "SLURM_PROCID=5",  "SLURM_NTASKS=16", "SLURM_LOCALID=1",
+                          "SLURM_STEP_ID=0", "PMIX_RANK=5",     NULL };
     expect_mpi_world(env, &(struct expected){ 5, 16, 1, 1, "srun (Slurm)", "mpi", true });
+    /* srun -n 1 without PMIx: nothing to join, MPI is not even started. */
+    const char *one[] = { "SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_STEP_ID=3", NULL };
+    expect_world(one, &(struct expected){ 0, 1, 0, 0, "srun (Slurm)", "local", true });
+}
+
+/* The MPI tsrnn links (Open MPI) joins a job that srun started only through PMIx: a Slurm
+ * step of several tasks without it, and Slurm's variables without a step (the batch script
+ * running tsrnn-worker itself), are refused before MPI_Init with what to run instead. */
+static void test_slurm_without_pmix_is_refused(void **state)
+{
+    (void)state;
+    const struct {
+        const char *env[8];
+        const char *expect[4];
+    } cases[] = {
+        /* srun -n 2 where the cluster's MpiDefault is none */
+        { { "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_STEP_ID=0" },
+          { "srun started this process as rank 1 of 2 (SLURM_PROCID=1, SLURM_NTASKS=2) without "
+            "PMIx (no --mpi, and the cluster's MpiDefault is none)",
+            "accepted: srun --mpi=pmix" } },
+        /* srun --mpi=pmi2: PMI's variables, so read as the PMI launcher */
+        { { "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_STEP_ID=0", "SLURM_MPI_TYPE=pmi2",
+            "PMI_RANK=1", "PMI_SIZE=2" },
+          { "as rank 1 of 2 (PMI_RANK=1, PMI_SIZE=2) without PMIx (SLURM_MPI_TYPE=pmi2)",
+            "Open MPI, joins a job that srun started only through PMIx",
+            "accepted: srun --mpi=pmix" } },
+        /* sbatch --ntasks=4 whose script runs tsrnn-worker without srun */
+        { { "SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0" },
+          { "SLURM_PROCID=0 and SLURM_NTASKS=4 describe a job of 4 tasks, but SLURM_STEP_ID is "
+            "unset: this process is the batch script itself",
+            "accepted: srun --mpi=pmix tsrnn-worker" } },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct tsrnn_world w;
+        set_env(cases[i].env);
+        enum tsrnn_status status = tsrnn_world_from_env(&w);
+        if (status != TSRNN_ERR_USAGE)
+            fail_msg("case %zu: status %d, expected a usage error", i, (int)status);
+        if (!have_mpi()) { /* a build without MPI says that first */
+            tu_expect_in(tsrnn_last_error(), "built without MPI");
+            continue;
+        }
+        for (size_t k = 0; k < 4 && cases[i].expect[k] != NULL; k++)
+            tu_expect_in(tsrnn_last_error(), cases[i].expect[k]);
+    }
 }
 
 /* tsrnn-launch's variables win over any MPI launcher's (a tsrnn-launch inside an allocation),
@@ -204,7 +255,7 @@ static void test_bad_variables(void **state)
 /* One rank's situation and what it must choose: backend and GPU, or a refusal whose message
  * holds `expect` (up to 4 parts). */
 struct choice_case {
-    const char *env[6];
+    const char *env[8];
     enum tsrnn_comm_choice comm;
     bool gpu;
     size_t visible;
@@ -217,8 +268,8 @@ struct choice_case {
 static void expect_choice(size_t i, const struct choice_case *c)
 {
     struct tsrnn_world w;
-    const char *env[8] = { 0 };
-    for (size_t k = 0; k < 6 && c->env[k] != NULL; k++)
+    const char *env[10] = { 0 };
+    for (size_t k = 0; k < 8 && c->env[k] != NULL; k++)
         env[k] = c->env[k];
     set_env(env);
     if (tsrnn_world_from_env(&w) != TSRNN_OK)
@@ -252,7 +303,8 @@ static void expect_choice(size_t i, const struct choice_case *c)
     "OMPI_COMM_WORLD_RANK=" #rank, "OMPI_COMM_WORLD_SIZE=" #size,                                  \
         "OMPI_COMM_WORLD_LOCAL_RANK=" #local, "OMPI_COMM_WORLD_LOCAL_SIZE=" #local_size
 #define SRUN(rank, size, local)                                                                    \
-    "SLURM_PROCID=" #rank, "SLURM_NTASKS=" #size, "SLURM_LOCALID=" #local
+    "SLURM_PROCID=" #rank, "SLURM_NTASKS=" #size, "SLURM_LOCALID=" #local, "SLURM_STEP_ID=0",      \
+        "PMIX_RANK=" #rank
 
 static void test_mpi_rank_chooses_backend_and_gpu(void **state)
 {
@@ -401,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_open_mpi),
         cmocka_unit_test(test_pmi),
         cmocka_unit_test(test_slurm),
+        cmocka_unit_test(test_slurm_without_pmix_is_refused),
         cmocka_unit_test(test_order_of_the_launch_modes),
         cmocka_unit_test(test_bad_variables),
         cmocka_unit_test(test_mpi_rank_chooses_backend_and_gpu),

@@ -25,6 +25,7 @@
 #ifndef TSRNN_COMM_H
 #define TSRNN_COMM_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "tsrnn/compute.h"
@@ -53,6 +54,13 @@ struct tsrnn_comm_options {
      * stream (tsrnn_compute_stream) a device backend orders its work on. NULL: no device;
      * the *_device calls then take host memory. Not owned; it outlives the communicator. */
     struct tsrnn_compute *compute;
+    /* The worker's SIGINT/SIGTERM flag (NULL: none). mpi: once it is set, the other ranks must
+     * complete a collective that began with it set within a short grace (at least 2 s; twice
+     * the longest collective cycle seen, at most timeout_s), or the collective fails
+     * (TSRNN_ERR_COMM, "a rank is gone"): under srun, SIGTERM is also what the surviving
+     * ranks get when a task dies (src/comm/mpi.c). The other backends see a dead peer by
+     * themselves and ignore it. */
+    const volatile sig_atomic_t *stop_requested;
 };
 
 struct tsrnn_comm;
@@ -63,7 +71,11 @@ struct tsrnn_comm;
  * connections are up (a barrier ends it): a rank that aborts right after fails its peers'
  * next collective, not their connecting. TSRNN_ERR_USAGE for a bad option
  * or a backend this build lacks, TSRNN_ERR_COMM for a peer that failed or timed out. Sets
- * *comm to NULL on failure. A rendezvous folder serves one open per rank. */
+ * *comm to NULL on failure, except where this rank had already joined a job that only an
+ * abort ends (mpi: MPI_Init met the peers, then MPI's world proved not to be the one of the
+ * options, TSRNN_ERR_USAGE): then *comm is a failed communicator, to pass to
+ * tsrnn_comm_abort_job() (after printing the error: it does not return) and close. A
+ * rendezvous folder serves one open per rank. */
 enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_comm_options *opt);
 
 /* Sums `count` elements of `buf` over all ranks, in place; every rank gets the same sum, bit
@@ -85,6 +97,16 @@ enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void 
                                                   enum tsrnn_comm_dtype dtype);
 enum tsrnn_status tsrnn_comm_broadcast_device(struct tsrnn_comm *comm, void *buf, size_t nbytes,
                                               int root);
+
+/* The training step's gradient reduction over this communicator (compute.h): the sum of
+ * device memory of options.compute, queued on its stream where the backend can (NCCL:
+ * device_queued, its completion and health watched when the step's results are read, within
+ * timeout_s of the last progress), else complete when the call returns. */
+void tsrnn_comm_step_reduce(struct tsrnn_comm *comm, struct tsrnn_step_reduce *reduce);
+
+/* Seconds spent in allreduces that completed inside the call (the step's on host-staged
+ * backends, validation's); queued ones run on the device's stream and are not counted. */
+double tsrnn_comm_allreduce_seconds(const struct tsrnn_comm *comm);
 
 /* Returns once every rank has called it (or fails within the timeout). */
 enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm);
@@ -115,6 +137,11 @@ const char *tsrnn_comm_backend_name(const struct tsrnn_comm *comm);
 /* Whether this build has the backend `name` ("local" always; "gloo" with libgloo-dev; "mpi"
  * with libopenmpi-dev; "nccl" with the CUDA backend and NCCL's header). */
 bool tsrnn_comm_backend_available(const char *name);
+
+/* Whether this build has it and this machine can run it (the nccl backend: libnccl.so.2
+ * loads; no CUDA call), asked before workers start. On false `why` says which. A module's
+ * libraries (gloo, mpi) are checked when it is loaded (tsrnn_comm_open). */
+bool tsrnn_comm_backend_usable(const char *name, char *why, size_t why_nbytes);
 
 /* Whether `name` is a backend tsrnn knows ("local", "gloo", "mpi", "nccl"), in this build or not: a known
  * one this build lacks is refused by tsrnn_comm_open() with what the build needs. NULL: no. */

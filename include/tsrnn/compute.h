@@ -7,10 +7,21 @@
  *
  * A compute context owns its device's memory: the model's parameters, gradients, Adam's
  * moments and activations live there, and the rest of tsrnn reaches host copies only through
- * tsrnn_compute_upload() / tsrnn_compute_download(). A pointer into device memory ("device
- * pointer" below) may be offset and passed around, but only the backend dereferences it; on
- * the CPU backend it is an ordinary host pointer. The model's operations themselves are
- * private to the backends (src/compute/backend.h) and reached through include/tsrnn/model.h.
+ * tsrnn_compute_upload() / tsrnn_compute_download() (called by model/ and optim/'s import and
+ * export). A pointer into device memory ("device pointer" below) may be offset and passed
+ * around, but only the backend dereferences it; on the CPU backend it is an ordinary host
+ * pointer.
+ *
+ * This header is the one door to the backends (DESIGN.md §9, docs/architecture.md "The
+ * compute door"): src/compute/ alone calls a backend's table (src/compute/backend.h). A
+ * backend declares what it provides as data (struct tsrnn_compute_caps, checked once when a
+ * context is created), and every argument is checked here, once, for every backend alike.
+ * The training step is one operation, tsrnn_compute_step(): forward, loss, backward, the
+ * gradient reduction (a callback from comm/), scale by 1/W, the finite check, clipping and
+ * the optimizer's update; a backend runs it as its own program (pjrt), as a captured graph
+ * (cuda), or the door composes it from the per-layer operations (cpu). Its results (the loss,
+ * whether it diverged or the ranks agreed to stop) stay on the device until
+ * tsrnn_compute_step_results() reads them.
  *
  * One thread drives a context; the backend may use more internally (the CPU backend's
  * num_threads, a GPU's stream).
@@ -22,6 +33,7 @@
 #include <stddef.h>
 
 #include "tsrnn/core.h"
+#include "tsrnn/model.h"
 
 enum tsrnn_compute_kind {
     TSRNN_COMPUTE_CPU,
@@ -122,5 +134,218 @@ enum tsrnn_status tsrnn_compute_zero(struct tsrnn_compute *compute, void *buf, s
 
 /* Waits for everything queued on the context; reports a device error that happened since. */
 enum tsrnn_status tsrnn_compute_synchronize(struct tsrnn_compute *compute);
+
+/* --- what a backend provides ----------------------------------------------------------------- */
+
+struct tsrnn_compute_caps {
+    bool host_memory;       /* device pointers are host pointers (a comm backend may send them) */
+    bool layer_ops;         /* the per-layer operations below: the door composes forward and step
+                               from them where the backend has no whole operation */
+    bool l1_loss;           /* nn.L1Loss beside nn.MSELoss */
+    bool optimizers;        /* AdamW and SGD beside Adam (a decay and SGD's scalars) */
+    bool clipping;          /* gradient_clip_val */
+    bool reduction;         /* the step takes a gradient reduction: data-parallel processes */
+    bool immediate_results; /* a step's results are on the host when it returns: reading them
+                               costs nothing, so the trainer reads every step */
+    bool step_graphs;       /* the step is captured as a graph per batch shape and replayed */
+};
+
+/* The context's capabilities (its backend's table, checked when the context was created). */
+const struct tsrnn_compute_caps *tsrnn_compute_caps(const struct tsrnn_compute *compute);
+
+/* Whether training with these settings can run on the context, before anything is allocated:
+ * TSRNN_ERR_USAGE naming the first setting the backend lacks ("[training] loss_fn = L1Loss:
+ * the pjrt backend has no L1Loss; accepted: MSELoss, or [trainer] accelerator = cpu") with
+ * the config's origin of it. */
+struct tsrnn_compute_needs {
+    enum tsrnn_loss_kind loss;
+    bool other_optimizer; /* AdamW or SGD */
+    bool clipping;
+    int world_size; /* processes: > 1 needs a step with a reduction */
+    /* the config keys' origins (tsrnn_config_origin) for the message; NULL: "" */
+    const char *loss_origin, *optimizer_origin, *clip_origin;
+};
+enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
+                                            const struct tsrnn_compute_needs *needs);
+
+/* --- the model's workspace ------------------------------------------------------------------- */
+
+/* The activations of one model on one device, the gradients (with two more floats: the
+ * loss and the stop flag, which one allreduce carries with them) and the step's results. */
+struct tsrnn_workspace;
+
+/* A workspace for batches of up to batch_capacity windows of up to step_capacity steps, whose
+ * step results are read at least every results_capacity steps. TSRNN_ERR_USAGE when the
+ * activations cannot fit (the message names the config keys), TSRNN_ERR_NOMEM. */
+enum tsrnn_status tsrnn_compute_workspace_create(struct tsrnn_workspace **ws,
+                                                 struct tsrnn_compute *compute,
+                                                 const struct tsrnn_model_dims *dims,
+                                                 size_t batch_capacity, size_t step_capacity,
+                                                 size_t results_capacity);
+void tsrnn_compute_workspace_destroy(struct tsrnn_workspace *ws); /* accepts NULL */
+
+/* The backend's own workspace inside the door's, for a backend's tests (the CPU's
+ * tsrnn_cpu_workspace_packed()); nothing else looks into it. */
+void *tsrnn_compute_backend_workspace(struct tsrnn_workspace *ws);
+
+/* The gradients of the last step or tsrnn_compute_forward_backward() (the table's layout),
+ * to the host: for tests and gradient checks. */
+enum tsrnn_status tsrnn_compute_download_grads(struct tsrnn_workspace *ws, float *grads);
+
+/* --- the training step ------------------------------------------------------------------------- */
+
+/* Adam's scalars for one step, as float32 operands the way PyTorch passes Python floats
+ * (include/tsrnn/optim.h has the update; SGD runs through the same operation). */
+struct tsrnn_adam_scalars {
+    float beta1, one_minus_beta1;
+    float beta2, one_minus_beta2;
+    float bias_correction2_sqrt;
+    float eps;
+    float neg_step_size; /* -lr / bias_correction1 */
+};
+
+/* The optimizer's update of one step (src/optim/adam.c fills it): params *= decay first
+ * (AdamW's 1 - lr * weight_decay; exactly 1 for none), then Adam's elementwise update. */
+struct tsrnn_step_update {
+    float decay;
+    struct tsrnn_adam_scalars adam;
+};
+
+/* The gradient reduction the trainer hands over from comm/ (tsrnn_comm_step_reduce):
+ * allreduce_sum sums `count` floats of device memory over every rank, in place.
+ * device_queued: the sum is only queued on the context's stream and completes there (NCCL),
+ * so a backend may capture it in a graph; reading the step's results then waits for it,
+ * asking health() (a peer's failure, without waiting) as it polls, and calls abort() when no
+ * step has finished for timeout_s. */
+struct tsrnn_step_reduce {
+    enum tsrnn_status (*allreduce_sum)(void *ctx, float *buf, size_t count);
+    enum tsrnn_status (*health)(void *ctx);
+    void (*abort)(void *ctx);
+    void *ctx;
+    int world_size;
+    bool device_queued;
+    double timeout_s;
+};
+
+/* The state a step updates in place: device memory of the context, each (table.total_count)
+ * floats in the parameter table's layout. Bound to the workspace once
+ * (tsrnn_compute_bind_state): the steps that follow update it, and a backend that captures its
+ * step (CUDA graphs) captures these buffers. */
+struct tsrnn_step_state {
+    float *params, *exp_avg, *exp_avg_sq;
+};
+enum tsrnn_status tsrnn_compute_bind_state(struct tsrnn_workspace *ws,
+                                           const struct tsrnn_step_state *state);
+
+struct tsrnn_step_args {
+    const float *x, *y; /* host: (B, T, I) inputs and (B, T, O) targets, batch-first */
+    size_t batch_count, step_count;
+    const float *dropout_masks; /* host: (L-1, T, B, H) 0 or 1/(1-p); NULL without dropout */
+    enum tsrnn_loss_kind loss;
+    float clip_max_norm; /* torch.nn.utils.clip_grad_norm_'s max_norm; 0: no clipping */
+    struct tsrnn_step_update update;
+    const struct tsrnn_step_reduce *reduce; /* NULL: a world of one */
+    bool stop_requested; /* this rank asks to stop: the ranks agree after the step */
+};
+
+/* One optimizer step on a batch, on the bound state: forward, loss, backward, the reduction
+ * (sum over ranks, then 1/W), the finite check, clipping, the update. Queued: nothing waits for the device. A step
+ * whose gradients or loss are not finite updates nothing, nor does any step after it until
+ * the results are read; so does every step after one at which the ranks agreed to stop (that
+ * one updates). TSRNN_ERR_USAGE for arguments the workspace or backend cannot take. */
+enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws,
+                                     const struct tsrnn_step_args *args);
+
+enum tsrnn_step_halt {
+    TSRNN_STEP_RAN,      /* every step updated the model */
+    TSRNN_STEP_DIVERGED, /* step `halted_at` had a non-finite loss or gradient: it and the
+                            ones after it updated nothing */
+    TSRNN_STEP_STOPPED,  /* the ranks agreed to stop after step `halted_at`, which updated; the
+                            ones after it did not */
+};
+
+struct tsrnn_step_results {
+    size_t taken;   /* steps since the last read */
+    size_t updated; /* of those, how many updated the model (all of them unless halted) */
+    enum tsrnn_step_halt halt;
+    size_t halted_at; /* the index, in [0, taken), of the step that halted */
+    bool finite;      /* the halted step's gradients were finite (its loss may not be) */
+};
+
+/* Waits for the steps taken since the last read and reads what they did: losses[k] (k <
+ * taken, at most losses_capacity) the mean loss over the ranks of the k-th. Then starts
+ * counting afresh. Must be called at least every results_capacity steps. */
+enum tsrnn_status tsrnn_compute_step_results(struct tsrnn_workspace *ws, float *losses,
+                                             size_t losses_capacity,
+                                             struct tsrnn_step_results *results);
+
+/* --- the forward: validation and forecasts --------------------------------------------------- */
+
+/* Loads x (B, T, I) (and, for the errors, y (B, T, O); may be NULL) batch-first from the host
+ * and runs the layers and the head over it, without dropout: from zero states, or from the
+ * states the last forward ended in (TSRNN_FORWARD_SAVED: a forecast's next steps, with the
+ * same parameters). */
+enum tsrnn_forward_start {
+    TSRNN_FORWARD_ZERO,
+    TSRNN_FORWARD_SAVED,
+};
+enum tsrnn_status tsrnn_compute_forward(struct tsrnn_workspace *ws, const float *params,
+                                        const float *x, const float *y, size_t batch_count,
+                                        size_t step_count, enum tsrnn_forward_start start);
+
+/* Each window's sum over t, then o of the loss's error of the last forward against y, in
+ * double, into the host array sums (B): squared errors (MSELoss) or absolute errors (L1Loss),
+ * each term rounded to float first. Independent of the other windows of the batch. */
+enum tsrnn_status tsrnn_compute_window_errors(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
+                                              double *sums);
+
+/* The outputs of step t of the last forward, (B, O), to the host. */
+enum tsrnn_status tsrnn_compute_output(struct tsrnn_workspace *ws, size_t t, float *out);
+
+/* --- the operations one at a time ---------------------------------------------------------------
+ * What the door composes the step and the forward of a backend with layer_ops from, each
+ * checked here; the conformance test (tests/test_backend_ops.c) drives every backend through
+ * them. src/compute/backend.h has their contracts. */
+enum tsrnn_initial_state {
+    TSRNN_STATE_ZERO,  /* h[0] = 0 (and c[0] = 0) */
+    TSRNN_STATE_SAVED, /* the state tsrnn_compute_state_save() kept */
+};
+enum tsrnn_status tsrnn_compute_batch_load(struct tsrnn_workspace *ws, const float *x,
+                                           const float *y, size_t batch_count, size_t step_count);
+enum tsrnn_status tsrnn_compute_layer_forward(struct tsrnn_workspace *ws, size_t l,
+                                              const struct tsrnn_layer_params *p,
+                                              enum tsrnn_initial_state initial_state,
+                                              const float *input_mask, bool weights_unchanged);
+enum tsrnn_status tsrnn_compute_layer_backward(struct tsrnn_workspace *ws, size_t l,
+                                               const struct tsrnn_layer_params *p,
+                                               struct tsrnn_layer_params *g);
+enum tsrnn_status tsrnn_compute_state_save(struct tsrnn_workspace *ws);
+enum tsrnn_status tsrnn_compute_head_forward(struct tsrnn_workspace *ws, const float *v_w,
+                                             const float *v_b);
+enum tsrnn_status tsrnn_compute_head_backward(struct tsrnn_workspace *ws, const float *v_w,
+                                              float *g_v_w, float *g_v_b);
+/* The loss of the last forward into *loss (a device float) and dLoss/d(out). */
+enum tsrnn_status tsrnn_compute_loss_forward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
+                                             float *device_loss);
+enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws,
+                                              enum tsrnn_loss_kind loss);
+/* buf (count, device) *= scale, *finite = no element NaN or inf afterwards. */
+enum tsrnn_status tsrnn_compute_scale_check(struct tsrnn_compute *compute, float *buf, size_t count,
+                                            float scale, bool *finite);
+/* Adam's elementwise update (optim.h) over count parameters, all device memory. */
+enum tsrnn_status tsrnn_compute_adam_update(struct tsrnn_compute *compute, float *params,
+                                            float *exp_avg, float *exp_avg_sq, const float *grads,
+                                            size_t count, const struct tsrnn_adam_scalars *s);
+/* torch.nn.utils.clip_grad_norm_(max_norm) over the table's tensors of grads (device). */
+enum tsrnn_status tsrnn_compute_clip_grad_norm(struct tsrnn_compute *compute, float *grads,
+                                               const struct tsrnn_param_table *table,
+                                               float max_norm);
+
+/* The forward and backward alone, for tests and gradient checks: the layers and the head
+ * over the loaded batch (dropout masks (L-1, T, B, H) on the host, or NULL), then the loss
+ * into *loss (host) and the gradients of the workspace (tsrnn_compute_download_grads). */
+enum tsrnn_status tsrnn_compute_forward_backward(struct tsrnn_workspace *ws, const float *params,
+                                                 const float *dropout_masks,
+                                                 enum tsrnn_loss_kind loss, float *host_loss);
 
 #endif

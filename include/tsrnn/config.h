@@ -28,7 +28,7 @@
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
-#define TSRNN_CONFIG_MAX_KEYS 80  /* room in origins[] for the schema's keys */
+#define TSRNN_CONFIG_MAX_KEYS 96  /* room in origins[] for the schema's keys */
 
 /* [covariates] position: Darts' 'position' encoder. */
 enum tsrnn_position_kind {
@@ -61,12 +61,29 @@ enum tsrnn_optimizer_kind {
     TSRNN_OPTIMIZER_SGD,
 };
 
-/* [training] lr_scheduler_cls: PyTorch's scheduler, stepped once per epoch (Darts' interval). */
+/* [training] lr_scheduler_cls: PyTorch's scheduler, stepped once per epoch (Darts' interval)
+ * or, with [lr_scheduler_kwargs] interval = step, after every optimizer step. */
 enum tsrnn_lr_scheduler_kind {
     TSRNN_LR_SCHEDULER_NONE,
-    TSRNN_LR_SCHEDULER_EXPONENTIAL, /* ExponentialLR */
-    TSRNN_LR_SCHEDULER_STEP,        /* StepLR */
-    TSRNN_LR_SCHEDULER_PLATEAU,     /* ReduceLROnPlateau, on val_loss */
+    TSRNN_LR_SCHEDULER_EXPONENTIAL,   /* ExponentialLR */
+    TSRNN_LR_SCHEDULER_STEP,          /* StepLR */
+    TSRNN_LR_SCHEDULER_PLATEAU,       /* ReduceLROnPlateau, on val_loss */
+    TSRNN_LR_SCHEDULER_COSINE,        /* CosineAnnealingLR */
+    TSRNN_LR_SCHEDULER_ONE_CYCLE,     /* OneCycleLR */
+    TSRNN_LR_SCHEDULER_WARM_RESTARTS, /* CosineAnnealingWarmRestarts */
+    TSRNN_LR_SCHEDULER_LINEAR,        /* LinearLR */
+};
+
+/* Lightning's lr scheduler config "interval" (Darts takes it from lr_scheduler_kwargs). */
+enum tsrnn_lr_interval {
+    TSRNN_LR_INTERVAL_EPOCH,
+    TSRNN_LR_INTERVAL_STEP,
+};
+
+/* OneCycleLR's anneal_strategy. */
+enum tsrnn_anneal_strategy {
+    TSRNN_ANNEAL_COS,
+    TSRNN_ANNEAL_LINEAR,
 };
 
 /* mode of ReduceLROnPlateau and of Lightning's EarlyStopping. */
@@ -163,6 +180,27 @@ struct tsrnn_config {
     int lr_cooldown;
     double lr_min_lr;
     enum tsrnn_monitor_mode lr_mode;
+    int lr_T_max;           /* CosineAnnealingLR; 0 = not set */
+    double lr_eta_min;      /* CosineAnnealingLR, CosineAnnealingWarmRestarts */
+    int lr_T_0;             /* CosineAnnealingWarmRestarts; 0 = not set */
+    int lr_T_mult;          /* CosineAnnealingWarmRestarts */
+    double lr_max_lr;       /* OneCycleLR: max_lr ... three_phase; max_lr 0 = not set */
+    int lr_total_steps;     /* 0 = not set: epochs x steps_per_epoch */
+    int lr_epochs;          /* 0 = not set */
+    int lr_steps_per_epoch; /* 0 = not set */
+    double lr_pct_start;
+    enum tsrnn_anneal_strategy lr_anneal_strategy;
+    bool lr_cycle_momentum;
+    double lr_base_momentum;
+    double lr_max_momentum;
+    double lr_div_factor;
+    double lr_final_div_factor;
+    bool lr_three_phase;
+    double lr_start_factor; /* LinearLR */
+    double lr_end_factor;
+    int lr_total_iters;
+    enum tsrnn_lr_interval lr_interval; /* Lightning's: when the scheduler steps */
+    int lr_frequency;                   /* Lightning's: every this many intervals */
 
     /* [early_stopping]: Lightning's EarlyStopping callback */
     enum tsrnn_early_stopping_monitor es_monitor;

@@ -13,9 +13,12 @@
 #include "tsrnn/data.h"
 #include "tsrnn/model.h"
 
-/* Darts' metrics of a forecast against actual values, original scale, over its points and
- * every component: mape = 100 * mean |(a - p) / a| (NaN when an actual value is 0),
- * mae = mean |a - p|, rmse = sqrt(mean (a - p)^2); NaN where there is nothing to score. */
+/* Darts' metrics of a forecast against actual values, original scale: each component scored
+ * over the points, then the components' scores averaged (darts.metrics' component_reduction
+ * = np.nanmean): mape = 100 * mean |(a - p) / a| over the points whose actual value is not 0
+ * (Darts 0.48's zero_division="warn": a / 0 is NaN and left out, 0 / 0 counts as 0), mae =
+ * mean |a - p|, rmse = sqrt(mean (a - p)^2) per component (not pooled); NaN where there is
+ * nothing to score. */
 struct tsrnn_forecast_scores {
     double mape, mae, rmse;
 };
@@ -28,10 +31,11 @@ struct tsrnn_forecast {
     float *values;          /* (n, C) owned, original scale */
     size_t actual_count;    /* leading steps the series has actual values for */
     const float *actual;    /* (actual_count, C): series values from `origin` on; not owned */
-    /* Darts' metrics over the actual_count steps and every component, original scale:
-     * mape = 100 * mean |(a - p) / a| (NaN when an actual value is 0), mae = mean |a - p|,
-     * rmse = sqrt(mean (a - p)^2); all NaN when actual_count is 0. */
+    /* Darts' metrics over the actual_count steps, per component then averaged over the
+     * components, original scale (struct tsrnn_forecast_scores); all NaN when actual_count is
+     * 0. */
     double mape, mae, rmse;
+    size_t zero_actual_count; /* actual values that are 0: left out of mape, as Darts does */
 };
 
 struct tsrnn_covariates;
@@ -109,7 +113,7 @@ enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
                                           const char *path);
 
 /* Darts' metric(actual_list, pred_list, series_reduction=np.mean): the mean over the series
- * of each one's score; mape NaN when one series' is (an actual value of 0). */
+ * of each one's score; mape NaN when one series' is (every actual value of it 0). */
 void tsrnn_forecast_scores_mean(struct tsrnn_forecast_scores *mean,
                                 const struct tsrnn_forecast_scores *each, size_t count);
 

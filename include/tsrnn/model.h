@@ -25,7 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tsrnn/compute.h"
 #include "tsrnn/core.h"
 #include "tsrnn/rng.h"
 
@@ -122,7 +121,8 @@ enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param
 
 /* --- the whole model ------------------------------------------------------------------- */
 
-struct tsrnn_workspace; /* the backend's activations (src/compute/backend.h) */
+struct tsrnn_compute;   /* include/tsrnn/compute.h */
+struct tsrnn_workspace; /* the device's activations, gradients and step results (compute.h) */
 
 /* The training loss ([training] loss_fn). */
 enum tsrnn_loss_kind {
@@ -130,31 +130,25 @@ enum tsrnn_loss_kind {
     TSRNN_LOSS_L1,  /* nn.L1Loss() */
 };
 
+/* How many training steps may pass between two reads of their results (the trainer reads at
+ * least this often: include/tsrnn/compute.h tsrnn_compute_step_results). */
+#define TSRNN_MODEL_RESULTS_CAPACITY 1024
+
 struct tsrnn_model {
     struct tsrnn_model_dims dims;
-    enum tsrnn_loss_kind loss; /* what tsrnn_model_loss/_backward/_window_errors compute */
+    enum tsrnn_loss_kind loss; /* what tsrnn_model_evaluate / _forward_backward compute */
     struct tsrnn_param_table table;
     struct tsrnn_compute *compute; /* the device it runs on; not owned */
     struct tsrnn_workspace *ws;
-    /* Device memory (include/tsrnn/compute.h). grads holds table.total_count gradients, then
-     * the batch loss (tsrnn_model_loss) and a stop flag: the one buffer that data-parallel
-     * training allreduces per step. */
-    float *params;                        /* (table.total_count) */
-    float *grads;                         /* (table.total_count + 2) */
-    struct tsrnn_model_params p, g;       /* typed views into params and grads */
+    float *params;                        /* device (table.total_count) */
+    struct tsrnn_model_params p;          /* typed views into params */
     size_t batch_capacity, step_capacity; /* the largest B and T the workspace holds */
-    size_t batch_count, step_count;       /* B, T of the batch loaded */
-    /* Dropout between layers, drawn on the host for one layer's input at a time: (T, B, H),
-     * 0 or 1/(1-p); NULL for a model without dropout. Holds the last layer's draw. */
-    float *dropout_mask;
-    bool dropout_applied; /* the last forward drew masks */
+    /* Dropout between layers, drawn on the host for a training step: (L-1, T, B, H), each 0
+     * or 1/(1-p), at capacity; NULL for a model without dropout. */
+    float *dropout_masks;
 };
 
-/* The index of the loss and of the stop flag in model->grads. */
-#define TSRNN_MODEL_LOSS_SLOT(model) ((model)->table.total_count)
-#define TSRNN_MODEL_STOP_SLOT(model) ((model)->table.total_count + 1)
-
-/* Allocates parameters and gradients (zero) on `compute` and a workspace for batches up to
+/* Allocates the parameters (zero) on `compute` and a workspace for batches up to
  * batch_capacity windows of up to step_capacity steps. TSRNN_ERR_USAGE when the activations
  * cannot fit, TSRNN_ERR_NOMEM, or the device's failure. */
 enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, struct tsrnn_compute *compute,
@@ -164,60 +158,36 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, struct tsrnn_compu
 /* Frees everything; accepts a zeroed model. */
 void tsrnn_model_finish(struct tsrnn_model *model);
 
-/* The parameters, (table.total_count) floats in the table's layout, from or to the host. */
+/* The parameters, (table.total_count) floats in the table's layout, from or to the host: the
+ * only way they cross (checkpoints, broadcasts of rank 0's weights, forecasts' callers). */
 enum tsrnn_status tsrnn_model_upload_params(struct tsrnn_model *model, const float *params);
 enum tsrnn_status tsrnn_model_download_params(struct tsrnn_model *model, float *params);
 
-/* Loads one batch of B windows of T steps: x (B, T, C) and, for the loss, y (B, T, O) (may
- * be NULL), batch-first as the dataset gathers them. */
-enum tsrnn_status tsrnn_model_load_batch(struct tsrnn_model *model, const float *x, const float *y,
-                                         size_t batch_count, size_t step_count);
+/* The inverted dropout masks of one training step of B windows of T steps (torch's
+ * functional dropout in training: keep with probability 1 - p, scaled by 1/(1-p)), layer 1's
+ * input first, drawn from `rng`; NULL for a model without dropout. Host memory, valid until
+ * the next call. */
+const float *tsrnn_model_dropout(struct tsrnn_model *model, size_t batch_count, size_t step_count,
+                                 struct tsrnn_rng *rng);
 
-/* Forward over the batch loaded, from zero initial states. With `training`, dropout between
- * layers draws its masks from `dropout_rng` (which may be NULL without training or without
- * dropout). */
-enum tsrnn_status tsrnn_model_forward(struct tsrnn_model *model, bool training,
-                                      struct tsrnn_rng *dropout_rng);
+/* Validation: the forward over x (B, T, C) without dropout, from zero states, and each
+ * window's sum of the loss's errors against y (B, T, O) in double into sums (B): squared
+ * errors (MSELoss) or absolute errors (L1Loss), each window independent of the others, so
+ * that validation adds them up in one fixed order however the windows were spread. */
+enum tsrnn_status tsrnn_model_evaluate(struct tsrnn_model *model, const float *x, const float *y,
+                                       size_t batch_count, size_t step_count, double *sums);
 
-/* The loss of the last forward against the batch's y, PyTorch's nn.MSELoss() or, with
- * model->loss = TSRNN_LOSS_L1, nn.L1Loss() (mean over B*T*O), into model->grads' loss slot
- * and *loss. TSRNN_ERR_USAGE when the backend has no L1Loss. */
-enum tsrnn_status tsrnn_model_loss(struct tsrnn_model *model, float *loss);
-
-/* TSRNN_ERR_USAGE when model->loss needs ops the compute backend lacks (L1Loss is optional). */
-enum tsrnn_status tsrnn_model_check_loss(const struct tsrnn_model *model);
-
-/* Each window's sum of squared errors of the last forward against y, in double: se[b] for
- * window b, independent of the other windows of the batch, so validation can add them up in
- * one fixed order however the windows were spread over batches and ranks. */
-enum tsrnn_status tsrnn_model_window_squared_errors(struct tsrnn_model *model, double *se);
-
-/* The same for the model's loss: squared errors (MSELoss) or absolute errors (L1Loss). */
-enum tsrnn_status tsrnn_model_window_errors(struct tsrnn_model *model, double *sums);
-
-/* Backward of the last forward + loss: overwrites the gradients with dLoss/dparams. */
-enum tsrnn_status tsrnn_model_backward(struct tsrnn_model *model);
-
-/* grads, loss and stop flag *= scale (1/W after the allreduce; nothing for 1), and *finite
- * = every one of them is finite. */
-enum tsrnn_status tsrnn_model_scale_grads(struct tsrnn_model *model, float scale, bool *finite);
+/* For tests and gradient checks: the forward over x (with dropout drawn from dropout_rng when
+ * it is not NULL), the loss against y into *loss, and the backward: the gradients
+ * (tsrnn_model_download_grads) of the loss. */
+enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const float *x,
+                                               const float *y, size_t batch_count,
+                                               size_t step_count, struct tsrnn_rng *dropout_rng,
+                                               float *loss);
+enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads);
 
 /* The outputs of step t of the last forward, (B, O), to the host. */
 enum tsrnn_status tsrnn_model_download_output(struct tsrnn_model *model, size_t t, float *out);
-
-struct tsrnn_adam;
-
-/* Whether the model's backend runs the training step as one program (pjrt): then
- * tsrnn_model_train_step() replaces forward + loss + backward + Adam, and the gradients are
- * not materialised (nor allreduced across processes: replicas live inside the program). */
-bool tsrnn_model_fused_step(const struct tsrnn_model *model);
-
-/* One optimizer step on the batch loaded, as one program: dropout masks drawn from
- * dropout_rng in the order tsrnn_model_forward() draws them, the MSE into *loss, *finite =
- * every gradient was finite (when not, nothing was updated), Adam's step counted. Only for a
- * model whose tsrnn_model_fused_step() is true. */
-enum tsrnn_status tsrnn_model_train_step(struct tsrnn_model *model, struct tsrnn_adam *adam,
-                                         struct tsrnn_rng *dropout_rng, float *loss, bool *finite);
 
 /* Darts' RNNModel.predict for B windows at once (one series' forecast, or Darts' batches of
  * historical forecasts): feeds `context` (B, T0, C) from zero state, takes the output of the

@@ -51,40 +51,107 @@ void tsrnn_adam_set_rule(struct tsrnn_adam *adam, enum tsrnn_optimizer_kind kind
 /* Accepts a zeroed struct. */
 void tsrnn_adam_finish(struct tsrnn_adam *adam);
 
+/* Counts one more step and gives its update (compute.h) by the optimizer's rule at the
+ * current adam->lr (a scheduler may change it between steps): for tsrnn_compute_step. */
+void tsrnn_adam_next_update(struct tsrnn_adam *adam, struct tsrnn_step_update *update);
+
 /* One update of params (count) from grads (count), both device memory of adam->compute, by
- * the optimizer's rule at the current adam->lr (a scheduler may change it between steps). */
+ * the optimizer's rule at the current adam->lr, outside a training step (tests). */
 enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads);
 
+/* The moments, (count) floats each, from or to the host: the only way they cross
+ * (checkpoints, an imported Darts model's state). */
+enum tsrnn_status tsrnn_adam_export(const struct tsrnn_adam *adam, float *exp_avg,
+                                    float *exp_avg_sq);
+enum tsrnn_status tsrnn_adam_import(struct tsrnn_adam *adam, const float *exp_avg,
+                                    const float *exp_avg_sq);
+
 /* --- learning-rate schedulers ([training] lr_scheduler_cls) --------------------------------
- * PyTorch's, stepped once after every epoch (Darts' interval "epoch", frequency 1), in double
- * as PyTorch keeps a param group's lr as a Python float:
+ * PyTorch's, in double as PyTorch keeps a param group's lr as a Python float, stepped as
+ * Lightning steps Darts' scheduler: once per epoch (interval "epoch", Darts' default) or after
+ * every optimizer step (interval "step"), every `frequency` of them. k is the scheduler's
+ * step count after the step (PyTorch's last_epoch), base_lr the rate it was built with:
  *   ExponentialLR: lr = lr * gamma
- *   StepLR:        lr = lr * gamma after every step_size-th epoch (last_epoch % step_size == 0)
+ *   StepLR:        lr = lr * gamma after every step_size-th step (k % step_size == 0)
  *   ReduceLROnPlateau(metric): the metric improves when, for mode min, metric < best * (1 -
  *       threshold) (rel) or metric < best - threshold (abs) — max mirrored; else one more bad
  *       epoch; during cooldown the bad epochs stay 0; more than `patience` of them: lr =
- *       max(lr * factor, min_lr) when that lowers it by more than eps 1e-8, then cooldown. */
+ *       max(lr * factor, min_lr) when that lowers it by more than eps 1e-8, then cooldown.
+ *   CosineAnnealingLR (recursive form): at k with (k - 1 - T_max) % (2 T_max) == 0,
+ *       lr += (base_lr - eta_min) (1 - cos(pi / T_max)) / 2; else lr = (1 + cos(pi k /
+ *       T_max)) / (1 + cos(pi (k - 1) / T_max)) (lr - eta_min) + eta_min.
+ *   CosineAnnealingWarmRestarts: T_cur counts steps and wraps at T_i (T_0, then T_mult
+ *       times the last); lr = eta_min + (base_lr - eta_min) (1 + cos(pi T_cur / T_i)) / 2,
+ *       also when built (k = 0).
+ *   LinearLR: built, lr = lr * start_factor; then for k <= total_iters lr = lr * (1 +
+ *       (end_factor - start_factor) / (total_iters start_factor + (k - 1) (end_factor -
+ *       start_factor))).
+ *   OneCycleLR: two (or three_phase: three) phases ending at steps pct_start total - 1,
+ *       (2 pct_start total - 2,) total - 1; in a phase from step a to b, pct = (k - a) / (b -
+ *       a) anneals the rate from max_lr / div_factor up to max_lr, down to that /
+ *       final_div_factor (cos: end + (start - end) / 2 (cos(pi pct) + 1); linear: (end -
+ *       start) pct + start), from k = 0 on whatever lr says; with cycle_momentum the momentum
+ *       anneals the other way between max_momentum and base_momentum: Adam's and AdamW's
+ *       beta1, SGD's momentum. */
 struct tsrnn_lr_scheduler {
     enum tsrnn_lr_scheduler_kind kind;
+    enum tsrnn_lr_interval interval;
+    int64_t frequency;
+    double base_lr; /* PyTorch's base_lrs[0] (OneCycleLR: initial_lr = max_lr / div_factor) */
     double gamma;
     int64_t step_size;
     double factor, threshold, min_lr;
     int64_t patience, cooldown;
     enum tsrnn_threshold_mode threshold_mode;
     enum tsrnn_monitor_mode mode;
-    /* The state a checkpoint keeps (PyTorch's state_dict): */
-    int64_t last_epoch;       /* epochs stepped */
+    int64_t T_max, T_0, T_mult;
+    double eta_min;
+    double max_lr, cycle_min_lr, pct_start, base_momentum, max_momentum; /* OneCycleLR */
+    int64_t total_steps;
+    bool anneal_linear, cycle_momentum, three_phase;
+    double start_factor, end_factor; /* LinearLR */
+    int64_t total_iters;
+    /* The state a checkpoint keeps (PyTorch's state_dict; the current rate is the optimizer's
+     * lr, and everything else follows from these): */
+    int64_t last_epoch;       /* scheduler steps taken */
     double best;              /* ReduceLROnPlateau: best metric so far (+-inf before one) */
     int64_t num_bad_epochs;   /* ReduceLROnPlateau */
     int64_t cooldown_counter; /* ReduceLROnPlateau */
 };
 
 /* The scheduler the config's [training] lr_scheduler_cls and [lr_scheduler_kwargs] describe,
- * at epoch 0. */
+ * not stepped yet. */
 void tsrnn_lr_scheduler_init(struct tsrnn_lr_scheduler *sched, const struct tsrnn_config *cfg);
 
-/* Steps after an epoch: returns the learning rate for the next epoch, from the current `lr`
- * and (ReduceLROnPlateau) the epoch's monitored metric, a float32 value as Lightning logs it. */
+/* The rate the optimizer has once the scheduler is built on an optimizer with rate `lr`
+ * (PyTorch's constructor steps it once): lr, but LinearLR's lr * start_factor, OneCycleLR's
+ * and CosineAnnealingWarmRestarts' first rates. */
+double tsrnn_lr_scheduler_initial_lr(const struct tsrnn_lr_scheduler *sched, double lr);
+
+/* One scheduler step: returns the learning rate after it, from the current `lr` and
+ * (ReduceLROnPlateau) the epoch's monitored metric, a float32 value as Lightning logs it. */
 double tsrnn_lr_scheduler_step(struct tsrnn_lr_scheduler *sched, double lr, double metric);
+
+/* OneCycleLR with cycle_momentum: true, and *momentum at the scheduler's current step;
+ * otherwise false (the optimizer keeps its own). */
+bool tsrnn_lr_scheduler_momentum(const struct tsrnn_lr_scheduler *sched, double *momentum);
+
+/* Sets adam's beta1 (Adam, AdamW) or momentum (SGD) to tsrnn_lr_scheduler_momentum()'s, if
+ * the scheduler cycles it: after building, resuming or stepping. */
+void tsrnn_lr_scheduler_apply_momentum(const struct tsrnn_lr_scheduler *sched,
+                                       struct tsrnn_adam *adam);
+
+/* Lightning's _update_learning_rates(interval): when `interval` is the scheduler's and index
+ * + 1 (the epoch, or the batch of the epoch, counted from 1) is a multiple of its frequency,
+ * steps it and sets adam's lr (and momentum). */
+void tsrnn_lr_scheduler_update(struct tsrnn_lr_scheduler *sched, struct tsrnn_adam *adam,
+                               enum tsrnn_lr_interval interval, int64_t index, double metric);
+
+/* OneCycleLR raises when stepped past its total_steps: TSRNN_ERR_USAGE, before training, when
+ * the run (n_epochs, max_steps, of steps_per_epoch optimizer steps) would step it more often;
+ * TSRNN_OK otherwise and for the other schedulers. */
+enum tsrnn_status tsrnn_lr_scheduler_check_steps(const struct tsrnn_lr_scheduler *sched,
+                                                 const struct tsrnn_config *cfg,
+                                                 int64_t steps_per_epoch);
 
 #endif

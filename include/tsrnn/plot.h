@@ -54,8 +54,15 @@ struct tsrnn_plot {
     int width, height; /* pixels */
 };
 
-/* True when this build can draw (cairo was found). */
+/* True when this build can draw (cairo was found at build time). */
 bool tsrnn_plot_available(void);
+
+/* True when this build can draw and cairo and fontconfig load on this machine (loaded now,
+ * once per process). On false `why` gets the sentence: the build has no cairo, or "cannot
+ * load libcairo.so.2 (...); install it (Debian: libcairo2)", or the library lacks a function.
+ * Pictures asked for explicitly are refused with it; a default picture is skipped with a
+ * warning (docs/architecture.md "Optional libraries"). */
+bool tsrnn_plot_usable(char *why, size_t why_nbytes);
 
 /* The pictures' slow first steps, done now so that a later picture finds them done: cairo and
  * fontconfig loaded (they are not linked: loading them cost every process's start-up), the

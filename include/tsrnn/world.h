@@ -13,9 +13,17 @@
  * Without TSRNN_RANK, a process started by an MPI launcher finds its place from that
  * launcher's variables, read before MPI_Init, the first set of these that is present:
  *     mpirun (Open MPI)  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
- *     PMI (MPICH, Intel MPI's hydra, srun --mpi=pmi2)  PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
- *                        MPI_LOCALNRANKS
+ *     PMI                PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
  *     srun (Slurm)       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ * The MPI tsrnn links is Open MPI, whose ranks join a job through its own mpirun or through
+ * PMIx: mpirun, and srun --mpi=pmix (which sets PMIX_RANK and SLURM_STEP_ID), are what works.
+ * A world of more than one rank in a Slurm step without PMIx (srun without --mpi where the
+ * cluster's MpiDefault is none; srun --mpi=pmi2, whose PMI_* variables make it the PMI
+ * launcher), or described by SLURM_* without SLURM_STEP_ID (the batch script itself, no
+ * srun), is refused before MPI_Init (TSRNN_ERR_USAGE, with the srun --mpi=pmix hint): its
+ * MPI_Init would fail on every rank. PMI_* outside Slurm (MPICH's or Intel MPI's hydra) is
+ * read, but Open MPI cannot join such a job: each rank's MPI_Init makes it a world of one,
+ * and the comm backend's check (MPI's world against these variables) refuses that.
  * Its comm backend is mpi (world size 1: local) until the rank, knowing its config and
  * device, chooses with tsrnn_world_choose_mpi_comm() (below: nccl and one GPU per GPU rank),
  * and a build without MPI refuses a world of more than one rank (TSRNN_ERR_USAGE: its ranks
@@ -77,9 +85,16 @@ struct tsrnn_world {
  * is TSRNN_ERR_USAGE naming it and what is accepted. */
 enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *world);
 
-/* The GPUs CUDA would show this process, counted without initialising CUDA: the NVIDIA
- * driver's /proc/driver/nvidia/gpus/ (for tests only, TSRNN_TEST_NVIDIA_GPUS_DIR names a
- * folder to count instead: a simulated GPU list), as CUDA_VISIBLE_DEVICES filters them
+/* The GPUs the NVIDIA driver has, counted without initialising CUDA (src/world/gpus.c):
+ * NVML (libnvidia-ml.so.1, loaded with dlopen) when it loads and answers, else the entries
+ * of /proc/driver/nvidia/gpus; 0 when neither is there. *source (when not NULL) names the
+ * one that answered: "NVML", "/proc/driver/nvidia/gpus" or "none (...)". For tests only,
+ * TSRNN_TEST_NVML names the NVML library to load and TSRNN_TEST_NVIDIA_GPUS_DIR a folder to
+ * count instead of /proc's (alone, it is the whole simulated machine: NVML is not asked). */
+int tsrnn_world_driver_gpus(const char **source);
+
+/* The GPUs CUDA would show this process, counted without initialising CUDA: the driver's
+ * (tsrnn_world_driver_gpus()), as CUDA_VISIBLE_DEVICES filters them
  * (unset = all; a comma list of indices or GPU-/MIG- UUIDs, read up to the first invalid or
  * repeated entry; empty = none). Returns how many; ids[k] (when ids is not NULL, up to
  * `capacity`) is the k-th one's CUDA_VISIBLE_DEVICES entry. */

@@ -635,8 +635,10 @@ static enum tsrnn_status read_controls(struct tsrnn_checkpoint *ck)
     if (lr == NULL && sched == NULL && es == NULL)
         return TSRNN_OK;
     TSRNN_TRY(need_double(ck, "tsrnn.lr", &st->lr));
-    if (!(st->lr > 0.0) || !isfinite(st->lr))
-        return bad_json(ck, "tsrnn.lr", "expected a finite learning rate > 0");
+    /* 0 is a rate a schedule reaches: CosineAnnealingLR at T_max with eta_min 0, LinearLR
+     * with end_factor 0. */
+    if (!(st->lr >= 0.0) || !isfinite(st->lr))
+        return bad_json(ck, "tsrnn.lr", "expected a finite learning rate >= 0");
     long long last_epoch, bad, cooldown, wait;
     int used = 0;
     TSRNN_TRY(need(ck, "tsrnn.lr_scheduler", &sched));

@@ -30,10 +30,22 @@ struct tsrnn_comm_backend {
     /* Collectives take device memory of opt->compute (NCCL); otherwise host memory. The
      * dispatcher stages a buffer that is in the other place. */
     bool device_buffers;
-    /* Joins the world; on success *state is the backend's (any value, NULL included). */
+    /* Optional (NULL: always): whether this machine can run it, asked before any worker
+     * starts (the nccl backend: libnccl loads). On false fills `why`. */
+    bool (*usable)(char *why, size_t why_nbytes);
+    /* Joins the world; on success *state is the backend's (any value, NULL included). On
+     * failure *state is NULL, unless the rank joined a job whose peers only abort() can
+     * release (mpi: MPI's world is not the options'): then the dispatcher keeps the state in
+     * a failed communicator, for the caller to abort() and close(). */
     enum tsrnn_status (*open)(void **state, const struct tsrnn_comm_options *opt);
     enum tsrnn_status (*allreduce_sum)(void *state, void *buf, size_t count,
                                        enum tsrnn_comm_dtype dtype);
+    /* Optional (device_buffers only): the sum queued on the compute stream and left to run
+     * there, so that it can be captured into a graph; `health` then says, without waiting,
+     * whether the communicator has failed (a peer gone). */
+    enum tsrnn_status (*allreduce_sum_queued)(void *state, void *buf, size_t count,
+                                              enum tsrnn_comm_dtype dtype);
+    enum tsrnn_status (*health)(void *state);
     enum tsrnn_status (*broadcast)(void *state, void *buf, size_t nbytes, int root);
     enum tsrnn_status (*barrier)(void *state);
     /* Tears the connections down without waiting; close() still follows. A backend that can
@@ -59,7 +71,7 @@ extern const struct tsrnn_comm_backend tsrnn_comm_nccl_backend;  /* nccl.c */
  * included.
  *
  * A module exports one symbol, tsrnn_comm_NAME_module: a function returning its table. */
-#define TSRNN_COMM_MODULE_ABI 1 /* raised when this header or comm.h's options change */
+#define TSRNN_COMM_MODULE_ABI 2 /* raised when this header or comm.h's options change */
 
 struct tsrnn_comm_module {
     int abi; /* TSRNN_COMM_MODULE_ABI of the module's build */

@@ -30,6 +30,7 @@ struct tsrnn_comm {
     struct tsrnn_compute *compute; /* whose device memory the *_device calls take; NULL */
     void *staging;                 /* a buffer on the backend's side for staged calls */
     size_t staging_nbytes;
+    double allreduce_s; /* time in allreduces that completed here (not the queued ones) */
 };
 
 /* Beyond this a timeout is a typo, and its milliseconds would not fit Gloo's types. */
@@ -76,6 +77,19 @@ bool tsrnn_comm_backend_available(const char *name)
 {
     int i = name ? find_backend(name) : -1;
     return i >= 0 && (backends[i].backend != NULL || backends[i].module);
+}
+
+bool tsrnn_comm_backend_usable(const char *name, char *why, size_t why_nbytes)
+{
+    int i = name ? find_backend(name) : -1;
+    if (!tsrnn_comm_backend_available(name)) {
+        if (why != NULL && why_nbytes > 0)
+            snprintf(why, why_nbytes, "this tsrnn was built without the %s comm backend",
+                     name ? name : "(none)");
+        return false;
+    }
+    const struct tsrnn_comm_backend *b = backends[i].backend;
+    return b == NULL || b->usable == NULL || b->usable(why, why_nbytes);
 }
 
 bool tsrnn_comm_backend_known(const char *name)
@@ -193,8 +207,15 @@ enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_c
     };
     enum tsrnn_status status = backend->open(&c->state, opt);
     if (status != TSRNN_OK) {
-        free(c);
-        return backend_failed(status, "rank %d", opt->rank);
+        status = backend_failed(status, "rank %d", opt->rank);
+        if (c->state == NULL) {
+            free(c);
+            return status;
+        }
+        /* Joined, then refused: the peers wait for this rank until the job is aborted. */
+        c->failed = true;
+        *comm = c;
+        return status;
     }
     *comm = c;
     return TSRNN_OK;
@@ -275,10 +296,14 @@ static enum tsrnn_status allreduce_sum(struct tsrnn_comm *comm, bool device, voi
         TSRNN_TRY(staging_buffer(comm, nbytes));
         TSRNN_TRY(stage(comm, device, buf, nbytes, false));
     }
+    double started_s = tsrnn_clock_now_s();
     enum tsrnn_status status =
         comm->backend->allreduce_sum(comm->state, staged ? comm->staging : buf, count, dtype);
+    if (status == TSRNN_OK && staged)
+        status = stage(comm, device, buf, nbytes, true);
+    comm->allreduce_s += tsrnn_clock_now_s() - started_s;
     if (status == TSRNN_OK)
-        return staged ? stage(comm, device, buf, nbytes, true) : TSRNN_OK;
+        return TSRNN_OK;
     comm->failed = true;
     return backend_failed(status, "rank %d: allreduce of %zu %s failed (timeout %g s)", comm->rank,
                           count, dtype_name(dtype), comm->timeout_s);
@@ -294,6 +319,64 @@ enum tsrnn_status tsrnn_comm_allreduce_sum_device(struct tsrnn_comm *comm, void 
                                                   enum tsrnn_comm_dtype dtype)
 {
     return allreduce_sum(comm, comm->compute != NULL, buf, count, dtype);
+}
+
+/* --- the training step's reduction (compute.h struct tsrnn_step_reduce) --------------------- */
+
+static bool queues(const struct tsrnn_comm *comm)
+{
+    return comm->backend->allreduce_sum_queued != NULL && comm->compute != NULL &&
+           !tsrnn_compute_host_memory(comm->compute);
+}
+
+static enum tsrnn_status step_allreduce(void *ctx, float *buf, size_t count)
+{
+    struct tsrnn_comm *comm = ctx;
+    if (!queues(comm))
+        return allreduce_sum(comm, true, buf, count, TSRNN_COMM_F32);
+    TSRNN_TRY(check_live(comm, "allreduce"));
+    enum tsrnn_status status =
+        comm->backend->allreduce_sum_queued(comm->state, buf, count, TSRNN_COMM_F32);
+    if (status == TSRNN_OK)
+        return TSRNN_OK;
+    comm->failed = true;
+    return backend_failed(status, "rank %d: queueing an allreduce of %zu floats failed", comm->rank,
+                          count);
+}
+
+static enum tsrnn_status step_health(void *ctx)
+{
+    struct tsrnn_comm *comm = ctx;
+    TSRNN_TRY(check_live(comm, "a queued allreduce"));
+    enum tsrnn_status status =
+        comm->backend->health != NULL ? comm->backend->health(comm->state) : TSRNN_OK;
+    if (status == TSRNN_OK)
+        return TSRNN_OK;
+    comm->failed = true;
+    return backend_failed(status, "rank %d: a queued allreduce failed", comm->rank);
+}
+
+static void step_abort(void *ctx)
+{
+    tsrnn_comm_abort(ctx);
+}
+
+void tsrnn_comm_step_reduce(struct tsrnn_comm *comm, struct tsrnn_step_reduce *reduce)
+{
+    *reduce = (struct tsrnn_step_reduce){
+        .allreduce_sum = step_allreduce,
+        .health = step_health,
+        .abort = step_abort,
+        .ctx = comm,
+        .world_size = comm->world_size,
+        .device_queued = queues(comm),
+        .timeout_s = comm->timeout_s,
+    };
+}
+
+double tsrnn_comm_allreduce_seconds(const struct tsrnn_comm *comm)
+{
+    return comm->allreduce_s;
 }
 
 static enum tsrnn_status broadcast(struct tsrnn_comm *comm, bool device, void *buf, size_t nbytes,

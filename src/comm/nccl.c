@@ -20,7 +20,6 @@
  * Polling: a collective of a training step takes tens of microseconds to milliseconds, so
  * the first millisecond yields the core between polls (latency), then sleeps grow to 200 µs
  * (a long wait does not burn a core that a peer or the data loader may need). */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 
 #include "backend.h"
 #include "nccl.h"
+#include "tsrnn/dynlib.h"
 #include "tsrnn_build.h"
 
 #define STRINGIFY(x) #x
@@ -41,36 +41,32 @@
 
 struct tsrnn_nccl_lib tsrnn_nccl_lib;
 
+#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(tsrnn_nccl_lib, fn),
+static const struct tsrnn_dynlib_symbol nccl_symbols[] = { TSRNN_NCCL_FUNCTIONS(TABLE_SYMBOL) };
+
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 static bool lib_loaded;
-static char lib_why[512];
+static char lib_why[1024];
+static char lib_description[600];
 
 static void load_lib(void)
 {
-    /* The handle stays open for the life of the process. */
-    void *lib = dlopen(SONAME(NCCL_MAJOR), RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", TSRNN_CUDA_LIBDIR, SONAME(NCCL_MAJOR));
-        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (lib == NULL) {
-        snprintf(lib_why, sizeof(lib_why),
-                 "this machine lacks %s, which the nccl comm backend was built against (%s); "
-                 "install NCCL (Debian: libnccl2) or use [trainer] comm = gloo",
-                 SONAME(NCCL_MAJOR), dlerror());
+    /* By soname, then in the folders the build found NCCL in; the handle stays open. */
+    void *lib = tsrnn_dynlib_open(
+        SONAME(NCCL_MAJOR), TSRNN_CUDA_LIBDIRS, nccl_symbols,
+        sizeof(nccl_symbols) / sizeof(nccl_symbols[0]),
+        "the nccl comm backend needs it: install NCCL (the pip wheel nvidia-nccl-cu13, "
+        "Debian's libnccl2) or use [trainer] comm = gloo",
+        ": an older NCCL than the build's", lib_why, sizeof(lib_why));
+    if (lib == NULL)
         return;
-    }
-    bool ok = true;
-#define LOAD(name)                                                                                 \
-    if (ok && (*(void **)&tsrnn_nccl_lib.name = dlsym(lib, #name)) == NULL) {                      \
-        snprintf(lib_why, sizeof(lib_why), "%s has no %s: an older NCCL than the build's (%d.%d)", \
-                 SONAME(NCCL_MAJOR), #name, NCCL_MAJOR, NCCL_MINOR);                               \
-        ok = false;                                                                                \
-    }
-    TSRNN_NCCL_FUNCTIONS(LOAD)
-#undef LOAD
-    lib_loaded = ok;
+    char path[512];
+    int version = 0;
+    tsrnn_dynlib_path(lib, path, sizeof(path));
+    (void)NCCL(ncclGetVersion)(&version); /* major * 10000 + minor * 100 + patch */
+    snprintf(lib_description, sizeof(lib_description), "NCCL %d.%d.%d (%s)", version / 10000,
+             version / 100 % 100, version % 100, path);
+    lib_loaded = true;
 }
 
 bool tsrnn_nccl_lib_load(char *why, size_t why_nbytes)
@@ -79,6 +75,11 @@ bool tsrnn_nccl_lib_load(char *why, size_t why_nbytes)
     if (!lib_loaded && why != NULL && why_nbytes > 0)
         snprintf(why, why_nbytes, "%s", lib_why);
     return lib_loaded;
+}
+
+const char *tsrnn_nccl_lib_describe(void)
+{
+    return lib_loaded ? lib_description : "";
 }
 
 /* --- the communicator ------------------------------------------------------------------- */
@@ -286,6 +287,27 @@ static enum tsrnn_status nccl_allreduce_sum(void *state, void *buf, size_t count
     return complete(n, r, started_s, "summing (ncclAllReduce)");
 }
 
+/* The same, left on the stream (a graph may capture it): only the call itself is finished;
+ * nccl_health and the reader of the step's results watch the rest. */
+static enum tsrnn_status nccl_allreduce_sum_queued(void *state, void *buf, size_t count,
+                                                   enum tsrnn_comm_dtype dtype)
+{
+    struct nccl *n = state;
+    const char *what = "summing (ncclAllReduce, queued)";
+    double started_s = tsrnn_clock_now_s();
+    ncclResult_t r =
+        NCCL(ncclAllReduce)(buf, buf, count, nccl_dtype(dtype), ncclSum, n->comm, n->stream);
+    if (r != ncclSuccess && r != ncclInProgress)
+        return nccl_failed(n, r, what);
+    return r == ncclInProgress ? wait_comm(n, started_s, what) : TSRNN_OK;
+}
+
+static enum tsrnn_status nccl_health(void *state)
+{
+    bool busy;
+    return check_async(state, "running a queued ncclAllReduce", &busy);
+}
+
 static enum tsrnn_status nccl_broadcast(void *state, void *buf, size_t nbytes, int root)
 {
     struct nccl *n = state;
@@ -342,8 +364,11 @@ const struct tsrnn_comm_backend tsrnn_comm_nccl_backend = {
     /* "file:<dir>" under tsrnn-launch; none under mpirun (MPI bootstraps) or for one rank. */
     .needs_rendezvous = false,
     .device_buffers = true, /* device memory of opt.compute, on its stream */
+    .usable = tsrnn_nccl_lib_load,
     .open = nccl_open,
     .allreduce_sum = nccl_allreduce_sum,
+    .allreduce_sum_queued = nccl_allreduce_sum_queued,
+    .health = nccl_health,
     .broadcast = nccl_broadcast,
     .barrier = nccl_barrier,
     .abort = nccl_abort,

@@ -40,9 +40,12 @@ extern struct tsrnn_nccl_lib tsrnn_nccl_lib;
 #define NCCL(name) (tsrnn_nccl_lib.name)
 
 /* Loads libnccl.so.<NCCL_MAJOR> (once; later calls return the first answer): by soname
- * (the executable's run path, LD_LIBRARY_PATH, the system's folders), then from the folder
- * of the CUDA toolkit the build used. On false fills `why` (which library, dlerror's text,
+ * (LD_LIBRARY_PATH, the executable's run path, the system's folders), then from the folders
+ * the build found it in (the toolkit's, the system's or the nvidia-nccl-cu13 wheel's). On false fills `why` (which library, dlerror's text,
  * or the function an older library lacks). */
 bool tsrnn_nccl_lib_load(char *why, size_t why_nbytes);
+
+/* After a successful load: "NCCL 2.28.9 (/path/libnccl.so.2)"; "" before. */
+const char *tsrnn_nccl_lib_describe(void);
 
 #endif

@@ -75,8 +75,17 @@ static const char *const rng_compat_choices[] = { "lightning2", "lightning1", NU
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", "xla", "tpu", NULL };
 static const char *const optimizer_choices[] = { "Adam", "AdamW", "SGD", NULL };
 static const char *const loss_choices[] = { "MSELoss", "L1Loss", NULL };
-static const char *const lr_scheduler_choices[] = { "none", "ExponentialLR", "StepLR",
-                                                    "ReduceLROnPlateau", NULL };
+static const char *const lr_scheduler_choices[] = { "none",
+                                                    "ExponentialLR",
+                                                    "StepLR",
+                                                    "ReduceLROnPlateau",
+                                                    "CosineAnnealingLR",
+                                                    "OneCycleLR",
+                                                    "CosineAnnealingWarmRestarts",
+                                                    "LinearLR",
+                                                    NULL };
+static const char *const interval_choices[] = { "epoch", "step", NULL };
+static const char *const anneal_choices[] = { "cos", "linear", NULL };
 static const char *const mode_choices[] = { "min", "max", NULL };
 static const char *const threshold_mode_choices[] = { "rel", "abs", NULL };
 static const char *const es_monitor_choices[] = { "none", "val_loss", "train_loss", NULL };
@@ -185,8 +194,9 @@ static const struct key schema[] = {
     DOUBLE("data", "val_fraction", val_fraction, "0", 0, 1, MAX_OPEN,
            .doc = "The fraction of the series that validates: the last ⌊L·f⌋ of its L points "
                   "(of each series' own L, with several). Not together with `split_after`.",
-           .darts = "`series.split_after(1 - f)`", .example = "0.2",
-           .default_doc = "no validation part, unless `split_after` is set"),
+           .darts = "`darts.utils.model_selection.train_test_split(series, test_size=f)` "
+                    "(several series: `axis=1`)",
+           .example = "0.2", .default_doc = "no validation part, unless `split_after` is set"),
     INT("data", "max_samples_per_ts", max_samples_per_ts, "0", 0, 2147483647,
         .doc = "With several series: the training (and validation) samples each series "
                "contributes, its most recent windows; 0 is every window of the longest series, "
@@ -237,10 +247,12 @@ static const struct key schema[] = {
                 "there, 1 at the first forecast step).",
          .darts = "`add_encoders={'position': {'future': ['relative']}}`", .example = "relative"),
     ENUM("covariates", "scaler", cov_scaler, "none", scaler_choices,
-         .doc = "`minmax` scales the covariate columns (but `cyclic`'s) to [0, 1] over the "
-                "training parts of all series together, and applies that to the validation "
-                "parts and the forecasts, as Darts' encoder transformer does (a Darts user "
-                "scales `columns` with a `Scaler` fitted on the training part).",
+         .doc = "`minmax` scales the encoders' columns (but `cyclic`'s) to [0, 1] over the "
+                "training parts of all series together (with `columns`: over every point of "
+                "each series, as Darts encodes over the user covariates' own index), and "
+                "applies that to the validation parts and the forecasts, as Darts' encoder "
+                "transformer does; and each series' `columns` over its own training part (a "
+                "Darts user scales them with a `Scaler` fitted on the training part).",
          .darts = "`add_encoders={..., 'transformer': Scaler()}`", .example = "minmax"),
 
     ENUM("model", "model", model, "RNN", model_choices,
@@ -340,12 +352,15 @@ static const struct key schema[] = {
                 "(mean absolute error), each the mean over every window, step and component.",
          .darts = "`RNNModel(loss_fn=torch.nn.L1Loss())`", .example = "L1Loss"),
     ENUM("training", "lr_scheduler_cls", lr_scheduler_cls, "none", lr_scheduler_choices,
-         .doc = "A learning-rate scheduler with PyTorch's semantics, stepped after every epoch "
-                "(after its validation) as Darts configures it; `ReduceLROnPlateau` watches "
-                "`val_loss`, so it needs a validation part (as Lightning's strict monitor). Its "
-                "arguments are the `[lr_scheduler_kwargs]` section. The `lr` TensorBoard scalar is "
-                "the rate "
-                "each epoch trained with.",
+         .doc = "A learning-rate scheduler with PyTorch's arithmetic, stepped after every epoch "
+                "(after its validation) as Darts configures it, or after every optimizer step "
+                "with `[lr_scheduler_kwargs] interval = step` (Lightning's interval, which Darts "
+                "takes from `lr_scheduler_kwargs`; `OneCycleLR` is usually meant per step). "
+                "`ReduceLROnPlateau` watches `val_loss`, so it needs a validation part (as "
+                "Lightning's strict monitor). Its arguments are the `[lr_scheduler_kwargs]` "
+                "section; a key of that section the chosen scheduler does not take is refused, "
+                "as PyTorch's constructor refuses it. The `lr` TensorBoard scalar is the rate "
+                "each epoch's first step trained with.",
          .darts = "`RNNModel(lr_scheduler_cls=torch.optim.lr_scheduler.StepLR)`",
          .example = "ReduceLROnPlateau", .default_doc = "none: a constant `lr`"),
 
@@ -380,6 +395,89 @@ static const struct key schema[] = {
     ENUM("lr_scheduler_kwargs", "mode", lr_mode, "min", mode_choices,
          .doc = "`ReduceLROnPlateau`: `min` (a loss should fall) or `max`.",
          .darts = "`lr_scheduler_kwargs={\"mode\": ...}`", .example = "min"),
+    INT("lr_scheduler_kwargs", "T_max", lr_T_max, "0", 0, 2147483647,
+        .doc = "`CosineAnnealingLR`: the half period, in scheduler steps (required, as in "
+               "PyTorch); past it the rate climbs back (PyTorch's recursive form).",
+        .darts = "`lr_scheduler_kwargs={\"T_max\": ...}`", .example = "50",
+        .default_doc = "not set"),
+    DOUBLE("lr_scheduler_kwargs", "eta_min", lr_eta_min, "0", 0, 1e6, 0,
+           .doc = "`CosineAnnealingLR` and `CosineAnnealingWarmRestarts`: the lowest rate.",
+           .darts = "`lr_scheduler_kwargs={\"eta_min\": ...}`", .example = "1e-5"),
+    INT("lr_scheduler_kwargs", "T_0", lr_T_0, "0", 0, 2147483647,
+        .doc = "`CosineAnnealingWarmRestarts`: scheduler steps until the first restart "
+               "(required, as in PyTorch).",
+        .darts = "`lr_scheduler_kwargs={\"T_0\": ...}`", .example = "10", .default_doc = "not set"),
+    INT("lr_scheduler_kwargs", "T_mult", lr_T_mult, "1", 1, 2147483647,
+        .doc = "`CosineAnnealingWarmRestarts`: each period is this many times the last.",
+        .darts = "`lr_scheduler_kwargs={\"T_mult\": ...}`", .example = "2"),
+    DOUBLE("lr_scheduler_kwargs", "max_lr", lr_max_lr, "0", 0, 1e6, 0,
+           .doc = "`OneCycleLR`: the peak rate (required). The cycle starts at max_lr / "
+                  "`div_factor` whatever `[training] lr` says, as PyTorch's does.",
+           .darts = "`lr_scheduler_kwargs={\"max_lr\": ...}`", .example = "0.01",
+           .default_doc = "not set"),
+    INT("lr_scheduler_kwargs", "total_steps", lr_total_steps, "0", 0, 2147483647,
+        .doc = "`OneCycleLR`: the scheduler steps of the cycle (or `epochs` × "
+               "`steps_per_epoch`); a run that would step it more often is refused before it "
+               "trains, where PyTorch raises at that step.",
+        .darts = "`lr_scheduler_kwargs={\"total_steps\": ...}`", .example = "700",
+        .default_doc = "not set: `epochs` × `steps_per_epoch`"),
+    INT("lr_scheduler_kwargs", "epochs", lr_epochs, "0", 0, 2147483647,
+        .doc = "`OneCycleLR`, without `total_steps`: with `steps_per_epoch`, the cycle's "
+               "length.",
+        .darts = "`lr_scheduler_kwargs={\"epochs\": ...}`", .example = "100",
+        .default_doc = "not set"),
+    INT("lr_scheduler_kwargs", "steps_per_epoch", lr_steps_per_epoch, "0", 0, 2147483647,
+        .doc = "`OneCycleLR`, without `total_steps`: with `epochs`, the cycle's length.",
+        .darts = "`lr_scheduler_kwargs={\"steps_per_epoch\": ...}`", .example = "7",
+        .default_doc = "not set"),
+    DOUBLE("lr_scheduler_kwargs", "pct_start", lr_pct_start, "0.3", 0, 1, 0,
+           .doc = "`OneCycleLR`: the part of the cycle spent raising the rate.",
+           .darts = "`lr_scheduler_kwargs={\"pct_start\": ...}`", .example = "0.25"),
+    ENUM("lr_scheduler_kwargs", "anneal_strategy", lr_anneal_strategy, "cos", anneal_choices,
+         .doc = "`OneCycleLR`: `cos` or `linear` annealing.",
+         .darts = "`lr_scheduler_kwargs={\"anneal_strategy\": ...}`", .example = "linear"),
+    BOOL("lr_scheduler_kwargs", "cycle_momentum", lr_cycle_momentum, "true",
+         .doc = "`OneCycleLR`: cycle the momentum inversely to the rate, between "
+                "`max_momentum` and `base_momentum`: Adam's and AdamW's beta1, SGD's momentum "
+                "(PyTorch's default, true).",
+         .darts = "`lr_scheduler_kwargs={\"cycle_momentum\": ...}`", .example = "false"),
+    DOUBLE("lr_scheduler_kwargs", "base_momentum", lr_base_momentum, "0.85", 0, 1, 0,
+           .doc = "`OneCycleLR`: the momentum at the rate's peak.",
+           .darts = "`lr_scheduler_kwargs={\"base_momentum\": ...}`", .example = "0.8"),
+    DOUBLE("lr_scheduler_kwargs", "max_momentum", lr_max_momentum, "0.95", 0, 1, 0,
+           .doc = "`OneCycleLR`: the momentum at the cycle's ends.",
+           .darts = "`lr_scheduler_kwargs={\"max_momentum\": ...}`", .example = "0.9"),
+    DOUBLE("lr_scheduler_kwargs", "div_factor", lr_div_factor, "25", 0, 1e12, MIN_OPEN,
+           .doc = "`OneCycleLR`: the first rate is max_lr / div_factor.",
+           .darts = "`lr_scheduler_kwargs={\"div_factor\": ...}`", .example = "10"),
+    DOUBLE("lr_scheduler_kwargs", "final_div_factor", lr_final_div_factor, "10000", 0, 1e12,
+           MIN_OPEN, .doc = "`OneCycleLR`: the last rate is the first / final_div_factor.",
+           .darts = "`lr_scheduler_kwargs={\"final_div_factor\": ...}`", .example = "100"),
+    BOOL("lr_scheduler_kwargs", "three_phase", lr_three_phase, "false",
+         .doc = "`OneCycleLR`: a third phase that anneals to the last rate after coming back "
+                "down symmetrically.",
+         .darts = "`lr_scheduler_kwargs={\"three_phase\": ...}`", .example = "true"),
+    DOUBLE("lr_scheduler_kwargs", "start_factor", lr_start_factor, "0.33333333333333331", 0, 1,
+           MIN_OPEN, .doc = "`LinearLR`: the first rate is lr × start_factor.",
+           .darts = "`lr_scheduler_kwargs={\"start_factor\": ...}`", .example = "0.25",
+           .default_doc = "1/3, as PyTorch's"),
+    DOUBLE("lr_scheduler_kwargs", "end_factor", lr_end_factor, "1", 0, 1, 0,
+           .doc = "`LinearLR`: the rate after `total_iters` steps is lr × end_factor.",
+           .darts = "`lr_scheduler_kwargs={\"end_factor\": ...}`", .example = "0.5"),
+    INT("lr_scheduler_kwargs", "total_iters", lr_total_iters, "5", 0, 2147483647,
+        .doc = "`LinearLR`: the scheduler steps over which the factor moves.",
+        .darts = "`lr_scheduler_kwargs={\"total_iters\": ...}`", .example = "10"),
+    ENUM("lr_scheduler_kwargs", "interval", lr_interval, "epoch", interval_choices,
+         .doc = "When the scheduler steps: `epoch` (after each epoch, Darts' default) or `step` "
+                "(after each optimizer step, as Lightning steps it; not with "
+                "`ReduceLROnPlateau`, which watches the epoch's `val_loss`).",
+         .darts = "`lr_scheduler_kwargs={\"interval\": \"step\"}` (Lightning's config)",
+         .example = "step"),
+    INT("lr_scheduler_kwargs", "frequency", lr_frequency, "1", 1, 2147483647,
+        .doc = "Step the scheduler every this many intervals: epochs, or with `interval = "
+               "step` optimizer steps counted within each epoch, as Lightning counts "
+               "(`batch_idx + 1`).",
+        .darts = "`lr_scheduler_kwargs={\"frequency\": ...}` (Lightning's config)", .example = "2"),
 
     ENUM("early_stopping", "monitor", es_monitor, "none", es_monitor_choices,
          .doc = "Stop training when this metric stops improving (Lightning's `EarlyStopping`, "
@@ -481,8 +579,9 @@ static const struct key schema[] = {
                "`forecast.csv` in the run folder.",
         .darts = "`model.predict(n)`", .example = "24", .default_doc = "no forecast"),
     BOOL("forecast", "plot", forecast_plot, "true",
-         .doc = "Also draw the forecast into `forecast.png` (a build without cairo skips it, "
-                "with a warning when the file asked for it).",
+         .doc = "Also draw the forecast into `forecast.png`. Where cairo cannot draw (a build "
+                "without it, a machine without libcairo.so.2) the default skips the picture with "
+                "a warning; `plot = true` written in the config is refused before training.",
          .darts = "`pred.plot()`", .example = "false"),
 };
 
@@ -1246,6 +1345,139 @@ static enum tsrnn_status check_data_files(const struct tsrnn_config *cfg)
     return status;
 }
 
+/* The [lr_scheduler_kwargs] keys each scheduler's constructor takes (PyTorch's names), after
+ * Lightning's interval and frequency, which every scheduler takes; NULL-terminated. */
+static const char *const *scheduler_keys(enum tsrnn_lr_scheduler_kind kind)
+{
+    static const char *const exponential[] = { "interval", "frequency", "gamma", NULL };
+    static const char *const step[] = { "interval", "frequency", "step_size", "gamma", NULL };
+    static const char *const plateau[] = { "interval", "frequency", "factor",
+                                           "patience", "threshold", "threshold_mode",
+                                           "cooldown", "min_lr",    "mode",
+                                           NULL };
+    static const char *const cosine[] = { "interval", "frequency", "T_max", "eta_min", NULL };
+    static const char *const one_cycle[] = {
+        "interval",        "frequency",  "max_lr",           "total_steps",    "epochs",
+        "steps_per_epoch", "pct_start",  "anneal_strategy",  "cycle_momentum", "base_momentum",
+        "max_momentum",    "div_factor", "final_div_factor", "three_phase",    NULL
+    };
+    static const char *const warm[] = { "interval", "frequency", "T_0", "T_mult", "eta_min", NULL };
+    static const char *const linear[] = { "interval",   "frequency",   "start_factor",
+                                          "end_factor", "total_iters", NULL };
+    switch (kind) {
+    case TSRNN_LR_SCHEDULER_NONE:
+        return NULL;
+    case TSRNN_LR_SCHEDULER_EXPONENTIAL:
+        return exponential;
+    case TSRNN_LR_SCHEDULER_STEP:
+        return step;
+    case TSRNN_LR_SCHEDULER_PLATEAU:
+        return plateau;
+    case TSRNN_LR_SCHEDULER_COSINE:
+        return cosine;
+    case TSRNN_LR_SCHEDULER_ONE_CYCLE:
+        return one_cycle;
+    case TSRNN_LR_SCHEDULER_WARM_RESTARTS:
+        return warm;
+    case TSRNN_LR_SCHEDULER_LINEAR:
+        break;
+    }
+    return linear;
+}
+
+/* The chosen scheduler's keys: each one given belongs to it (PyTorch's constructor raises a
+ * TypeError for any other), the ones PyTorch requires are given, and OneCycleLR's phases are
+ * not empty (PyTorch divides by their length: a ZeroDivisionError at the step that enters
+ * one). Without a scheduler, Darts ignores the section. */
+static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
+{
+    const char *const *keys = scheduler_keys(cfg->lr_scheduler_cls);
+    const char *name = lr_scheduler_choices[cfg->lr_scheduler_cls];
+    if (keys == NULL)
+        return TSRNN_OK;
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const struct key *k = &schema[i];
+        if (strcmp(k->section, "lr_scheduler_kwargs") != 0 ||
+            strcmp(cfg->origins[i], "default") == 0)
+            continue;
+        bool taken = false;
+        for (size_t j = 0; keys[j] != NULL; j++)
+            taken |= strcmp(keys[j], k->name) == 0;
+        if (taken)
+            continue;
+        char accepted[512];
+        size_t used = 0;
+        accepted[0] = '\0';
+        for (size_t j = 0; keys[j] != NULL && used < sizeof(accepted); j++)
+            used += (size_t)snprintf(accepted + used, sizeof(accepted) - used, "%s%s",
+                                     j ? ", " : "", keys[j]);
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [lr_scheduler_kwargs] %s is not an argument of %s ([training] "
+                           "lr_scheduler_cls, %s), which PyTorch refuses; accepted: %s",
+                           cfg->origins[i], k->name, name,
+                           tsrnn_config_origin(cfg, "training", "lr_scheduler_cls"), accepted);
+    }
+    const char *origin = tsrnn_config_origin(cfg, "training", "lr_scheduler_cls");
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_STEP && cfg->lr_step_size == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = StepLR needs [lr_scheduler_kwargs] "
+                           "step_size (epochs between decays, >= 1), as PyTorch's StepLR does",
+                           origin);
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_COSINE && cfg->lr_T_max == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = CosineAnnealingLR needs "
+                           "[lr_scheduler_kwargs] T_max (scheduler steps of half a period, >= 1), "
+                           "as PyTorch's CosineAnnealingLR does",
+                           origin);
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_WARM_RESTARTS && cfg->lr_T_0 == 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = CosineAnnealingWarmRestarts needs "
+                           "[lr_scheduler_kwargs] T_0 (scheduler steps until the first restart, "
+                           ">= 1), as PyTorch's does",
+                           origin);
+    if (cfg->lr_interval == TSRNN_LR_INTERVAL_STEP &&
+        cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_PLATEAU)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [lr_scheduler_kwargs] interval = step with ReduceLROnPlateau, "
+                           "which watches the epoch's val_loss (Lightning finds no val_loss "
+                           "after the first step and raises); accepted: interval = epoch",
+                           tsrnn_config_origin(cfg, "lr_scheduler_kwargs", "interval"));
+    if (cfg->lr_scheduler_cls != TSRNN_LR_SCHEDULER_ONE_CYCLE)
+        return TSRNN_OK;
+    if (!(cfg->lr_max_lr > 0.0))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = OneCycleLR needs "
+                           "[lr_scheduler_kwargs] max_lr (> 0), as PyTorch's OneCycleLR does",
+                           origin);
+    if (cfg->lr_total_steps == 0 && (cfg->lr_epochs == 0 || cfg->lr_steps_per_epoch == 0))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] lr_scheduler_cls = OneCycleLR needs "
+                           "[lr_scheduler_kwargs] total_steps, or epochs and steps_per_epoch "
+                           "(PyTorch: \"You must define either total_steps OR (epochs AND "
+                           "steps_per_epoch)\")",
+                           origin);
+    double total = cfg->lr_total_steps > 0 ? (double)cfg->lr_total_steps
+                                           : (double)cfg->lr_epochs * cfg->lr_steps_per_epoch;
+    if (total > 2147483647.0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [lr_scheduler_kwargs] epochs x steps_per_epoch = %.0f; accepted: "
+                           "at most 2147483647 scheduler steps",
+                           tsrnn_config_origin(cfg, "lr_scheduler_kwargs", "epochs"), total);
+    /* The phases' ends as PyTorch computes them. A phase of length 0 is entered by a step when
+     * it is the first (step 0 <= its end 0) or the last (the final step passes its start). */
+    double end0 = cfg->lr_pct_start * total - 1.0;
+    double last_start = cfg->lr_three_phase ? 2.0 * cfg->lr_pct_start * total - 2.0 : end0;
+    if (end0 == 0.0 || last_start == total - 1.0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [lr_scheduler_kwargs] pct_start = %g of %.0f steps leaves a phase "
+                           "of OneCycleLR without steps (PyTorch divides by its length: "
+                           "ZeroDivisionError); accepted: a pct_start with pct_start x "
+                           "total_steps != 1 and phases of at least one step",
+                           tsrnn_config_origin(cfg, "lr_scheduler_kwargs", "pct_start"),
+                           cfg->lr_pct_start, total);
+    return TSRNN_OK;
+}
+
 /* Each rule here is also stated in the .doc of the keys it involves (docs/configuration.md). */
 /* What PyTorch's and Lightning's constructors would refuse in the optimizer, scheduler and
  * early-stopping keys, or what tsrnn does not implement of them. */
@@ -1270,11 +1502,7 @@ static enum tsrnn_status check_training_controls(const struct tsrnn_config *cfg)
                            "accepted: 0, or optimizer_cls = SGD",
                            tsrnn_config_origin(cfg, "training", "momentum"), cfg->momentum,
                            optimizer_choices[cfg->optimizer_cls]);
-    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_STEP && cfg->lr_step_size == 0)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [training] lr_scheduler_cls = StepLR needs [lr_scheduler_kwargs] "
-                           "step_size (epochs between decays, >= 1), as PyTorch's StepLR does",
-                           tsrnn_config_origin(cfg, "training", "lr_scheduler_cls"));
+    TSRNN_TRY(check_scheduler_keys(cfg));
     if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_PLATEAU && !validation)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [training] lr_scheduler_cls = ReduceLROnPlateau watches val_loss, "

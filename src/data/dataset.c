@@ -171,11 +171,15 @@ static void column_scaler(struct tsrnn_scaler *scaler, const struct tsrnn_datase
 }
 
 /* Darts' add_encoders at fit(): each series' training and validation parts encoded apart
- * (fit() encodes series and val_series), the transformer fitted once on the training parts'
- * encodings of all series, then applied to every part. The data file's covariate columns
- * come first (Darts stacks the encodings after the user's covariates); with the scaler on,
- * each series' are scaled by a scaler fitted on its own training part, as a Darts Scaler
- * fitted on the list of covariate series scales each. */
+ * (fit() encodes series and val_series), the transformer fitted once on the training
+ * encodings of all series, then applied to every part. What "the training encodings" span
+ * is FutureCovariatesIndexGenerator.generate_train_idx()'s: the training part's index, but,
+ * when the user passes future covariates, "simply the covariate time index": the whole
+ * series here (its [covariates] columns have a row for each of its points), 'position'
+ * still counted from the training part's end. The data file's covariate columns come first
+ * (Darts stacks the encodings after the user's covariates); with the scaler on, each
+ * series' are scaled by a scaler fitted on its own training part, as a Darts Scaler fitted
+ * on the list of covariate series scales each. */
 static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     struct tsrnn_covariates *cov = ds->covariates;
@@ -198,17 +202,27 @@ static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct
         train_points += item->train_length;
     }
     if (cfg->cov_scaler == TSRNN_SCALER_MINMAX) {
-        float *rows = malloc(train_points * K * sizeof(float)); /* (sum of training parts, K) */
+        size_t fit_points = Kc > 0 ? 0 : train_points;
+        for (size_t i = 0; i < ds->series_count && Kc > 0; i++)
+            fit_points += ds->items[i].series.length;
+        float *rows = malloc(fit_points * K * sizeof(float)); /* (fit_points, K) */
         if (rows == NULL)
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows",
-                               train_points);
-        for (size_t i = 0, at = 0; i < ds->series_count; i++) {
-            size_t n = ds->items[i].train_length * K;
-            memcpy(rows + at, ds->items[i].covariates, n * sizeof(float));
-            at += n;
+            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", fit_points);
+        enum tsrnn_status status = TSRNN_OK;
+        for (size_t i = 0, at = 0; i < ds->series_count && status == TSRNN_OK; i++) {
+            const struct tsrnn_dataset_series *item = &ds->items[i];
+            size_t n = Kc > 0 ? item->series.length : item->train_length;
+            if (Kc > 0)
+                status = tsrnn_covariates_compute(rows + at, cov, NULL, &item->series, item->id, 0,
+                                                  n, item->train_length - 1);
+            else
+                memcpy(rows + at, item->covariates, n * K * sizeof(float));
+            at += n * K;
         }
-        tsrnn_scaler_fit(&cov->scaler, rows, train_points, K);
+        if (status == TSRNN_OK)
+            tsrnn_scaler_fit(&cov->scaler, rows, fit_points, K);
         free(rows);
+        TSRNN_TRY(status);
         tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, Kc);
     } else {
         tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);

@@ -12,28 +12,46 @@
 
 /* Darts' metrics (see the header) over `count` points of C components: actual[i * a_step +
  * c] against values[i * v_step + c], original scale; NaN for none. Steps in floats let the
- * backtest score every forecast's last point where they lie. */
+ * backtest score every forecast's last point where they lie. Each component is scored over
+ * time (np.nanmean), then the components are averaged (component_reduction=np.nanmean), as
+ * darts.metrics' multivariate_support does: a root mean square per component, not pooled.
+ * *zeros gets the points whose actual value is 0, which mape() (zero_division="warn")
+ * leaves out: their percentage error is NaN, or 0 where the forecast is 0 too. */
 static void score(const float *actual, size_t a_step, const float *values, size_t v_step,
-                  size_t count, size_t C, struct tsrnn_forecast_scores *out)
+                  size_t count, size_t C, struct tsrnn_forecast_scores *out, size_t *zeros)
 {
-    double abs_sum = 0.0, sq_sum = 0.0, pct_sum = 0.0;
-    bool zero = false;
+    double mape_sum = 0.0, mae_sum = 0.0, rmse_sum = 0.0;
+    size_t mape_count = 0;
 
     *out = (struct tsrnn_forecast_scores){ NAN, NAN, NAN };
+    if (zeros != NULL)
+        *zeros = 0;
     if (count * C == 0)
         return;
-    for (size_t i = 0; i < count; i++)
-        for (size_t c = 0; c < C; c++) {
+    for (size_t c = 0; c < C; c++) {
+        double abs_sum = 0.0, sq_sum = 0.0, pct_sum = 0.0;
+        size_t pct_count = 0;
+        for (size_t i = 0; i < count; i++) {
             double a = (double)actual[i * a_step + c], e = a - (double)values[i * v_step + c];
             abs_sum += fabs(e);
             sq_sum += e * e;
-            zero |= a == 0.0;
-            pct_sum += fabs(e / a);
+            if (a != 0.0 || e == 0.0) { /* 0 / 0 counts as 0; x / 0 is NaN, left out */
+                pct_sum += a != 0.0 ? fabs(e / a) : 0.0;
+                pct_count++;
+            }
+            if (a == 0.0 && zeros != NULL)
+                (*zeros)++;
         }
-    double n = (double)(count * C);
-    out->mae = abs_sum / n;
-    out->rmse = sqrt(sq_sum / n);
-    out->mape = zero ? NAN : 100.0 * pct_sum / n;
+        mae_sum += abs_sum / (double)count;
+        rmse_sum += sqrt(sq_sum / (double)count);
+        if (pct_count > 0) {
+            mape_sum += 100.0 * pct_sum / (double)pct_count;
+            mape_count++;
+        }
+    }
+    out->mae = mae_sum / (double)C;
+    out->rmse = rmse_sum / (double)C;
+    out->mape = mape_count > 0 ? mape_sum / (double)mape_count : NAN;
 }
 
 /* The covariates K of a source (0: none). */
@@ -208,7 +226,7 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
     struct tsrnn_forecast_scores scores;
-    score(f->actual, C, f->values, C, f->actual_count, C, &scores);
+    score(f->actual, C, f->values, C, f->actual_count, C, &scores, &f->zero_actual_count);
     f->mape = scores.mape;
     f->mae = scores.mae;
     f->rmse = scores.rmse;
@@ -639,9 +657,10 @@ static void score_backtest(struct tsrnn_backtest *bt, const struct tsrnn_series 
 
     for (size_t f = 0; f < F; f++)
         score(actual + (f * S + skip) * C, C, bt->values + (f * H + skip) * C, C, H - skip, C,
-              &bt->scores[f]);
+              &bt->scores[f], NULL);
     if (bt->last_points_only) {
-        score(actual + (H - 1) * C, S * C, bt->values + (H - 1) * C, H * C, F, C, &bt->overall);
+        score(actual + (H - 1) * C, S * C, bt->values + (H - 1) * C, H * C, F, C, &bt->overall,
+              NULL);
         return;
     }
     struct nanmean mape = { 0 }, mae = { 0 }, rmse = { 0 };

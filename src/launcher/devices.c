@@ -126,16 +126,19 @@ enum tsrnn_status resolve_devices(struct launch *l)
            l->gpu && gpus > 0 ? "True" : "False");
     fflush(stdout);
     if (l->gpu && gpus == 0) {
+        const char *gpu_source, *visible = getenv("CUDA_VISIBLE_DEVICES");
+        int driver_gpus = tsrnn_world_driver_gpus(&gpu_source);
         if (strcmp(accel_origin, "--accelerator") == 0)
             return tsrnn_error(TSRNN_ERR_USAGE,
-                               "--accelerator gpu, but no GPU is visible "
-                               "(/proc/driver/nvidia/gpus is empty or CUDA_VISIBLE_DEVICES "
-                               "hides them); accepted: --accelerator cpu or auto");
+                               "--accelerator gpu, but no GPU is visible (the driver's count, "
+                               "from %s, is %d; CUDA_VISIBLE_DEVICES=%s); accepted: "
+                               "--accelerator cpu or auto",
+                               gpu_source, driver_gpus, visible ? visible : "(unset)");
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [trainer] accelerator = gpu, but no GPU is visible "
-                           "(/proc/driver/nvidia/gpus is empty or CUDA_VISIBLE_DEVICES hides "
-                           "them); accepted: cpu or auto (or --accelerator cpu)",
-                           accel_origin);
+                           "%s: [trainer] accelerator = gpu, but no GPU is visible (the "
+                           "driver's count, from %s, is %d; CUDA_VISIBLE_DEVICES=%s); accepted: "
+                           "cpu or auto (or --accelerator cpu)",
+                           accel_origin, gpu_source, driver_gpus, visible ? visible : "(unset)");
     }
     if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && gpus > 0 && !cuda_built)
         fprintf(stderr,
@@ -149,8 +152,14 @@ enum tsrnn_status resolve_devices(struct launch *l)
                                  "use (sched_getaffinity)");
     size_t available = l->gpu ? gpus : (size_t)CPU_COUNT(&allowed);
 
+    /* NCCL where GPU workers would use it unasked: libnccl must load here; where it does not,
+     * the launcher says so once and the workers talk over Gloo (an optional library's rule:
+     * a default that cannot be honoured warns, an explicit comm = nccl is refused below). */
+    char nccl_why[1024] = "";
+    bool nccl_usable = l->gpu && cfg->comm != TSRNN_COMM_CHOICE_GLOO &&
+                       tsrnn_comm_backend_usable("nccl", nccl_why, sizeof(nccl_why));
     if (strcasecmp(devices, "auto") == 0) /* every GPU where they can talk (NCCL), else one */
-        count = l->gpu && tsrnn_comm_backend_available("nccl") ? (int64_t)gpus : 1;
+        count = nccl_usable ? (int64_t)gpus : 1;
     else if (strcmp(devices, "-1") == 0)
         count = (int64_t)available;
     else if (strchr(devices, ',') == NULL && tsrnn_parse_int64(devices, &count)) {
@@ -209,6 +218,20 @@ enum tsrnn_status resolve_devices(struct launch *l)
         l->comm_backend = count == 1                                      ? "local"
                           : l->gpu && cfg->comm != TSRNN_COMM_CHOICE_GLOO ? "nccl"
                                                                           : "gloo";
+    if (strcmp(l->comm_backend, "nccl") == 0 && cfg->comm == TSRNN_COMM_CHOICE_AUTO &&
+        tsrnn_comm_backend_available("nccl") && !nccl_usable) {
+        fprintf(stderr,
+                PROGRAM ": warning: the GPU workers talk over Gloo: NCCL cannot be used here "
+                        "(%s); [trainer] comm = gloo silences this\n",
+                nccl_why);
+        l->comm_backend = "gloo";
+    }
+    if (strcmp(l->comm_backend, "nccl") == 0 && tsrnn_comm_backend_available("nccl") &&
+        !tsrnn_comm_backend_usable("nccl", nccl_why, sizeof(nccl_why)))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] comm = nccl, but NCCL cannot be used here: %s; "
+                           "accepted: comm = gloo or auto",
+                           tsrnn_config_origin(cfg, "trainer", "comm"), nccl_why);
     if (strcmp(l->comm_backend, "gloo") == 0 && !tsrnn_comm_backend_available("gloo"))
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] devices = '%s' asks for %lld %s workers, but this "

@@ -3,11 +3,11 @@
  *     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
  *     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
  *     param.addcdiv_(exp_avg, denom, value=-step_size)
- * Each Python-float scalar becomes a float32 operand, as in ATen's kernels; the backend's
- * adam_update applies them elementwise. */
+ * Each Python-float scalar becomes a float32 operand, as in ATen's kernels; the compute
+ * backend applies them elementwise, inside its training step (tsrnn_compute_step). */
 #include <math.h>
 
-#include "src/compute/backend.h"
+#include "tsrnn/compute.h"
 #include "tsrnn/optim.h"
 
 enum tsrnn_status tsrnn_adam_init(struct tsrnn_adam *adam, struct tsrnn_compute *compute,
@@ -51,10 +51,9 @@ void tsrnn_adam_finish(struct tsrnn_adam *adam)
 }
 
 /* torch.optim.SGD (single-tensor path, dampening 0) through Adam's op: see optim.h. */
-static enum tsrnn_status sgd_step(struct tsrnn_adam *adam, float *params, const float *grads)
+static struct tsrnn_adam_scalars sgd_scalars(const struct tsrnn_adam *adam)
 {
-    adam->step++;
-    struct tsrnn_adam_scalars s = {
+    return (struct tsrnn_adam_scalars){
         .beta1 = (float)adam->momentum,
         .one_minus_beta1 = 1.0f,
         .beta2 = 0.0f,
@@ -63,17 +62,14 @@ static enum tsrnn_status sgd_step(struct tsrnn_adam *adam, float *params, const 
         .eps = 1.0f,
         .neg_step_size = (float)-adam->lr,
     };
-    return adam->compute->backend->adam_update(adam->compute, params, adam->exp_avg,
-                                               adam->exp_avg_sq, grads, adam->count, &s);
 }
 
-void tsrnn_adam_next_scalars(struct tsrnn_adam *adam, struct tsrnn_adam_scalars *s)
+static struct tsrnn_adam_scalars adam_scalars(const struct tsrnn_adam *adam)
 {
-    adam->step++;
     double step = (double)adam->step;
     double bias_correction1 = 1.0 - pow(adam->beta1, step);
     double bias_correction2 = 1.0 - pow(adam->beta2, step);
-    *s = (struct tsrnn_adam_scalars){
+    return (struct tsrnn_adam_scalars){
         .beta1 = (float)adam->beta1,
         .one_minus_beta1 = (float)(1.0 - adam->beta1),
         .beta2 = (float)adam->beta2,
@@ -84,19 +80,40 @@ void tsrnn_adam_next_scalars(struct tsrnn_adam *adam, struct tsrnn_adam_scalars 
     };
 }
 
+void tsrnn_adam_next_update(struct tsrnn_adam *adam, struct tsrnn_step_update *u)
+{
+    adam->step++;
+    /* AdamW: param.mul_(1 - lr * weight_decay), the Python float a float32 operand. */
+    u->decay = adam->kind == TSRNN_OPTIMIZER_ADAMW && adam->weight_decay != 0.0
+                   ? (float)(1.0 - adam->lr * adam->weight_decay)
+                   : 1.0f;
+    u->adam = adam->kind == TSRNN_OPTIMIZER_SGD ? sgd_scalars(adam) : adam_scalars(adam);
+}
+
 enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads)
 {
-    if (adam->kind == TSRNN_OPTIMIZER_SGD)
-        return sgd_step(adam, params, grads);
-    if (adam->kind == TSRNN_OPTIMIZER_ADAMW && adam->weight_decay != 0.0) {
-        /* param.mul_(1 - lr * weight_decay): the Python float becomes a float32 operand. */
+    struct tsrnn_step_update u;
+    tsrnn_adam_next_update(adam, &u);
+    if (u.decay != 1.0f) {
         bool finite;
-        TSRNN_TRY(adam->compute->backend->scale_check(adam->compute, params, adam->count,
-                                                      (float)(1.0 - adam->lr * adam->weight_decay),
-                                                      &finite));
+        TSRNN_TRY(tsrnn_compute_scale_check(adam->compute, params, adam->count, u.decay, &finite));
     }
-    struct tsrnn_adam_scalars s;
-    tsrnn_adam_next_scalars(adam, &s);
-    return adam->compute->backend->adam_update(adam->compute, params, adam->exp_avg,
-                                               adam->exp_avg_sq, grads, adam->count, &s);
+    return tsrnn_compute_adam_update(adam->compute, params, adam->exp_avg, adam->exp_avg_sq, grads,
+                                     adam->count, &u.adam);
+}
+
+enum tsrnn_status tsrnn_adam_export(const struct tsrnn_adam *adam, float *exp_avg,
+                                    float *exp_avg_sq)
+{
+    size_t nbytes = adam->count * sizeof(float);
+    TSRNN_TRY(tsrnn_compute_download(adam->compute, exp_avg, adam->exp_avg, nbytes));
+    return tsrnn_compute_download(adam->compute, exp_avg_sq, adam->exp_avg_sq, nbytes);
+}
+
+enum tsrnn_status tsrnn_adam_import(struct tsrnn_adam *adam, const float *exp_avg,
+                                    const float *exp_avg_sq)
+{
+    size_t nbytes = adam->count * sizeof(float);
+    TSRNN_TRY(tsrnn_compute_upload(adam->compute, adam->exp_avg, exp_avg, nbytes));
+    return tsrnn_compute_upload(adam->compute, adam->exp_avg_sq, exp_avg_sq, nbytes);
 }

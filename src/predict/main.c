@@ -244,10 +244,12 @@ static int parse_options(int argc, char **argv, struct options *o)
     int code = o->backtest ? check_backtest_options(o) : check_forecast_options(o);
     if (code >= 0)
         return code;
-    if (o->plot_path != NULL && !tsrnn_plot_available())
-        return usage_error("--plot %s: this tsrnn-predict was built without cairo; install "
-                           "libcairo2-dev and rebuild",
-                           o->plot_path);
+    char why[1024], message[1200];
+    if (o->plot_path != NULL && !tsrnn_plot_usable(why, sizeof(why))) {
+        snprintf(message, sizeof(message), "--plot %s: the picture cannot be drawn here: %s",
+                 o->plot_path, why);
+        return usage_error("%s", message);
+    }
     bool named = strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0;
     if (named && o->run_dir == NULL)
         return usage_error("--run DIR is required with --checkpoint %s", o->checkpoint);
@@ -678,9 +680,13 @@ static enum tsrnn_status plot_backtests(const struct options *o, const struct ts
                                         const struct tsrnn_backtest_part *parts, size_t count,
                                         const char *dir, size_t *drawn)
 {
+    char why[1024];
     *drawn = 0;
-    if (o->plot_path == NULL && !tsrnn_plot_available())
+    if (o->plot_path == NULL && !tsrnn_plot_usable(why, sizeof(why))) {
+        /* the default picture: skipped where cairo cannot draw (--plot was checked up front) */
+        tsrnn_warn("the backtest picture is not drawn: %s", why);
         return TSRNN_OK;
+    }
     size_t plots = count < TSRNN_FORECAST_PLOTS ? count : TSRNN_FORECAST_PLOTS;
     const char *ids[TSRNN_FORECAST_PLOTS];
     for (size_t i = 0; i < plots; i++) {
@@ -755,7 +761,7 @@ static enum tsrnn_status backtest(const struct options *o, const struct tsrnn_ch
             fprintf(stderr, " and the plots of the first %zu series (backtest_<series>.png)",
                     drawn);
         else
-            fprintf(stderr, " (no plot: this tsrnn-predict was built without cairo)");
+            fprintf(stderr, " (no picture: see the warning above)");
         fprintf(stderr, "\n");
         for (size_t i = 0; i < count && sources[0].id != NULL; i++)
             print_backtest(sources[i].id, &bts[i].overall);

@@ -21,10 +21,10 @@
 #include <string.h>
 
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/dynlib.h"
 
 #if TSRNN_HAVE_PLOTS
 #include <cairo.h>
-#include <dlfcn.h>
 #include <fontconfig/fontconfig.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -107,41 +107,30 @@ static struct {
     CAIRO_FUNCTIONS(LIB_POINTER)
     FONTCONFIG_FUNCTIONS(LIB_POINTER)
 } lib;
-#define LIB(name) (lib.name)
+#define LIB(name)        (lib.name)
+
+#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(lib, fn),
+static const struct tsrnn_dynlib_symbol cairo_symbols[] = { CAIRO_FUNCTIONS(TABLE_SYMBOL) };
+static const struct tsrnn_dynlib_symbol fontconfig_symbols[] = { FONTCONFIG_FUNCTIONS(
+    TABLE_SYMBOL) };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool loaded;
-static char load_why[512];
-
-/* Opens `soname` for the life of the process; NULL with load_why set when it cannot. */
-static void *open_library(const char *soname, const char *package)
-{
-    void *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL)
-        snprintf(load_why, sizeof(load_why), "cannot load %s (%s); install it (Debian: %s)", soname,
-                 dlerror(), package);
-    return handle;
-}
+static char load_why[1024];
 
 static void load_libraries(void)
 {
-    void *cairo = open_library(CAIRO_SONAME, "libcairo2");
-    void *fontconfig = cairo != NULL ? open_library(FONTCONFIG_SONAME, "libfontconfig1") : NULL;
-    bool ok = fontconfig != NULL;
-#define LOAD(handle, soname, name)                                                                 \
-    if (ok && (*(void **)&lib.name = dlsym(handle, #name)) == NULL) {                              \
-        snprintf(load_why, sizeof(load_why), "%s has no %s: not the library of the build", soname, \
-                 #name);                                                                           \
-        ok = false;                                                                                \
-    }
-#define LOAD_CAIRO(name)      LOAD(cairo, CAIRO_SONAME, name)
-#define LOAD_FONTCONFIG(name) LOAD(fontconfig, FONTCONFIG_SONAME, name)
-    CAIRO_FUNCTIONS(LOAD_CAIRO)
-    FONTCONFIG_FUNCTIONS(LOAD_FONTCONFIG)
-#undef LOAD_FONTCONFIG
-#undef LOAD_CAIRO
-#undef LOAD
-    loaded = ok; /* read after pthread_once, which orders it */
+    /* Handles stay open for the life of the process. */
+    loaded =
+        tsrnn_dynlib_open(CAIRO_SONAME, NULL, cairo_symbols,
+                          sizeof(cairo_symbols) / sizeof(cairo_symbols[0]),
+                          "install it (Debian: libcairo2)", ": not the library of the build",
+                          load_why, sizeof(load_why)) != NULL &&
+        tsrnn_dynlib_open(FONTCONFIG_SONAME, NULL, fontconfig_symbols,
+                          sizeof(fontconfig_symbols) / sizeof(fontconfig_symbols[0]),
+                          "install it (Debian: libfontconfig1)", ": not the library of the build",
+                          load_why, sizeof(load_why)) != NULL;
+    /* read after pthread_once, which orders it */
 }
 
 /* The libraries for a picture at `path`: loaded, or why not. */
@@ -909,7 +898,9 @@ static double clipped_length(double x0, double y0, double x1, double y1, const d
             u1 = fmin(u1, q[i] / p[i]);
         }
     }
-    return u1 > u0 ? (u1 - u0) * hypot(dx, dy) : 0;
+    /* sqrt of the sum, not hypot(): the coordinates are pixels (no overflow), and hypot is
+     * GLIBC_2.35 while the programs run on glibc 2.34 (scripts/gpu-bundle.sh) */
+    return u1 > u0 ? (u1 - u0) * sqrt(dx * dx + dy * dy) : 0;
 }
 
 /* How much of the top panel's lines a legend box would hide, in pixels of line length. */
@@ -1271,6 +1262,20 @@ static void plot_warmup(int width, int height)
 }
 
 #endif /* TSRNN_HAVE_PLOTS */
+
+bool tsrnn_plot_usable(char *why, size_t why_nbytes)
+{
+#if TSRNN_HAVE_PLOTS
+    pthread_once(&load_once, load_libraries);
+    if (!loaded && why != NULL && why_nbytes > 0)
+        snprintf(why, why_nbytes, "%s", load_why);
+    return loaded;
+#else
+    if (why != NULL && why_nbytes > 0)
+        snprintf(why, why_nbytes, "this tsrnn was built without cairo (libcairo2-dev)");
+    return false;
+#endif
+}
 
 void tsrnn_plot_warmup(int width, int height)
 {

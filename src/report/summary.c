@@ -5,7 +5,6 @@
  * get_formatted_model_size), 2.4/2.5 layout; shared reference/ecosystem-formats.md §7.
  * Python's format specs are spelled out where C's printf differs (the "," grouping).
  */
-#include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 
 #include "tsrnn/report.h"
+#include "tsrnn/world.h"
 
 #define FOOTER_WIDTH 10 /* "{:<10}" before each footer label */
 
@@ -79,17 +79,10 @@ void tsrnn_report_cuda_devices(FILE *out, int local_rank)
     fprintf(out, "LOCAL_RANK: %d - CUDA_VISIBLE_DEVICES: [", local_rank);
     if (env != NULL) {
         fputs(env, out);
-    } else { /* the driver's folder per GPU; reading it does not touch CUDA */
-        DIR *dir = opendir("/proc/driver/nvidia/gpus");
-        struct dirent *e;
-        int count = 0;
-        while (dir != NULL && (e = readdir(dir)) != NULL)
-            if (e->d_name[0] != '.') {
-                fprintf(out, "%s%d", count > 0 ? "," : "", count);
-                count++;
-            }
-        if (dir != NULL)
-            closedir(dir);
+    } else { /* the driver's GPUs, counted without touching CUDA */
+        int count = tsrnn_world_driver_gpus(NULL);
+        for (int i = 0; i < count; i++)
+            fprintf(out, "%s%d", i > 0 ? "," : "", i);
     }
     fputs("]\n", out);
 }

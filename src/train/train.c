@@ -11,6 +11,7 @@
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
+#include "tsrnn/comm.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/crc32c.h"
 #include "tsrnn/encoders.h"
@@ -25,6 +26,7 @@
 #include "tsrnn/tensorboard.h"
 #include "tsrnn/thread.h"
 #include "tsrnn/train.h"
+#include "tsrnn/world.h"
 
 struct trainer {
     const struct tsrnn_config *cfg;
@@ -34,11 +36,11 @@ struct trainer {
     struct tsrnn_model model;
     struct tsrnn_adam adam;
     struct tsrnn_lr_scheduler scheduler; /* [training] lr_scheduler_cls */
+    double epoch_lr;                     /* the rate of the epoch's first step (TensorBoard) */
     struct tsrnn_early_stopping early_stopping;
     bool stop_early;       /* early stopping ended the run after this epoch */
     double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
     char stop_reason[256]; /* and why, in Lightning's words */
-    float *grads_host;     /* (param count) gradient clipping's copy; NULL without it */
     struct tsrnn_sampler sampler;
     struct tsrnn_metrics_csv metrics;
     struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
@@ -46,7 +48,21 @@ struct trainer {
     const volatile sig_atomic_t *stop_requested;
     bool stop_agreed; /* some rank asked to stop: every rank stops after this step */
     FILE *out;
-    struct tsrnn_comm *comm; /* NULL: a world of one */
+    struct tsrnn_comm *comm;         /* NULL: a world of one */
+    struct tsrnn_step_reduce reduce; /* the step's gradient reduction over comm */
+    /* The steps whose results have not been read yet (tsrnn_compute_step_results): read
+     * every step where that costs nothing (caps.immediate_results), else every
+     * log_every_n_steps and at an epoch's end, so that a GPU runs ahead of the host. */
+    size_t read_every;
+    size_t pending_count;
+    size_t pending_windows[TSRNN_MODEL_RESULTS_CAPACITY]; /* each pending step's B */
+    /* the scheduler's step count and the rate each pending step trained with, before an
+     * interval-"step" scheduler moved them for the next step (read_steps undoes halted ones) */
+    struct pending_schedule {
+        int64_t last_epoch;
+        double lr;
+    } pending_schedule[TSRNN_MODEL_RESULTS_CAPACITY];
+    float step_losses[TSRNN_MODEL_RESULTS_CAPACITY];
     const struct tsrnn_world *world;
     int rank, world_size;
     bool writes_files; /* rank 0: the only writer of the run folder */
@@ -55,7 +71,6 @@ struct trainer {
     size_t val_local_count;
     double *val_se;               /* (val count) each window's squared error, all ranks */
     double *batch_se;             /* (B) the same for one batch */
-    double comm_s;                /* time in collectives */
     double *gpus;                 /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on
                                      the CPU (gather_gpus) */
     char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
@@ -145,8 +160,18 @@ enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
     int replicas = 1;
     if (tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_PJRT)
         TSRNN_TRY(pjrt_replicas(cfg, &replicas));
+    enum tsrnn_compute_kind kind = tsrnn_train_compute_kind(cfg);
+    char why[512];
+    /* Lightning's "auto" takes a GPU that is there; where this one cannot be used (cuBLAS or
+     * cuDNN do not load, an older GPU) the CPU trains, and the user is told why, once. */
+    if (cfg->accelerator == TSRNN_ACCELERATOR_AUTO && kind == TSRNN_COMPUTE_CPU &&
+        tsrnn_compute_compiled(TSRNN_COMPUTE_CUDA) && tsrnn_world_visible_gpus(NULL, 0) > 0 &&
+        !tsrnn_compute_available(TSRNN_COMPUTE_CUDA, why, sizeof(why)))
+        tsrnn_warn("a GPU is visible, but this process trains on the CPU: %s; [trainer] "
+                   "accelerator = cpu silences this",
+                   why);
     struct tsrnn_compute_options options = {
-        .kind = tsrnn_train_compute_kind(cfg),
+        .kind = kind,
         .thread_count = cfg->num_threads,
         .device_index = device_index,
         .plugin_path = cfg->pjrt_plugin,
@@ -190,14 +215,77 @@ static bool given(const struct tsrnn_config *cfg, const char *section, const cha
     return strcmp(tsrnn_config_origin(cfg, section, key), "default") != 0;
 }
 
+/* A Python float as PyYAML writes it: repr()'s shortest digits, positional from 1e-4 to
+ * 1e16 (with ".0" when whole), else an exponent with ".0" in a one-digit mantissa
+ * ("1.0e-05"). */
+static void yaml_float(char *out, size_t size, double x)
+{
+    char e_text[40];
+    int digits = 1;
+    for (; digits < 17; digits++) {
+        snprintf(e_text, sizeof(e_text), "%.*e", digits - 1, x);
+        if (strtod(e_text, NULL) == x)
+            break;
+    }
+    snprintf(e_text, sizeof(e_text), "%.*e", digits - 1, x);
+    int exponent = atoi(strchr(e_text, 'e') + 1);
+    if (exponent >= -4 && exponent < 16) {
+        int decimals = digits - 1 - exponent;
+        snprintf(out, size, "%.*f%s", decimals > 0 ? decimals : 0, x, decimals > 0 ? "" : ".0");
+    } else {
+        char *e = strchr(e_text, 'e');
+        *e = '\0';
+        snprintf(out, size, "%s%se%s", e_text, strchr(e_text, '.') ? "" : ".0", e + 1);
+    }
+}
+
 /* The kwargs of the optimizer and scheduler as Darts' hparams.yaml lists them: the keys the
- * user set, sorted, two spaces in. */
+ * user set, sorted as PyYAML sorts them (upper case first), two spaces in. */
 static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler)
 {
-    static const char *const sched_keys[] = { "cooldown",  "factor",    "gamma",
-                                              "min_lr",    "mode",      "patience",
-                                              "step_size", "threshold", "threshold_mode" };
-    char number[32];
+    static const char *const interval[] = { "epoch", "step" },
+                             *const anneal[] = { "cos", "linear" },
+                             *const mode[] = { "min", "max" },
+                             *const threshold_mode[] = { "rel", "abs" };
+    /* type: 'i' int, 'd' float, 'b' bool, 'e' one of names[] */
+    const struct {
+        const char *name;
+        char type;
+        const void *value;
+        const char *const *names;
+    } sched_keys[] = {
+        { "T_0", 'i', &cfg->lr_T_0, NULL },
+        { "T_max", 'i', &cfg->lr_T_max, NULL },
+        { "T_mult", 'i', &cfg->lr_T_mult, NULL },
+        { "anneal_strategy", 'e', &cfg->lr_anneal_strategy, anneal },
+        { "base_momentum", 'd', &cfg->lr_base_momentum, NULL },
+        { "cooldown", 'i', &cfg->lr_cooldown, NULL },
+        { "cycle_momentum", 'b', &cfg->lr_cycle_momentum, NULL },
+        { "div_factor", 'd', &cfg->lr_div_factor, NULL },
+        { "end_factor", 'd', &cfg->lr_end_factor, NULL },
+        { "epochs", 'i', &cfg->lr_epochs, NULL },
+        { "eta_min", 'd', &cfg->lr_eta_min, NULL },
+        { "factor", 'd', &cfg->lr_factor, NULL },
+        { "final_div_factor", 'd', &cfg->lr_final_div_factor, NULL },
+        { "frequency", 'i', &cfg->lr_frequency, NULL },
+        { "gamma", 'd', &cfg->lr_gamma, NULL },
+        { "interval", 'e', &cfg->lr_interval, interval },
+        { "max_lr", 'd', &cfg->lr_max_lr, NULL },
+        { "max_momentum", 'd', &cfg->lr_max_momentum, NULL },
+        { "min_lr", 'd', &cfg->lr_min_lr, NULL },
+        { "mode", 'e', &cfg->lr_mode, mode },
+        { "patience", 'i', &cfg->lr_patience, NULL },
+        { "pct_start", 'd', &cfg->lr_pct_start, NULL },
+        { "start_factor", 'd', &cfg->lr_start_factor, NULL },
+        { "step_size", 'i', &cfg->lr_step_size, NULL },
+        { "steps_per_epoch", 'i', &cfg->lr_steps_per_epoch, NULL },
+        { "three_phase", 'b', &cfg->lr_three_phase, NULL },
+        { "threshold", 'd', &cfg->lr_threshold, NULL },
+        { "threshold_mode", 'e', &cfg->lr_threshold_mode, threshold_mode },
+        { "total_iters", 'i', &cfg->lr_total_iters, NULL },
+        { "total_steps", 'i', &cfg->lr_total_steps, NULL },
+    };
+    char number[48];
     if (!scheduler) {
         shortest_double(number, sizeof(number), cfg->lr);
         fprintf(f, "  lr: %s\n", number);
@@ -212,28 +300,24 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
         return;
     }
     for (size_t k = 0; k < sizeof(sched_keys) / sizeof(sched_keys[0]); k++) {
-        const char *key = sched_keys[k];
-        if (!given(cfg, "lr_scheduler_kwargs", key))
+        if (!given(cfg, "lr_scheduler_kwargs", sched_keys[k].name))
             continue;
-        if (strcmp(key, "gamma") == 0 || strcmp(key, "factor") == 0 || strcmp(key, "min_lr") == 0 ||
-            strcmp(key, "threshold") == 0)
-            shortest_double(number, sizeof(number),
-                            key[0] == 'g'   ? cfg->lr_gamma
-                            : key[0] == 'f' ? cfg->lr_factor
-                            : key[0] == 'm' ? cfg->lr_min_lr
-                                            : cfg->lr_threshold);
-        else if (strcmp(key, "mode") == 0)
-            snprintf(number, sizeof(number), "%s",
-                     cfg->lr_mode == TSRNN_MONITOR_MIN ? "min" : "max");
-        else if (strcmp(key, "threshold_mode") == 0)
-            snprintf(number, sizeof(number), "%s",
-                     cfg->lr_threshold_mode == TSRNN_THRESHOLD_REL ? "rel" : "abs");
-        else
-            snprintf(number, sizeof(number), "%d",
-                     key[0] == 'c'   ? cfg->lr_cooldown
-                     : key[0] == 'p' ? cfg->lr_patience
-                                     : cfg->lr_step_size);
-        fprintf(f, "  %s: %s\n", key, number);
+        const void *v = sched_keys[k].value;
+        switch (sched_keys[k].type) {
+        case 'i':
+            snprintf(number, sizeof(number), "%d", *(const int *)v);
+            break;
+        case 'd':
+            yaml_float(number, sizeof(number), *(const double *)v);
+            break;
+        case 'b':
+            snprintf(number, sizeof(number), "%s", *(const bool *)v ? "true" : "false");
+            break;
+        default: /* every enum here is int-sized, as the config parser stores them */
+            snprintf(number, sizeof(number), "%s", sched_keys[k].names[*(const int *)v]);
+            break;
+        }
+        fprintf(f, "  %s: %s\n", sched_keys[k].name, number);
     }
 }
 
@@ -243,8 +327,14 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
     static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
-    static const char *const schedulers[] = { NULL, "ExponentialLR", "StepLR",
-                                              "ReduceLROnPlateau" };
+    static const char *const schedulers[] = { NULL,
+                                              "ExponentialLR",
+                                              "StepLR",
+                                              "ReduceLROnPlateau",
+                                              "CosineAnnealingLR",
+                                              "OneCycleLR",
+                                              "CosineAnnealingWarmRestarts",
+                                              "LinearLR" };
     const struct tsrnn_config *cfg = tr->cfg;
     size_t C = tr->ds->component_count, K = tr->ds->covariates->count;
     char path[PATH_MAX + 32], dropout[32], covariates[64] = "null";
@@ -517,17 +607,6 @@ static enum tsrnn_status prepare_run_folder(struct trainer *tr)
     return status;
 }
 
-/* A collective, timed; `device`: buf is device memory of tr->compute. */
-static enum tsrnn_status allreduce(struct trainer *tr, bool device, void *buf, size_t count,
-                                   enum tsrnn_comm_dtype dtype)
-{
-    double t0 = tsrnn_clock_now_s();
-    enum tsrnn_status status = device ? tsrnn_comm_allreduce_sum_device(tr->comm, buf, count, dtype)
-                                      : tsrnn_comm_allreduce_sum(tr->comm, buf, count, dtype);
-    tr->comm_s += tsrnn_clock_now_s() - t0;
-    return status;
-}
-
 /* What every rank must share to train one model: the resolved config and the series as
  * read, in order. Not [output] work_dir: rank 0 alone writes the run folder, so where the others'
  * would be does not matter (under mpirun or srun a rank may start in another folder, on
@@ -579,7 +658,9 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
     struct {
         int64_t step, start_epoch, start_batch, best_epoch;
         uint64_t adam_step;
-        double best_value;
+        double best_value, lr;
+        struct tsrnn_lr_scheduler scheduler;
+        struct tsrnn_early_stopping early_stopping;
     } where = {
         .step = tr->step,
         .start_epoch = tr->start_epoch,
@@ -587,6 +668,9 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
         .best_epoch = tr->state.best_epoch,
         .adam_step = tr->adam.step,
         .best_value = tr->state.best_value,
+        .lr = tr->adam.lr,
+        .scheduler = tr->scheduler,
+        .early_stopping = tr->early_stopping,
     };
     TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &where, sizeof(where), 0));
     tr->step = where.step;
@@ -595,6 +679,11 @@ static enum tsrnn_status share_rank0_state(struct trainer *tr)
     tr->state.best_epoch = where.best_epoch;
     tr->adam.step = where.adam_step;
     tr->state.best_value = where.best_value;
+    /* The learning rate, the scheduler's and early stopping's state: each rank steps them
+     * alike from here, as each would have from the start. */
+    tr->adam.lr = where.lr;
+    tr->scheduler = where.scheduler;
+    tr->early_stopping = where.early_stopping;
     TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg, nbytes, 0));
     return tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
 }
@@ -652,11 +741,7 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
         status = tsrnn_model_read_tensors(host + count, &tr->model.table, &st, "optim.exp_avg_sq.",
                                           path);
     if (status == TSRNN_OK)
-        status =
-            tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg, host, count * sizeof(float));
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_upload(tr->adam.compute, tr->adam.exp_avg_sq, host + count,
-                                      count * sizeof(float));
+        status = tsrnn_adam_import(&tr->adam, host, host + count);
     if (status == TSRNN_OK)
         tr->adam.step = step;
     free(host);
@@ -664,25 +749,20 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
     return status;
 }
 
-/* A backend that runs the whole step as one program (pjrt) has Adam and MSELoss inside it:
- * the other optimizers, L1Loss and clipping are refused there, not silently dropped. The
- * learning-rate schedulers and early stopping run on the host and work everywhere. */
-static enum tsrnn_status check_fused_controls(const struct tsrnn_config *cfg)
+/* [forecast] plot = true written in the config (not the default): the picture is asked for,
+ * so a machine where cairo cannot draw refuses the run before it trains, not after. */
+static enum tsrnn_status check_plot(const struct tsrnn_config *cfg)
 {
-    const char *what = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM ? "optimizer_cls"
-                       : cfg->loss_fn != TSRNN_LOSS_MSE           ? "loss_fn"
-                       : cfg->gradient_clip_val > 0.0             ? "gradient_clip_val"
-                                                                  : NULL;
-    if (what == NULL)
+    const char *origin = tsrnn_config_origin(cfg, "forecast", "plot");
+    char why[1024];
+    if (cfg->forecast_n == 0 || !cfg->forecast_plot || strcmp(origin, "default") == 0 ||
+        tsrnn_plot_usable(why, sizeof(why)))
         return TSRNN_OK;
-    const char *section = strcmp(what, "gradient_clip_val") == 0 ? "trainer" : "training";
     return tsrnn_error(TSRNN_ERR_USAGE,
-                       "%s: [%s] %s: the %s backend's compiled training step has Adam and "
-                       "MSELoss only, without clipping; accepted there: optimizer_cls = Adam, "
-                       "loss_fn = MSELoss, gradient_clip_val = 0 (or [trainer] accelerator = "
-                       "cpu)",
-                       tsrnn_config_origin(cfg, section, what), section, what,
-                       tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)));
+                       "%s: [forecast] plot = true, but the picture cannot be drawn here: %s; "
+                       "accepted: plot = false (or leave it out: the picture is then skipped with "
+                       "a warning)",
+                       origin, why);
 }
 
 static enum tsrnn_status setup(struct trainer *tr)
@@ -704,6 +784,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     };
 
     TSRNN_TRY(tsrnn_train_check(cfg));
+    if (tr->writes_files)
+        TSRNN_TRY(check_plot(cfg));
     if (tr->compute == NULL) {
         TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg,
                                              tr->world != NULL ? tr->world->device_index : 0));
@@ -727,26 +809,45 @@ static enum tsrnn_status setup(struct trainer *tr)
         TSRNN_TRY(lock_run_folder(tr, false));
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
+    /* What the backend must provide, asked once, before anything is allocated (the pjrt
+     * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers
+     * and early stopping run on the host and work everywhere. */
+    struct tsrnn_compute_needs needs = {
+        .loss = cfg->loss_fn,
+        .other_optimizer = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM,
+        .clipping = cfg->gradient_clip_val > 0.0,
+        .world_size = tr->world_size,
+        .loss_origin = tsrnn_config_origin(cfg, "training", "loss_fn"),
+        .optimizer_origin = tsrnn_config_origin(cfg, "training", "optimizer_cls"),
+        .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
+    };
+    TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, batch_capacity, T));
     tr->model.loss = cfg->loss_fn;
-    TSRNN_TRY(tsrnn_model_check_loss(&tr->model));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
+    /* What every training step updates: the model's parameters, the optimizer's moments. */
+    struct tsrnn_step_state state = { tr->model.params, tr->adam.exp_avg, tr->adam.exp_avg_sq };
+    TSRNN_TRY(tsrnn_compute_bind_state(tr->model.ws, &state));
     tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
+    tr->adam.lr = tsrnn_lr_scheduler_initial_lr(&tr->scheduler, cfg->lr);
     tsrnn_early_stopping_init(&tr->early_stopping, cfg);
-    if (tsrnn_model_fused_step(&tr->model) && tr->world_size > 1)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "the %s backend trains in one process (its replicas live inside the "
-                           "program); run tsrnn-worker alone, not %d workers",
-                           tsrnn_compute_kind_name(tsrnn_train_compute_kind(cfg)), tr->world_size);
-    if (tsrnn_model_fused_step(&tr->model))
-        TSRNN_TRY(check_fused_controls(cfg));
+    if (tr->comm != NULL)
+        tsrnn_comm_step_reduce(tr->comm, &tr->reduce);
+    tr->read_every = 1;
+    if (!tsrnn_compute_caps(tr->compute)->immediate_results) {
+        int64_t every = cfg->log_every_n_steps;
+        tr->read_every = every < 1                              ? 1
+                         : every > TSRNN_MODEL_RESULTS_CAPACITY ? TSRNN_MODEL_RESULTS_CAPACITY
+                                                                : (size_t)every;
+    }
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
     if (cfg->resume[0] != '\0' && tr->writes_files)
         TSRNN_TRY(resume_from(tr, cfg->resume));
     TSRNN_TRY(share_rank0_state(tr));
+    tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam); /* OneCycleLR's, at its step */
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it); whether
      * Lightning's sanity check drew one more is rng_compat's. */
@@ -762,16 +863,16 @@ static enum tsrnn_status setup(struct trainer *tr)
         tr->start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
         tr->start_batch = 0;
     }
+    TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->scheduler, cfg,
+                                             (int64_t)tsrnn_sampler_batch_count(&tr->sampler)));
 
     tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
     tr->y = malloc(batch_capacity * T * C * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
     tr->batch_se = malloc(batch_capacity * sizeof(double));
-    if (cfg->gradient_clip_val > 0.0)
-        tr->grads_host = malloc(tr->model.table.total_count * sizeof(float) + 1);
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
-        tr->batch_se == NULL || (cfg->gradient_clip_val > 0.0 && tr->grads_host == NULL))
+        tr->batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
                            batch_capacity);
     /* Validation shards without padding: each window is evaluated exactly once. */
@@ -807,7 +908,6 @@ static void finish(struct trainer *tr)
     free(tr->val_idx);
     free(tr->val_se);
     free(tr->batch_se);
-    free(tr->grads_host);
     free(tr->gpus);
     tsrnn_run_lock_release(&tr->lock);
 }
@@ -819,97 +919,97 @@ static bool steps_done(const struct trainer *tr)
     return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
 }
 
-/* torch.nn.utils.clip_grad_norm_(parameters, max_norm), as Lightning's gradient_clip_val
- * calls it: each tensor's 2-norm (float32), the 2-norm of those (float32), clip_coef =
- * (total + 1e-6)^-1 * max_norm (Tensor.__rtruediv__ is reciprocal() * other), clamped to 1,
- * multiplying every gradient. The norms are summed in double here. */
-static enum tsrnn_status clip_grad_norm(struct trainer *tr)
+/* One optimizer step on the B windows idx, queued on the device: the batch, its dropout
+ * masks, the optimizer's update for this step, then the whole step behind the compute door
+ * (forward, loss, backward, the reduction over the ranks with this rank's stop request,
+ * clipping, the update). Its loss and whether it diverged are read later (read_steps). */
+static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_t B)
 {
-    const struct tsrnn_param_table *table = &tr->model.table;
-    TSRNN_TRY(tsrnn_compute_download(tr->compute, tr->grads_host, tr->model.grads,
-                                     table->total_count * sizeof(float)));
-    double total_sq = 0.0;
-    for (size_t e = 0; e < table->entry_count; e++) {
-        const float *g = tr->grads_host + table->entries[e].offset;
-        double sq = 0.0;
-        for (size_t i = 0; i < table->entries[e].count; i++)
-            sq += (double)g[i] * (double)g[i];
-        float norm = (float)sqrt(sq);
-        total_sq += (double)norm * (double)norm;
-    }
-    float total = (float)sqrt(total_sq);
-    float coef = (1.0f / (total + 1e-6f)) * (float)tr->cfg->gradient_clip_val;
-    if (!(coef < 1.0f))
-        return TSRNN_OK; /* clamp(max=1): multiplying by 1 changes nothing */
-    bool finite;
-    return tsrnn_model_scale_grads(&tr->model, coef, &finite);
-}
-
-/* One optimizer step on the B windows idx (batch `batch_idx` of the epoch); *loss gets its
- * MSE. */
-static enum tsrnn_status train_step(struct trainer *tr, int64_t epoch, size_t batch_idx,
-                                    const size_t *idx, size_t B, float *loss)
-{
-    struct tsrnn_model *model = &tr->model;
+    size_t T = tr->ds->training_length;
     struct tsrnn_rng dropout_rng;
-
     tsrnn_rng_init(&dropout_rng, tr->cfg->random_state,
                    TSRNN_RNG_STREAM_DROPOUT + (uint64_t)tr->step);
     tsrnn_window_list_gather(&tr->ds->train, idx, B, tr->x, tr->y);
-    TSRNN_TRY(tsrnn_model_load_batch(model, tr->x, tr->y, B, tr->ds->training_length));
-    bool stop = tr->stop_requested != NULL && *tr->stop_requested, finite;
-    bool fused = tsrnn_model_fused_step(model); /* one program, one process (setup) */
-    if (fused) {
-        TSRNN_TRY(tsrnn_model_train_step(model, &tr->adam, &dropout_rng, loss, &finite));
-    } else {
-        TSRNN_TRY(tsrnn_model_forward(model, true, &dropout_rng));
-        /* The loss after the backward, which does not need it: on a GPU, reading it waits for
-         * the whole step's queued work once, instead of stalling the queue between forward
-         * and backward. The same numbers either way. */
-        TSRNN_TRY(tsrnn_model_backward(model));
-        TSRNN_TRY(tsrnn_model_loss(model, loss));
+    struct tsrnn_step_args step = {
+        .x = tr->x,
+        .y = tr->y,
+        .batch_count = B,
+        .step_count = T,
+        .dropout_masks = tsrnn_model_dropout(&tr->model, B, T, &dropout_rng),
+        .loss = tr->cfg->loss_fn,
+        .clip_max_norm = (float)tr->cfg->gradient_clip_val,
+        .reduce = tr->comm != NULL ? &tr->reduce : NULL,
+        .stop_requested = tr->stop_requested != NULL && *tr->stop_requested,
+    };
+    tsrnn_adam_next_update(&tr->adam, &step.update);
+    return tsrnn_compute_step(tr->model.ws, &step);
+}
+
+/* Reads the results of the pending steps, the first of which was batch `first_batch` of the
+ * epoch and step tr->step - pending_count, and logs each one that updated the model as
+ * Lightning does (metrics.csv, TensorBoard every log_every_n_steps, the bar). A step that
+ * diverged ends the run; one after which the ranks agreed to stop sets stop_agreed. Steps
+ * queued after a halt did nothing: the step counters go back to what was done, and *next_batch
+ * is the batch to go on with. */
+static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t first_batch,
+                                    struct tsrnn_train_result *r, double *loss_sum,
+                                    size_t *next_batch)
+{
+    struct tsrnn_step_results res;
+    int64_t first_step = tr->step - (int64_t)tr->pending_count;
+    TSRNN_TRY(tsrnn_compute_step_results(tr->model.ws, tr->step_losses,
+                                         TSRNN_MODEL_RESULTS_CAPACITY, &res));
+    double now = tsrnn_clock_now_s();
+    for (size_t k = 0; k < res.updated; k++) {
+        int64_t step = first_step + (int64_t)k;
+        float loss = tr->step_losses[k];
+        if (tr->writes_files) {
+            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, step, loss));
+            /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
+            if (tr->tb.fd >= 0 && (step + 1) % tr->cfg->log_every_n_steps == 0) {
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, step));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, step));
+            }
+        }
+        r->sample_count += (int64_t)tr->pending_windows[k];
+        *loss_sum += loss;
+        if (step == 0) /* the run's step 0 */
+            r->first_step_loss = loss;
+        r->last_step_loss = loss;
+        tr->last_step_loss = loss;
+        tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
+        tsrnn_progress_update(&tr->progress, first_batch + k + 1, now);
     }
-    if (fused) {
-        /* the program checked the gradients and applied Adam */
-    } else if (tr->comm != NULL) {
-        /* One allreduce of model->grads: the gradients, the loss and the stop flag. Every
-         * rank then holds the same mean gradient, mean loss and decision, so all of them
-         * fail, stop or go on together. */
-        size_t n = model->table.total_count;
-        float flag = stop ? 1.0f : 0.0f, loss_and_flag[2];
-        TSRNN_TRY(tsrnn_compute_upload(tr->compute, model->grads + TSRNN_MODEL_STOP_SLOT(model),
-                                       &flag, sizeof(flag)));
-        TSRNN_TRY(allreduce(tr, true, model->grads, n + 2, TSRNN_COMM_F32));
-        TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f / (float)tr->world_size, &finite));
-        TSRNN_TRY(tsrnn_compute_download(tr->compute, loss_and_flag,
-                                         model->grads + TSRNN_MODEL_LOSS_SLOT(model),
-                                         sizeof(loss_and_flag)));
-        *loss = loss_and_flag[0];
-        stop = loss_and_flag[1] > 0.0f;
-    } else {
-        TSRNN_TRY(tsrnn_model_scale_grads(model, 1.0f, &finite));
+    /* Steps queued after a halt updated nothing: neither they nor Adam's count of them
+     * happened, nor the scheduler's steps after them. */
+    tr->adam.step -= (uint64_t)(res.taken - res.updated);
+    if (res.updated < res.taken) {
+        tr->scheduler.last_epoch = tr->pending_schedule[res.updated].last_epoch;
+        tr->adam.lr = tr->pending_schedule[res.updated].lr;
+        tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam);
     }
-    tr->stop_agreed = stop;
-    if (!isfinite(*loss))
-        return tsrnn_error(TSRNN_ERR_NUMERIC,
-                           "training diverged: the loss is %g at epoch %lld, step %lld (batch "
-                           "%zu of the epoch); try a smaller [training] lr (this step's "
-                           "learning rate: %g)",
-                           (double)*loss, (long long)epoch, (long long)tr->step, batch_idx,
-                           tr->adam.lr);
-    if (!finite)
+    tr->step = first_step + (int64_t)res.updated;
+    *next_batch = first_batch + res.updated;
+    tr->pending_count = 0;
+    if (res.halt == TSRNN_STEP_DIVERGED) {
+        size_t k = res.halted_at;
+        float loss = tr->step_losses[k];
+        if (!isfinite(loss))
+            return tsrnn_error(TSRNN_ERR_NUMERIC,
+                               "training diverged: the loss is %g at epoch %lld, step %lld "
+                               "(batch %zu of the epoch); try a smaller [training] lr (this step's "
+                               "learning rate: %g)",
+                               (double)loss, (long long)epoch, (long long)(first_step + (int64_t)k),
+                               first_batch + k, tr->adam.lr);
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
                            "%lld (batch %zu of the epoch); try a smaller [training] lr (this "
                            "step's learning rate: %g)",
-                           (long long)epoch, (long long)tr->step, batch_idx, tr->adam.lr);
-    if (fused)
-        return TSRNN_OK;
-    /* After the allreduce, on the mean gradient: DDP has reduced the gradients before
-     * Lightning clips them. */
-    if (tr->cfg->gradient_clip_val > 0.0)
-        TSRNN_TRY(clip_grad_norm(tr));
-    return tsrnn_adam_step(&tr->adam, model->params, model->grads);
+                           (long long)epoch, (long long)(first_step + (int64_t)k), first_batch + k,
+                           tr->adam.lr);
+    }
+    tr->stop_agreed = res.halt == TSRNN_STEP_STOPPED;
+    return TSRNN_OK;
 }
 
 /* The validation loss: squared (MSELoss) or absolute (L1Loss) errors over every validation
@@ -927,14 +1027,12 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
         const size_t *idx = tr->val_idx + first;
         size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
         tsrnn_window_list_gather(val, idx, count, tr->x, tr->y);
-        TSRNN_TRY(tsrnn_model_load_batch(&tr->model, tr->x, tr->y, count, T));
-        TSRNN_TRY(tsrnn_model_forward(&tr->model, false, NULL));
-        TSRNN_TRY(tsrnn_model_window_errors(&tr->model, se));
+        TSRNN_TRY(tsrnn_model_evaluate(&tr->model, tr->x, tr->y, count, T, se));
         for (size_t i = 0; i < count; i++)
             tr->val_se[idx[i]] = se[i];
     }
     if (tr->comm != NULL)
-        TSRNN_TRY(allreduce(tr, false, tr->val_se, val->count, TSRNN_COMM_F64));
+        TSRNN_TRY(tsrnn_comm_allreduce_sum(tr->comm, tr->val_se, val->count, TSRNN_COMM_F64));
     double sum = 0.0;
     for (size_t i = 0; i < val->count; i++)
         sum += tr->val_se[i];
@@ -990,7 +1088,6 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
                                    bool complete, double monitor_value)
 {
     struct tsrnn_train_state *st = &tr->state;
-    double epoch_lr = tr->adam.lr; /* the rate this epoch trained with */
 
     st->epoch = epoch;
     st->batches_done = (int64_t)batches_done;
@@ -1011,8 +1108,8 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         tr->stop_early = tsrnn_early_stopping_check(
             &tr->early_stopping, on_val ? "val_loss" : "train_loss",
             on_val ? monitor_value : tr->last_step_loss, tr->stop_reason, sizeof(tr->stop_reason));
-        tr->adam.lr =
-            tsrnn_lr_scheduler_step(&tr->scheduler, tr->adam.lr, (double)(float)monitor_value);
+        tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_EPOCH, epoch,
+                                  (double)(float)monitor_value);
     }
     st->has_controls = true;
     st->lr = tr->adam.lr;
@@ -1030,7 +1127,7 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         return tsrnn_jobs_finish(&tr->jobs);
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
     if (tr->tb.fd >= 0) {
-        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)epoch_lr, tr->step - 1));
+        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->epoch_lr, tr->step - 1));
         TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
     }
     return tr->cfg->save_checkpoints ? save_checkpoints(tr) : TSRNN_OK;
@@ -1063,37 +1160,33 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     size_t b;
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
+    tr->epoch_lr = tr->adam.lr;
     tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
-        /* Asked to stop (the flag travelled with the last step's gradients, so every rank
-         * agrees): checkpoint the steps done so far; an epoch's last batch first finishes
-         * the epoch, validation included, and the epoch's checkpoint covers it. */
+        /* Asked to stop (the flag travelled with a step's gradients, so every rank agrees):
+         * checkpoint the steps done so far; an epoch's last batch first finishes the epoch,
+         * validation included, and the epoch's checkpoint covers it. */
         if (tr->stop_agreed)
             return interrupt(tr, epoch, b);
         const size_t *idx;
         size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
-        float loss;
-        TSRNN_TRY(train_step(tr, epoch, b, idx, count, &loss));
-        double t1 = tsrnn_clock_now_s();
-        r->train_s += t1 - t0;
-        if (tr->writes_files) {
-            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, tr->step, loss));
-            /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
-            if (tr->tb.fd >= 0 && (tr->step + 1) % tr->cfg->log_every_n_steps == 0) {
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, tr->step));
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step));
-            }
-        }
+        TSRNN_TRY(train_step(tr, idx, count));
+        tr->pending_windows[tr->pending_count++] = count;
         tr->step++;
-        r->sample_count += (int64_t)count;
-        loss_sum += loss;
-        if (tr->step == 1) /* the run's step 0 just finished */
-            r->first_step_loss = loss;
-        r->last_step_loss = loss;
-        tr->last_step_loss = loss;
-        tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
-        tsrnn_progress_update(&tr->progress, b + 1, t1);
+        /* Lightning steps an interval-"step" scheduler after each optimizer step; the state
+         * before it is kept until the step's result is read (a halt undoes later steps). */
+        tr->pending_schedule[tr->pending_count - 1] =
+            (struct pending_schedule){ tr->scheduler.last_epoch, tr->adam.lr };
+        tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_STEP, (int64_t)b,
+                                  NAN);
+        /* Every rank reads at the same steps: what decides it is the same everywhere. */
+        if (tr->pending_count == tr->read_every || b + 1 == batch_count || steps_done(tr)) {
+            size_t next;
+            TSRNN_TRY(read_steps(tr, epoch, b + 1 - tr->pending_count, r, &loss_sum, &next));
+            b = next - 1;
+        }
+        r->train_s += tsrnn_clock_now_s() - t0;
     }
     r->epoch_mean_loss = loss_sum / (double)(tr->step - first_step);
     double monitor_value = r->epoch_mean_loss;
@@ -1214,8 +1307,9 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
 
 /* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
  * in the original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|,
- * mae and rmse; several series' scores are averaged as Darts' metric(actual_list,
- * pred_list, series_reduction=np.mean) does. */
+ * mae and rmse, each per component then averaged over the components; several series'
+ * scores are averaged as Darts' metric(actual_list, pred_list, series_reduction=np.mean)
+ * does. */
 static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
@@ -1235,10 +1329,13 @@ static enum tsrnn_status forecast_validation(struct trainer *tr, struct tsrnn_tr
             break;
         each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
         r->forecast_count += f.length;
-        if (isnan(f.mape))
-            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
-                       "needs actual values that are not 0)",
-                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "");
+        if (f.zero_actual_count > 0)
+            tsrnn_warn("MAPE leaves out the %zu value%s of 0 in the validation part%s%s%s, as "
+                       "Darts' mape() does (their percentage error is NaN, or 0 where the "
+                       "forecast is 0 too)%s",
+                       f.zero_actual_count, f.zero_actual_count > 1 ? "s" : "",
+                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "",
+                       isnan(f.mape) ? ": none is left, MAPE is undefined" : "");
         tsrnn_forecast_finish(&f);
     }
     if (status == TSRNN_OK) {
@@ -1354,15 +1451,14 @@ static enum tsrnn_status write_forecast(struct trainer *tr)
     if (status == TSRNN_OK)
         status = tsrnn_jobs_add(&tr->jobs, write_text_job, &csv);
     tsrnn_jobs_start(&tr->jobs);
-    /* plot = true is the default: a build without cairo skips the picture quietly, unless the
-     * config asked for it. */
-    bool draw = cfg->forecast_plot && tsrnn_plot_available();
-    if (cfg->forecast_plot && !draw &&
-        strcmp(tsrnn_config_origin(cfg, "forecast", "plot"), "default") != 0)
-        tsrnn_warn("%s: [forecast] plot = true, but this tsrnn was built without cairo "
-                   "(libcairo2-dev): %s not drawn",
-                   tsrnn_config_origin(cfg, "forecast", "plot"),
-                   named_series(ds) ? "the forecast plots are" : "forecast.png is");
+    /* plot = true is the default: where cairo cannot draw (a build without it, a machine
+     * without libcairo.so.2) the picture is skipped with a warning; asked for explicitly, it
+     * was refused before training (check_plot). */
+    char why[1024];
+    bool draw = cfg->forecast_plot && tsrnn_plot_usable(why, sizeof(why));
+    if (cfg->forecast_plot && !draw)
+        tsrnn_warn("%s not drawn: %s; [forecast] plot = false silences this",
+                   named_series(ds) ? "the forecast plots are" : "forecast.png is", why);
     size_t drawn = 0;
     if (status == TSRNN_OK && draw)
         status = plot_forecasts(tr, &drawn);
@@ -1581,7 +1677,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status == TSRNN_OK)
         status = tsrnn_tb_close(&tr.tb);
     r.total_s = tsrnn_clock_now_s() - start;
-    r.comm_s = tr.comm_s;
+    r.comm_s = tr.comm != NULL ? tsrnn_comm_allreduce_seconds(tr.comm) : 0.0;
     snprintf(r.run_dir, sizeof(r.run_dir), "%s", tr.run_dir);
     /* A resumed run's best may come from an earlier process. */
     if (status == TSRNN_OK && tr.best_checkpoint[0] == '\0' && tr.writes_files &&

@@ -5,7 +5,8 @@
  *
  * Exit codes (include/tsrnn/core.h): 0 ok, 1 runtime failure, 2 usage/config/data error,
  * 3 a peer failed or timed out, 130 interrupted (SIGINT/SIGTERM: every rank stops after the
- * same step, rank 0 saves a checkpoint).
+ * same step, rank 0 saves a checkpoint; under srun a SIGTERM may also say that a peer died,
+ * and the ranks that find nobody answering end the job with 3: src/comm/mpi.c).
  */
 #include <getopt.h>
 #include <limits.h>
@@ -49,7 +50,7 @@ static void usage(FILE *out)
             "\n"
             "Started by tsrnn-launch, it reads its rank from TSRNN_RANK, TSRNN_WORLD_SIZE,\n"
             "TSRNN_LOCAL_RANK, TSRNN_RENDEZVOUS and TSRNN_COMM_BACKEND; started by mpirun\n"
-            "or srun, from OMPI_COMM_WORLD_*, PMI_* or SLURM_* and talks through MPI;\n"
+            "or srun --mpi=pmix, from OMPI_COMM_WORLD_* or SLURM_* and talks through MPI;\n"
             "without any of them it trains alone.\n"
             "\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage, config or data error, 3 a peer\n"
@@ -106,6 +107,8 @@ static enum tsrnn_status join_world(struct tsrnn_comm **comm, const struct tsrnn
         .timeout_s = cfg->timeout_s,
         .backend = world->comm_backend, /* the launcher's choice, never derived here */
         .compute = compute,
+        /* Under srun a SIGTERM may also mean a peer died (comm.h): mpi then ends the job. */
+        .stop_requested = &stop_requested,
     };
     return tsrnn_comm_open(comm, &opt);
 }

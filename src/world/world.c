@@ -1,6 +1,5 @@
 /* Which rank of which world this process is (include/tsrnn/world.h): the launcher <-> worker
  * contract, read from the environment. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -75,14 +74,57 @@ static enum tsrnn_status comm_backend_from_env(struct tsrnn_world *w)
 struct mpi_launcher {
     const char *name; /* struct tsrnn_world.launcher */
     const char *rank, *size, *local_rank, *local_size;
+    enum {
+        LAUNCHER_OPEN_MPI,
+        LAUNCHER_PMI,
+        LAUNCHER_SLURM
+    } kind;
 };
 
 static const struct mpi_launcher mpi_launchers[] = {
     { "mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
-    { "PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
-    { "srun (Slurm)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL },
+      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", LAUNCHER_OPEN_MPI },
+    { "PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", LAUNCHER_PMI },
+    { "srun (Slurm)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL, LAUNCHER_SLURM },
 };
+
+/* The MPI tsrnn links is Open MPI, which joins a job that srun started only through PMIx
+ * (srun --mpi=pmix sets PMIX_RANK, PMIX_NAMESPACE, ...; Debian's Open MPI 4.1 has no PMI-1
+ * or PMI-2 client). Started by srun without it (no --mpi where the cluster's MpiDefault is
+ * none, or --mpi=pmi2, which sets PMI_RANK and so reads as the PMI launcher), every rank would
+ * fail in MPI_Init with Open MPI's message only. Without SLURM_STEP_ID no srun is there at
+ * all: SLURM_PROCID and SLURM_NTASKS are the batch script's own (tsrnn-worker run by the
+ * script itself), and MPI_Init would make this process a world of one. Both are refused
+ * here, before MPI_Init, for a world of more than one rank. */
+static enum tsrnn_status check_slurm_step(const struct tsrnn_world *w, const struct mpi_launcher *l)
+{
+    if (w->world_size == 1 || l->kind == LAUNCHER_OPEN_MPI) /* its ranks find their MPI */
+        return TSRNN_OK;
+    if (getenv("SLURM_STEP_ID") == NULL) {
+        if (l->kind == LAUNCHER_PMI)
+            return TSRNN_OK; /* another launcher than srun */
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "SLURM_PROCID=%d and SLURM_NTASKS=%d describe a job of %d tasks, but "
+                           "SLURM_STEP_ID is unset: this process is the batch script itself, "
+                           "not one of the tasks srun starts; accepted: srun --mpi=pmix "
+                           "tsrnn-worker ... in the script (scripts/cluster/tsrnn.sbatch)",
+                           w->rank, w->world_size, w->world_size);
+    }
+    if (getenv("PMIX_RANK") != NULL)
+        return TSRNN_OK; /* srun --mpi=pmix */
+    const char *mpi_type = getenv("SLURM_MPI_TYPE");
+    char how[96];
+    if (mpi_type != NULL)
+        snprintf(how, sizeof(how), "SLURM_MPI_TYPE=%.40s", mpi_type);
+    else
+        snprintf(how, sizeof(how), "no --mpi, and the cluster's MpiDefault is none");
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "srun started this process as rank %d of %d (%s=%d, %s=%d) without PMIx "
+                       "(%s), and the MPI tsrnn is built with, Open MPI, joins a job that srun "
+                       "started only through PMIx: MPI_Init would fail on every rank; "
+                       "accepted: srun --mpi=pmix (or MpiDefault=pmix in slurm.conf)",
+                       w->rank, w->world_size, l->rank, w->rank, l->size, w->world_size, how);
+}
 
 /* A process started by an MPI launcher: its rank, world and local rank from the launcher's
  * variables; the comm backend is mpi (no tsrnn-launch is there to choose it). */
@@ -116,6 +158,7 @@ static enum tsrnn_status world_from_mpi(struct tsrnn_world *w, const struct mpi_
                            "(meson -Dmpi=enabled), or start the workers with tsrnn-launch",
                            l->name, w->rank, w->world_size, l->rank, w->rank, l->size,
                            w->world_size, w->world_size);
+    TSRNN_TRY(check_slurm_step(w, l));
     snprintf(w->comm_backend, sizeof(w->comm_backend), "mpi");
     return TSRNN_OK;
 }
@@ -165,27 +208,10 @@ enum tsrnn_status tsrnn_world_from_env(struct tsrnn_world *w)
     return comm_backend_from_env(w);
 }
 
-/* The NVIDIA driver lists one folder per GPU; reading it does not initialise CUDA, which
- * would not survive the launcher's fork (reference/distributed.md A2). */
-static int count_driver_gpus(void)
-{
-    const char *fake = getenv("TSRNN_TEST_NVIDIA_GPUS_DIR");
-    DIR *dir = opendir(fake != NULL ? fake : "/proc/driver/nvidia/gpus");
-    int count = 0;
-    struct dirent *e;
-    if (dir == NULL)
-        return 0;
-    while ((e = readdir(dir)) != NULL)
-        if (e->d_name[0] != '.')
-            count++;
-    closedir(dir);
-    return count;
-}
-
 size_t tsrnn_world_visible_gpus(char ids[][TSRNN_GPU_ID_MAX], size_t capacity)
 {
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    int gpu_count = count_driver_gpus();
+    int gpu_count = tsrnn_world_driver_gpus(NULL);
     char seen[64][TSRNN_GPU_ID_MAX];
     size_t count = 0;
 

@@ -129,6 +129,28 @@ enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params
     return TSRNN_OK;
 }
 
+/* torch.nn.utils.clip_grad_norm_ (backend.h): each tensor's 2-norm and their 2-norm, summed
+ * in double, rounded to float where PyTorch's float32 tensors round them. */
+static enum tsrnn_status cpu_clip_grad_norm(struct tsrnn_compute *ctx, float *grads,
+                                            const struct tsrnn_param_table *table, float max_norm)
+{
+    double total_sq = 0.0;
+    for (size_t e = 0; e < table->entry_count; e++) {
+        const float *g = grads + table->entries[e].offset;
+        double sq = 0.0;
+        for (size_t i = 0; i < table->entries[e].count; i++)
+            sq += (double)g[i] * (double)g[i];
+        float norm = (float)sqrt(sq);
+        total_sq += (double)norm * (double)norm;
+    }
+    float total = (float)sqrt(total_sq);
+    float coef = (1.0f / (total + 1e-6f)) * max_norm;
+    if (!(coef < 1.0f))
+        return TSRNN_OK; /* clamp(max=1): multiplying by 1 changes nothing */
+    bool finite;
+    return tsrnn_cpu_scale_check(ctx, grads, table->total_count, coef, &finite);
+}
+
 static size_t cpu_describe(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes)
 {
     const struct tsrnn_cpu *cpu = (const struct tsrnn_cpu *)ctx;
@@ -183,10 +205,19 @@ const char *tsrnn_compute_cpu_blas_warning(void)
 const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .kind = TSRNN_COMPUTE_CPU,
     .name = "cpu",
+    .caps = {
+        .host_memory = true,
+        .layer_ops = true, /* the door composes its step and forward (src/compute/step.c) */
+        .l1_loss = true,
+        .optimizers = true,
+        .clipping = true,
+        .reduction = true,
+        .immediate_results = true,
+        .step_graphs = false,
+    },
     .probe = NULL, /* always there */
     .create = cpu_create,
     .destroy = cpu_destroy,
-    .host_memory = true,
     .stream = NULL,
     .describe = cpu_describe,
     .alloc = cpu_alloc,
@@ -212,4 +243,5 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .output_download = tsrnn_cpu_output_download,
     .scale_check = tsrnn_cpu_scale_check,
     .adam_update = tsrnn_cpu_adam_update,
+    .clip_grad_norm = cpu_clip_grad_norm,
 };

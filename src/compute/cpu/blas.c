@@ -3,7 +3,6 @@
  * header; the library itself is loaded with dlopen when a product first goes to it or when
  * something asks what it runs (its core), not linked (below). noblas.c stands in without it. */
 #include <cblas.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <strings.h>
 
 #include "cpu.h"
+#include "tsrnn/dynlib.h"
 
 /* --- libopenblas, loaded on first use --------------------------------------------------------
  * Linked, OpenBLAS cost every process its loading: with libgfortran and libquadmath ~3.6 MiB
@@ -40,29 +40,20 @@ static struct {
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool loaded;
-static char load_why[512];
+static char load_why[1024];
+
+#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(openblas, fn),
+static const struct tsrnn_dynlib_symbol openblas_symbols[] = { OPENBLAS_FUNCTIONS(TABLE_SYMBOL) };
 
 static void load_openblas(void)
 {
     tsrnn_cpu_blas_init(); /* done already where a context exists (below) */
     /* The handle stays open for the life of the process. */
-    void *lib = dlopen(OPENBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        snprintf(load_why, sizeof(load_why),
-                 "cannot load %s, the OpenBLAS this build uses (%s); install it "
-                 "(Debian: libopenblas0)",
-                 OPENBLAS_SONAME, dlerror());
-        return;
-    }
-    bool ok = true;
-#define LOAD(name)                                                                                 \
-    if (ok && (*(void **)&openblas.name = dlsym(lib, #name)) == NULL) {                            \
-        snprintf(load_why, sizeof(load_why), "%s has no %s: not the OpenBLAS of the build",        \
-                 OPENBLAS_SONAME, #name);                                                          \
-        ok = false;                                                                                \
-    }
-    OPENBLAS_FUNCTIONS(LOAD)
-#undef LOAD
+    bool ok =
+        tsrnn_dynlib_open(OPENBLAS_SONAME, NULL, openblas_symbols,
+                          sizeof(openblas_symbols) / sizeof(openblas_symbols[0]),
+                          "the OpenBLAS this build uses: install it (Debian: libopenblas0)",
+                          ": not the OpenBLAS of the build", load_why, sizeof(load_why)) != NULL;
     /* Where the user set OPENBLAS_NUM_THREADS its threads exist; our calls still run on one. */
     if (ok)
         BLAS(openblas_set_num_threads)(1);
@@ -219,7 +210,7 @@ const char *tsrnn_cpu_blas_coretype_hint(void)
 
 const char *tsrnn_cpu_blas_describe(const char *unused_why)
 {
-    static char line[640];
+    static char line[1100];
     if (unused_why != NULL && !tsrnn_cpu_blas_loaded()) {
         snprintf(line, sizeof(line), "OpenBLAS (not loaded: %s)", unused_why);
         return line;

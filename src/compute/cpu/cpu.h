@@ -383,43 +383,39 @@ void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const floa
 /* --- the backend's operations (backend.h), by file ---------------------------------------
  * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the
  * optimizer's elementwise ops. */
-enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, struct tsrnn_workspace **ws,
+enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **ws,
                                              const struct tsrnn_model_dims *dims,
-                                             size_t batch_capacity, size_t step_capacity);
-void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
-enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                       const float *x, const float *y, size_t batch_count,
-                                       size_t step_count);
-enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                          size_t l, const struct tsrnn_layer_params *p,
+                                             size_t batch_capacity, size_t step_capacity,
+                                             size_t results_capacity);
+void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, void *ws);
+enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, void *ws, const float *x,
+                                       const float *y, size_t batch_count, size_t step_count);
+enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, void *ws, size_t l,
+                                          const struct tsrnn_layer_params *p,
                                           enum tsrnn_initial_state initial_state,
                                           const float *input_mask, bool weights_unchanged);
-enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                           size_t l, const struct tsrnn_layer_params *p,
+enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, void *ws, size_t l,
+                                           const struct tsrnn_layer_params *p,
                                            struct tsrnn_layer_params *g);
-enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
-enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                         const float *v_w, const float *v_b);
-enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                          const float *v_w, float *g_v_w, float *g_v_b);
-enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                        float *loss);
-enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
-enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                       float *loss);
-enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws);
-enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                              double *ae);
-enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
-                                                  struct tsrnn_workspace *ws, double *se);
-enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                            size_t t, float *out);
+enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, void *ws);
+enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, void *ws, const float *v_w,
+                                         const float *v_b);
+enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, void *ws, const float *v_w,
+                                          float *g_v_w, float *g_v_b);
+enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, void *ws, float *loss);
+enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, void *ws);
+enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, void *ws, float *loss);
+enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, void *ws);
+enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *ws, double *ae);
+enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx, void *ws, double *se);
+enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *ws, size_t t,
+                                            float *out);
 enum tsrnn_status tsrnn_cpu_scale_check(struct tsrnn_compute *ctx, float *buf, size_t count,
                                         float scale, bool *finite);
 /* For the tests: whether the workspace's model is large enough for packed recurrent products,
  * and whether the last forward used them. */
-bool tsrnn_cpu_workspace_packed(const struct tsrnn_workspace *ws);
-bool tsrnn_cpu_workspace_packed_products(const struct tsrnn_workspace *ws);
+bool tsrnn_cpu_workspace_packed(struct tsrnn_workspace *ws);
+bool tsrnn_cpu_workspace_packed_products(struct tsrnn_workspace *ws);
 
 enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
                                         float *exp_avg_sq, const float *grads, size_t count,

@@ -44,7 +44,7 @@ struct layer_cache {
     bool lanes_ran;             /* the last forward ran it (so h_lanes holds that forward's h) */
 };
 
-struct tsrnn_workspace {
+struct cpu_workspace {
     struct tsrnn_cpu *cpu;
     struct tsrnn_model_dims dims;
     const struct tsrnn_cell *cell;
@@ -100,7 +100,7 @@ const struct tsrnn_cell *tsrnn_cell_for(enum tsrnn_model_kind kind)
     return &tsrnn_cell_rnn;
 }
 
-static void layout(struct tsrnn_workspace *ws, struct tsrnn_arena *arena, size_t B, size_t T)
+static void layout(struct cpu_workspace *ws, struct tsrnn_arena *arena, size_t B, size_t T)
 {
     const struct tsrnn_model_dims *dims = &ws->dims;
     const struct tsrnn_cell *cell = ws->cell;
@@ -151,11 +151,12 @@ static void layout(struct tsrnn_workspace *ws, struct tsrnn_arena *arena, size_t
         ws->state_c = tsrnn_arena_floats(arena, L * B * H);
 }
 
-enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx,
-                                             struct tsrnn_workspace **out,
+enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **out,
                                              const struct tsrnn_model_dims *dims,
-                                             size_t batch_capacity, size_t step_capacity)
+                                             size_t batch_capacity, size_t step_capacity,
+                                             size_t results_capacity)
 {
+    (void)results_capacity; /* the door records the composed step's results */
     const struct tsrnn_cell *cell = tsrnn_cell_for(dims->kind);
     *out = NULL;
 
@@ -174,7 +175,7 @@ enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx,
                            bound_nbytes * 1e-9, batch_capacity, step_capacity, dims->hidden_count,
                            dims->layer_count);
 
-    struct tsrnn_workspace *ws = calloc(1, sizeof(*ws));
+    struct cpu_workspace *ws = calloc(1, sizeof(*ws));
     if (ws == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the model's workspace");
     ws->cpu = (struct tsrnn_cpu *)ctx;
@@ -198,8 +199,9 @@ enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx,
     return TSRNN_OK;
 }
 
-void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, void *workspace)
 {
+    struct cpu_workspace *ws = workspace;
     (void)ctx;
     if (ws == NULL)
         return;
@@ -207,13 +209,15 @@ void tsrnn_cpu_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_workspa
     free(ws);
 }
 
-bool tsrnn_cpu_workspace_packed(const struct tsrnn_workspace *ws)
+bool tsrnn_cpu_workspace_packed(struct tsrnn_workspace *door)
 {
+    const struct cpu_workspace *ws = tsrnn_compute_backend_workspace(door);
     return ws->packed_recurrence;
 }
 
-bool tsrnn_cpu_workspace_packed_products(const struct tsrnn_workspace *ws)
+bool tsrnn_cpu_workspace_packed_products(struct tsrnn_workspace *door)
 {
+    const struct cpu_workspace *ws = tsrnn_compute_backend_workspace(door);
     return ws->packed_products;
 }
 
@@ -231,10 +235,10 @@ static void to_time_major(float *dst, const float *src, size_t B, size_t T, size
             memcpy(dst + (t * B + b) * n, src + (b * T + t) * n, n * sizeof(*dst));
 }
 
-enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                       const float *x, const float *y, size_t batch_count,
-                                       size_t step_count)
+enum tsrnn_status tsrnn_cpu_batch_load(struct tsrnn_compute *ctx, void *workspace, const float *x,
+                                       const float *y, size_t batch_count, size_t step_count)
 {
+    struct cpu_workspace *ws = workspace;
     (void)ctx;
     ws->batch_count = batch_count;
     ws->step_count = step_count;
@@ -271,7 +275,7 @@ static struct tsrnn_cell_step step_view(const struct layer_cache *lc, size_t t, 
 
 /* The gradient views of step t, from batch row r0 on: dLoss/dh of the step and the cell's
  * outputs into the workspace (dc carried across steps, dh_prev the cell's direct path). */
-static struct tsrnn_cell_grads grads_view(const struct tsrnn_workspace *ws, size_t t, size_t B,
+static struct tsrnn_cell_grads grads_view(const struct cpu_workspace *ws, size_t t, size_t B,
                                           size_t H, size_t GH, size_t r0)
 {
     return (struct tsrnn_cell_grads){
@@ -287,7 +291,7 @@ static struct tsrnn_cell_grads grads_view(const struct tsrnn_workspace *ws, size
  * steps read and write only its own rows, so the parts need no synchronisation, and each
  * row's arithmetic is the same however the batch is split. */
 struct recurrence {
-    struct tsrnn_workspace *ws;
+    struct cpu_workspace *ws;
     size_t l;
     const struct tsrnn_layer_params *p;
     struct tsrnn_layer_params *g;
@@ -301,7 +305,7 @@ struct recurrence {
 static struct tsrnn_cell_grads cell_backward_rows(const struct recurrence *rc, size_t t, size_t b0,
                                                   size_t n)
 {
-    struct tsrnn_workspace *ws = rc->ws;
+    struct cpu_workspace *ws = rc->ws;
     const struct tsrnn_cell *cell = ws->cell;
     size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
     struct tsrnn_cell_step s = step_view(&ws->layers[rc->l], t, B, H, GH, b0);
@@ -326,7 +330,7 @@ static void add_direct_path(const struct tsrnn_cell *cell, float *dh_carry, cons
 #define SPLIT_MIN_PASS_MACS (1u << 25)
 #define SPLIT_MIN_PART_ROWS 8
 
-static size_t recurrence_parts(const struct tsrnn_workspace *ws)
+static size_t recurrence_parts(const struct cpu_workspace *ws)
 {
     size_t B = ws->batch_count, T = ws->step_count;
     size_t H = ws->dims.hidden_count, GH = ws->cell->gate_count * H;
@@ -338,7 +342,7 @@ static size_t recurrence_parts(const struct tsrnn_workspace *ws)
 
 /* The most batch rows one of `parts` parts holds (part_range() rounds to 4): what bounds the
  * per-step products a part's kernels are asked for. */
-static size_t part_rows_max(const struct tsrnn_workspace *ws, size_t parts)
+static size_t part_rows_max(const struct cpu_workspace *ws, size_t parts)
 {
     return (ws->batch_count + parts - 1) / parts + 4;
 }
@@ -361,7 +365,7 @@ static void part_range(size_t count, size_t part, size_t parts, size_t align, si
 #define PACKED_BLOCK_ROWS        16
 #define PACKED_BLOCK_MAX_WEIGHTS (256 * 1024)
 
-static size_t packed_block_rows(const struct tsrnn_workspace *ws)
+static size_t packed_block_rows(const struct cpu_workspace *ws)
 {
     size_t H = ws->dims.hidden_count, GH = ws->cell->gate_count * H;
     return H * GH <= PACKED_BLOCK_MAX_WEIGHTS ? PACKED_BLOCK_ROWS : ws->batch_count;
@@ -372,7 +376,7 @@ static size_t packed_block_rows(const struct tsrnn_workspace *ws)
 static void packed_forward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1,
                                 float *hg)
 {
-    const struct tsrnn_workspace *ws = rc->ws;
+    const struct cpu_workspace *ws = rc->ws;
     const struct tsrnn_cell *cell = ws->cell;
     const struct layer_cache *lc = &ws->layers[rc->l];
     const struct tsrnn_layer_params *p = rc->p;
@@ -400,7 +404,7 @@ static void packed_forward_step(const struct recurrence *rc, size_t t, size_t r0
 static void forward_rows(void *arg, size_t part, size_t parts)
 {
     const struct recurrence *rc = arg;
-    const struct tsrnn_workspace *ws = rc->ws;
+    const struct cpu_workspace *ws = rc->ws;
     const struct tsrnn_cpu *cpu = ws->cpu;
     const struct tsrnn_cell *cell = ws->cell;
     const struct layer_cache *lc = &ws->layers[rc->l];
@@ -434,11 +438,12 @@ static void forward_rows(void *arg, size_t part, size_t parts)
     }
 }
 
-enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                          size_t l, const struct tsrnn_layer_params *p,
+enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, void *workspace, size_t l,
+                                          const struct tsrnn_layer_params *p,
                                           enum tsrnn_initial_state initial_state,
                                           const float *input_mask, bool weights_unchanged)
 {
+    struct cpu_workspace *ws = workspace;
     struct tsrnn_cpu *cpu = (struct tsrnn_cpu *)ctx;
     const struct tsrnn_cell *cell = ws->cell;
     struct layer_cache *lc = &ws->layers[l];
@@ -505,8 +510,9 @@ enum tsrnn_status tsrnn_cpu_layer_forward(struct tsrnn_compute *ctx, struct tsrn
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, void *workspace)
 {
+    struct cpu_workspace *ws = workspace;
     size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
     (void)ctx;
     for (size_t l = 0; l < ws->dims.layer_count; l++) {
@@ -522,7 +528,7 @@ enum tsrnn_status tsrnn_cpu_state_save(struct tsrnn_compute *ctx, struct tsrnn_w
  * sums over the batch rows, for gate columns [j0, j1). */
 static void add_stepwise_sums(const struct recurrence *rc, size_t t, size_t j0, size_t j1)
 {
-    struct tsrnn_workspace *ws = rc->ws;
+    struct cpu_workspace *ws = rc->ws;
     const struct layer_cache *lc = &ws->layers[rc->l];
     struct tsrnn_layer_params *g = rc->g;
     size_t B = ws->batch_count, GH = ws->cell->gate_count * ws->dims.hidden_count;
@@ -541,7 +547,7 @@ static void add_stepwise_sums(const struct recurrence *rc, size_t t, size_t j0, 
 static void stepwise_sums_columns(void *arg, size_t part, size_t parts)
 {
     const struct recurrence *rc = arg;
-    const struct tsrnn_workspace *ws = rc->ws;
+    const struct cpu_workspace *ws = rc->ws;
     size_t GH = ws->cell->gate_count * ws->dims.hidden_count;
     size_t j0, j1;
     part_range(GH, part, parts, 16, &j0, &j1);
@@ -581,7 +587,7 @@ TSRNN_CPU_ISA_VARIANTS(head_dh,
  * product with W_hh follow one another while its rows are in cache. */
 static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r0, size_t r1)
 {
-    struct tsrnn_workspace *ws = rc->ws;
+    struct cpu_workspace *ws = rc->ws;
     const struct tsrnn_cell *cell = ws->cell;
     size_t B = ws->batch_count, H = ws->dims.hidden_count, GH = cell->gate_count * H;
     size_t block = packed_block_rows(ws);
@@ -612,7 +618,7 @@ static void packed_backward_step(const struct recurrence *rc, size_t t, size_t r
 static void backward_rows(void *arg, size_t part, size_t parts)
 {
     const struct recurrence *rc = arg;
-    struct tsrnn_workspace *ws = rc->ws;
+    struct cpu_workspace *ws = rc->ws;
     const struct tsrnn_cpu *cpu = ws->cpu;
     const struct tsrnn_cell *cell = ws->cell;
     const struct layer_cache *lc = &ws->layers[rc->l];
@@ -662,7 +668,7 @@ static void backward_rows(void *arg, size_t part, size_t parts)
 }
 
 /* d_h (T*B, H) = d_out V_w: dLoss/d(the top layer's outputs) through the head. */
-static void head_d_h(struct tsrnn_workspace *ws, const float *v_w)
+static void head_d_h(struct cpu_workspace *ws, const float *v_w)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
@@ -672,7 +678,7 @@ static void head_d_h(struct tsrnn_workspace *ws, const float *v_w)
 /* Whether a model with packed products would run this product of the head (alpha 1) on the
  * reference loops, not on BLAS nor the blocked kernel: then the head's own loops below, which
  * repeat the loops' sums in another traversal, give the same bits. */
-static bool head_product_on_loops(const struct tsrnn_workspace *ws, size_t m, size_t n, size_t k,
+static bool head_product_on_loops(const struct cpu_workspace *ws, size_t m, size_t n, size_t k,
                                   size_t lda, size_t ldb, size_t ldc)
 {
     return ws->packed_products && !tsrnn_cpu_blocked_takes(ws->cpu, m, n, k, 1.0f) &&
@@ -682,17 +688,18 @@ static bool head_product_on_loops(const struct tsrnn_workspace *ws, size_t m, si
 /* Whether the head's backward leaves d_h to the top layer's packed backward, which forms each
  * block of rows as it needs them (head_dh): a (T, B, H) array less to write and to read back
  * from memory, 4 MiB at LSTM-256 B64 T64. */
-static bool head_d_h_deferred(const struct tsrnn_workspace *ws)
+static bool head_d_h_deferred(const struct cpu_workspace *ws)
 {
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     return head_product_on_loops(ws, rows, H, O, O, H, H);
 }
 
-enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                           size_t l, const struct tsrnn_layer_params *p,
+enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, void *workspace, size_t l,
+                                           const struct tsrnn_layer_params *p,
                                            struct tsrnn_layer_params *g)
 {
+    struct cpu_workspace *ws = workspace;
     struct tsrnn_cpu *cpu = (struct tsrnn_cpu *)ctx;
     const struct layer_cache *lc = &ws->layers[l];
     size_t B = ws->batch_count, T = ws->step_count, H = ws->dims.hidden_count;
@@ -760,14 +767,15 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, struct tsr
  * the loss nn.MSELoss() (reduction "mean"), the loss of Darts' RNNModel: over batch x steps
  * x targets, every step of the window counts. */
 
-static const float *top_outputs(const struct tsrnn_workspace *ws)
+static const float *top_outputs(const struct cpu_workspace *ws)
 {
     return ws->layers[ws->dims.layer_count - 1].h + ws->batch_count * ws->dims.hidden_count;
 }
 
-enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+enum tsrnn_status tsrnn_cpu_head_forward(struct tsrnn_compute *ctx, void *workspace,
                                          const float *v_w, const float *v_b)
 {
+    struct cpu_workspace *ws = workspace;
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
@@ -804,9 +812,10 @@ TSRNN_CPU_ISA_VARIANTS(head_weight_grad,
                         size_t rows, size_t H, size_t O),
                        (g_v_w, d_out, h, rows, H, O))
 
-enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, void *workspace,
                                           const float *v_w, float *g_v_w, float *g_v_b)
 {
+    struct cpu_workspace *ws = workspace;
     size_t rows = ws->step_count * ws->batch_count, H = ws->dims.hidden_count;
     size_t O = ws->dims.output_count;
     (void)ctx;
@@ -830,9 +839,9 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, struct tsrn
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                        float *loss)
+enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, void *workspace, float *loss)
 {
+    struct cpu_workspace *ws = workspace;
     size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
     double sum = 0.0;
     (void)ctx;
@@ -845,8 +854,9 @@ enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_
 }
 
 /* PyTorch's mse_loss_backward with grad_output 1. */
-enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, void *workspace)
 {
+    struct cpu_workspace *ws = workspace;
     size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
     float norm = (float)(2.0 / (double)n);
     (void)ctx;
@@ -855,9 +865,10 @@ enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, struct tsrnn
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
-                                                  struct tsrnn_workspace *ws, double *se)
+enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx, void *workspace,
+                                                  double *se)
 {
+    struct cpu_workspace *ws = workspace;
     size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
     (void)ctx;
     for (size_t b = 0; b < B; b++) {
@@ -873,9 +884,9 @@ enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx,
 }
 
 /* nn.L1Loss(): (out - y).abs().mean(). */
-enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                       float *loss)
+enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, void *workspace, float *loss)
 {
+    struct cpu_workspace *ws = workspace;
     size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
     double sum = 0.0;
     (void)ctx;
@@ -886,8 +897,9 @@ enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, struct tsrnn_w
 }
 
 /* Autograd's mean backward (grad / numel) then abs backward (grad * sgn(out - y)). */
-enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, void *workspace)
 {
+    struct cpu_workspace *ws = workspace;
     size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
     float inv = 1.0f / (float)n;
     (void)ctx;
@@ -898,9 +910,10 @@ enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, struct tsrnn_
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
+enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *workspace,
                                               double *ae)
 {
+    struct cpu_workspace *ws = workspace;
     size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
     (void)ctx;
     for (size_t b = 0; b < B; b++) {
@@ -913,9 +926,10 @@ enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, struct 
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                            size_t t, float *out)
+enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *workspace, size_t t,
+                                            float *out)
 {
+    struct cpu_workspace *ws = workspace;
     size_t rows = ws->batch_count * ws->dims.output_count;
     (void)ctx;
     memcpy(out, ws->out + t * rows, rows * sizeof(float));

@@ -5,7 +5,6 @@
  * No driver, no GPU: cudart loads the driver (libcuda.so.1) with dlopen on its first call,
  * so a CUDA build links and starts on any machine; probe() then says why the GPU cannot be
  * used, and `accelerator = auto` trains on the CPU. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,10 @@
 #include <sys/stat.h>
 
 #include "cuda.h"
+#include "tsrnn/dynlib.h"
+
+/* The most tensors a model has: four per layer and the head's two. */
+#define CLIP_TENSORS_MAX (4 * TSRNN_MODEL_MAX_LAYERS + 2)
 
 /* Our kernels are built for compute capability 9.0 (sm_90 code and compute_90 PTX, which
  * newer GPUs compile when loading); older GPUs cannot run them. */
@@ -22,54 +25,53 @@
 
 struct tsrnn_cuda_libs tsrnn_cuda_libs;
 
-#define STRINGIFY(x) #x
-#define SYMBOL(name) STRINGIFY(name) /* after expansion: cublasCreate -> "cublasCreate_v2" */
-#define SONAME(a, b) "lib" a ".so." STRINGIFY(b)
+#define STRINGIFY(x)     #x
+#define SONAME(a, b)     "lib" a ".so." STRINGIFY(b)
+#define CUBLAS_SONAME    SONAME("cublas", CUBLAS_VER_MAJOR)
+#define CUDNN_SONAME     SONAME("cudnn", CUDNN_MAJOR)
+#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(tsrnn_cuda_libs, fn),
+
+static const struct tsrnn_dynlib_symbol cublas_symbols[] = { TSRNN_CUBLAS_FUNCTIONS(TABLE_SYMBOL) };
+static const struct tsrnn_dynlib_symbol cudnn_symbols[] = { TSRNN_CUDNN_FUNCTIONS(TABLE_SYMBOL) };
 
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
 static bool libs_loaded;
-static char libs_why[512];
-
-/* dlopen with the library's soname (found through the executable's run path, which points at
- * the toolkit the build used, then the usual places), then in that toolkit folder itself. */
-static void *open_library(const char *soname)
-{
-    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/%s", TSRNN_CUDA_LIBDIR, soname);
-        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (lib == NULL)
-        snprintf(libs_why, sizeof(libs_why),
-                 "this machine lacks %s, which the CUDA backend was built against (%s)", soname,
-                 dlerror());
-    return lib;
-}
-
-#define LOAD_SYMBOL(lib, name)                                                                     \
-    if (ok) {                                                                                      \
-        *(void **)&tsrnn_cuda_libs.name = dlsym(lib, SYMBOL(name));                                \
-        if (tsrnn_cuda_libs.name == NULL) {                                                        \
-            snprintf(libs_why, sizeof(libs_why),                                                   \
-                     "%s has no %s: an older library than the "                                    \
-                     "build's",                                                                    \
-                     #lib, SYMBOL(name));                                                          \
-            ok = false;                                                                            \
-        }                                                                                          \
-    }
-#define LOAD_CUBLAS(name) LOAD_SYMBOL(cublas, name)
-#define LOAD_CUDNN(name)  LOAD_SYMBOL(cudnn, name)
+static char libs_why[1024];
+static char libs_description[1200];
 
 static void load_libs(void)
 {
-    /* Handles stay open for the life of the process: the backend may be created again. */
-    void *cublas = open_library(SONAME("cublas", CUBLAS_VER_MAJOR));
-    void *cudnn = cublas != NULL ? open_library(SONAME("cudnn", CUDNN_MAJOR)) : NULL;
-    bool ok = cublas != NULL && cudnn != NULL;
-    TSRNN_CUBLAS_FUNCTIONS(LOAD_CUBLAS)
-    TSRNN_CUDNN_FUNCTIONS(LOAD_CUDNN)
-    libs_loaded = ok;
+    /* By soname (LD_LIBRARY_PATH, the run path: the folders the build found them in), then
+     * in those folders; handles stay open (the backend may be created again). */
+    const char *hint =
+        "the CUDA backend needs it (NVIDIA's pip wheels nvidia-cublas and "
+        "nvidia-cudnn-cu13, or the CUDA toolkit and cuDNN 9; scripts/gpu-bundle.sh's "
+        "env.sh puts them on LD_LIBRARY_PATH)";
+    char why[sizeof(libs_why) - 64];
+    void *cublas = tsrnn_dynlib_open(CUBLAS_SONAME, TSRNN_CUDA_LIBDIRS, cublas_symbols,
+                                     sizeof(cublas_symbols) / sizeof(cublas_symbols[0]), hint,
+                                     ": an older cuBLAS than the build's", why, sizeof(why));
+    void *cudnn = cublas == NULL
+                      ? NULL
+                      : tsrnn_dynlib_open(CUDNN_SONAME, TSRNN_CUDA_LIBDIRS, cudnn_symbols,
+                                          sizeof(cudnn_symbols) / sizeof(cudnn_symbols[0]), hint,
+                                          ": an older cuDNN than the build's", why, sizeof(why));
+    if (cudnn == NULL) {
+        snprintf(libs_why, sizeof(libs_why), "%s", why);
+        return;
+    }
+    char cublas_path[512], cudnn_path[512];
+    int major = 0, minor = 0, patch = 0;
+    tsrnn_dynlib_path(cublas, cublas_path, sizeof(cublas_path));
+    tsrnn_dynlib_path(cudnn, cudnn_path, sizeof(cudnn_path));
+    (void)DL(cublasGetProperty)(MAJOR_VERSION, &major);
+    (void)DL(cublasGetProperty)(MINOR_VERSION, &minor);
+    (void)DL(cublasGetProperty)(PATCH_LEVEL, &patch);
+    size_t cudnn_version = DL(cudnnGetVersion)(); /* major * 10000 + minor * 100 + patch */
+    snprintf(libs_description, sizeof(libs_description),
+             "cuBLAS %d.%d.%d (%s), cuDNN %zu.%zu.%zu (%s)", major, minor, patch, cublas_path,
+             cudnn_version / 10000, cudnn_version / 100 % 100, cudnn_version % 100, cudnn_path);
+    libs_loaded = true;
 }
 
 bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes)
@@ -78,6 +80,11 @@ bool tsrnn_cuda_libs_load(char *why, size_t why_nbytes)
     if (!libs_loaded && why != NULL && why_nbytes > 0)
         snprintf(why, why_nbytes, "%s", libs_why);
     return libs_loaded;
+}
+
+const char *tsrnn_cuda_libs_describe(void)
+{
+    return libs_loaded ? libs_description : "";
 }
 
 /* --- errors ----------------------------------------------------------------------------------- */
@@ -193,6 +200,12 @@ static void cuda_destroy(struct tsrnn_compute *ctx)
         (void)cudaFree(cuda->flag);
     if (cuda->flag_host != NULL)
         (void)cudaFreeHost(cuda->flag_host);
+    if (cuda->cublas_workspace != NULL)
+        (void)cudaFree(cuda->cublas_workspace);
+    if (cuda->clip_scratch != NULL)
+        (void)cudaFree(cuda->clip_scratch);
+    if (cuda->clip_layout != NULL)
+        (void)cudaFree(cuda->clip_layout);
     if (cuda->cudnn != NULL)
         (void)DL(cudnnDestroy)(cuda->cudnn);
     if (cuda->cublas != NULL)
@@ -235,6 +248,16 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
     if (status == TSRNN_OK)
         status = tsrnn_cublas_check(DL(cublasSetMathMode)(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
                                     "setting cuBLAS's math mode");
+    /* cuBLAS's workspace, given once: a product in a captured step then allocates nothing
+     * (32 MiB: what NVIDIA's cuBLAS notes ask for on Hopper). */
+    cuda->cublas_workspace_nbytes = 32u << 20;
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_malloc(cuda, &cuda->cublas_workspace, cuda->cublas_workspace_nbytes,
+                                   "cuBLAS's workspace");
+    if (status == TSRNN_OK)
+        status = tsrnn_cublas_check(DL(cublasSetWorkspace)(cuda->cublas, cuda->cublas_workspace,
+                                                           cuda->cublas_workspace_nbytes),
+                                    cuda, "giving cuBLAS its workspace");
     if (status == TSRNN_OK)
         status = tsrnn_cudnn_check(DL(cudnnCreate)(&cuda->cudnn), cuda, "starting cuDNN");
     if (status == TSRNN_OK)
@@ -246,6 +269,12 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
     if (status == TSRNN_OK)
         status = tsrnn_cuda_check(cudaMallocHost((void **)&cuda->flag_host, sizeof(int)), cuda,
                                   "allocating pinned host memory");
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_scratch,
+                                   (CLIP_TENSORS_MAX + 1) * sizeof(float), "clipping's norms");
+    if (status == TSRNN_OK)
+        status = tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_layout,
+                                   2 * CLIP_TENSORS_MAX * sizeof(size_t), "clipping's layout");
     if (status != TSRNN_OK) {
         cuda_destroy(&cuda->base);
         return status;
@@ -268,6 +297,17 @@ static bool cuda_device_memory(const struct tsrnn_compute *ctx, char *name, size
     *used_nbytes = total - free_nbytes;
     *total_nbytes = total;
     return true;
+}
+
+static size_t cuda_describe(const struct tsrnn_compute *ctx, char *dst, size_t dst_nbytes)
+{
+    const struct tsrnn_cuda *cuda = (const struct tsrnn_cuda *)ctx;
+    const char *graphs = getenv("TSRNN_CUDA_GRAPHS");
+    bool on = graphs == NULL || strcmp(graphs, "0") != 0;
+    return (size_t)snprintf(dst, dst_nbytes, "GPU %d (%s), %s; training step: %s", cuda->device,
+                            cuda->device_name, tsrnn_cuda_libs_describe(),
+                            on ? "one CUDA graph per batch shape (TSRNN_CUDA_GRAPHS=0: none)"
+                               : "no CUDA graphs (TSRNN_CUDA_GRAPHS=0)");
 }
 
 static void *cuda_stream(const struct tsrnn_compute *ctx)
@@ -350,14 +390,51 @@ static enum tsrnn_status cuda_adam_update(struct tsrnn_compute *ctx, float *para
                             cuda, "updating the parameters (Adam)");
 }
 
+/* clip_grad_norm outside a training step (the step runs the same kernels itself): the tensors'
+ * layout copied up, the kernels, nothing skipped. */
+static enum tsrnn_status cuda_clip_grad_norm(struct tsrnn_compute *ctx, float *grads,
+                                             const struct tsrnn_param_table *table, float max_norm)
+{
+    struct tsrnn_cuda *cuda = (struct tsrnn_cuda *)ctx;
+    const char *what = "clipping the gradients";
+    size_t layout[2 * CLIP_TENSORS_MAX], n = table->entry_count;
+    if (n > CLIP_TENSORS_MAX)
+        return tsrnn_error(TSRNN_ERR_USAGE, "clipping %zu tensors, at most %d", n,
+                           CLIP_TENSORS_MAX);
+    for (size_t e = 0; e < n; e++) {
+        layout[e] = table->entries[e].offset;
+        layout[n + e] = table->entries[e].count;
+    }
+    TSRNN_TRY(tsrnn_cuda_check(cudaMemcpyAsync(cuda->clip_layout, layout, 2 * n * sizeof(size_t),
+                                               cudaMemcpyHostToDevice, cuda->stream),
+                               cuda, what));
+    return tsrnn_cuda_check(tsrnn_kernel_clip(grads, table->total_count, cuda->clip_scratch,
+                                              cuda->clip_scratch + CLIP_TENSORS_MAX,
+                                              cuda->clip_layout, cuda->clip_layout + n, n, max_norm,
+                                              NULL, cuda->stream),
+                            cuda, what);
+}
+
 const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
     .kind = TSRNN_COMPUTE_CUDA,
     .name = "cuda",
+    /* cuDNN's RNN API per layer (the door composes validation's forward from them), the step
+     * its own (step.c): captured as a graph per batch shape, results read later. No L1Loss. */
+    .caps = {
+        .host_memory = false,
+        .layer_ops = true,
+        .l1_loss = false,
+        .optimizers = true,
+        .clipping = true,
+        .reduction = true,
+        .immediate_results = false,
+        .step_graphs = true,
+    },
     .probe = cuda_probe,
     .create = cuda_create,
     .destroy = cuda_destroy,
-    .host_memory = false,
     .stream = cuda_stream,
+    .describe = cuda_describe,
     .device_memory = cuda_device_memory,
     .alloc = cuda_alloc,
     .free = cuda_free,
@@ -379,4 +456,7 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cuda = {
     .output_download = tsrnn_cuda_output_download,
     .scale_check = cuda_scale_check,
     .adam_update = cuda_adam_update,
+    .clip_grad_norm = cuda_clip_grad_norm,
+    .step = tsrnn_cuda_step,
+    .step_results = tsrnn_cuda_step_results,
 };

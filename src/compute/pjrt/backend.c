@@ -2,10 +2,10 @@
  * programs (emit.h) run by a PJRT plugin (runtime.h): XLA's CPU plugin, libtpu on a TPU, any
  * other plugin exporting GetPjrtApi.
  *
- * It provides the two whole-program operations of the table (train_step: forward, loss,
- * backward and Adam as one program, parameters and moments donated; model_forward: the stack
- * and the head for validation and forecasts) and not the per-layer ones, which answer
- * TSRNN_ERR_USAGE: a compiled program is the unit an XLA device runs well.
+ * It provides the two whole operations of the table (step: forward, loss, backward and Adam
+ * as one program, parameters and moments donated; forward: the stack and the head for
+ * validation and forecasts) and none of the per-layer ones (caps.layer_ops false): a compiled
+ * program is the unit an XLA device runs well.
  *
  * Memory: a "device pointer" is the host copy of a region (alloc); the region also holds its
  * device buffers, one per replica, once a program used it. Which copy is newer is tracked,
@@ -53,7 +53,7 @@ struct cached {
  * on replica_rows windows per replica, so that one program serves every batch of a run (the
  * short last one, one split unevenly over replicas). Padding windows are zeros; the training
  * step weighs them 0, the forward's outputs for them are not read. */
-struct tsrnn_workspace {
+struct pjrt_workspace {
     struct tsrnn_model_dims dims;
     size_t batch_capacity, step_capacity;
     size_t replica_rows; /* Br = ceil(batch_capacity / replicas) */
@@ -267,8 +267,9 @@ static enum tsrnn_status pjrt_synchronize(struct tsrnn_compute *ctx)
 
 /* --- workspace ------------------------------------------------------------------------- */
 
-static void pjrt_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+static void pjrt_workspace_destroy(struct tsrnn_compute *ctx, void *workspace)
 {
+    struct pjrt_workspace *ws = workspace;
     (void)ctx;
     if (ws == NULL)
         return;
@@ -288,13 +289,14 @@ static void pjrt_workspace_destroy(struct tsrnn_compute *ctx, struct tsrnn_works
     free(ws);
 }
 
-static enum tsrnn_status pjrt_workspace_create(struct tsrnn_compute *ctx,
-                                               struct tsrnn_workspace **out,
+static enum tsrnn_status pjrt_workspace_create(struct tsrnn_compute *ctx, void **out,
                                                const struct tsrnn_model_dims *dims,
-                                               size_t batch_capacity, size_t step_capacity)
+                                               size_t batch_capacity, size_t step_capacity,
+                                               size_t results_capacity)
 {
+    (void)results_capacity; /* its results are on the host: the door records them */
     struct pjrt_ctx *c = ctx_of(ctx);
-    struct tsrnn_workspace *ws = calloc(1, sizeof(*ws));
+    struct pjrt_workspace *ws = calloc(1, sizeof(*ws));
     if (ws == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the pjrt workspace");
     size_t B = batch_capacity ? batch_capacity : 1, T = step_capacity ? step_capacity : 1;
@@ -328,10 +330,10 @@ static enum tsrnn_status pjrt_workspace_create(struct tsrnn_compute *ctx,
     return TSRNN_OK;
 }
 
-static enum tsrnn_status pjrt_batch_load(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                         const float *x, const float *y, size_t batch_count,
-                                         size_t step_count)
+static enum tsrnn_status pjrt_batch_load(struct tsrnn_compute *ctx, void *workspace, const float *x,
+                                         const float *y, size_t batch_count, size_t step_count)
 {
+    struct pjrt_workspace *ws = workspace;
     (void)ctx;
     if (batch_count > ws->batch_capacity || step_count > ws->step_capacity)
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -351,7 +353,7 @@ static enum tsrnn_status pjrt_batch_load(struct tsrnn_compute *ctx, struct tsrnn
 
 /* The program for (what, B, T), emitted and compiled once per workspace (B: the rows it
  * runs, padding included). */
-static enum tsrnn_status program_for(struct pjrt_ctx *c, struct tsrnn_workspace *ws, int what,
+static enum tsrnn_status program_for(struct pjrt_ctx *c, struct pjrt_workspace *ws, int what,
                                      size_t B, size_t T, struct tsrnn_pjrt_program **prog)
 {
     for (size_t i = 0; i < ws->cache_count; i++)
@@ -382,10 +384,12 @@ static void destroy_all(struct pjrt_ctx *c, struct tsrnn_pjrt_buffer **bufs, siz
     }
 }
 
-static enum tsrnn_status pjrt_model_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                            const float *params,
-                                            enum tsrnn_initial_state initial_state)
+static enum tsrnn_status pjrt_forward(struct tsrnn_compute *ctx, void *workspace,
+                                      const float *params, enum tsrnn_initial_state initial_state,
+                                      bool weights_unchanged)
 {
+    (void)weights_unchanged; /* the program reads the weights each time */
+    struct pjrt_workspace *ws = workspace;
     struct pjrt_ctx *c = ctx_of(ctx);
     const struct tsrnn_model_dims *d = &ws->dims;
     size_t B = ws->batch_capacity, T = ws->step_count, L = d->layer_count, H = d->hidden_count;
@@ -422,8 +426,9 @@ static enum tsrnn_status pjrt_model_forward(struct tsrnn_compute *ctx, struct ts
     return status;
 }
 
-static enum tsrnn_status pjrt_state_save(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
+static enum tsrnn_status pjrt_state_save(struct tsrnn_compute *ctx, void *workspace)
 {
+    struct pjrt_workspace *ws = workspace;
     (void)ctx;
     size_t n = ws->dims.layer_count * ws->batch_capacity * ws->dims.hidden_count;
     memcpy(ws->h_saved, ws->h_last, n * sizeof(float));
@@ -434,7 +439,7 @@ static enum tsrnn_status pjrt_state_save(struct tsrnn_compute *ctx, struct tsrnn
 /* Replica r's windows [r*Br, (r+1)*Br) of the batch: inputs, targets, weights (1 for a
  * window of the batch, 0 for padding) and dropout masks ((L-1, T, B, H) -> (L-1, T, Br, H)),
  * padding zero. Returns how many are real. */
-static size_t replica_part(struct tsrnn_workspace *ws, const float *masks, size_t r)
+static size_t replica_part(struct pjrt_workspace *ws, const float *masks, size_t r)
 {
     size_t L = ws->dims.layer_count, T = ws->step_count, B = ws->batch_count;
     size_t H = ws->dims.hidden_count, C = ws->dims.input_count, O = ws->dims.output_count;
@@ -456,21 +461,23 @@ static size_t replica_part(struct tsrnn_workspace *ws, const float *masks, size_
     return real;
 }
 
-static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                         float *params, float *exp_avg, float *exp_avg_sq,
-                                         const float *masks, const struct tsrnn_adam_scalars *s,
-                                         float *loss, bool *finite)
+static enum tsrnn_status pjrt_step(struct tsrnn_compute *ctx, void *workspace,
+                                   const struct tsrnn_step_buffers *buffers,
+                                   const struct tsrnn_step_args *step,
+                                   struct tsrnn_step_record *now)
 {
+    struct pjrt_workspace *ws = workspace;
     struct pjrt_ctx *c = ctx_of(ctx);
     const struct tsrnn_model_dims *d = &ws->dims;
+    const float *masks = step->dropout_masks;
+    const struct tsrnn_adam_scalars *s = &step->update.adam;
+    float *params = buffers->state.params, *exp_avg = buffers->state.exp_avg;
+    float *exp_avg_sq = buffers->state.exp_avg_sq;
+    TSRNN_TRY(pjrt_batch_load(ctx, ws, step->x, step->y, step->batch_count, step->step_count));
     size_t R = c->replica_count, B = ws->batch_count, T = ws->step_count, Br = ws->replica_rows;
     size_t C = d->input_count, O = d->output_count, L = d->layer_count, H = d->hidden_count;
     bool dropout = L > 1 && d->dropout > 0.0f;
 
-    if (!ws->have_y || B == 0)
-        return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: a training step needs a batch with targets");
-    if (dropout && masks == NULL)
-        return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: a training step with dropout needs masks");
     struct region *reg[3];
     float *bufs[3] = { params, exp_avg, exp_avg_sq };
     for (int i = 0; i < 3; i++) {
@@ -550,14 +557,17 @@ static enum tsrnn_status pjrt_train_step(struct tsrnn_compute *ctx, struct tsrnn
     for (size_t r = 0; r < R; r++)
         destroy_all(c, outs + r * NOUTS + 3, 2);
     TSRNN_TRY(status);
-    *loss = (float)(sum / (double)(B * T * O));
-    *finite = all_finite;
+    /* One process (caps.reduction is false): this rank's stop flag is the decision. */
+    now->loss = (float)(sum / (double)(B * T * O));
+    now->finite = all_finite;
+    now->stop = step->stop_requested;
     return TSRNN_OK;
 }
 
-static enum tsrnn_status pjrt_window_squared_errors(struct tsrnn_compute *ctx,
-                                                    struct tsrnn_workspace *ws, double *se)
+static enum tsrnn_status pjrt_window_squared_errors(struct tsrnn_compute *ctx, void *workspace,
+                                                    double *se)
 {
+    struct pjrt_workspace *ws = workspace;
     size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
     size_t Bp = ws->batch_capacity;
     (void)ctx;
@@ -573,107 +583,34 @@ static enum tsrnn_status pjrt_window_squared_errors(struct tsrnn_compute *ctx,
     return TSRNN_OK;
 }
 
-static enum tsrnn_status pjrt_output_download(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                              size_t t, float *out)
+static enum tsrnn_status pjrt_output_download(struct tsrnn_compute *ctx, void *workspace, size_t t,
+                                              float *out)
 {
+    struct pjrt_workspace *ws = workspace;
     (void)ctx;
     size_t O = ws->dims.output_count;
     memcpy(out, ws->out + t * ws->batch_capacity * O, ws->batch_count * O * sizeof(float));
     return TSRNN_OK;
 }
 
-/* --- the per-operation entries this backend does not provide ------------------------- */
-
-static enum tsrnn_status per_op(const char *op)
-{
-    return tsrnn_error(TSRNN_ERR_USAGE,
-                       "the pjrt backend has no %s operation: it runs the training step and "
-                       "the forward as whole programs (docs/architecture.md \"The pjrt "
-                       "backend\")",
-                       op);
-}
-
-static enum tsrnn_status pjrt_layer_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                            size_t l, const struct tsrnn_layer_params *p,
-                                            enum tsrnn_initial_state initial_state,
-                                            const float *input_mask, bool weights_unchanged)
-{
-    (void)ctx, (void)ws, (void)l, (void)p, (void)initial_state, (void)input_mask;
-    (void)weights_unchanged;
-    return per_op("layer_forward");
-}
-
-static enum tsrnn_status pjrt_layer_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                             size_t l, const struct tsrnn_layer_params *p,
-                                             struct tsrnn_layer_params *g)
-{
-    (void)ctx, (void)ws, (void)l, (void)p, (void)g;
-    return per_op("layer_backward");
-}
-
-static enum tsrnn_status pjrt_head_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                           const float *v_w, const float *v_b)
-{
-    (void)ctx, (void)ws, (void)v_w, (void)v_b;
-    return per_op("head_forward");
-}
-
-static enum tsrnn_status pjrt_head_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                            const float *v_w, float *g_v_w, float *g_v_b)
-{
-    (void)ctx, (void)ws, (void)v_w, (void)g_v_w, (void)g_v_b;
-    return per_op("head_backward");
-}
-
-/* The loss of the last forward, on the host (the forward's outputs are there), summed in
- * the CPU backend's order: t, then b, then o. */
-static enum tsrnn_status pjrt_mse_forward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws,
-                                          float *loss)
-{
-    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
-    size_t Bp = ws->batch_capacity;
-    double sum = 0.0;
-    if (!ws->have_y)
-        return tsrnn_error(TSRNN_ERR_USAGE, "pjrt: the loss needs the batch's targets");
-    for (size_t t = 0; t < T; t++)
-        for (size_t b = 0; b < B; b++)
-            for (size_t o = 0; o < O; o++) {
-                float e = ws->out[(t * Bp + b) * O + o] - ws->y[(b * T + t) * O + o];
-                sum += (double)(e * e);
-            }
-    float value = (float)(sum / (double)(B * T * O));
-    return pjrt_upload(ctx, loss, &value, sizeof(value));
-}
-
-static enum tsrnn_status pjrt_mse_backward(struct tsrnn_compute *ctx, struct tsrnn_workspace *ws)
-{
-    (void)ctx, (void)ws;
-    return per_op("mse_backward");
-}
-
-static enum tsrnn_status pjrt_scale_check(struct tsrnn_compute *ctx, float *buf, size_t count,
-                                          float scale, bool *finite)
-{
-    (void)ctx, (void)buf, (void)count, (void)scale, (void)finite;
-    return per_op("scale_check");
-}
-
-static enum tsrnn_status pjrt_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
-                                          float *exp_avg_sq, const float *grads, size_t count,
-                                          const struct tsrnn_adam_scalars *s)
-{
-    (void)ctx, (void)params, (void)exp_avg, (void)exp_avg_sq, (void)grads, (void)count, (void)s;
-    return per_op("adam_update");
-}
-
 const struct tsrnn_compute_backend tsrnn_compute_backend_pjrt = {
     .kind = TSRNN_COMPUTE_PJRT,
     .name = "pjrt",
+    /* Whole programs only: Adam and MSELoss inside the compiled step, no clipping, replicas
+     * inside the program rather than processes; its results are on the host. */
+    .caps = {
+        .host_memory = false,
+        .layer_ops = false,
+        .l1_loss = false,
+        .optimizers = false,
+        .clipping = false,
+        .reduction = false,
+        .immediate_results = true,
+        .step_graphs = false,
+    },
     .probe = pjrt_probe,
     .create = pjrt_create,
     .destroy = pjrt_destroy,
-    .host_memory = false,
-    .stream = NULL,
     .tpu_cores = pjrt_tpu_cores,
     .alloc = pjrt_alloc,
     .free = pjrt_free,
@@ -684,17 +621,9 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_pjrt = {
     .workspace_create = pjrt_workspace_create,
     .workspace_destroy = pjrt_workspace_destroy,
     .batch_load = pjrt_batch_load,
-    .layer_forward = pjrt_layer_forward,
-    .layer_backward = pjrt_layer_backward,
+    .forward = pjrt_forward,
+    .step = pjrt_step,
     .state_save = pjrt_state_save,
-    .head_forward = pjrt_head_forward,
-    .head_backward = pjrt_head_backward,
-    .mse_forward = pjrt_mse_forward,
-    .mse_backward = pjrt_mse_backward,
     .window_squared_errors = pjrt_window_squared_errors,
     .output_download = pjrt_output_download,
-    .scale_check = pjrt_scale_check,
-    .adam_update = pjrt_adam_update,
-    .model_forward = pjrt_model_forward,
-    .train_step = pjrt_train_step,
 };
