@@ -279,7 +279,7 @@ static void test_worker_run_is_bit_identical(void **state)
 }
 
 /* The same configuration data-parallel: tsrnn-launch forks 2 tsrnn-workers that average
- * their gradients with Gloo over 127.0.0.1; 1200 steps of 2 x 16 windows (the last of an
+ * their gradients with Gloo over loopback; 1200 steps of 2 x 16 windows (the last of an
  * epoch shorter). */
 static void test_two_worker_launch_is_bit_identical(void **state)
 {

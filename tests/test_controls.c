@@ -575,6 +575,26 @@ static void test_refused_settings_name_the_key(void **state)
     }
 }
 
+/* A scheduler that raises the rate until the run diverges: the message names the rate of
+ * the step that diverged, lr x gamma^epoch (it named the configured lr, 0.001, whatever the
+ * scheduler had made of it). */
+static void test_divergence_names_the_scheduled_rate(void **state)
+{
+    (void)state;
+    const char *sets[] = { "training.lr_scheduler_cls=ExponentialLR",
+                           "lr_scheduler_kwargs.gamma=100", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "diverging", sets, 60), 1);
+    printf("# %s", result.err);
+    const char *at = strstr(result.err, "at epoch ");
+    assert_non_null(at);
+    long epoch = strtol(at + strlen("at epoch "), NULL, 10);
+    assert_true(epoch > 0);
+    char want[96];
+    snprintf(want, sizeof(want), "try a smaller [training] lr (this step's learning rate: %g)",
+             1e-3 * pow(100.0, (double)epoch));
+    tu_expect_in(result.err, want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_hparams_name_the_classes_as_darts),
         cmocka_unit_test(test_hparams_of_the_new_schedulers_as_darts),
         cmocka_unit_test(test_refused_settings_name_the_key),
+        cmocka_unit_test(test_divergence_names_the_scheduled_rate),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -564,6 +564,65 @@ static void test_csv_bom_crlf_quotes(void **state)
     free(dir);
 }
 
+/* A file of `rows` rows "t,v,note" whose byte `at` starts the UTF-8 sequence `seq` (in a
+ * note; the rest ASCII), or holds it whole when it is a single bad byte. */
+static char *file_with_sequence_at(size_t at, const char *seq, size_t *rows)
+{
+    size_t capacity = at + 4096, used = 0;
+    char *text = malloc(capacity);
+    assert_non_null(text);
+    used += (size_t)snprintf(text, capacity, "t,v,note\n");
+    size_t r = 0;
+    while (used + 64 < at) /* rows of about 40 bytes up to the sequence's row */
+        used +=
+            (size_t)snprintf(text + used, capacity - used, "%zu,%zu,plain ascii note\n", r, r % 7),
+            r++;
+    used += (size_t)snprintf(text + used, capacity - used, "%zu,1,", r++);
+    while (used < at)
+        text[used++] = 'x';
+    used += (size_t)snprintf(text + used, capacity - used, "%s tail\n%zu,2,end\n", seq, r++);
+    *rows = r;
+    return text;
+}
+
+/* The reader checks the file piece by piece as it reads it (1 MiB at a time): a character
+ * cut by a piece's end is whole UTF-8 and accepted, a bad byte there is refused with its line
+ * and column. */
+static void test_csv_read_in_pieces(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    char only_v[1][TSRNN_NAME_MAX] = { "v" };
+    static const char *const sequences[] = { "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80" };
+    for (size_t boundary = (1u << 20) - 3; boundary <= (1u << 20); boundary++)
+        for (size_t i = 0; i < 3; i++) {
+            size_t rows;
+            char *text = file_with_sequence_at(boundary, sequences[i], &rows);
+            const char *path = tu_write(dir, "p.csv", text);
+            free(text);
+            struct tsrnn_series series;
+            if (tsrnn_series_load_csv(&series, path, "t", only_v, 1, NULL) != TSRNN_OK)
+                fail_msg("sequence %zu at %zu: %s", i, boundary, tsrnn_last_error());
+            assert_int_equal(series.length, rows);
+            tsrnn_series_finish(&series);
+        }
+    size_t rows;
+    char *text = file_with_sequence_at((1u << 20) - 1, "\xC3(", &rows);
+    const char *path = tu_write(dir, "p.csv", text);
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < (1u << 20) - 1; i++, column++)
+        if (text[i] == '\n')
+            line++, column = 0;
+    free(text);
+    struct tsrnn_series series;
+    assert_int_equal(tsrnn_series_load_csv(&series, path, "t", only_v, 1, NULL), TSRNN_ERR_DATA);
+    char want[64];
+    snprintf(want, sizeof(want), "p.csv:%zu:%zu: byte \\xc3 is not UTF-8", line, column);
+    tu_expect_in(tsrnn_last_error(), want);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 struct csv_case {
     const char *text;
     const char *expect[3];
@@ -930,17 +989,12 @@ static void test_split_rules(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time_parse_and_format),
-        cmocka_unit_test(test_time_continue),
-        cmocka_unit_test(test_freq_against_pandas),
-        cmocka_unit_test(test_air_passengers_series),
-        cmocka_unit_test(test_air_passengers_dataset),
-        cmocka_unit_test(test_scaler_round_trip),
-        cmocka_unit_test(test_csv_bom_crlf_quotes),
-        cmocka_unit_test(test_csv_errors),
-        cmocka_unit_test(test_split_rules),
-        cmocka_unit_test(test_gap_in_air_passengers),
-        cmocka_unit_test(test_time_index_rules),
+        cmocka_unit_test(test_time_parse_and_format),  cmocka_unit_test(test_time_continue),
+        cmocka_unit_test(test_freq_against_pandas),    cmocka_unit_test(test_air_passengers_series),
+        cmocka_unit_test(test_air_passengers_dataset), cmocka_unit_test(test_scaler_round_trip),
+        cmocka_unit_test(test_csv_bom_crlf_quotes),    cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_read_in_pieces),     cmocka_unit_test(test_split_rules),
+        cmocka_unit_test(test_gap_in_air_passengers),  cmocka_unit_test(test_time_index_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -521,6 +521,11 @@ static void test_predict_writes_devices_in_place(void **state)
     char *text = tu_read(real);
     assert_true(strncmp(text, "Month,#Passengers\n1959-02,", 26) == 0);
     free(text);
+    /* a device that refuses the bytes: the file and the reason (it was "cannot write
+     * /dev/full" alone) */
+    const char *to_full[] = { "--run", run, "--n", "2", "--out", "/dev/full", NULL };
+    assert_int_equal(predict(to_full), 1);
+    tu_expect_in(result.err, "cannot write /dev/full: No space left on device");
 }
 
 /* --series: the forecast starts after the series' own end, no actual values. */
@@ -574,6 +579,23 @@ static void test_predict_refuses_bad_arguments(void **state)
     const char *columns[] = { "--run", run, "--series", other_path, "--n", "3", NULL };
     assert_int_equal(predict(columns), 2);
     tu_expect_in(result.err, "#Passengers");
+}
+
+/* A forecast whose dates would pass the year 9999 is refused before any work (issue 39, point
+ * 7): --n 100000000 after 1959-01 forecast all its steps (30 s, 395 MB) before refusing. The
+ * peak memory shows the work was not done. */
+static void test_predict_checks_the_dates_first(void **state)
+{
+    (void)state;
+    char run[PATH_MAX];
+    snprintf(run, sizeof(run), "%s", run_path("Air", ""));
+    const char *far[] = { "--run", run, "--n", "100000000", NULL };
+    assert_int_equal(predict(far), 2);
+    tu_expect_in(result.err, "a 100000000-step forecast at freq MS after 1959-01 would pass the "
+                             "last stamp tsrnn can write (9999-12-31 23:59:59)");
+    assert_string_equal(result.out, "");
+    printf("# --n 100000000: exit 2, peak memory %ld kB\n", result.max_rss_kb);
+    assert_true(result.max_rss_kb < 64 * 1024);
 }
 
 /* AirPassengers' 144 values on other stamps: `stamp(i, out)` writes the i-th. */
@@ -1044,7 +1066,8 @@ static void tamper(const char *good, const char *path, const char *key, const ch
  * tsrnn-predict and init_weights refuse the same files, with exit 2 and the same reason.
  * (Before: epoch = INT64_MAX overflowed and trained forever, a flipped scaler changed every
  * forecast, a scale of 1e-45 gave -inf forecasts with exit 0, init_weights took a file
- * whose data CRC was wrong.) */
+ * whose data CRC was wrong, a component name holding an escape sequence reached the terminal
+ * raw.) */
 static void test_tampered_metadata_is_refused(void **state)
 {
     (void)state;
@@ -1065,6 +1088,10 @@ static void test_tampered_metadata_is_refused(void **state)
           "\"tsrnn.global_step\" = \"9223372036854775807\"; expected an integer from 0" },
         { "scale.safetensors", "tsrnn.scaler", "\"scale\":[", "\"scale\":[1e-45]", true,
           "\"tsrnn.scaler\": a bound, scale or offset is not what a fitted scaler holds" },
+        /* a name that would drive the terminal where predict prints it (issue 39, point 5) */
+        { "escape.safetensors", "tsrnn.series", "\"components\":[",
+          "\"components\":[\"\\u001b]0;owned\\u0007\"]", true,
+          "\"tsrnn.series\": a component name is not a short printable string" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[PATH_MAX], resume[PATH_MAX + 32];
@@ -1105,6 +1132,183 @@ static void test_tampered_metadata_is_refused(void **state)
     const char *sets_first[] = { "training.n_epochs=4", resume_first, "output.force_reset=false",
                                  "--quiet", NULL };
     assert_int_equal(tu_train(&result, "tamper", sets_first, 60), 0);
+}
+
+/* Writes `text` with every `needle` replaced by `value` to `path`. */
+static void write_replaced(const char *path, const char *text, const char *needle,
+                           const char *value)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (const char *at; (at = strstr(text, needle)) != NULL; text = at + strlen(needle))
+        fprintf(f, "%.*s%s", (int)(at - text), text, value);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A checkpoint names the data it was trained on, and tsrnn-predict reads that file only when
+ * the run folder's config.ini names it too, or when it lies inside the run folder; a file it
+ * reads that way is never echoed (issue 39, point 3: a crafted checkpoint naming a secret file
+ * made tsrnn-predict print its first line). */
+static void test_predict_reads_only_the_data_the_run_names(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=2", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "stored", first, 60), 0);
+    char good[PATH_MAX], run[PATH_MAX], secret[PATH_MAX], data[PATH_MAX];
+    snprintf(good, sizeof(good), "%s", only_file(run_path("stored", "checkpoints"), "last-"));
+    snprintf(run, sizeof(run), "%s", run_path("stored", ""));
+    snprintf(secret, sizeof(secret), "%s",
+             tu_write(tu_run_dir(), "secret.txt", "SECRET root:$6$salt$hash:19000:0:99999:7:::\n"));
+    snprintf(data, sizeof(data), "%s", tu_source("examples/data/air_passengers.csv"));
+
+    /* a checkpoint alone, naming a file outside its folder: not opened */
+    char *loose = tu_mkdtemp(), crafted[PATH_MAX];
+    snprintf(crafted, sizeof(crafted), "%s/crafted.safetensors", loose);
+    tamper(good, crafted, "tsrnn.config", data, secret, true);
+    const char *alone[] = { "--checkpoint", crafted, "--n", "3", NULL };
+    assert_int_equal(predict(alone), 2);
+    tu_expect_in(result.err, "the checkpoint names its training data");
+    tu_expect_in(result.err, "does not lie inside the run folder");
+    tu_expect_in(result.err, "--series CSV");
+    assert_null(strstr(result.err, "SECRET"));
+    assert_null(strstr(result.out, "SECRET"));
+    printf("# alone: %s", result.err);
+
+    /* with --run DIR, whose config.ini names the real data: not opened either */
+    const char *with_run[] = { "--run", run, "--checkpoint", crafted, "--n", "3", NULL };
+    assert_int_equal(predict(with_run), 2);
+    tu_expect_in(result.err, "config.ini");
+    assert_null(strstr(result.err, "SECRET"));
+
+    /* a whole crafted run folder (config.ini naming the file too): read, never echoed */
+    char foreign[PATH_MAX + 32], ini[PATH_MAX + 64], ck_path[PATH_MAX + 96];
+    snprintf(foreign, sizeof(foreign), "%s/foreign", loose);
+    snprintf(ck_path, sizeof(ck_path), "%s/checkpoints", foreign);
+    assert_int_equal(tsrnn_make_dirs(ck_path), TSRNN_OK);
+    snprintf(ck_path, sizeof(ck_path), "%s/checkpoints/last-epoch=1.safetensors", foreign);
+    tamper(good, ck_path, "tsrnn.config", data, secret, true);
+    char *config = tu_read(run_path("stored", "config.ini"));
+    assert_non_null(config);
+    snprintf(ini, sizeof(ini), "%s/config.ini", foreign);
+    write_replaced(ini, config, data, secret);
+    free(config);
+    const char *whole[] = { "--run", foreign, "--checkpoint", "last", "--n", "3", NULL };
+    assert_int_equal(predict(whole), 2);
+    tu_expect_in(result.err, "cannot be read as the series the model was trained on");
+    tu_expect_in(result.err, "what it holds is not shown");
+    assert_null(strstr(result.err, "SECRET"));
+    assert_null(strstr(result.out, "SECRET"));
+    printf("# whole folder: %s", result.err);
+
+    /* the rule's other half: data inside the checkpoint's folder is read */
+    char inside[PATH_MAX + 32], copy[PATH_MAX + 32];
+    snprintf(copy, sizeof(copy), "%s/air.csv", loose);
+    char *text = tu_read(data);
+    assert_non_null(text);
+    tu_write(loose, "air.csv", text);
+    free(text);
+    snprintf(inside, sizeof(inside), "%s/inside.safetensors", loose);
+    tamper(good, inside, "tsrnn.config", data, copy, true);
+    const char *ok[] = { "--checkpoint", inside, "--n", "3", NULL };
+    assert_int_equal(predict(ok), 0);
+    tu_expect_in(result.out, "Month,#Passengers\n1959-02,");
+    tu_rmtree(loose);
+    free(loose);
+}
+
+/* One rule for links at the names tsrnn writes (include/tsrnn/atomic_file.h): a link of this
+ * user's (or root's) is written through, metrics.csv's included (it was refused, while the
+ * atomic files followed any link); another user's is refused, so that whoever else can write
+ * a folder cannot make tsrnn write elsewhere; and a run folder another user owns is named in
+ * a warning. The other-user cases need root (to give a link away) and say so otherwise. */
+static void test_links_follow_one_rule(void **state)
+{
+    (void)state;
+    /* this user's link at metrics.csv: written through */
+    char run[PATH_MAX], elsewhere[PATH_MAX], link[PATH_MAX + 16];
+    snprintf(run, sizeof(run), "%s", run_path("linked", ""));
+    assert_int_equal(tsrnn_make_dirs(run), TSRNN_OK);
+    snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere.csv", tu_run_dir());
+    snprintf(link, sizeof(link), "%s/metrics.csv", run);
+    assert_int_equal(symlink(elsewhere, link), 0);
+    const char *sets[] = { "training.n_epochs=2", "output.force_reset=false", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "linked", sets, 60), 0);
+    struct tu_metrics_row rows[64];
+    assert_int_equal(tu_read_metrics(elsewhere, rows, 64), 16); /* 2 x (7 steps + 1 val) */
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+
+    if (geteuid() != 0) {
+        printf("# not root: no link of another user can be made; that half skipped\n");
+        return;
+    }
+    /* another user's link where tsrnn-predict writes: refused, its target untouched */
+    char victim[PATH_MAX], planted[PATH_MAX + 16];
+    snprintf(victim, sizeof(victim), "%s", tu_write(tu_run_dir(), "victim.txt", "precious\n"));
+    snprintf(planted, sizeof(planted), "%s/planted.csv", tu_run_dir());
+    assert_int_equal(symlink(victim, planted), 0);
+    assert_int_equal(lchown(planted, 12345, 12345), 0);
+    const char *args[] = { "--run", run_path("Air", ""), "--n", "2", "--out", planted, NULL };
+    assert_int_equal(predict(args), 1);
+    tu_expect_in(result.err, "is a symbolic link of another user (uid 12345)");
+    char *text = tu_read(victim);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    /* and at metrics.csv, on resuming a run of its own */
+    const char *again[] = { "training.n_epochs=2", "output.force_reset=true", "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "linked", again, 60), 0);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(symlink(victim, link), 0);
+    assert_int_equal(lchown(link, 12345, 12345), 0);
+    const char *resume[] = { "training.n_epochs=3", "output.force_reset=false", "--resume=last",
+                             "--quiet", NULL };
+    assert_int_equal(tu_train(&result, "linked", resume, 60), 1);
+    tu_expect_in(result.err, "metrics.csv is a symbolic link of another user (uid 12345)");
+    text = tu_read(victim);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    /* a run folder of another user's: said */
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(chown(run, 12345, 12345), 0);
+    const char *owned[] = { "training.n_epochs=1",
+                            "output.force_reset=false",
+                            "--resume=last",
+                            "training.n_epochs=4",
+                            "--quiet",
+                            NULL };
+    assert_int_equal(tu_train(&result, "linked", owned, 60), 0);
+    tu_expect_in(result.err, "warning: the run folder ");
+    tu_expect_in(result.err, "belongs to another user (uid 12345)");
+}
+
+/* Checkpoint names are read as tsrnn writes them: an epoch past int64 (undefined behaviour in
+ * sscanf, and that file was "newest"), a sign, a space or a leading zero make a name that is
+ * not a checkpoint's. */
+static void test_checkpoint_names_are_read_strictly(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp(), path[PATH_MAX];
+    static const char *const decoys[] = {
+        "last-epoch=99999999999999999999999.safetensors",
+        "last-epoch=9223372036854775808.safetensors",
+        "last-epoch=+7.safetensors",
+        "last-epoch= 8.safetensors",
+        "last-epoch=009.safetensors",
+        "last-epoch=100000001.safetensors",
+        "last-epoch=5x.safetensors",
+    };
+    tu_write(dir, "last-epoch=3.safetensors", "");
+    for (size_t i = 0; i < sizeof(decoys) / sizeof(decoys[0]); i++)
+        tu_write(dir, decoys[i], "");
+    assert_int_equal(tsrnn_checkpoint_locate(path, sizeof(path), dir, "last"), TSRNN_OK);
+    tu_expect_in(path, "/last-epoch=3.safetensors");
+    tu_write(dir, "last-epoch=100000000.safetensors", ""); /* the largest epoch a run has */
+    assert_int_equal(tsrnn_checkpoint_locate(path, sizeof(path), dir, "last"), TSRNN_OK);
+    tu_expect_in(path, "/last-epoch=100000000.safetensors");
+    tu_rmtree(dir);
+    free(dir);
 }
 
 /* A run killed between renaming last-epoch=N into place and linking best-epoch=N to it
@@ -1380,6 +1584,7 @@ int main(void)
         cmocka_unit_test(test_predict_writes_devices_in_place),
         cmocka_unit_test(test_predict_after_another_series),
         cmocka_unit_test(test_predict_refuses_bad_arguments),
+        cmocka_unit_test(test_predict_checks_the_dates_first),
         cmocka_unit_test(test_predict_continues_the_frequency),
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_interrupted_run_resumes_to_the_same_weights),
@@ -1387,6 +1592,9 @@ int main(void)
         cmocka_unit_test(test_full_disk_keeps_the_previous_checkpoint),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
         cmocka_unit_test(test_tampered_metadata_is_refused),
+        cmocka_unit_test(test_predict_reads_only_the_data_the_run_names),
+        cmocka_unit_test(test_checkpoint_names_are_read_strictly),
+        cmocka_unit_test(test_links_follow_one_rule),
 
         cmocka_unit_test(test_best_checkpoint_survives_a_crash_between_its_names),
         cmocka_unit_test(test_existing_run_needs_resume_or_reset),

@@ -1,4 +1,5 @@
 /* tsrnn-worker as a user runs it: the real binary, real files, exit codes and messages. */
+#include <dirent.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -160,6 +162,21 @@ static void run_with_env(const char *const *env)
     argv[n++] = example();
     argv[n] = NULL;
     run(argv);
+}
+
+/* TSRNN_CPU_ISA caps the CPU kernels' vector level; a value it does not know was ignored
+ * silently (the run then compared nothing it meant to). */
+static void test_unknown_cpu_isa_is_refused(void **state)
+{
+    (void)state;
+    const char *env[] = { "TSRNN_CPU_ISA=AVX2", NULL };
+    run_with_env(env);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "TSRNN_CPU_ISA=AVX2: accepted: avx512, avx2 or baseline");
+    const char *known[] = { "TSRNN_CPU_ISA=baseline", NULL };
+    run_with_env(known);
+    assert_int_equal(result.exit_code, 0);
+    tu_expect_in(result.out, "Compute: CPU kernels baseline");
 }
 
 /* The worker's side of the launcher's contract (include/tsrnn/world.h): it uses the comm
@@ -348,6 +365,9 @@ static const struct bad_case csv_cases[] = {
     { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-03,3\n",
       { "series has 3 points", "training_length = 3", "needs at least 4" } },
     { "Month,#Passengers\n1949-1,1\n", { "s.csv:2:1:", "'1949-1' is not a time stamp" } },
+    /* a covariate column is [covariates] columns' (it was labelled [data] value_cols) */
+    { "Month,#Passengers\n1949-01,1\n1949-02,2\n1949-03,3\n1949-04,4\n",
+      { "s.csv:1: no column 'Temp' ([covariates] columns) in the header" } },
 };
 
 static void run_bad(const char *dir, const char *ini_text, const char *csv_text,
@@ -385,9 +405,12 @@ static void test_csv_errors(void **state)
     const char *ini = "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = #Passengers\n"
                       "[model]\ntraining_length = 3\ninput_chunk_length = 2\n";
     for (size_t i = 0; i < sizeof(csv_cases) / sizeof(csv_cases[0]); i++) {
-        const char *text = i == 8 ? "[data]\npath = s.csv\ntime_col = Month\n[model]\n"
-                                    "training_length = 3\ninput_chunk_length = 2\n"
-                                  : ini;
+        const char *text = i == 8    ? "[data]\npath = s.csv\ntime_col = Month\n[model]\n"
+                                       "training_length = 3\ninput_chunk_length = 2\n"
+                           : i == 10 ? "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = "
+                                       "#Passengers\n[covariates]\ncolumns = Temp\n[model]\n"
+                                       "training_length = 3\ninput_chunk_length = 2\n"
+                                     : ini;
         run_bad(dir, text, csv_cases[i].ini, csv_cases[i].expect, i, "csv");
     }
     /* BOM and CRLF are not errors */
@@ -405,6 +428,154 @@ static void test_csv_errors(void **state)
     tu_expect_in(result.out, "2 training samples, 0 validation samples");
     tu_rmtree(dir);
     free(dir);
+}
+
+/* Fails unless `text` holds no control byte but newlines and no C1 control (what a terminal
+ * takes for a command: ESC, BEL, U+009B CSI). */
+static void expect_no_controls(const char *text, const char *what)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f ||
+            (p[0] == 0xC2 && p[1] >= 0x80 && p[1] < 0xA0))
+            fail_msg("%s holds control byte 0x%02x at %td: %s", what, *p,
+                     p - (const unsigned char *)text, text);
+}
+
+/* Bytes from a data file reach the terminal only through the printable filter (issue 39,
+ * point 5): a cell holding an escape sequence is shown escaped in "is not a number"; a
+ * column name, a series id or a file name (a series' name) holding a control character is
+ * refused with the name escaped, before anything prints it raw. (Before: the cell was echoed
+ * raw; the names trained and were printed raw in the dataset summary.) */
+static void test_terminal_escapes_are_never_printed(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    static const struct {
+        const char *ini, *csv, *name, *expect;
+    } cases[] = {
+        { "[data]\npath = s.csv\ntime_col = Month\nvalue_cols = v\n",
+          "Month,v\n1949-01,1\n1949-02,\x1b]0;owned\x07\n", "s.csv",
+          "s.csv:3:9: column 'v': '\\x1b]0;owned\\x07' is not a number" },
+        { "[data]\npath = s.csv\ntime_col = Month\n",
+          "Month,\x1b[2Jv\xc2\x9b\n1949-01,1\n1949-02,2\n", "s.csv",
+          "s.csv:1:7: column name '\\x1b[2Jv\\xc2\\x9b' holds a control character" },
+        { "[data]\npath = s.csv\ntime_col = Month\nid_col = id\n",
+          "id,Month,v\na,1949-01,1\n\x1b]2;b\x07,1949-01,2\n", "s.csv",
+          "s.csv:3: id column 'id': the id '\\x1b]2;b\\x07' holds a control character" },
+        { "[data]\npath = *.csv\ntime_col = Month\n",
+          "Month,v\n1949-01,1\n1949-02,2\n1949-03,3\n1949-04,4\n", "\x1b[31mred.csv",
+          "the file's name, series '\\x1b[31mred', is not printable" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *sub = tu_mkdtemp();
+        char ini[PATH_MAX];
+        snprintf(ini, sizeof(ini), "%s", tu_write(sub, "bad.ini", cases[i].ini));
+        tu_write(sub, cases[i].name, cases[i].csv);
+        if (strcmp(cases[i].name, "s.csv") != 0) /* a second, plain file beside it */
+            tu_write(sub, "plain.csv", cases[i].csv);
+        const char *argv[] = {
+            worker(), "--set", "model.training_length=2", "--set", "model.input_chunk_length=1",
+            ini,      NULL
+        };
+        run(argv);
+        if (result.exit_code != 2)
+            fail_msg("case %zu: exit %d; stderr: %s", i, result.exit_code, result.err);
+        tu_expect_in(result.err, cases[i].expect);
+        expect_no_controls(result.err, "stderr");
+        expect_no_controls(result.out, "stdout");
+        tu_rmtree(sub);
+        free(sub);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* [forecast] n past the year 9999 is refused before training (issue 39, point 7): a series
+ * ending 9999-12 with [forecast] n = 50 trained every epoch, wrote its run folder, then exited
+ * 2. Now: exit 2 with the dates and the setting, no epoch trained, no run folder. */
+static void test_forecast_dates_checked_before_training(void **state)
+{
+    (void)state;
+    char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof(text), "Month,v\n");
+    for (int i = 0; i < 144; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%04d-%02d,%d\n", 9988 + i / 12,
+                                 i % 12 + 1, 100 + i % 17);
+    char data[PATH_MAX + 16], run[PATH_MAX];
+    snprintf(data, sizeof(data), "data.path=%s", tu_write(tu_run_dir(), "late.csv", text));
+    const char *sets[] = { data,
+                           "data.value_cols=v",
+                           "data.split_after=9997-06",
+                           "forecast.n=50",
+                           "training.n_epochs=3",
+                           NULL };
+    assert_int_equal(tu_train(&result, "late", sets, 20), 2);
+    snprintf(run, sizeof(run), "%s/late", tu_run_dir());
+    assert_int_equal(access(run, F_OK), -1);
+    assert_null(strstr(result.out, "Epoch"));
+    assert_null(strstr(result.out, "Trained"));
+    tu_expect_in(result.err, "a 50-step forecast at freq MS after 9997-06 would pass the last "
+                             "stamp tsrnn can write (9999-12-31 23:59:59)");
+    tu_expect_in(result.err, "[forecast] n = 50, --set forecast.n=50");
+    /* n = 29 ends at 9999-11: trains */
+    const char *fits[] = { data,
+                           "data.value_cols=v",
+                           "data.split_after=9997-06",
+                           "forecast.n=29",
+                           "training.n_epochs=1",
+                           "forecast.plot=false",
+                           NULL };
+    assert_int_equal(tu_train(&result, "late", fits, 20), 0);
+    tu_expect_in(result.out, "Forecast 29 steps (9997-07 .. 9999-11)");
+}
+
+/* A folder whose name is not UTF-8 (issue 39, point 6): the value was checked, the folder
+ * prepended to it was not, so a run from such a folder trained, wrote five files, then failed
+ * at its first checkpoint (JSON is UTF-8). Now the resolved paths are checked before anything
+ * is written: the current folder (the default work_dir) and the config file's folder (its
+ * relative [data] path). */
+static void test_non_utf8_folders_refused_before_writing(void **state)
+{
+    (void)state;
+    char *top = tu_mkdtemp(), latin[PATH_MAX], ini[PATH_MAX], data[PATH_MAX + 16];
+    snprintf(latin, sizeof(latin), "%s/caf\xe9", top);
+    assert_int_equal(mkdir(latin, 0700), 0);
+    snprintf(data, sizeof(data), "data.path=%s", tu_source("examples/data/air_passengers.csv"));
+
+    /* run from it: work_dir = <it>/darts_logs */
+    const char *from_it[] = { "/usr/bin/env", "-C", latin,   worker(),
+                              "--set",        data, "--set", "output.model_name=latin",
+                              example(),      NULL };
+    run(from_it);
+    assert_string_equal(result.out, "");
+    size_t count = 0;
+    DIR *dir = opendir(latin);
+    assert_non_null(dir);
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        count += e->d_name[0] != '.';
+    closedir(dir);
+    assert_int_equal(count, 0); /* nothing written */
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "[output] work_dir (its default) resolves to '");
+    tu_expect_in(result.err, "/caf\\xe9/darts_logs', which is not printable UTF-8 text: the "
+                             "current folder");
+
+    /* its config file with a relative data path, run from elsewhere */
+    char *text = tu_read(tu_source("examples/data/air_passengers.csv"));
+    assert_non_null(text);
+    tu_write(latin, "air.csv", text);
+    free(text);
+    snprintf(ini, sizeof(ini), "%s",
+             tu_write(latin, "a.ini", "[data]\npath = air.csv\ntime_col = Month\n"));
+    const char *its_ini[] = { worker(), "--set", "output.model_name=latin", ini, NULL };
+    run(its_ini);
+    assert_int_equal(result.exit_code, 2);
+    tu_expect_in(result.err, "a.ini:2: [data] path resolves to '");
+    tu_expect_in(result.err, "/caf\\xe9/air.csv', which is not printable UTF-8 text: the config "
+                             "file's folder");
+    assert_int_equal(access(tu_path(tu_run_dir(), "darts_logs/latin"), F_OK), -1);
+    tu_rmtree(top);
+    free(top);
 }
 
 /* metrics.csv, forecast.csv and the last checkpoint's tensors of a run, for comparing runs. */
@@ -505,9 +676,13 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_terminal_escapes_are_never_printed),
+        cmocka_unit_test(test_forecast_dates_checked_before_training),
+        cmocka_unit_test(test_non_utf8_folders_refused_before_writing),
         cmocka_unit_test(test_gap_filled_trains_as_the_filled_file),
         cmocka_unit_test(test_comm_backend_from_the_launcher),
         cmocka_unit_test(test_comm_modules_loaded_when_chosen),
+        cmocka_unit_test(test_unknown_cpu_isa_is_refused),
     };
     return cmocka_run_group_tests(tests, tu_setup_run_dir, tu_teardown_run_dir);
 }

@@ -6,9 +6,11 @@
  *
  * What is at the path keeps what it is:
  *   - a regular file, or nothing: replaced atomically, as above;
- *   - a symbolic link: written through, as open() follows it (the kernel's rules for links
- *     in sticky world-writable folders included): the file it leads to is replaced in its
- *     own folder, and the link stays;
+ *   - a symbolic link of this user's or root's: written through, as open() follows it (the
+ *     kernel's rules for links in sticky world-writable folders included): the file it leads
+ *     to is replaced in its own folder, and the link stays; a link of another user's (on the
+ *     way, at any hop) is refused (TSRNN_ERR_IO naming it and its owner): whoever else can
+ *     write the folder cannot make tsrnn write elsewhere;
  *   - a character device, a FIFO or a socket (/dev/null, a named pipe), or an open file
  *     named through /proc (/dev/stdout, /dev/fd/N): written in place, appended to, not
  *     atomic: there is no file to replace, and replacing the name would put a regular file
@@ -66,6 +68,13 @@ enum tsrnn_status tsrnn_atomic_file_sync_folder(const char *path);
 /* Closes and removes the temporary file, leaving the target as it was (in place: what was
  * written is gone already); frees `af`. Accepts an already committed or aborted struct. */
 void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af);
+
+/* Where tsrnn_atomic_file_open() would write `path`, by the rules above, for files written
+ * in place but by the same rules (metrics.csv, the launcher's rank logs): *target is the
+ * regular file (or the file still to be made) behind `path` (malloc'd), or NULL for a
+ * device, FIFO, socket or /proc file; TSRNN_ERR_IO for a folder, a block device or another
+ * user's link. */
+enum tsrnn_status tsrnn_atomic_file_target(const char *path, char **target);
 
 /* Gives the complete file `existing` a second name `path` in the same folder (link(2) to a
  * temporary name of the kind above, renamed over `path`, the folder synced): a second file

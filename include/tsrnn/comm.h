@@ -43,7 +43,8 @@ struct tsrnn_comm_options {
     /* "file:<dir>": an existing private folder shared by this attempt's ranks and used by
      * nobody else (the launcher makes a fresh one per attempt). Not needed for world 1. */
     const char *rendezvous;
-    const char *host; /* the address this rank listens on; NULL = "127.0.0.1" */
+    const char *host; /* the address this rank listens on; NULL = a loopback address of its
+                         own (gloo: 127.1.0.0 + rank, src/comm/gloo.c) */
     double timeout_s; /* > 0: the longest wait for the rendezvous and for each collective */
     /* "local", "gloo", "mpi", "nccl", or NULL: local for world 1, else gloo. The NULL default is for
      * library users; tsrnn-worker passes what the launcher chose (TSRNN_COMM_BACKEND,

@@ -103,10 +103,15 @@ bool tsrnn_utf8_valid(const char *text);
  * (nbytes when all are); text[nbytes] must be a NUL. */
 size_t tsrnn_utf8_prefix(const char *text, size_t nbytes);
 
-/* `text` made safe to print in a message: control bytes (newline, tab, escape, DEL, ...) and
- * bytes that are not UTF-8 written as \n, \t, \x1b, \xe9, ...; the rest as it is.
- * Returns out (capacity bytes, cut with "..." when it does not fit). */
+/* `text` made safe to print in a message: control characters (newline, tab, escape, DEL, the
+ * C1 controls U+0080 to U+009F) and bytes that are not UTF-8 written as \n, \t, \x1b,
+ * \xc2\x9b, \xe9, ...; the rest as it is. Returns out (capacity bytes, cut with "..." when it
+ * does not fit). tsrnn_error() and tsrnn_warn() pass every message through it. */
 const char *tsrnn_printable(const char *text, char *out, size_t capacity);
+
+/* Whether tsrnn_printable() would leave `text` as it is: strict UTF-8 without a control
+ * character. What names from data files and checkpoints (columns, series ids) must be. */
+bool tsrnn_text_printable(const char *text);
 
 /* Seconds on the monotonic clock (CLOCK_MONOTONIC): for durations only. */
 double tsrnn_clock_now_s(void);

@@ -158,6 +158,9 @@ struct tsrnn_series_options {
     const char *freq_text;   /* freq as written, for messages */
     const char *freq_origin; /* where freq and fill_missing_dates were set, for messages */
     const char *fill_dates_origin;
+    /* value_cols after the first target_col_count are [covariates] columns, for the message
+     * that finds one missing (0: all are [data] value_cols) */
+    size_t target_col_count;
 };
 
 /* The options [data] asks for; cfg->freq was checked by the config parser. */

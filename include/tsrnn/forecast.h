@@ -78,6 +78,11 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
                                      const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n);
 
+/* Whether the stamps of an n-step forecast after src->origin stay within what tsrnn can write
+ * (the year 9999, or an integer index's int64): TSRNN_OK, or the TSRNN_ERR_USAGE that
+ * tsrnn_forecast_run() would return, at once, before any work. */
+enum tsrnn_status tsrnn_forecast_check_range(const struct tsrnn_forecast_source *src, size_t n);
+
 /* What tsrnn_forecast_run() would find missing of src's covariates for `n` steps: TSRNN_OK,
  * or its TSRNN_ERR_DATA naming the covariate columns, the series and the missing dates. Lets
  * the trainer refuse a [forecast] n before it trains rather than after. */

@@ -470,8 +470,9 @@ static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
         status = bad_json(ck, key, "a field is missing or does not fit the model's inputs");
     for (size_t k = 0; status == TSRNN_OK && k < json_array_size(data_columns); k++) {
         const char *name = json_string_value(json_array_get(data_columns, k));
-        if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX)
-            status = bad_json(ck, key, "a data column is not a short string");
+        if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX ||
+            !tsrnn_text_printable(name))
+            status = bad_json(ck, key, "a data column is not a short printable string");
         else
             snprintf(cov->column_names[k], TSRNN_NAME_MAX, "%s", name);
         cov->column_count = k + 1;
@@ -523,9 +524,9 @@ static enum tsrnn_status parse_list_entry(const struct tsrnn_checkpoint *ck, jso
     if (json_unpack(e, "{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", &id, "time_unit", &unit, "freq",
                     &freq, "length", &length, "train_length", &train_length, "train_end",
                     &train_end, "scaler", &scaler) != 0 ||
-        id[0] == '\0' || strlen(id) >= TSRNN_NAME_MAX || train_length < 1 ||
-        train_length > length || length > MAX_COUNT || !json_is_object(scaler))
-        return bad_json(ck, key, "an entry's field is missing or out of range");
+        id[0] == '\0' || strlen(id) >= TSRNN_NAME_MAX || !tsrnn_text_printable(id) ||
+        train_length < 1 || train_length > length || length > MAX_COUNT || !json_is_object(scaler))
+        return bad_json(ck, key, "an entry's field is missing, out of range or not printable");
     snprintf(out->id, sizeof(out->id), "%s", id);
     out->train_length = (size_t)train_length;
     out->train_end = train_end;
@@ -592,8 +593,8 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
         json_unpack(o, "{s:s, s:s, s:o, s:I, s:I}", "time_col", &time_col, "time_unit", &unit,
                     "components", &names, "train_length", &train_length, "train_end", &train_end);
     enum tsrnn_status status = TSRNN_OK;
-    if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || train_length < 1 ||
-        train_length > MAX_COUNT || !json_is_array(names) ||
+    if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || !tsrnn_text_printable(time_col) ||
+        train_length < 1 || train_length > MAX_COUNT || !json_is_array(names) ||
         json_array_size(names) != ck->dims.output_count)
         status = bad_json(ck, "tsrnn.series", "a field is missing or does not fit the model");
     if (status == TSRNN_OK) {
@@ -613,8 +614,9 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
     }
     for (size_t c = 0; status == TSRNN_OK && c < s->component_count; c++) {
         const char *name = json_string_value(json_array_get(names, c));
-        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX)
-            status = bad_json(ck, "tsrnn.series", "a component name is not a short string");
+        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX || !tsrnn_text_printable(name))
+            status =
+                bad_json(ck, "tsrnn.series", "a component name is not a short printable string");
         else
             snprintf(s->component_names[c], TSRNN_NAME_MAX, "%s", name);
     }
@@ -856,21 +858,26 @@ void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const
     snprintf(out, capacity, "best-epoch=%" PRId64 "-%s=%.4f.safetensors", epoch, monitor, value);
 }
 
-/* The epoch of a checkpoint file name of kind `which`, or -1 when the name is not one. */
+/* The epoch of a checkpoint file name of kind `which` as tsrnn writes them
+ * ("last-epoch=12.safetensors", "best-epoch=12-val_loss=0.0149.safetensors"), or -1 for any
+ * other name: the epoch in decimal digits, without a sign, spaces or a leading zero, at most
+ * what a checkpoint may hold (100000000). sscanf took "+12", " 12" and "007", and an epoch
+ * past int64 was undefined behaviour that made the file the newest. */
 static int64_t checkpoint_epoch(const char *name, const char *which)
 {
     char prefix[16];
-    int64_t epoch;
-    int used = 0;
     size_t len = strlen(name);
     snprintf(prefix, sizeof(prefix), "%s-epoch=", which);
     if (strncmp(name, prefix, strlen(prefix)) != 0 || len < 12 ||
         strcmp(name + len - 12, ".safetensors") != 0)
         return -1;
-    if (sscanf(name + strlen(prefix), "%" SCNd64 "%n", &epoch, &used) != 1 || epoch < 0)
+    const char *start = name + strlen(prefix), *p = start;
+    int64_t epoch = 0;
+    for (; *p >= '0' && *p <= '9' && p - start < 10; p++)
+        epoch = 10 * epoch + (*p - '0');
+    if (p == start || (start[0] == '0' && p - start > 1) || epoch > 100000000)
         return -1;
-    char next = name[strlen(prefix) + (size_t)used];
-    return next == '.' || next == '-' ? epoch : -1;
+    return *p == '.' || *p == '-' ? epoch : -1;
 }
 
 /* The newest checkpoint file of kind `which` in `checkpoint_dir`: its name in `name` (room

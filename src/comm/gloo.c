@@ -71,13 +71,27 @@ static enum tsrnn_status rendezvous_failed(struct tsrnn_store *store, int world_
                        store->timeout_s);
 }
 
+/* The loopback address of a rank that was given none: 127.1.0.0 + rank, one of its own.
+ * Gloo binds every socket a rank connects from to its device's address with port 0, and the
+ * kernel gives bind() ports from half the ephemeral range (about 14000 of 32768-60999) per
+ * address: with one address for all, a full mesh of N ranks (N(N-1)/2 connections) ran out
+ * at about 170 ranks ("bind: Address already in use"). On an address of its own a rank uses N
+ * ports. The whole of 127.0.0.0/8 is the loopback interface's, in the launcher's network
+ * namespace as on the host. */
+static void rank_address(int rank, char *out, size_t capacity)
+{
+    snprintf(out, capacity, "127.1.%d.%d", (rank >> 8) & 255, rank & 255);
+}
+
 static enum tsrnn_status gloo_open(void **state, const struct tsrnn_comm_options *opt)
 {
     *state = NULL;
-    const char *host = opt->host ? opt->host : "127.0.0.1";
+    char own[32];
+    rank_address(opt->rank, own, sizeof(own));
+    const char *host = opt->host ? opt->host : own;
     if (host[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE, "the comm host is empty: give an address to listen "
-                                            "on, or none for 127.0.0.1");
+                                            "on, or none for one of 127.0.0.0/8");
     /* The store's deadline starts here: it bounds the whole rendezvous. */
     struct tsrnn_store store;
     TSRNN_TRY(tsrnn_store_open(&store, opt->rendezvous, opt->timeout_s));

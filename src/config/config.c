@@ -1094,6 +1094,8 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
      * here before anything is written (a Latin-1 name trained an epoch, then failed). */
     if (!tsrnn_utf8_valid(value))
         return bad_value(k, value, origin, "not UTF-8 text");
+    if (!tsrnn_text_printable(value)) /* a C1 control: U+009B is CSI to some terminals */
+        return bad_value(k, value, origin, "holds a control character");
     switch (k->type) {
     case KEY_INT:
     case KEY_U64:
@@ -1838,8 +1840,40 @@ size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *o
     return count;
 }
 
+/* Every path goes into config.ini and the checkpoints (JSON: UTF-8) and into messages: the
+ * folder a relative value was joined to must be printable UTF-8 as the value is (set_key()
+ * checked the value alone). Checked before anything is written: a run in a Latin-1 folder
+ * trained, wrote five files, then failed at its first checkpoint. */
+static enum tsrnn_status check_resolved_paths(const struct tsrnn_config *cfg)
+{
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const struct key *k = &schema[i];
+        if (k->type != KEY_PATH && k->type != KEY_PATHS && k->type != KEY_RESUME)
+            continue;
+        const char *path = cfield(cfg, k), *origin = cfg->origins[i];
+        if (tsrnn_text_printable(path))
+            continue;
+        bool by_default = strcmp(origin, "default") == 0;
+        bool from_cwd = by_default || strncmp(origin, "--set", 5) == 0;
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s%s[%s] %s%s resolves to '%s', which is not printable UTF-8 text: %s "
+                           "has a name that is not UTF-8 or holds a control character, and tsrnn "
+                           "writes every path into config.ini and its checkpoints; accepted: "
+                           "folders with UTF-8 names (%s, or give an absolute path)",
+                           by_default ? "" : origin, by_default ? "" : ": ", k->section, k->name,
+                           by_default ? " (its default)" : "", path,
+                           from_cwd ? "the current folder, which relative paths of --set and the "
+                                      "default work_dir resolve against,"
+                                    : "the config file's folder, which its relative paths "
+                                      "resolve against,",
+                           from_cwd ? "run from another folder" : "move the config file");
+    }
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
 {
+    TSRNN_TRY(check_resolved_paths(cfg));
     if (cfg->data_path[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "[data] path is not set; add 'path = your_series.csv' under [data]");

@@ -148,6 +148,18 @@ static enum tsrnn_status resolve_target(const char *path, char **target)
         }
         if (!S_ISLNK(st.st_mode) || is_proc_link(name))
             break;
+        /* Only this user's links and root's (/dev/stdout) are followed: one that another
+         * user who can write the folder put at a name tsrnn writes would make it write
+         * wherever they chose, with this user's rights. */
+        if (st.st_uid != geteuid() && st.st_uid != 0) {
+            enum tsrnn_status refused = tsrnn_error(
+                TSRNN_ERR_IO,
+                "cannot write %s: %s is a symbolic link of another user (uid %u); tsrnn "
+                "writes through links of its own user or root only: remove it",
+                tsrnn_display_path(path), tsrnn_display_path(name), (unsigned)st.st_uid);
+            free(name);
+            return refused;
+        }
         char *next = hop < LINK_HOPS_MAX ? follow_link(name) : (errno = ELOOP, NULL);
         if (next == NULL)
             err = errno;
@@ -175,6 +187,11 @@ static enum tsrnn_status resolve_target(const char *path, char **target)
     }
     free(name);
     return status;
+}
+
+enum tsrnn_status tsrnn_atomic_file_target(const char *path, char **target)
+{
+    return resolve_target(path, target);
 }
 
 /* 48 bits for a temporary name. Not a secret: O_EXCL | O_NOFOLLOW make the name safe; its

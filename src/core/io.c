@@ -163,6 +163,22 @@ bool tsrnn_utf8_valid(const char *text)
     return true;
 }
 
+/* Whether the UTF-8 sequence of `len` bytes at p is a control character: C0 (below 0x20),
+ * DEL, or C1 (U+0080 to U+009F, 0xC2 0x80-0x9F: a terminal may take U+009B for CSI). */
+static bool is_control(const unsigned char *p, size_t len)
+{
+    return (len == 1 && (*p < 0x20 || *p == 0x7f)) || (len == 2 && p[0] == 0xC2 && p[1] < 0xA0);
+}
+
+bool tsrnn_text_printable(const char *text)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t len; *p != 0; p += len)
+        if ((len = utf8_sequence(p)) == 0 || is_control(p, len))
+            return false;
+    return true;
+}
+
 const char *tsrnn_printable(const char *text, char *out, size_t capacity)
 {
     static const char short_names[] = { ['\n'] = 'n', ['\t'] = 't', ['\r'] = 'r' };
@@ -170,12 +186,14 @@ const char *tsrnn_printable(const char *text, char *out, size_t capacity)
     if (capacity == 0)
         return out;
     for (const unsigned char *p = (const unsigned char *)text; *p != '\0';) {
-        char piece[8];
+        char piece[16];
         size_t len, seq = utf8_sequence(p);
         if (*p < sizeof(short_names) && short_names[*p] != 0)
             len = (size_t)snprintf(piece, sizeof(piece), "\\%c", short_names[*p]);
-        else if (*p < 0x20 || *p == 0x7f || seq == 0) /* a control byte, or not UTF-8 */
+        else if (seq == 0 || (seq == 1 && is_control(p, 1))) /* a control byte, or not UTF-8 */
             len = (size_t)snprintf(piece, sizeof(piece), "\\x%02x", *p);
+        else if (is_control(p, seq)) /* C1: its two bytes */
+            len = (size_t)snprintf(piece, sizeof(piece), "\\x%02x\\x%02x", p[0], p[1]);
         else
             memcpy(piece, p, seq), len = seq;
         p += seq ? seq : 1;

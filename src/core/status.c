@@ -26,11 +26,24 @@ static void append_errno(int errnum)
         snprintf(error_message + used, sizeof(error_message) - used, ": %s", strerror(errnum));
 }
 
+/* Formats a message into error_message from byte `at` on. Every message passes the printable
+ * filter (tsrnn_printable()): a value it shows from a data file, a checkpoint or the command
+ * line (a CSV cell, a name, a path) cannot drive the terminal or break the log line it ends
+ * in. */
+static void format_message(size_t at, const char *fmt, va_list ap)
+{
+    char raw[sizeof(error_message)];
+    if (at >= sizeof(error_message) - 1)
+        return;
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    tsrnn_printable(raw, error_message + at, sizeof(error_message) - at);
+}
+
 enum tsrnn_status tsrnn_error(enum tsrnn_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_message, sizeof(error_message), fmt, ap);
+    format_message(0, fmt, ap);
     va_end(ap);
     return status;
 }
@@ -39,7 +52,7 @@ enum tsrnn_status tsrnn_error_errno(enum tsrnn_status status, int errnum, const 
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_message, sizeof(error_message), fmt, ap);
+    format_message(0, fmt, ap);
     va_end(ap);
     append_errno(errnum);
     return status;
@@ -47,11 +60,9 @@ enum tsrnn_status tsrnn_error_errno(enum tsrnn_status status, int errnum, const 
 
 enum tsrnn_status tsrnn_error_append(enum tsrnn_status status, const char *fmt, ...)
 {
-    size_t used = strlen(error_message);
     va_list ap;
     va_start(ap, fmt);
-    if (used < sizeof(error_message))
-        vsnprintf(error_message + used, sizeof(error_message) - used, fmt, ap);
+    format_message(strlen(error_message), fmt, ap);
     va_end(ap);
     return status;
 }
@@ -124,12 +135,12 @@ bool tsrnn_parse_int64(const char *text, int64_t *out)
 
 void tsrnn_warn(const char *fmt, ...)
 {
-    char message[1024];
+    char message[1024], shown[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "warning: %s\n", message);
+    fprintf(stderr, "warning: %s\n", tsrnn_printable(message, shown, sizeof(shown)));
 }
 
 const char *tsrnn_display_path(const char *path)

@@ -16,11 +16,16 @@
 #include "tsrnn/data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tsrnn/memory.h"
 
 struct field {
     char *text;
@@ -37,36 +42,101 @@ struct csv_file {
     size_t field_capacity;
 };
 
-/* Data files are as large as they are; this only keeps a claim of more than the address
- * space from being believed. */
-#define MAX_DATA_NBYTES ((size_t)1 << 46)
+/* Bytes read at a time: each piece is checked before the next is read. */
+#define READ_CHUNK_NBYTES ((size_t)1 << 20)
 
+/* The error for the byte at `bad` (a NUL, or one that is not UTF-8), with its line and
+ * column. */
+static enum tsrnn_status bad_byte(const struct csv_file *f, const char *buf, size_t bad)
+{
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < bad; i++, column++)
+        if (buf[i] == '\n')
+            line++, column = 0;
+    if (buf[bad] == '\0')
+        return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu:%zu: a NUL byte; accepted: text", f->path, line,
+                           column);
+    return tsrnn_error(TSRNN_ERR_DATA,
+                       "%s:%zu:%zu: byte \\x%02x is not UTF-8; accepted: UTF-8 text (save the "
+                       "file as UTF-8, as pandas reads it)",
+                       f->path, line, column, (unsigned char)buf[bad]);
+}
+
+/* Reads the whole file, checking it as it comes: pandas reads UTF-8 and stops at a byte that
+ * is not, and a NUL would end a field early here ("13<NUL>5" read as 13); either is refused
+ * where it stands, before the rest is read (a sparse 1 GB file of zeros was read whole, 1 GB
+ * and 3 s, before its first byte was refused). A file larger than the memory this process
+ * can have is refused before a byte is read. Only what fstat promised is read: a file that
+ * grows meanwhile is read as it was. */
 static enum tsrnn_status read_all(struct csv_file *f)
 {
-    size_t used;
-    TSRNN_TRY(
-        tsrnn_read_file(f->path, MAX_DATA_NBYTES, "data file", TSRNN_ERR_DATA, &f->buf, &used));
-    f->nbytes = used;
+    int fd;
+    struct stat st;
+    TSRNN_TRY(tsrnn_open_regular(f->path, O_RDONLY, "data file", TSRNN_ERR_DATA, &fd));
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return tsrnn_error_errno(TSRNN_ERR_DATA, err, "cannot read data file %s", f->path);
+    }
+    double available;
+    char source[64];
+    if (tsrnn_memory_available(&available, source, sizeof(source)) &&
+        (double)st.st_size > available) {
+        close(fd);
+        return tsrnn_error(TSRNN_ERR_DATA,
+                           "data file %s is %.3g GB, more than the %.3g GB of memory this "
+                           "process can have (%s); accepted: a file that fits in memory",
+                           f->path, (double)st.st_size * 1e-9, available * 1e-9, source);
+    }
+    /* The buffer grows with what was read and checked, doubling, up to the file's size. */
+    size_t total = (size_t)st.st_size, done = 0, checked = 0, capacity = 0;
+    char *buf = NULL;
+    enum tsrnn_status status = TSRNN_OK;
+    for (bool end = false; status == TSRNN_OK && !end;) {
+        if (done == capacity && capacity < total) {
+            size_t grown = capacity < READ_CHUNK_NBYTES ? READ_CHUNK_NBYTES : 2 * capacity;
+            grown = grown < total ? grown : total;
+            char *more = realloc(buf, grown + 1);
+            if (more == NULL) {
+                status =
+                    tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading data file %s (%zu bytes)",
+                                f->path, total);
+                break;
+            }
+            buf = more;
+            capacity = grown;
+        } else if (buf == NULL && (buf = malloc(1)) == NULL) { /* an empty file */
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading data file %s", f->path);
+            break;
+        }
+        size_t want = capacity - done < READ_CHUNK_NBYTES ? capacity - done : READ_CHUNK_NBYTES;
+        ssize_t n = want > 0 ? read(fd, buf + done, want) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            status = tsrnn_error_errno(TSRNN_ERR_DATA, errno, "cannot read data file %s", f->path);
+            break;
+        }
+        done += (size_t)n;
+        end = n == 0 || done == total; /* the end, or shrunk meanwhile: what is there */
+        buf[done] = '\0';
+        /* A sequence cut by the piece's end is checked with the next piece. */
+        size_t valid = checked + tsrnn_utf8_prefix(buf + checked, done - checked);
+        if (valid < done && (end || buf[valid] == '\0' || done - valid >= 4))
+            status = bad_byte(f, buf, valid);
+        checked = valid;
+    }
+    close(fd);
+    if (status != TSRNN_OK) {
+        free(buf);
+        return status;
+    }
+    f->buf = buf;
+    f->nbytes = done;
     f->pos = 0;
     /* A UTF-8 byte order mark (Excel writes one) is not part of the first column's name. */
-    if (used >= 3 && memcmp(f->buf, "\xEF\xBB\xBF", 3) == 0)
+    if (done >= 3 && memcmp(f->buf, "\xEF\xBB\xBF", 3) == 0)
         f->pos = 3;
-    /* pandas reads UTF-8 and stops at a byte that is not; a NUL would end a field early here
-     * ("13<NUL>5" read as 13). Either is refused where it stands. */
-    size_t valid = tsrnn_utf8_prefix(f->buf, used);
-    if (valid < used) {
-        size_t line = 1, column = 1;
-        for (size_t i = 0; i < valid; i++, column++)
-            if (f->buf[i] == '\n')
-                line++, column = 0;
-        if (f->buf[valid] == '\0')
-            return tsrnn_error(TSRNN_ERR_DATA, "%s:%zu:%zu: a NUL byte; accepted: text", f->path,
-                               line, column);
-        return tsrnn_error(TSRNN_ERR_DATA,
-                           "%s:%zu:%zu: byte \\x%02x is not UTF-8; accepted: UTF-8 text (save "
-                           "the file as UTF-8, as pandas reads it)",
-                           f->path, line, column, (unsigned char)f->buf[valid]);
-    }
     return TSRNN_OK;
 }
 
@@ -235,8 +305,10 @@ enum tsrnn_status tsrnn_series_load_csv_covariates(struct tsrnn_series *series, 
     char(*all)[TSRNN_NAME_MAX] = joined_columns(value_cols, C, covariate_cols, Kc);
     if (all == NULL)
         return TSRNN_ERR_NOMEM;
+    struct tsrnn_series_options labelled = options ? *options : (struct tsrnn_series_options){ 0 };
+    labelled.target_col_count = C;
     enum tsrnn_status status = tsrnn_series_load_csv(
-        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+        series, path, time_col, (const char(*)[TSRNN_NAME_MAX])all, C + Kc, &labelled);
     free(all);
     if (status != TSRNN_OK)
         return status;
@@ -256,9 +328,11 @@ enum tsrnn_status tsrnn_series_load_groups_covariates(
     *count = 0;
     if (all == NULL)
         return TSRNN_ERR_NOMEM;
+    struct tsrnn_series_options labelled = options ? *options : (struct tsrnn_series_options){ 0 };
+    labelled.target_col_count = C;
     enum tsrnn_status status =
         tsrnn_series_load_groups(series, ids, count, path, id_col, time_col,
-                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, options);
+                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, &labelled);
     free(all);
     for (size_t i = 0; status == TSRNN_OK && i < *count; i++)
         status = split_covariates(&(*series)[i], C, Kc);
@@ -406,10 +480,13 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
     for (size_t i = 0; i < ld->column_count && value_col_count == 0; i++)
         if ((long)i != ld->time_idx && (long)i != ld->id_idx)
             ld->value_idx[c++] = i;
+    size_t target_count = ld->options->target_col_count;
     for (size_t i = 0; i < value_col_count; i++) {
         long idx = find_column(ld, value_cols[i]);
         if (idx < 0)
-            return missing_column(ld, value_cols[i], "[data] value_cols");
+            return missing_column(ld, value_cols[i],
+                                  target_count > 0 && i >= target_count ? "[covariates] columns"
+                                                                        : "[data] value_cols");
         if (idx == ld->time_idx)
             return tsrnn_error(TSRNN_ERR_DATA,
                                "[data] value_cols lists the time column '%s'; a column is either "
@@ -423,8 +500,23 @@ static enum tsrnn_status read_header(struct loader *ld, const char *time_col,
         ld->value_idx[c++] = (size_t)idx;
     }
     series->component_count = c_count;
-    for (size_t i = 0; i < c_count; i++)
-        snprintf(series->component_names[i], TSRNN_NAME_MAX, "%s", ld->header[ld->value_idx[i]]);
+    for (size_t i = 0; i < c_count; i++) {
+        /* A name is printed in summaries, written into CSVs and checkpoints: no control
+         * character (an escape sequence would drive the terminal; the file is UTF-8). */
+        const char *name = ld->header[ld->value_idx[i]];
+        if (!tsrnn_text_printable(name))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s:%zu:%zu: column name '%s' holds a control character; "
+                               "accepted: printable text",
+                               ld->file.path, ld->header_line,
+                               ld->file.fields[ld->value_idx[i]].column, name);
+        if (strlen(name) >= TSRNN_NAME_MAX)
+            return tsrnn_error(
+                TSRNN_ERR_DATA, "%s:%zu:%zu: a column name of %zu bytes; accepted: at most %d",
+                ld->file.path, ld->header_line, ld->file.fields[ld->value_idx[i]].column,
+                strlen(name), TSRNN_NAME_MAX - 1);
+        snprintf(series->component_names[i], TSRNN_NAME_MAX, "%s", name);
+    }
     snprintf(series->time_name, sizeof(series->time_name), "%s", time_col);
     return TSRNN_OK;
 }
@@ -1100,6 +1192,11 @@ static enum tsrnn_status sort_ids(const struct loader *ld, size_t rows, struct i
             return tsrnn_error(
                 TSRNN_ERR_DATA, "%s:%zu: id column '%s': an id of %zu bytes; accepted: at most %d",
                 ld->file.path, ld->time_line[r], ld->id_col, strlen(text), TSRNN_NAME_MAX - 1);
+        if (!tsrnn_text_printable(text))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s:%zu: id column '%s': the id '%s' holds a control character; "
+                               "accepted: printable text",
+                               ld->file.path, ld->time_line[r], ld->id_col, text);
         keys[r] = (struct id_key){ .row = r, .text = text };
         if (kind == ID_INTEGER && !tsrnn_parse_int64(text, &keys[r].integer))
             kind = ID_NUMBER;

@@ -307,6 +307,13 @@ static enum tsrnn_status read_files(struct tsrnn_dataset *ds, const struct tsrnn
         if (paths->count == 1)
             break; /* one series: no name */
         tsrnn_data_path_stem(paths->paths[i], item->id, sizeof(item->id));
+        if (!tsrnn_text_printable(item->id))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "%s: [data] path: %s: the file's name, series '%s', is not "
+                               "printable UTF-8 text (a control character or a byte that is "
+                               "not UTF-8); accepted: files with printable UTF-8 names",
+                               tsrnn_config_origin(cfg, "data", "path"),
+                               tsrnn_display_path(paths->paths[i]), item->id);
         for (size_t j = 0; j < i; j++)
             if (strcmp(ds->items[j].id, item->id) == 0)
                 return tsrnn_error(TSRNN_ERR_USAGE,

@@ -104,6 +104,24 @@ enum tsrnn_status tsrnn_forecast_check_covariates(const struct tsrnn_forecast_so
 
 /* --- for src/forecast/ (internal.h) --------------------------------------------------- */
 
+/* The stamp `k` steps after `last` at the series' frequency; false (with the message) past
+ * the last stamp tsrnn can write. */
+static enum tsrnn_status stamp_after(const struct tsrnn_series *series, int64_t last, size_t k,
+                                     size_t n, int64_t *out)
+{
+    if (k <= (size_t)INT64_MAX && tsrnn_freq_advance(&series->freq, last, (int64_t)k, out))
+        return TSRNN_OK;
+    char name[TSRNN_FREQ_NAME_MAX], from[64];
+    tsrnn_freq_name(&series->freq, name, sizeof(name));
+    tsrnn_time_format(last, series->time_unit, from, sizeof(from));
+    return tsrnn_error(
+        TSRNN_ERR_USAGE,
+        "a %zu-step forecast at freq %s after %s would pass the last %s tsrnn can "
+        "write (%s); accepted: a shorter forecast",
+        n, name, from, series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
+        series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807" : "9999-12-31 23:59:59");
+}
+
 enum tsrnn_status tsrnn_forecast_stamps(int64_t *times, const struct tsrnn_series *series,
                                         size_t origin, size_t n)
 {
@@ -111,18 +129,7 @@ enum tsrnn_status tsrnn_forecast_stamps(int64_t *times, const struct tsrnn_serie
      * month ends stay month ends, business days skip weekends. */
     int64_t last = series->times[origin - 1]; /* origin >= icl >= 1 */
     for (size_t i = 0; i < n; i++)
-        if (!tsrnn_freq_advance(&series->freq, last, (int64_t)i + 1, &times[i])) {
-            char name[TSRNN_FREQ_NAME_MAX], from[64];
-            tsrnn_freq_name(&series->freq, name, sizeof(name));
-            tsrnn_time_format(last, series->time_unit, from, sizeof(from));
-            return tsrnn_error(TSRNN_ERR_USAGE,
-                               "a %zu-step forecast at freq %s after %s would pass the last %s "
-                               "tsrnn can write (%s); accepted: a shorter forecast",
-                               n, name, from,
-                               series->time_unit == TSRNN_TIME_INDEX ? "integer index" : "stamp",
-                               series->time_unit == TSRNN_TIME_INDEX ? "9223372036854775807"
-                                                                     : "9999-12-31 23:59:59");
-        }
+        TSRNN_TRY(stamp_after(series, last, i + 1, n, &times[i]));
     return TSRNN_OK;
 }
 
@@ -205,6 +212,16 @@ static enum tsrnn_status predict_after(struct tsrnn_model *model,
     return status;
 }
 
+enum tsrnn_status tsrnn_forecast_check_range(const struct tsrnn_forecast_source *src, size_t n)
+{
+    const struct tsrnn_series *series = src->series;
+    int64_t end;
+    if (n == 0 || src->origin < 1 || src->origin > series->length)
+        return TSRNN_OK; /* nothing to stamp, or tsrnn_forecast_run() refuses the origin */
+    /* The stamps increase: the last one fits when all do. */
+    return stamp_after(series, series->times[src->origin - 1], n, n, &end);
+}
+
 enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_model *model,
                                      const struct tsrnn_forecast_source *src,
                                      size_t input_chunk_length, size_t n)
@@ -218,6 +235,7 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
                            "the forecast needs the last input_chunk_length = %zu points before "
                            "it; the series has %zu",
                            icl, origin < series->length ? origin : series->length);
+    TSRNN_TRY(tsrnn_forecast_check_range(src, n)); /* before the work, not after it */
     f->length = n;
     f->component_count = C;
     f->origin = origin;
@@ -328,11 +346,26 @@ static void write_rows(FILE *out, const struct tsrnn_forecast *f, const struct t
     }
 }
 
+/* The errno of this thread's last failed flushed(), for the message that names the file. */
+static _Thread_local int flush_errno;
+
 static enum tsrnn_status flushed(FILE *out, const char *what)
 {
-    if (fflush(out) != 0 || ferror(out))
-        return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write %s", what);
+    if (fflush(out) != 0 || ferror(out)) {
+        flush_errno = errno != 0 ? errno : EIO;
+        return tsrnn_error_errno(TSRNN_ERR_IO, flush_errno, "cannot write %s", what);
+    }
     return TSRNN_OK;
+}
+
+/* A writer's failure into the file `path`: a write error is named by the file, with its
+ * reason (a full disk); anything else (a forecast that cannot be made) passes as it is. */
+static enum tsrnn_status file_failed(enum tsrnn_status status, const char *path)
+{
+    if (status != TSRNN_ERR_IO)
+        return status;
+    return tsrnn_error_errno(TSRNN_ERR_IO, flush_errno, "cannot write %s",
+                             tsrnn_display_path(path));
 }
 
 enum tsrnn_status tsrnn_forecast_error_series(enum tsrnn_status status, const char *id)
@@ -382,11 +415,9 @@ enum tsrnn_status tsrnn_forecast_save_all(struct tsrnn_model *model,
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     enum tsrnn_status status =
         tsrnn_forecast_write_all(model, sources, count, input_chunk_length, n, id_name, af.file);
-    if (status == TSRNN_ERR_IO)
-        status = tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
-        return status;
+        return file_failed(status, path);
     }
     return tsrnn_atomic_file_commit(&af);
 }
@@ -442,7 +473,7 @@ static enum tsrnn_status save_csv(csv_writer write, const void *what, const char
     enum tsrnn_status status = write(what, af.file);
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+        return file_failed(status, path);
     }
     return tsrnn_atomic_file_commit(&af);
 }

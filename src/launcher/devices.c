@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 #include "job.h"
 #include "tsrnn/comm.h"
@@ -51,6 +52,44 @@ static size_t parse_device_list(const char *text, int64_t *indices, size_t capac
             break;
     }
     return count;
+}
+
+/* What `count` workers on this machine need, checked before any starts: at most MAX_WORKERS,
+ * and open files for their connections (a worker: one per peer; the launcher: two pipes and a
+ * log file per worker). The soft limit is raised to what they need, up to the hard one, which the workers
+ * inherit. */
+static enum tsrnn_status check_worker_count(struct launch *l, int64_t count, const char *origin)
+{
+    if (count > MAX_WORKERS)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = '%s' asks for %lld workers; tsrnn-launch runs "
+                           "at most %d on one machine (each holds a connection to every other; "
+                           "%d were measured to train); accepted: 1 to %d, or more machines "
+                           "under mpirun or srun",
+                           origin, l->cfg->devices, (long long)count, MAX_WORKERS, MAX_WORKERS,
+                           MAX_WORKERS);
+    struct rlimit files;
+    rlim_t need = 3 * (rlim_t)count + SPARE_FILES; /* the launcher's, more than a worker's */
+    if (count == 1 || getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= need)
+        return TSRNN_OK;
+    if (files.rlim_max != RLIM_INFINITY && files.rlim_max < need)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [trainer] devices = '%s': %lld workers need %llu open files (a "
+                           "connection to every other worker; the launcher two pipes and a log "
+                           "file for each), "
+                           "but this process may open at most %llu (ulimit -Hn); accepted: up "
+                           "to %lld workers here, or a higher hard limit",
+                           origin, l->cfg->devices, (long long)count, (unsigned long long)need,
+                           (unsigned long long)files.rlim_max,
+                           (long long)((files.rlim_max - SPARE_FILES) / 3));
+    files.rlim_cur = need;
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0)
+        return tsrnn_error_errno(TSRNN_ERR_USAGE, errno,
+                                 "%s: [trainer] devices = '%s': cannot raise the open-file "
+                                 "limit to %llu for %lld workers",
+                                 origin, l->cfg->devices, (unsigned long long)need,
+                                 (long long)count);
+    return TSRNN_OK;
 }
 
 /* Decides how many workers run where, from [trainer] accelerator and devices (Lightning's
@@ -206,6 +245,7 @@ enum tsrnn_status resolve_devices(struct launch *l)
                            "backend (it needs the CUDA backend and NCCL's header); accepted: "
                            "--devices 1, [trainer] comm = gloo, or --accelerator cpu",
                            origin, devices, (long long)count, count == 1 ? "" : "s");
+    TSRNN_TRY(check_worker_count(l, count, origin));
     l->count = (int)count;
     l->workers = calloc((size_t)count, sizeof(*l->workers));
     l->pollfds = calloc(2 + 2 * (size_t)count, sizeof(*l->pollfds));

@@ -34,8 +34,14 @@
 #define DRAIN_S         2.0        /* reading the pipes of workers already reaped */
 #define REPORT_FD       3          /* rank 0 finds the report pipe here (TSRNN_REPORT_FD) */
 #define MAX_GPUS        64
-#define GPU_ID_MAX      TSRNN_GPU_ID_MAX /* world.h */
-#define ENV_OWN_MAX     12               /* room for the variables the launcher sets for a worker */
+/* Workers on one machine: each holds a Gloo connection to every other. 1024 CPU workers were
+ * measured to connect and train (347 s on 2 cores with timeout_s = 900; 512: 42 s), with a
+ * loopback address per rank (src/comm/gloo.c); before that, ~170 ran out of ports. */
+#define MAX_WORKERS 1024
+/* Files a process needs beside its connections (libraries, logs, pipes, the lock). */
+#define SPARE_FILES 64
+#define GPU_ID_MAX  TSRNN_GPU_ID_MAX /* world.h */
+#define ENV_OWN_MAX 12               /* room for the variables the launcher sets for a worker */
 /* The file in a rendezvous folder that its launcher holds a record lock on while it lives
  * (fcntl: not inherited by the workers, gone with the launcher, SIGKILL included). */
 #define RENDEZVOUS_LOCK "launcher.lock"

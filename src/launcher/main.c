@@ -121,7 +121,8 @@ int main(int argc, char **argv)
         case 'r':
             if ((size_t)snprintf(resume_override, sizeof(resume_override), "training.resume=%s",
                                  optarg) >= sizeof(resume_override)) {
-                fprintf(stderr, PROGRAM ": error: --resume %s: path too long\n", optarg);
+                tsrnn_error(TSRNN_ERR_USAGE, "--resume %s: path too long", optarg);
+                fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
                 exit_code = TSRNN_EXIT_USAGE;
                 goto done;
             }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "tsrnn/atomic_file.h"
 #include "tsrnn/fs.h"
 
 static void tail_add(struct worker *w, const char *line, size_t len)
@@ -73,6 +74,26 @@ static void discard_pending(struct worker *w)
     w->pending_len = w->pending_cap = w->pending_dropped = 0;
 }
 
+/* A rank's log, appended to, by the rule of every file tsrnn writes
+ * (include/tsrnn/atomic_file.h): through a link of this user's or root's only, a device or
+ * FIFO in place (a FIFO without a reader is refused, not waited on). -1 with the error set. */
+static int open_log(const char *path)
+{
+    char *target = NULL;
+    if (tsrnn_atomic_file_target(path, &target) != TSRNN_OK)
+        return -1;
+    int fd = open(target != NULL ? target : path,
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY |
+                      (target != NULL ? O_NOFOLLOW : O_NONBLOCK),
+                  0644);
+    if (fd < 0)
+        tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open %s", tsrnn_display_path(path));
+    else if (target == NULL) /* opened without waiting for a FIFO's reader; writes may wait */
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    free(target);
+    return fd;
+}
+
 /* Rank 0 has reported the run folder: from now on it will not delete it (force_reset came
  * before), so the ranks' logs can go there. */
 static void open_logs(struct launch *l)
@@ -92,12 +113,10 @@ static void open_logs(struct launch *l)
         char note[160];
         if (l->logs == LOGS_OPEN) {
             snprintf(path, sizeof(path), "%s/logs/rank-%d.log", l->run_dir, r);
-            w->log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            w->log_fd = open_log(path);
             if (w->log_fd < 0)
-                fprintf(stderr,
-                        PROGRAM ": warning: cannot open %s: %s; rank %d's output is not "
-                                "logged\n",
-                        tsrnn_display_path(path), strerror(errno), r);
+                fprintf(stderr, PROGRAM ": warning: %s; rank %d's output is not logged\n",
+                        tsrnn_last_error(), r);
         }
         if (w->log_fd >= 0 && l->attempt > 0)
             log_write(w, note,

@@ -16,12 +16,14 @@
  * checkpoint or bad series.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
@@ -31,6 +33,7 @@
 #include "tsrnn/data.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/fs.h"
+#include "tsrnn/memory.h"
 #include "tsrnn/model.h"
 #include "tsrnn/plot.h"
 
@@ -115,11 +118,12 @@ struct options {
     long long random_state; /* --random-state, or -1 */
 };
 
+/* Prints "error: <fmt with arg>" (through tsrnn_error(): the argument shown escaped, as every
+ * message is) and returns the usage exit code. */
 static int usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, PROGRAM ": error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
+    tsrnn_error(TSRNN_ERR_USAGE, fmt, arg);
+    fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
     return TSRNN_EXIT_USAGE;
 }
 
@@ -383,12 +387,125 @@ static struct tsrnn_forecast_source source_of(const struct tsrnn_checkpoint *ck,
     };
 }
 
+/* The run folder a checkpoint belongs to: --run DIR, or the folder holding the checkpoint's
+ * checkpoints/ folder (the checkpoint's own folder when it lies elsewhere). */
+static void run_folder_of(const struct options *o, const char *checkpoint, char *out,
+                          size_t capacity)
+{
+    if (o->run_dir != NULL) {
+        snprintf(out, capacity, "%s", o->run_dir);
+        return;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", checkpoint);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        snprintf(out, capacity, ".");
+        return;
+    }
+    *slash = '\0';
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    if (strcmp(base, "checkpoints") == 0 && base == dir)
+        snprintf(out, capacity, ".");
+    else if (strcmp(base, "checkpoints") == 0)
+        snprintf(out, capacity, "%.*s", base - dir > 1 ? (int)(base - dir - 1) : 1, dir);
+    else
+        snprintf(out, capacity, "%s", dir[0] != '\0' ? dir : "/");
+}
+
+/* Whether `path` (a file) lies inside the folder `dir`, both with their links resolved; "/"
+ * holds everything and is no run folder. */
+static bool lies_inside(const char *path, const char *dir)
+{
+    char real_path[PATH_MAX], real_dir[PATH_MAX];
+    if (realpath(path, real_path) == NULL || realpath(dir, real_dir) == NULL)
+        return false;
+    size_t n = strlen(real_dir);
+    return n > 1 && strncmp(real_path, real_dir, n) == 0 && real_path[n] == '/';
+}
+
+/* A checkpoint names the files it was trained on ([data] path). They are read only where the
+ * user asked for that run's data: the run folder's own config.ini (written by the run that
+ * wrote the checkpoint) names the same files, or they lie inside the run folder. A file a
+ * checkpoint alone names (/etc/shadow in a crafted one) is not opened; the message says so
+ * and asks for --series. */
+static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck,
+                                           const struct options *o, const char *checkpoint)
+{
+    const struct tsrnn_config *cfg = &ck->config;
+    char run_dir[PATH_MAX], ini[PATH_MAX + 16];
+    run_folder_of(o, checkpoint, run_dir, sizeof(run_dir));
+    snprintf(ini, sizeof(ini), "%s/config.ini", run_dir);
+    struct tsrnn_config *own = calloc(1, sizeof(*own));
+    bool named = false;
+    if (own != NULL && tsrnn_config_init(own) == TSRNN_OK &&
+        tsrnn_config_parse_file(own, ini) == TSRNN_OK)
+        named = strcmp(own->data_path, cfg->data_path) == 0;
+    free(own);
+    tsrnn_error_clear();
+    if (named)
+        return TSRNN_OK;
+    struct tsrnn_data_paths paths;
+    bool inside = tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint") == TSRNN_OK;
+    for (size_t i = 0; inside && i < paths.count; i++)
+        inside = lies_inside(paths.paths[i], run_dir);
+    if (paths.paths != NULL)
+        tsrnn_data_paths_finish(&paths);
+    tsrnn_error_clear();
+    if (inside)
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: the checkpoint names its training data %s, which the run folder's "
+                       "config.ini (%s) does not name and which does not lie inside the run "
+                       "folder %s; tsrnn-predict reads the data a checkpoint names only then. "
+                       "Pass the series to forecast from with --series CSV",
+                       tsrnn_display_path(checkpoint), cfg->data_path, tsrnn_display_path(ini),
+                       tsrnn_display_path(run_dir));
+}
+
+/* The checkpoint's training series, read as training read them. The files come from the
+ * checkpoint, so nothing of what they hold is shown when they are not the CSV the model was
+ * trained on (a message would echo a line of whatever file the path names): only whether a
+ * file can be opened, and a hint to read it with --series, whose messages show everything. */
+static enum tsrnn_status load_stored_data(struct tsrnn_dataset *dataset,
+                                          const struct tsrnn_checkpoint *ck)
+{
+    const struct tsrnn_config *cfg = &ck->config;
+    struct tsrnn_data_paths paths;
+    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
+    enum tsrnn_status status = TSRNN_OK;
+    for (size_t i = 0; i < paths.count && status == TSRNN_OK; i++) {
+        int fd;
+        status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
+                                    TSRNN_ERR_USAGE, &fd);
+        if (status == TSRNN_OK)
+            close(fd);
+    }
+    tsrnn_data_paths_finish(&paths);
+    if (status == TSRNN_OK) {
+        status = tsrnn_dataset_load(dataset, cfg);
+        if (status != TSRNN_OK)
+            tsrnn_error(status,
+                        "%s, the checkpoint's training data, cannot be read as the series the "
+                        "model was trained on (time column '%s', value columns from '%s'); what "
+                        "it holds is not shown, as the checkpoint named it",
+                        tsrnn_display_path(cfg->data_path), cfg->time_col,
+                        ck->series.component_names[0]);
+    }
+    if (status != TSRNN_OK)
+        tsrnn_error_append(status, "; pass the series to forecast from with --series CSV (its "
+                                   "messages show what is wrong)");
+    return status;
+}
+
 /* The series to forecast, each with where its history ends and the checkpoint's scaler for
  * it: --series whole (one series), or the training series of the checkpoint's config split as
  * in training. sources[] has room for the checkpoint's series count. */
 static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrnn_series *own,
                                       struct tsrnn_forecast_source *sources, size_t *count,
-                                      const struct tsrnn_checkpoint *ck, const struct options *o)
+                                      const struct tsrnn_checkpoint *ck, const struct options *o,
+                                      const char *checkpoint)
 {
     const struct tsrnn_config *cfg = &ck->config;
     size_t first, end;
@@ -416,11 +533,8 @@ static enum tsrnn_status load_sources(struct tsrnn_dataset *dataset, struct tsrn
         sources[(*count)++] = source_of(ck, cs, own, own->length);
         return TSRNN_OK;
     }
-    enum tsrnn_status status = tsrnn_dataset_load(dataset, cfg);
-    if (status != TSRNN_OK)
-        return tsrnn_error_append(status, "; the checkpoint's training series cannot be "
-                                          "used: pass the series to forecast from with "
-                                          "--series CSV");
+    TSRNN_TRY(check_stored_data(ck, o, checkpoint));
+    TSRNN_TRY(load_stored_data(dataset, ck));
     for (size_t k = first; k < end; k++) {
         const struct tsrnn_checkpoint_series *cs = &ck->series_list[k];
         const struct tsrnn_dataset_series *item = NULL;
@@ -618,8 +732,8 @@ static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_ch
         return forecast_sampled(o, ck, path, model, sources, count);
     size_t icl = (size_t)ck->input_chunk_length;
     struct tsrnn_forecast f;
-    /* The first forecast before anything is printed: a forecast that cannot be made (its
-     * stamps would pass the year 9999) is the error alone. */
+    /* The first forecast before anything is printed: one that cannot be made is the error
+     * alone. */
     TSRNN_TRY(tsrnn_forecast_run(&f, model, &sources[0], icl, (size_t)o->n));
     print_loaded(ck, path);
     enum tsrnn_status status = report_scores(model, ck, sources, count, (size_t)o->n);
@@ -851,6 +965,59 @@ static enum tsrnn_status apply_sampling_options(struct tsrnn_checkpoint *ck,
     return TSRNN_OK;
 }
 
+/* What the forecasts hold: a forecast of n steps (stamps and C values, its covariates) kept
+ * while the next one runs; or every backtest's values and scores, each series' at once. A
+ * model with a likelihood holds its S sample paths beside them (and each forecast's Q
+ * quantiles and band; tsrnn_forecast_predict(), tsrnn_backtest_predict()). */
+static double forecast_nbytes(const struct options *o, const struct tsrnn_checkpoint *ck,
+                              const struct tsrnn_forecast_source *sources, size_t count,
+                              const size_t *firsts)
+{
+    double C = (double)ck->dims.output_count;
+    double K = (double)(ck->dims.input_count - ck->dims.output_count);
+    bool sampled = ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE;
+    double S = sampled && ck->config.num_samples > 1 ? (double)ck->config.num_samples : 0.0;
+    double q[TSRNN_FORECAST_MAX_QUANTILES]; /* and the picture's band: 2 more */
+    size_t quantiles =
+        tsrnn_config_forecast_quantiles(&ck->config, q, TSRNN_FORECAST_MAX_QUANTILES);
+    double Q = S > 0.0 ? (double)quantiles + 2.0 : 0.0;
+    if (!o->backtest)
+        return 2.0 * (double)o->n * (8.0 + 4.0 * C * (1.0 + S + Q) + 8.0 * K);
+    double total = 0.0, H = (double)o->horizon;
+    for (size_t i = 0; i < count; i++) {
+        double F = (double)((sources[i].series->length - (size_t)o->horizon - firsts[i]) /
+                                (size_t)o->stride +
+                            1);
+        total += F * (H * 4.0 * C * (1.0 + S) + 64.0);
+    }
+    return total;
+}
+
+/* The model and the forecasts fit in memory (include/tsrnn/memory.h), before either is
+ * made. */
+static enum tsrnn_status check_memory(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                      struct tsrnn_compute *compute,
+                                      const struct tsrnn_forecast_source *sources, size_t count,
+                                      const size_t *firsts, size_t batch)
+{
+    struct tsrnn_memory_need need;
+    tsrnn_memory_need_predict(&need, &ck->dims, tsrnn_compute_kind(compute), batch,
+                              (size_t)ck->input_chunk_length,
+                              forecast_nbytes(o, ck, sources, count, firsts));
+    char advice[256];
+    if (need.forecast_nbytes > need.host_nbytes / 2)
+        snprintf(advice, sizeof(advice), "the largest part, the forecasts, grows with %s",
+                 o->backtest ? "--horizon and the forecasts' count: raise --stride, start later "
+                               "with --start, or backtest one series with --id"
+                             : "--n: forecast fewer steps");
+    else
+        snprintf(advice, sizeof(advice),
+                 "the largest part is the model itself (hidden_dim %zu, n_rnn_layers %zu): "
+                 "forecast on a machine with more memory",
+                 ck->dims.hidden_count, ck->dims.layer_count);
+    return tsrnn_memory_check(&need, compute, 1, "the forecast", advice);
+}
+
 static enum tsrnn_status predict(const struct options *o)
 {
     char path[PATH_MAX];
@@ -872,7 +1039,8 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_run_lock_acquire(&lock, o->run_dir, TSRNN_RUN_LOCK_SHARED);
         if (status == TSRNN_ERR_USAGE)
             tsrnn_error_append(status, "; wait for it to end, or forecast from a copy of one of "
-                                       "its checkpoints with --checkpoint FILE");
+                                       "its checkpoints with --checkpoint FILE (and --run DIR "
+                                       "for its data, or --series CSV)");
     }
     if (status == TSRNN_OK) {
         char dir[PATH_MAX];
@@ -905,12 +1073,17 @@ static enum tsrnn_status predict(const struct options *o)
     if (status == TSRNN_OK)
         status = apply_sampling_options(ck, o);
     if (status == TSRNN_OK)
-        status = load_sources(&ds, &own, sources, &count, ck, o);
+        status = load_sources(&ds, &own, sources, &count, ck, o, path);
     if (status == TSRNN_OK && o->plot_path != NULL && count > 1)
         status = tsrnn_error(TSRNN_ERR_USAGE,
                              "--plot %s draws one series; the model was trained on %zu: choose "
                              "one with --id",
                              o->plot_path, count);
+    /* Every series' forecast dates before any work: stamps past the year 9999 are refused at
+     * once (a backtest forecasts inside its series). */
+    for (size_t i = 0; status == TSRNN_OK && !o->backtest && i < count; i++)
+        status = tsrnn_forecast_error_series(tsrnn_forecast_check_range(&sources[i], (size_t)o->n),
+                                             sources[i].id);
     if (status == TSRNN_OK && o->backtest)
         status = backtest_plan(o, ck, sources, count, firsts, &batch);
     /* A forecast is one window at a time (a backtest a batch of them): the CPU serves it,
@@ -927,6 +1100,8 @@ static enum tsrnn_status predict(const struct options *o)
     bool sampled = ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE;
     if (sampled && (size_t)ck->config.batch_size > batch)
         batch = (size_t)ck->config.batch_size;
+    if (status == TSRNN_OK)
+        status = check_memory(o, ck, compute, sources, count, firsts, batch);
     if (status == TSRNN_OK)
         status =
             tsrnn_model_init(&model, compute, &ck->dims, batch, (size_t)ck->input_chunk_length);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,15 +50,24 @@ static enum tsrnn_status append_row(struct tsrnn_metrics_csv *m, const char *fmt
 
 #define HEADER "epoch,step,train_loss,val_loss\n"
 
-/* Opens metrics.csv as a regular file of the run folder, never through a link someone put
- * there and never a FIFO (which would block, or read as empty): -1 with an error set. */
+/* Opens metrics.csv as a regular file, by the rule of every file tsrnn writes
+ * (include/tsrnn/atomic_file.h): through a link of this user's or root's, never through
+ * another user's, and never a FIFO or a device (which would block, or read as empty): -1
+ * with an error set. */
 static int open_regular(const struct tsrnn_metrics_csv *m, int flags)
 {
-    int fd;
-    if (tsrnn_open_regular(m->path, flags | O_NOFOLLOW, "the metrics file", TSRNN_ERR_IO, &fd) !=
-        TSRNN_OK)
-        tsrnn_error_append(TSRNN_ERR_IO, " (tsrnn writes the files of its run folder itself: "
-                                         "remove it)");
+    int fd = -1;
+    char *target = NULL;
+    if (tsrnn_atomic_file_target(m->path, &target) != TSRNN_OK)
+        return -1;
+    if (target == NULL)
+        tsrnn_error(TSRNN_ERR_IO,
+                    "the metrics file %s is not a regular file; accepted: a file "
+                    "(tsrnn writes the files of its run folder itself: remove it)",
+                    tsrnn_display_path(m->path));
+    else
+        tsrnn_open_regular(target, flags | O_NOFOLLOW, "the metrics file", TSRNN_ERR_IO, &fd);
+    free(target);
     return fd;
 }
 

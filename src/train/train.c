@@ -2,9 +2,12 @@
  * model, optimizer and sampler (from a checkpoint when resuming) and the run folder; per
  * epoch train, validate, log, checkpoint; then forecast the validation horizon and score it,
  * and write the [forecast] section's files. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/checkpoint.h"
@@ -14,6 +17,7 @@
 #include "tsrnn/encoders.h"
 #include "tsrnn/forecast.h"
 #include "tsrnn/fs.h"
+#include "tsrnn/memory.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
 #include "tsrnn/plot.h"
@@ -533,6 +537,25 @@ static enum tsrnn_status finish_jobs(struct trainer *tr, enum tsrnn_status statu
     return jobs != TSRNN_OK ? jobs : status;
 }
 
+/* A run folder that another user owns, or that every user may write: its owner (or anyone)
+ * can replace the run's files between writes, and put links where tsrnn writes (it follows
+ * none but this user's and root's). Said, not refused: a shared project folder may be
+ * meant. */
+static void warn_foreign_folder(const char *run_dir)
+{
+    struct stat st;
+    if (stat(run_dir, &st) != 0)
+        return;
+    if (st.st_uid != geteuid())
+        tsrnn_warn("the run folder %s belongs to another user (uid %u): they can replace its "
+                   "files; keep [output] work_dir in a folder only you can write",
+                   tsrnn_display_path(run_dir), (unsigned)st.st_uid);
+    else if (st.st_mode & S_IWOTH)
+        tsrnn_warn("the run folder %s may be written by every user (mode %03o): they can "
+                   "replace its files; keep [output] work_dir in a folder only you can write",
+                   tsrnn_display_path(run_dir), (unsigned)(st.st_mode & 0777));
+}
+
 /* Darts' rule for an existing run folder: a new run does not mix with an earlier run's
  * checkpoints and TensorBoard logs; force_reset deletes the folder first. Adds the jobs that
  * finish it beside the training. */
@@ -558,6 +581,7 @@ static enum tsrnn_status make_run_folder(struct trainer *tr)
                            tsrnn_display_path(tr->run_dir));
     }
     TSRNN_TRY(tsrnn_make_dirs(tr->run_dir));
+    warn_foreign_folder(tr->run_dir);
     if (cfg->save_checkpoints)
         TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
     tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
@@ -791,6 +815,8 @@ static enum tsrnn_status setup(struct trainer *tr)
     const struct tsrnn_dataset *ds = tr->ds;
     size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
     size_t B = (size_t)cfg->batch_size;
+    /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
+    size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world_size);
     /* RNNModel's input: the target's C components beside the K future covariates. */
     struct tsrnn_likelihood likelihood;
     tsrnn_config_likelihood(cfg, &likelihood);
@@ -815,6 +841,12 @@ static enum tsrnn_status setup(struct trainer *tr)
                                              tr->world != NULL ? tr->world->device_index : 0));
         tr->owns_compute = true;
     }
+    /* Whether it fits, before anything is allocated or written. */
+    size_t local_processes = tr->world != NULL && tr->world->local_world_size_known
+                                 ? (size_t)tr->world->local_world_size
+                                 : 1;
+    TSRNN_TRY(
+        tsrnn_train_check_memory(cfg, ds, &dims, tr->compute, batch_capacity, local_processes));
     tr->state.random_state = (uint32_t)cfg->random_state;
     tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
     tr->state.best_value = NAN;
@@ -842,7 +874,7 @@ static enum tsrnn_status setup(struct trainer *tr)
         .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
     };
     TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
-    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
+    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, batch_capacity, T));
     tr->model.loss = cfg->loss_fn;
     if (probabilistic)
         TSRNN_TRY(tsrnn_model_likelihood(&tr->model, &likelihood));
@@ -901,14 +933,15 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->scheduler, cfg,
                                              (int64_t)tsrnn_sampler_batch_count(&tr->sampler)));
 
-    tr->x = malloc(B * T * (C + K) * sizeof(float));
-    tr->y = malloc(B * T * C * sizeof(float));
+    tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
+    tr->y = malloc(batch_capacity * T * C * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
     tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
-    tr->batch_se = malloc(B * sizeof(double));
+    tr->batch_se = malloc(batch_capacity * sizeof(double));
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
         tr->batch_se == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows", B);
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
+                           batch_capacity);
     /* Validation shards without padding: each window is evaluated exactly once. */
     for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
         tr->val_idx[tr->val_local_count++] = i;
@@ -1030,12 +1063,14 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
         if (!isfinite(loss))
             return tsrnn_error(TSRNN_ERR_NUMERIC,
                                "training diverged: the loss is %g at epoch %lld, step %lld "
-                               "(batch %zu of the epoch); try a smaller [training] lr (now %g)",
+                               "(batch %zu of the epoch); try a smaller [training] lr (this step's "
+                               "learning rate: %g)",
                                (double)loss, (long long)epoch, (long long)(first_step + (int64_t)k),
                                first_batch + k, tr->adam.lr);
         return tsrnn_error(TSRNN_ERR_NUMERIC,
                            "training diverged: a gradient is NaN or infinite at epoch %lld, step "
-                           "%lld (batch %zu of the epoch); try a smaller [training] lr (now %g)",
+                           "%lld (batch %zu of the epoch); try a smaller [training] lr (this "
+                           "step's learning rate: %g)",
                            (long long)epoch, (long long)(first_step + (int64_t)k), first_batch + k,
                            tr->adam.lr);
     }
@@ -1230,8 +1265,9 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         if (!isfinite(val_loss))
             return tsrnn_error(TSRNN_ERR_NUMERIC,
                                "training diverged: the validation loss is %g after epoch %lld "
-                               "(step %lld); try a smaller [training] lr (now %g)",
-                               val_loss, (long long)epoch, (long long)tr->step - 1, tr->cfg->lr);
+                               "(step %lld); try a smaller [training] lr (the epoch's learning "
+                               "rate: %g)",
+                               val_loss, (long long)epoch, (long long)tr->step - 1, tr->adam.lr);
         r->val_loss = val_loss;
         monitor_value = val_loss;
         if (tr->writes_files) {
@@ -1280,14 +1316,21 @@ static struct tsrnn_forecast_source forecast_source(const struct tsrnn_dataset *
     };
 }
 
-/* [forecast] n past a series' covariate columns fails before the run folder is touched, on
- * every rank (the data is the same everywhere), not after training. */
-static enum tsrnn_status check_forecast_covariates(const struct trainer *tr)
+/* [forecast] n past the last date tsrnn can write or past a series' covariate columns fails
+ * before the run folder is touched, on every rank (the data is the same everywhere), not
+ * after training. */
+static enum tsrnn_status check_forecast(const struct trainer *tr)
 {
     if (tr->cfg->forecast_n <= 0)
         return TSRNN_OK;
     for (size_t i = 0; i < tr->ds->series_count; i++) {
         struct tsrnn_forecast_source src = forecast_source(tr->ds, i);
+        enum tsrnn_status status = tsrnn_forecast_check_range(&src, (size_t)tr->cfg->forecast_n);
+        if (status != TSRNN_OK)
+            return tsrnn_forecast_error_series(
+                tsrnn_error_append(status, " ([forecast] n = %d, %s)", tr->cfg->forecast_n,
+                                   tsrnn_config_origin(tr->cfg, "forecast", "n")),
+                src.id);
         TSRNN_TRY(tsrnn_forecast_check_covariates(&src, (size_t)tr->cfg->input_chunk_length,
                                                   (size_t)tr->cfg->forecast_n));
     }
@@ -1330,8 +1373,9 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
         fputc('\n', af.file);
     }
     if (fflush(af.file) != 0 || ferror(af.file)) {
+        int err = errno != 0 ? errno : EIO;
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(path));
+        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(path));
     }
     return tsrnn_atomic_file_commit(&af);
 }
@@ -1494,8 +1538,9 @@ static enum tsrnn_status write_text_job(void *arg)
     struct tsrnn_atomic_file af;
     TSRNN_TRY(tsrnn_atomic_file_open(&af, t->path));
     if (fwrite(t->text, 1, t->nbytes, af.file) != t->nbytes) {
+        int err = errno != 0 ? errno : EIO;
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error(TSRNN_ERR_IO, "cannot write %s", tsrnn_display_path(t->path));
+        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(t->path));
     }
     return tsrnn_atomic_file_commit(&af);
 }
@@ -1769,7 +1814,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
     tr.writes_files = tr.rank == 0;
-    enum tsrnn_status status = check_forecast_covariates(&tr);
+    enum tsrnn_status status = check_forecast(&tr);
     if (status == TSRNN_OK)
         status = setup(&tr);
 

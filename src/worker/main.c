@@ -167,7 +167,8 @@ int main(int argc, char **argv)
         case 'r':
             if ((size_t)snprintf(resume_override, sizeof(resume_override), "training.resume=%s",
                                  optarg) >= sizeof(resume_override)) {
-                fprintf(stderr, PROGRAM ": error: --resume %s: path too long\n", optarg);
+                tsrnn_error(TSRNN_ERR_USAGE, "--resume %s: path too long", optarg);
+                fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
                 free(overrides);
                 return TSRNN_EXIT_USAGE;
             }
@@ -181,9 +182,9 @@ int main(int argc, char **argv)
             break;
         case 'P':
             if (!parse_progress(optarg, &train_options.progress)) {
-                fprintf(stderr,
-                        PROGRAM ": error: --progress=%s: accepted: auto, bar, plain, none\n",
-                        optarg);
+                tsrnn_error(TSRNN_ERR_USAGE, "--progress=%s: accepted: auto, bar, plain, none",
+                            optarg);
+                fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
                 free(overrides);
                 return TSRNN_EXIT_USAGE;
             }

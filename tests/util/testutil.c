@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -213,8 +214,10 @@ int tu_run(const char *const argv[], int timeout_s, struct tu_result *r)
             close(fds[i].fd);
     }
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    struct rusage usage = { 0 };
+    while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR)
         ;
+    r->max_rss_kb = usage.ru_maxrss;
     if (WIFEXITED(status)) {
         r->exit_code = WEXITSTATUS(status);
     } else {

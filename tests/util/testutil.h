@@ -29,6 +29,7 @@ struct tu_result {
     int exit_code; /* -1 when killed by a signal */
     int signal;    /* 0 unless killed by a signal */
     int timed_out;
+    long max_rss_kb; /* the child's peak resident memory (getrusage's ru_maxrss) */
     char out[65536];
     char err[65536];
 };

@@ -40,8 +40,8 @@ enum tsrnn_cpu_isa {
 /* The level in use (tsrnn_cpu_init sets it from tsrnn_cpu_isa_detect). */
 extern enum tsrnn_cpu_isa tsrnn_cpu_isa;
 
-/* What this CPU supports, capped by TSRNN_CPU_ISA when that is set (a value it does not know
- * is ignored). */
+/* What this CPU supports, capped by TSRNN_CPU_ISA when that is set (tsrnn_cpu_init refuses
+ * a value it does not know). */
 enum tsrnn_cpu_isa tsrnn_cpu_isa_detect(void);
 
 /* Sets the level the kernels use: at most what the CPU supports (higher requests are

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu.h"
 
@@ -55,6 +56,15 @@ static void detect_isa(void)
 enum tsrnn_status tsrnn_cpu_init(struct tsrnn_cpu *cpu, int thread_count)
 {
     *cpu = (struct tsrnn_cpu){ .base.backend = &tsrnn_compute_backend_cpu, .thread_count = 1 };
+    /* A cap it does not know was ignored silently ("AVX2", "sse4"): the run then compared
+     * nothing it meant to. */
+    const char *cap = getenv("TSRNN_CPU_ISA");
+    if (cap != NULL && cap[0] != '\0' && strcmp(cap, "avx512") != 0 && strcmp(cap, "avx2") != 0 &&
+        strcmp(cap, "baseline") != 0)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "TSRNN_CPU_ISA=%s: accepted: avx512, avx2 or baseline (a cap on the "
+                           "CPU kernels' vector level), or unset",
+                           cap);
     if (pthread_mutex_init(&cpu->pool.lock, NULL) != 0 ||
         pthread_cond_init(&cpu->pool.start, NULL) != 0 ||
         pthread_cond_init(&cpu->pool.done, NULL) != 0)
