@@ -2,7 +2,9 @@
 """Generate the PyTorch fixtures of tsrnn's training controls: AdamW, SGD with momentum,
 L1Loss, ExponentialLR, StepLR, ReduceLROnPlateau, CosineAnnealingLR, OneCycleLR,
 CosineAnnealingWarmRestarts, LinearLR, gradient clipping by norm and Lightning's
-EarlyStopping, each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
+EarlyStopping; Adam's and SGD's L2 weight_decay, SGD with Nesterov momentum, RMSprop (plain;
+centered with momentum; its momentum cycled by OneCycleLR), Adagrad, HuberLoss and
+SmoothL1Loss; each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
 (RNN, hidden 20, batch 16, training_length 20, shuffle off, the initial weights of
 tests/fixtures/air_rnn_init.safetensors).
 
@@ -12,6 +14,9 @@ after each optimizer step, each when (epoch + 1) or (batch_idx + 1) is a multipl
 frequency. --darts-check runs each scheduler case through real Darts (RNNModel.fit with that
 lr_scheduler_cls / lr_scheduler_kwargs) and checks that the learning rate (and Adam's beta1 or
 SGD's momentum) of every optimizer step is the one this loop uses, bit for bit.
+--darts-runs records whole runs of real Darts (the example's model, shuffled, as
+scripts/gen-darts-fixtures.py) with the newer optimizers and losses and EarlyStopping on a
+torchmetrics metric of torch_metrics (DARTS_RUNS below).
 
 Needs torch and pytorch_lightning (the real classes are used: torch.optim.AdamW / SGD,
 torch.optim.lr_scheduler.*, torch.nn.utils.clip_grad_norm_, and Lightning's
@@ -28,7 +33,11 @@ It writes, under tests/fixtures/:
 * controls-fixtures.md -- each case's settings (as tsrnn --set values) and figures;
 * darts_hparams_controls.yaml -- with --darts-hparams only (needs Darts and the AirPassengers
   CSV at ~/.darts/datasets/, as scripts/gen-darts-fixtures.py): the logs/hparams.yaml real
-  Darts writes for an RNNModel with SGD(momentum), StepLR, L1Loss and gradient clipping.
+  Darts writes for an RNNModel with SGD(momentum), StepLR, L1Loss and gradient clipping
+  (and darts_hparams_<optimizer>.yaml for RMSprop, Adagrad and SGD's nesterov);
+* darts_ctl_<run>_metrics.csv, darts_ctl_<run>_metric.csv, darts-controls-fixtures.md -- with
+  --darts-runs only (Darts, as above): every step's train_loss and every epoch's val_loss of
+  real Darts, and every epoch's monitored torchmetrics value (epoch,step,<name>).
 
 Single-threaded float32, deterministic: running it twice gives the same files.
 """
@@ -100,6 +109,49 @@ CASES = {
                            "lr_scheduler_kwargs.total_steps=280",
                            "lr_scheduler_kwargs.interval=step"]),
     # ... and with Darts' default interval "epoch": three phases, linear, SGD's momentum cycles.
+    # Adam's L2 penalty (not AdamW's decay) with a larger eps
+    "adam_l2": dict(epochs=40, lr=5e-3, optimizer=("Adam", {"weight_decay": 0.01, "eps": 1e-6}),
+                    sets=["training.weight_decay=0.01", "training.eps=1e-6"]),
+    "sgd_nesterov": dict(epochs=40, lr=0.05,
+                         optimizer=("SGD", {"momentum": 0.9, "nesterov": True,
+                                            "weight_decay": 1e-3}),
+                         sets=["training.optimizer_cls=SGD", "training.momentum=0.9",
+                               "training.nesterov=true", "training.weight_decay=0.001"]),
+    "rmsprop": dict(epochs=40, lr=1e-3, optimizer=("RMSprop", {}),
+                    sets=["training.optimizer_cls=RMSprop"]),
+    # every option: centered (grad_avg), momentum, alpha, eps, weight_decay
+    "rmsprop_centered": dict(epochs=40, lr=1e-3,
+                             optimizer=("RMSprop", {"alpha": 0.9, "eps": 1e-6, "momentum": 0.5,
+                                                    "centered": True, "weight_decay": 1e-3}),
+                             sets=["training.optimizer_cls=RMSprop", "training.alpha=0.9",
+                                   "training.eps=1e-6", "training.momentum=0.5",
+                                   "training.centered=true", "training.weight_decay=0.001"]),
+    # alpha < 0.5: the lerp of grad_avg takes ATen's other branch
+    "rmsprop_low_alpha": dict(epochs=20, lr=1e-3,
+                              optimizer=("RMSprop", {"alpha": 0.3, "centered": True}),
+                              sets=["training.optimizer_cls=RMSprop", "training.alpha=0.3",
+                                    "training.centered=true"]),
+    "adagrad": dict(epochs=40, lr=0.05,
+                    optimizer=("Adagrad", {"lr_decay": 0.01, "initial_accumulator_value": 0.1,
+                                           "weight_decay": 1e-4}),
+                    sets=["training.optimizer_cls=Adagrad", "training.lr_decay=0.01",
+                          "training.initial_accumulator_value=0.1",
+                          "training.weight_decay=0.0001"]),
+    # (lr 3e-3: at 5e-3 float32 PyTorch itself drifts 2e-5 from float64 by the last epochs)
+    "huber": dict(epochs=40, lr=3e-3, loss="HuberLoss", loss_kwargs={"delta": 0.1},
+                  sets=["training.loss_fn=HuberLoss", "training.delta=0.1"]),
+    "smooth_l1": dict(epochs=40, lr=3e-3, loss="SmoothL1Loss", loss_kwargs={"beta": 0.2},
+                      sets=["training.loss_fn=SmoothL1Loss", "training.beta=0.2"]),
+    # RMSprop's momentum cycled by OneCycleLR (PyTorch sets `momentum` where there are no
+    # betas); max_lr 2e-3: at 5e-3 the run is chaotic, float32 PyTorch 1e-2 off float64's
+    "rmsprop_onecycle": dict(epochs=40, lr=1e-3, optimizer=("RMSprop", {"momentum": 0.9}),
+                             interval="step",
+                             scheduler=("OneCycleLR", {"max_lr": 0.002, "total_steps": 280}),
+                             sets=["training.optimizer_cls=RMSprop", "training.momentum=0.9",
+                                   "training.lr_scheduler_cls=OneCycleLR",
+                                   "lr_scheduler_kwargs.max_lr=0.002",
+                                   "lr_scheduler_kwargs.total_steps=280",
+                                   "lr_scheduler_kwargs.interval=step"]),
     "onecycle_epoch": dict(epochs=40, lr=0.05, optimizer=("SGD", {"momentum": 0.9}),
                            scheduler=("OneCycleLR", {"max_lr": 0.1, "epochs": 40,
                                                      "steps_per_epoch": 1, "three_phase": True,
@@ -147,7 +199,7 @@ def run_case(name, case, months, values):
     val_x, val_y = gf.shifted_windows(scaled[n_train:], gf.AIR_TRAINING_LENGTH)
 
     model = build_model()
-    loss_fn = getattr(nn, case.get("loss", "MSELoss"))()
+    loss_fn = getattr(nn, case.get("loss", "MSELoss"))(**case.get("loss_kwargs", {}))
     optimizer = make_optimizer(model, case["lr"], case.get("optimizer"))
     scheduler = None
     if "scheduler" in case:
@@ -206,9 +258,10 @@ def run_case(name, case, months, values):
 
 
 def optimizer_rates(optimizer):
-    """The learning rate and the momentum (Adam's beta1, SGD's momentum) of the next step."""
+    """The learning rate and the momentum (Adam's beta1, SGD's and RMSprop's momentum; Adagrad
+    has none) of the next step."""
     group = optimizer.param_groups[0]
-    return (group["lr"], group["betas"][0] if "betas" in group else group["momentum"])
+    return (group["lr"], group["betas"][0] if "betas" in group else group.get("momentum"))
 
 
 def darts_check(name, case, expected):

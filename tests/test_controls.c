@@ -95,6 +95,35 @@ static const struct control_case cases[] = {
         "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.1",
         "lr_scheduler_kwargs.epochs=40", "lr_scheduler_kwargs.steps_per_epoch=1",
         "lr_scheduler_kwargs.three_phase=true", "lr_scheduler_kwargs.anneal_strategy=linear" } },
+    { "adam_l2", "0.005", "40", { "training.weight_decay=0.01", "training.eps=1e-6" } },
+    { "sgd_nesterov",
+      "0.05",
+      "40",
+      { "training.optimizer_cls=SGD", "training.momentum=0.9", "training.nesterov=true",
+        "training.weight_decay=0.001" } },
+    { "rmsprop", "0.001", "40", { "training.optimizer_cls=RMSprop" } },
+    { "rmsprop_centered",
+      "0.001",
+      "40",
+      { "training.optimizer_cls=RMSprop", "training.alpha=0.9", "training.eps=1e-6",
+        "training.momentum=0.5", "training.centered=true", "training.weight_decay=0.001" } },
+    { "rmsprop_low_alpha",
+      "0.001",
+      "20",
+      { "training.optimizer_cls=RMSprop", "training.alpha=0.3", "training.centered=true" } },
+    { "adagrad",
+      "0.05",
+      "40",
+      { "training.optimizer_cls=Adagrad", "training.lr_decay=0.01",
+        "training.initial_accumulator_value=0.1", "training.weight_decay=0.0001" } },
+    { "huber", "0.003", "40", { "training.loss_fn=HuberLoss", "training.delta=0.1" } },
+    { "smooth_l1", "0.003", "40", { "training.loss_fn=SmoothL1Loss", "training.beta=0.2" } },
+    { "rmsprop_onecycle",
+      "0.001",
+      "40",
+      { "training.optimizer_cls=RMSprop", "training.momentum=0.9",
+        "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.002",
+        "lr_scheduler_kwargs.total_steps=280", "lr_scheduler_kwargs.interval=step" } },
 };
 
 static double rel(double a, double b)
@@ -214,6 +243,15 @@ CASE_TEST(10, cosine_annealing_warm_restarts)
 CASE_TEST(11, linear_lr)
 CASE_TEST(12, one_cycle_lr_per_step)
 CASE_TEST(13, one_cycle_lr_per_epoch_three_phases_sgd)
+CASE_TEST(14, adam_l2_weight_decay)
+CASE_TEST(15, sgd_nesterov_weight_decay)
+CASE_TEST(16, rmsprop)
+CASE_TEST(17, rmsprop_centered_momentum)
+CASE_TEST(18, rmsprop_alpha_below_half)
+CASE_TEST(19, adagrad)
+CASE_TEST(20, huber_loss)
+CASE_TEST(21, smooth_l1_loss)
+CASE_TEST(22, rmsprop_momentum_cycled_by_one_cycle_lr)
 
 /* Early stopping ends the run after Lightning's epoch, says why, and the run's summary is
  * that of its last epoch. */
@@ -525,13 +563,49 @@ static void test_refused_settings_name_the_key(void **state)
         const char *sets[3];
         const char *message;
     } refused[] = {
-        { { "training.weight_decay=0.1" },
-          "--set training.weight_decay=0.1: [training] weight_decay = 0.1 with optimizer_cls = "
-          "Adam: Adam's and SGD's L2 penalty is not implemented; accepted: 0 or -1, or "
-          "optimizer_cls = AdamW" },
+        { { "training.weight_decay=-0.5" },
+          "--set training.weight_decay=-0.5: [training] weight_decay = -0.5; accepted: a number "
+          ">= 0, or -1 for the optimizer's default" },
         { { "training.momentum=0.9" },
-          "[training] momentum = 0.9, but optimizer_cls = Adam has no momentum; accepted: 0, or "
-          "optimizer_cls = SGD" },
+          "--set training.momentum=0.9: [training] momentum = 0.9, but optimizer_cls = Adam "
+          "(default) has no momentum, which PyTorch refuses; accepted: 0, or optimizer_cls = SGD "
+          "or RMSprop" },
+        { { "training.optimizer_cls=SGD", "training.nesterov=true" },
+          "--set training.nesterov=true: [training] nesterov = true with momentum = 0: PyTorch's "
+          "SGD refuses it (\"Nesterov momentum requires a momentum and zero dampening\"); "
+          "accepted: a momentum > 0, or nesterov = false" },
+        { { "training.optimizer_cls=AdamW", "training.nesterov=true" },
+          "[training] nesterov = true, but optimizer_cls = AdamW (--set "
+          "training.optimizer_cls=AdamW) has no nesterov" },
+        { { "training.optimizer_cls=SGD", "training.eps=1e-6" },
+          "[training] eps = 1e-06, but optimizer_cls = SGD (--set training.optimizer_cls=SGD) has "
+          "no eps, which PyTorch refuses; accepted: -1 (SGD has no eps)" },
+        { { "training.eps=-0.5" }, "[training] eps = -0.5; accepted: a number >= 0, or -1" },
+        { { "training.alpha=0.5" },
+          "[training] alpha = 0.5, but optimizer_cls = Adam (default) has no alpha" },
+        { { "training.centered=true", "training.optimizer_cls=SGD" }, "has no centered" },
+        { { "training.lr_decay=0.1", "training.optimizer_cls=RMSprop" },
+          "[training] lr_decay = 0.1, but optimizer_cls = RMSprop (--set "
+          "training.optimizer_cls=RMSprop) has no lr_decay, which PyTorch refuses; accepted: 0, "
+          "or optimizer_cls = Adagrad" },
+        { { "training.initial_accumulator_value=1" }, "has no initial_accumulator_value" },
+        { { "training.delta=0.5" },
+          "--set training.delta=0.5: [training] delta = 0.5, but loss_fn = MSELoss has no delta; "
+          "accepted: 1, or loss_fn = HuberLoss" },
+        { { "training.loss_fn=HuberLoss", "training.beta=0.5" },
+          "[training] beta = 0.5, but loss_fn = HuberLoss has no beta; accepted: 1, or loss_fn = "
+          "SmoothL1Loss" },
+        { { "training.loss_fn=HuberLoss", "training.delta=0" },
+          "--set training.delta=0: [training] delta = '0': out of range; accepted: a number in "
+          "(0, 1e+06]" },
+        { { "training.optimizer_cls=Adagrad", "training.lr_scheduler_cls=OneCycleLR",
+            "lr_scheduler_kwargs.max_lr=0.1" },
+          "[lr_scheduler_kwargs] cycle_momentum = true with optimizer_cls = Adagrad, which has "
+          "no momentum: PyTorch's OneCycleLR refuses it" },
+        { { "early_stopping.monitor=val_MeanAbsoluteError", "data.split_after=" },
+          "[early_stopping] monitor = val_MeanAbsoluteError, but there is no validation part" },
+        { { "early_stopping.monitor=val_MeanAbsolutePercentageError" },
+          "accepted: none, val_loss, train_loss, val_MeanAbsoluteError or val_MeanSquaredError" },
         { { "training.lr_scheduler_cls=StepLR" },
           "[training] lr_scheduler_cls = StepLR needs [lr_scheduler_kwargs] step_size" },
         { { "training.lr_scheduler_cls=ReduceLROnPlateau", "data.split_after=" },
@@ -540,7 +614,9 @@ static void test_refused_settings_name_the_key(void **state)
         { { "early_stopping.monitor=val_loss", "data.split_after=" },
           "[early_stopping] monitor = val_loss, but there is no validation part" },
         { { "lr_scheduler_kwargs.factor=1" }, "lr_scheduler_kwargs" },
-        { { "training.optimizer_cls=Adagrad" }, "accepted: Adam, AdamW or SGD" },
+        { { "training.optimizer_cls=LBFGS" }, "accepted: Adam, AdamW, SGD, RMSprop or Adagrad" },
+        { { "training.loss_fn=GaussianNLLLoss" },
+          "accepted: MSELoss, L1Loss, HuberLoss or SmoothL1Loss" },
         { { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.gamma=0.5" },
           "--set lr_scheduler_kwargs.gamma=0.5: [lr_scheduler_kwargs] gamma is not an argument of "
           "CosineAnnealingLR ([training] lr_scheduler_cls, --set "
@@ -592,6 +668,15 @@ int main(void)
         cmocka_unit_test(test_linear_lr_matches_pytorch),
         cmocka_unit_test(test_one_cycle_lr_per_step_matches_pytorch),
         cmocka_unit_test(test_one_cycle_lr_per_epoch_three_phases_sgd_matches_pytorch),
+        cmocka_unit_test(test_adam_l2_weight_decay_matches_pytorch),
+        cmocka_unit_test(test_sgd_nesterov_weight_decay_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_centered_momentum_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_alpha_below_half_matches_pytorch),
+        cmocka_unit_test(test_adagrad_matches_pytorch),
+        cmocka_unit_test(test_huber_loss_matches_pytorch),
+        cmocka_unit_test(test_smooth_l1_loss_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_momentum_cycled_by_one_cycle_lr_matches_pytorch),
         cmocka_unit_test(test_early_stopping_on_train_loss),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
         cmocka_unit_test(test_resume_with_per_step_schedulers_is_bit_identical),

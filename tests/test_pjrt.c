@@ -141,7 +141,7 @@ static void run_init(struct run *r, struct tsrnn_compute *c, const struct tsrnn_
     OK(tsrnn_model_init(&r->model, c, d, B, T));
     OK(tsrnn_model_upload_params(&r->model, params));
     OK(tsrnn_adam_init(&r->adam, c, r->model.table.total_count, 1e-3));
-    struct tsrnn_step_state state = { r->model.params, r->adam.exp_avg, r->adam.exp_avg_sq };
+    struct tsrnn_step_state state = tsrnn_adam_step_state(&r->adam, r->model.params);
     OK(tsrnn_compute_bind_state(r->model.ws, &state));
 }
 
