@@ -344,7 +344,12 @@ static const struct key schema[] = {
                 "(`alpha`, `eps`, `momentum`, `centered`) or `Adagrad` (`lr_decay`, "
                 "`initial_accumulator_value`, `eps`). Every one takes `weight_decay`. Adam's "
                 "betas are (0.9, 0.999), PyTorch's default. Each argument given to an "
-                "optimizer that has none of it is refused, as PyTorch refuses it.",
+                "optimizer that has none of it is refused, as PyTorch refuses it. `RMSprop`, "
+                "`Adagrad`, `nesterov` and Adam's, SGD's, RMSprop's and Adagrad's "
+                "`weight_decay` train on the CPU backend only: the `cuda` and `pjrt` backends "
+                "refuse them (exit 2: [numerics.md](numerics.md#optimizers) says why). Not "
+                "implemented: SGD's `dampening`, Adam's `amsgrad` and `betas`, `maximize`, "
+                "other optimizers.",
          .darts = "`RNNModel(optimizer_cls=torch.optim.AdamW)`", .example = "AdamW"),
     DOUBLE("training", "weight_decay", weight_decay, "-1", -1, 1e6, 0,
            .doc = "AdamW's decoupled weight decay; for `Adam`, `SGD`, `RMSprop` and `Adagrad` "
@@ -390,7 +395,8 @@ static const struct key schema[] = {
                 "`beta`), each the mean over every window, step and component. Darts takes the "
                 "loss as an object (`torch.nn.HuberLoss(delta=0.5)`); tsrnn names its class "
                 "here and its argument under PyTorch's name beside it, as `optimizer_cls` and "
-                "its arguments.",
+                "its arguments. `L1Loss`, `HuberLoss` and `SmoothL1Loss` train on the CPU "
+                "backend only (the `cuda` and `pjrt` backends refuse them, exit 2).",
          .darts = "`RNNModel(loss_fn=torch.nn.L1Loss())`", .example = "L1Loss"),
     DOUBLE("training", "delta", delta, "1", 0, 1e6, MIN_OPEN,
            .doc = "HuberLoss's delta: the error beyond which the loss grows linearly; only "
