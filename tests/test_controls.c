@@ -584,6 +584,41 @@ static void test_resume_with_the_newer_optimizers_is_bit_identical(void **state)
     tsrnn_safetensors_finish(&st);
 }
 
+/* A run folder's config.ini lists every key with its value (the scheduler's and the
+ * optimizer's arguments it does not use among them, at their defaults): `tsrnn-worker
+ * RUN/config.ini --resume last` trains on from it, as docs/run-folder.md and darts-to-tsrnn
+ * tell. With a StepLR and an RMSprop run: before, the StepLR run's config.ini was refused
+ * ("factor is not an argument of StepLR"). */
+static void test_config_ini_of_a_run_resumes(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=2",
+                            "training.optimizer_cls=RMSprop",
+                            "training.lr_scheduler_cls=StepLR",
+                            "lr_scheduler_kwargs.step_size=2",
+                            "forecast.n=0",
+                            "--quiet",
+                            NULL };
+    assert_int_equal(tu_train(&result, "config_ini", first, 60), 0);
+    char ini[2 * PATH_MAX];
+    snprintf(ini, sizeof(ini), "%s", run_file("config_ini", "config.ini"));
+    const char *argv[] = { tu_env("TSRNN_WORKER"),
+                           "--quiet",
+                           "--resume",
+                           "last",
+                           "--set",
+                           "output.force_reset=false",
+                           "--set",
+                           "training.n_epochs=3",
+                           ini,
+                           NULL };
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+    if (result.exit_code != 0)
+        fail_msg("exit %d: %s", result.exit_code, result.err);
+    static struct tu_metrics_row rows[64];
+    assert_int_equal(tu_read_metrics(run_file("config_ini", "metrics.csv"), rows, 64), 3 * 8);
+}
+
 /* A schedule may reach a rate of 0 (CosineAnnealingLR at T_max with eta_min 0): the checkpoint
  * then holds lr 0, and tsrnn-predict and --resume read it (the rate climbs back after T_max,
  * as PyTorch's recursive form does). */
@@ -830,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
         cmocka_unit_test(test_resume_with_per_step_schedulers_is_bit_identical),
         cmocka_unit_test(test_resume_with_the_newer_optimizers_is_bit_identical),
+        cmocka_unit_test(test_config_ini_of_a_run_resumes),
         cmocka_unit_test(test_a_rate_of_zero_is_a_checkpoint_state),
         cmocka_unit_test(test_hparams_name_the_classes_as_darts),
         cmocka_unit_test(test_hparams_of_the_new_schedulers_as_darts),

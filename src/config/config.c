@@ -1443,10 +1443,32 @@ static const char *const *scheduler_keys(enum tsrnn_lr_scheduler_kind kind)
     return linear;
 }
 
+static void format_value(const struct tsrnn_config *cfg, const struct key *k, char *out,
+                         size_t capacity);
+
+/* Whether key k holds a value other than its default: a resolved config file (a run's
+ * config.ini) lists every key, so a key read from a file may still hold the default. */
+static bool holds_other_than_default(const struct tsrnn_config *cfg, const struct key *k)
+{
+    if (strcmp(cfg->origins[key_index(k)], "default") == 0 || k->default_text == NULL)
+        return strcmp(cfg->origins[key_index(k)], "default") != 0;
+    struct tsrnn_config *scratch = calloc(1, sizeof(*scratch));
+    char mine[256], standard[256];
+    if (scratch == NULL || set_key(scratch, k, k->default_text, "default", NULL) != TSRNN_OK) {
+        free(scratch);
+        return true; /* cannot tell: as given */
+    }
+    format_value(cfg, k, mine, sizeof(mine));
+    format_value(scratch, k, standard, sizeof(standard));
+    free(scratch);
+    return strcmp(mine, standard) != 0;
+}
+
 /* The chosen scheduler's keys: each one given belongs to it (PyTorch's constructor raises a
- * TypeError for any other), the ones PyTorch requires are given, and OneCycleLR's phases are
- * not empty (PyTorch divides by their length: a ZeroDivisionError at the step that enters
- * one). Without a scheduler, Darts ignores the section. */
+ * TypeError for any other; a key at its default value, as every key of a run's config.ini,
+ * is not one given), the ones PyTorch requires are given, and OneCycleLR's phases are not
+ * empty (PyTorch divides by their length: a ZeroDivisionError at the step that enters one).
+ * Without a scheduler, Darts ignores the section. */
 static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
 {
     const char *const *keys = scheduler_keys(cfg->lr_scheduler_cls);
@@ -1455,8 +1477,7 @@ static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
         return TSRNN_OK;
     for (size_t i = 0; i < KEY_COUNT; i++) {
         const struct key *k = &schema[i];
-        if (strcmp(k->section, "lr_scheduler_kwargs") != 0 ||
-            strcmp(cfg->origins[i], "default") == 0)
+        if (strcmp(k->section, "lr_scheduler_kwargs") != 0 || !holds_other_than_default(cfg, k))
             continue;
         bool taken = false;
         for (size_t j = 0; keys[j] != NULL; j++)
@@ -1539,9 +1560,6 @@ static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
 /* Each rule here is also stated in the .doc of the keys it involves (docs/configuration.md). */
 /* What PyTorch's and Lightning's constructors would refuse in the optimizer, scheduler and
  * early-stopping keys, or what tsrnn does not implement of them. */
-static void format_value(const struct tsrnn_config *cfg, const struct key *k, char *out,
-                         size_t capacity);
-
 /* The optimizer's and the loss's arguments: one that is not the chosen class's is refused
  * unless it has its default value (PyTorch raises a TypeError for an unknown keyword; a
  * default value is what a resolved config file, config.ini, holds for every key), and the
