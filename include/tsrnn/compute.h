@@ -178,11 +178,12 @@ struct tsrnn_compute_needs {
     bool other_optimizer; /* AdamW or SGD */
     enum tsrnn_update_rule rule;
     bool l2_weight_decay; /* a weight_decay added to the gradient (not AdamW's) */
+    bool abs_errors;      /* validation's absolute errors (EarlyStopping on MeanAbsoluteError) */
     bool clipping;
     int world_size; /* processes: > 1 needs a step with a reduction */
     /* the config keys' origins (tsrnn_config_origin) for the message; NULL: "" */
     const char *loss_origin, *optimizer_origin, *clip_origin;
-    const char *weight_decay_origin, *nesterov_origin;
+    const char *weight_decay_origin, *nesterov_origin, *monitor_origin;
 };
 enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
                                             const struct tsrnn_compute_needs *needs);

@@ -241,6 +241,13 @@ enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
                            "accelerator = cpu)",
                            ORIGIN(needs->weight_decay_origin), name,
                            b->caps.optimizers ? ", or optimizer_cls = AdamW" : "");
+    if (needs->abs_errors && !b->caps.l1_loss)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [early_stopping] monitor = val_MeanAbsoluteError: the %s compute "
+                           "backend has no absolute errors (L1Loss's operations); accepted "
+                           "there: val_loss, train_loss or val_MeanSquaredError (or [trainer] "
+                           "accelerator = cpu)",
+                           ORIGIN(needs->monitor_origin), name);
     if (needs->clipping && !b->caps.clipping)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] gradient_clip_val: the %s compute backend's training "

@@ -838,16 +838,11 @@ static enum tsrnn_status setup(struct trainer *tr)
         .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
         .weight_decay_origin = tsrnn_config_origin(cfg, "training", "weight_decay"),
         .nesterov_origin = tsrnn_config_origin(cfg, "training", "nesterov"),
+        /* EarlyStopping on MeanAbsoluteError reads validation's absolute errors (L1Loss's) */
+        .abs_errors = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE,
+        .monitor_origin = tsrnn_config_origin(cfg, "early_stopping", "monitor"),
     };
     TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
-    /* Early stopping on a torchmetrics metric reads the windows' errors of its own loss. */
-    if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
-        cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) {
-        needs.loss =
-            cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ? TSRNN_LOSS_L1 : TSRNN_LOSS_MSE;
-        needs.loss_origin = tsrnn_config_origin(cfg, "early_stopping", "monitor");
-        TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
-    }
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     tr->model.loss = cfg->loss_fn;
     tr->model.loss_delta = (float)(cfg->loss_fn == TSRNN_LOSS_HUBER ? cfg->delta : cfg->beta);
