@@ -845,7 +845,9 @@ static enum tsrnn_status setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, B, T));
     tr->model.loss = cfg->loss_fn;
-    tr->model.loss_delta = (float)(cfg->loss_fn == TSRNN_LOSS_HUBER ? cfg->delta : cfg->beta);
+    tr->model.loss_delta = (float)(cfg->loss_fn == TSRNN_LOSS_HUBER       ? cfg->delta
+                                   : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 ? cfg->beta
+                                                                          : 0.0);
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     TSRNN_TRY(tsrnn_adam_set_rule(&tr->adam, cfg));
