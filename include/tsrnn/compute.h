@@ -175,7 +175,7 @@ enum tsrnn_update_rule {
  * the config's origin of it. */
 struct tsrnn_compute_needs {
     enum tsrnn_loss_kind loss;
-    bool other_optimizer; /* AdamW or SGD */
+    bool other_optimizer; /* any but Adam (caps.optimizers: AdamW and SGD) */
     enum tsrnn_update_rule rule;
     bool l2_weight_decay; /* a weight_decay added to the gradient (not AdamW's) */
     bool abs_errors;      /* validation's absolute errors (EarlyStopping on MeanAbsoluteError) */
