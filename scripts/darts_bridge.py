@@ -4,10 +4,12 @@ tsrnn run folder and Darts (optional; needs Python with darts, torch and safeten
 tsrnn's checkpoints and Darts' module use the same PyTorch state_dict names
 (`rnn.weight_ih_l0`, ..., `V.weight`, `V.bias`), so the weights move as they are; the
 optimizer's state travels under tsrnn's `optim.exp_avg.<name>` / `optim.exp_avg_sq.<name>`
-names (SGD's momentum_buffer in exp_avg). What each side calls the optimizer, scheduler, loss,
-clipping, early stopping, covariates and encoders is mapped here, both ways, in one place
-(SCHEDULER_KEYS, the optimizer and loss tables); what has no counterpart is refused (exit 2,
-one line naming it) or, for what does not change a forecast, named in a "not carried" line.
+names (SGD's and RMSprop's momentum_buffer in exp_avg, RMSprop's square_avg and Adagrad's sum
+in exp_avg_sq, centered RMSprop's grad_avg as `optim.grad_avg.<name>`: STATE_NAMES). What each
+side calls the optimizer, scheduler, loss, clipping, early stopping, covariates and encoders
+is mapped here, both ways, in one place (SCHEDULER_KEYS, OPTIMIZER_KEYS, LOSS_KEYS, METRICS);
+what has no counterpart is refused (exit 2, one line naming it) or, for what does not change
+a forecast, named in a "not carried" line.
 
 Security (docs/security.md): a Darts file is read once, from one file handle, into a private
 folder; Darts' safe loading then vets and loads that copy, and the bridge's own reading of
@@ -49,8 +51,36 @@ LIGHTNING_KEYS = {"interval": "s", "frequency": "i"}
 # tsrnn keys meaning "not set" at these values (PyTorch has no default for them)
 UNSET = {"T_max": 0, "T_0": 0, "max_lr": 0.0, "total_steps": 0, "epochs": 0,
          "steps_per_epoch": 0}
-OPTIMIZERS = ("Adam", "AdamW", "SGD")
-LOSSES = ("MSELoss", "L1Loss")
+# Each optimizer's PyTorch keyword arguments (beside lr) that tsrnn's [training] carries under
+# the same names, their types, and PyTorch's defaults (tsrnn's -1 for weight_decay and eps
+# means the optimizer's default).
+OPTIMIZER_KEYS = {
+    "Adam": {"weight_decay": ("f", 0.0), "eps": ("f", 1e-8)},
+    "AdamW": {"weight_decay": ("f", 0.01), "eps": ("f", 1e-8)},
+    "SGD": {"momentum": ("f", 0.0), "nesterov": ("b", False), "weight_decay": ("f", 0.0)},
+    "RMSprop": {"alpha": ("f", 0.99), "eps": ("f", 1e-8), "weight_decay": ("f", 0.0),
+                "momentum": ("f", 0.0), "centered": ("b", False)},
+    "Adagrad": {"lr_decay": ("f", 0.0), "weight_decay": ("f", 0.0),
+                "initial_accumulator_value": ("f", 0.0), "eps": ("f", 1e-10)},
+}
+OPTIMIZERS = tuple(OPTIMIZER_KEYS)
+# Each optimizer's state in torch (per parameter) and where tsrnn keeps it: exp_avg,
+# exp_avg_sq, grad_avg (None: a buffer tsrnn keeps as zeros).
+STATE_NAMES = {
+    "Adam": ("exp_avg", "exp_avg_sq", None),
+    "AdamW": ("exp_avg", "exp_avg_sq", None),
+    "SGD": ("momentum_buffer", None, None),
+    "RMSprop": ("momentum_buffer", "square_avg", "grad_avg"),
+    "Adagrad": (None, "sum", None),
+}
+# Each loss's constructor argument, as tsrnn's [training] key, and PyTorch's default.
+LOSS_KEYS = {"MSELoss": {}, "L1Loss": {}, "HuberLoss": {"delta": 1.0},
+             "SmoothL1Loss": {"beta": 1.0}}
+LOSSES = tuple(LOSS_KEYS)
+# [early_stopping] monitor values on a torchmetrics metric: the torchmetrics class each is
+# (Darts logs the metrics of its torch_metrics as val_<name>).
+METRICS = {"val_MeanAbsoluteError": "MeanAbsoluteError",
+           "val_MeanSquaredError": "MeanSquaredError"}
 ENCODER_KINDS = ("cyclic", "datetime_attribute", "position")  # add_encoders' keys tsrnn has
 
 
@@ -301,13 +331,14 @@ class TsrnnCheckpoint:
         self.scaler = json.loads(self.meta.get("tsrnn.scaler", "null"))
 
     def weights_and_moments(self):
+        """The weights, and {name: (exp_avg, exp_avg_sq, grad_avg or None)}."""
         weights = {k: v for k, v in self.tensors.items() if not k.startswith("optim.")}
         moments = {}
         for name in weights:
             a = self.tensors.get("optim.exp_avg." + name)
             b = self.tensors.get("optim.exp_avg_sq." + name)
             if a is not None and b is not None:
-                moments[name] = (a, b)
+                moments[name] = (a, b, self.tensors.get("optim.grad_avg." + name))
         return weights, moments
 
     def state(self, key):
@@ -325,6 +356,33 @@ def config_value(cfg, section, key, kind):
     if kind == "b":
         return text.strip().lower() in ("true", "yes", "on", "1")
     return text
+
+
+def optimizer_kwargs(cfg):
+    """The Darts optimizer_kwargs of a tsrnn config: lr, AdamW's weight_decay and SGD's
+    momentum always (as tsrnn-to-darts wrote them before the other optimizers), every other
+    argument of the optimizer where it is not PyTorch's default."""
+    name = cfg["training"]["optimizer_cls"]
+    kwargs = {"lr": float(cfg["training"]["lr"])}
+    for key, (kind, default) in OPTIMIZER_KEYS[name].items():
+        # a checkpoint of an older tsrnn lacks the newer keys: their defaults
+        value = config_value(cfg, "training", key, kind) if key in cfg["training"] else default
+        if key in ("weight_decay", "eps") and value < 0:
+            value = default  # -1: the optimizer's default
+        always = (name, key) in (("AdamW", "weight_decay"), ("SGD", "momentum"))
+        if always or value != default:
+            kwargs[key] = value
+    return kwargs
+
+
+def loss_object(cfg):
+    """The torch loss of a tsrnn config, with its argument."""
+    import torch
+
+    name = cfg["training"]["loss_fn"]
+    kwargs = {key: float(cfg["training"].get(key, default))
+              for key, default in LOSS_KEYS[name].items()}
+    return getattr(torch.nn, name)(**kwargs)
 
 
 def scheduler_kwargs(cfg):

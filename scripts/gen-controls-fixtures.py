@@ -2,7 +2,9 @@
 """Generate the PyTorch fixtures of tsrnn's training controls: AdamW, SGD with momentum,
 L1Loss, ExponentialLR, StepLR, ReduceLROnPlateau, CosineAnnealingLR, OneCycleLR,
 CosineAnnealingWarmRestarts, LinearLR, gradient clipping by norm and Lightning's
-EarlyStopping, each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
+EarlyStopping; Adam's and SGD's L2 weight_decay, SGD with Nesterov momentum, RMSprop (plain;
+centered with momentum; its momentum cycled by OneCycleLR), Adagrad, HuberLoss and
+SmoothL1Loss; each on the whole-run AirPassengers configuration of scripts/gen-fixtures.py
 (RNN, hidden 20, batch 16, training_length 20, shuffle off, the initial weights of
 tests/fixtures/air_rnn_init.safetensors).
 
@@ -12,6 +14,9 @@ after each optimizer step, each when (epoch + 1) or (batch_idx + 1) is a multipl
 frequency. --darts-check runs each scheduler case through real Darts (RNNModel.fit with that
 lr_scheduler_cls / lr_scheduler_kwargs) and checks that the learning rate (and Adam's beta1 or
 SGD's momentum) of every optimizer step is the one this loop uses, bit for bit.
+--darts-runs records whole runs of real Darts (the example's model, shuffled, as
+scripts/gen-darts-fixtures.py) with the newer optimizers and losses and EarlyStopping on a
+torchmetrics metric of torch_metrics (DARTS_RUNS below).
 
 Needs torch and pytorch_lightning (the real classes are used: torch.optim.AdamW / SGD,
 torch.optim.lr_scheduler.*, torch.nn.utils.clip_grad_norm_, and Lightning's
@@ -28,7 +33,11 @@ It writes, under tests/fixtures/:
 * controls-fixtures.md -- each case's settings (as tsrnn --set values) and figures;
 * darts_hparams_controls.yaml -- with --darts-hparams only (needs Darts and the AirPassengers
   CSV at ~/.darts/datasets/, as scripts/gen-darts-fixtures.py): the logs/hparams.yaml real
-  Darts writes for an RNNModel with SGD(momentum), StepLR, L1Loss and gradient clipping.
+  Darts writes for an RNNModel with SGD(momentum), StepLR, L1Loss and gradient clipping
+  (and darts_hparams_<optimizer>.yaml for RMSprop, Adagrad and SGD's nesterov);
+* darts_ctl_<run>_metrics.csv, darts_ctl_<run>_metric.csv, darts-controls-fixtures.md -- with
+  --darts-runs only (Darts, as above): every step's train_loss and every epoch's val_loss of
+  real Darts, and every epoch's monitored torchmetrics value (epoch,step,<name>).
 
 Single-threaded float32, deterministic: running it twice gives the same files.
 """
@@ -100,6 +109,49 @@ CASES = {
                            "lr_scheduler_kwargs.total_steps=280",
                            "lr_scheduler_kwargs.interval=step"]),
     # ... and with Darts' default interval "epoch": three phases, linear, SGD's momentum cycles.
+    # Adam's L2 penalty (not AdamW's decay) with a larger eps
+    "adam_l2": dict(epochs=40, lr=5e-3, optimizer=("Adam", {"weight_decay": 0.01, "eps": 1e-6}),
+                    sets=["training.weight_decay=0.01", "training.eps=1e-6"]),
+    "sgd_nesterov": dict(epochs=40, lr=0.05,
+                         optimizer=("SGD", {"momentum": 0.9, "nesterov": True,
+                                            "weight_decay": 1e-3}),
+                         sets=["training.optimizer_cls=SGD", "training.momentum=0.9",
+                               "training.nesterov=true", "training.weight_decay=0.001"]),
+    "rmsprop": dict(epochs=40, lr=1e-3, optimizer=("RMSprop", {}),
+                    sets=["training.optimizer_cls=RMSprop"]),
+    # every option: centered (grad_avg), momentum, alpha, eps, weight_decay
+    "rmsprop_centered": dict(epochs=40, lr=1e-3,
+                             optimizer=("RMSprop", {"alpha": 0.9, "eps": 1e-6, "momentum": 0.5,
+                                                    "centered": True, "weight_decay": 1e-3}),
+                             sets=["training.optimizer_cls=RMSprop", "training.alpha=0.9",
+                                   "training.eps=1e-6", "training.momentum=0.5",
+                                   "training.centered=true", "training.weight_decay=0.001"]),
+    # alpha < 0.5: the lerp of grad_avg takes ATen's other branch
+    "rmsprop_low_alpha": dict(epochs=20, lr=1e-3,
+                              optimizer=("RMSprop", {"alpha": 0.3, "centered": True}),
+                              sets=["training.optimizer_cls=RMSprop", "training.alpha=0.3",
+                                    "training.centered=true"]),
+    "adagrad": dict(epochs=40, lr=0.05,
+                    optimizer=("Adagrad", {"lr_decay": 0.01, "initial_accumulator_value": 0.1,
+                                           "weight_decay": 1e-4}),
+                    sets=["training.optimizer_cls=Adagrad", "training.lr_decay=0.01",
+                          "training.initial_accumulator_value=0.1",
+                          "training.weight_decay=0.0001"]),
+    # (lr 3e-3: at 5e-3 float32 PyTorch itself drifts 2e-5 from float64 by the last epochs)
+    "huber": dict(epochs=40, lr=3e-3, loss="HuberLoss", loss_kwargs={"delta": 0.1},
+                  sets=["training.loss_fn=HuberLoss", "training.delta=0.1"]),
+    "smooth_l1": dict(epochs=40, lr=3e-3, loss="SmoothL1Loss", loss_kwargs={"beta": 0.2},
+                      sets=["training.loss_fn=SmoothL1Loss", "training.beta=0.2"]),
+    # RMSprop's momentum cycled by OneCycleLR (PyTorch sets `momentum` where there are no
+    # betas); max_lr 2e-3: at 5e-3 the run is chaotic, float32 PyTorch 1e-2 off float64's
+    "rmsprop_onecycle": dict(epochs=40, lr=1e-3, optimizer=("RMSprop", {"momentum": 0.9}),
+                             interval="step",
+                             scheduler=("OneCycleLR", {"max_lr": 0.002, "total_steps": 280}),
+                             sets=["training.optimizer_cls=RMSprop", "training.momentum=0.9",
+                                   "training.lr_scheduler_cls=OneCycleLR",
+                                   "lr_scheduler_kwargs.max_lr=0.002",
+                                   "lr_scheduler_kwargs.total_steps=280",
+                                   "lr_scheduler_kwargs.interval=step"]),
     "onecycle_epoch": dict(epochs=40, lr=0.05, optimizer=("SGD", {"momentum": 0.9}),
                            scheduler=("OneCycleLR", {"max_lr": 0.1, "epochs": 40,
                                                      "steps_per_epoch": 1, "three_phase": True,
@@ -114,6 +166,46 @@ CASES = {
 
 # The scheduler cases --darts-check runs through real Darts.
 SCHEDULER_CASES = ("cosine", "cosine_step", "warm", "linear", "onecycle", "onecycle_epoch")
+
+# --darts-runs: whole runs of real Darts, the example's model (examples/air_passengers.ini:
+# hidden 20, batch 16, training_length 20, shuffled, validated every epoch) with the newer
+# optimizers, losses and EarlyStopping on a torchmetrics metric; tsrnn's settings beside them.
+DARTS_RUNS = {
+    "rmsprop_huber_mae": dict(
+        model="RNN", seed=0, epochs=60, optimizer=("RMSprop", {
+            "lr": 1e-3, "alpha": 0.9, "eps": 1e-7, "momentum": 0.5, "centered": True,
+            "weight_decay": 1e-4}),
+        loss=("HuberLoss", {"delta": 0.05}), metric="MeanAbsoluteError",
+        early=dict(patience=3, min_delta=1e-4),
+        sets=["model.model=RNN", "training.random_state=0", "training.n_epochs=60",
+              "training.optimizer_cls=RMSprop", "training.lr=0.001", "training.alpha=0.9",
+              "training.eps=1e-7", "training.momentum=0.5", "training.centered=true",
+              "training.weight_decay=0.0001", "training.loss_fn=HuberLoss",
+              "training.delta=0.05", "early_stopping.monitor=val_MeanAbsoluteError",
+              "early_stopping.patience=3", "early_stopping.min_delta=0.0001"]),
+    "adagrad_smoothl1_mse": dict(
+        model="LSTM", seed=1, epochs=60, optimizer=("Adagrad", {
+            "lr": 0.02, "lr_decay": 0.01, "initial_accumulator_value": 0.1,
+            "weight_decay": 1e-4, "eps": 1e-9}),
+        loss=("SmoothL1Loss", {"beta": 0.1}), metric="MeanSquaredError",
+        early=dict(patience=3),
+        sets=["model.model=LSTM", "training.random_state=1", "training.n_epochs=60",
+              "training.optimizer_cls=Adagrad", "training.lr=0.02", "training.lr_decay=0.01",
+              "training.initial_accumulator_value=0.1", "training.weight_decay=0.0001",
+              "training.eps=1e-9", "training.loss_fn=SmoothL1Loss", "training.beta=0.1",
+              "early_stopping.monitor=val_MeanSquaredError", "early_stopping.patience=3"]),
+    "sgd_nesterov": dict(
+        model="GRU", seed=42, epochs=20, optimizer=("SGD", {
+            "lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3}),
+        sets=["model.model=GRU", "training.random_state=42", "training.n_epochs=20",
+              "training.optimizer_cls=SGD", "training.lr=0.05", "training.momentum=0.9",
+              "training.nesterov=true", "training.weight_decay=0.001"]),
+    "adam_l2": dict(
+        model="RNN", seed=42, epochs=20, optimizer=("Adam", {
+            "lr": 3e-3, "weight_decay": 1e-3, "eps": 1e-6}),
+        sets=["model.model=RNN", "training.random_state=42", "training.n_epochs=20",
+              "training.lr=0.003", "training.weight_decay=0.001", "training.eps=1e-6"]),
+}
 
 
 def build_model():
@@ -147,7 +239,7 @@ def run_case(name, case, months, values):
     val_x, val_y = gf.shifted_windows(scaled[n_train:], gf.AIR_TRAINING_LENGTH)
 
     model = build_model()
-    loss_fn = getattr(nn, case.get("loss", "MSELoss"))()
+    loss_fn = getattr(nn, case.get("loss", "MSELoss"))(**case.get("loss_kwargs", {}))
     optimizer = make_optimizer(model, case["lr"], case.get("optimizer"))
     scheduler = None
     if "scheduler" in case:
@@ -206,9 +298,10 @@ def run_case(name, case, months, values):
 
 
 def optimizer_rates(optimizer):
-    """The learning rate and the momentum (Adam's beta1, SGD's momentum) of the next step."""
+    """The learning rate and the momentum (Adam's beta1, SGD's and RMSprop's momentum; Adagrad
+    has none) of the next step."""
     group = optimizer.param_groups[0]
-    return (group["lr"], group["betas"][0] if "betas" in group else group["momentum"])
+    return (group["lr"], group["betas"][0] if "betas" in group else group.get("momentum"))
 
 
 def darts_check(name, case, expected):
@@ -263,6 +356,103 @@ def darts_check(name, case, expected):
     return line
 
 
+def darts_run(name, run):
+    """One real Darts fit of the example's model with the run's optimizer, loss and
+    EarlyStopping on a torchmetrics metric: every step's train_loss, every epoch's val_loss
+    and monitored metric, as Lightning's callback metrics hold them."""
+    import tempfile
+
+    import pandas as pd
+    import pytorch_lightning as pl
+    import torchmetrics
+    from darts.dataprocessing.transformers import Scaler
+    from darts.datasets import AirPassengersDataset
+    from darts.models import RNNModel
+    from pytorch_lightning.callbacks import EarlyStopping
+
+    monitor = "val_" + run["metric"] if "metric" in run else None
+
+    class Recorder(pl.Callback):
+        def __init__(self):
+            self.rows, self.metric = [], []
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+            self.rows.append((trainer.current_epoch, trainer.global_step - 1,
+                              float(loss.detach()), None))
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            m = trainer.callback_metrics
+            self.rows.append((trainer.current_epoch, trainer.global_step - 1, None,
+                              float(m["val_loss"])))
+            if monitor is not None:
+                self.metric.append((trainer.current_epoch, trainer.global_step - 1,
+                                    float(m[monitor])))
+
+    series = AirPassengersDataset().load().astype("float32")
+    train, val = series.split_after(pd.Timestamp("19590101"))
+    scaler = Scaler()
+    train_s, val_s = scaler.fit_transform(train), scaler.transform(val)
+    rec = Recorder()
+    callbacks = [rec]
+    if monitor is not None:
+        callbacks.append(EarlyStopping(monitor=monitor, mode="min", **run["early"]))
+    oname, okw = run["optimizer"]
+    lname, lkw = run.get("loss", ("MSELoss", {}))
+    with tempfile.TemporaryDirectory() as work_dir:
+        model = RNNModel(
+            model=run["model"], hidden_dim=20, dropout=0, batch_size=16, n_epochs=run["epochs"],
+            training_length=20, input_chunk_length=14, random_state=run["seed"],
+            optimizer_cls=getattr(torch.optim, oname), optimizer_kwargs=okw,
+            loss_fn=getattr(nn, lname)(**lkw),
+            torch_metrics=getattr(torchmetrics, run["metric"])() if monitor else None,
+            model_name=name, work_dir=work_dir, force_reset=True,
+            pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False,
+                               "enable_model_summary": False, "logger": False,
+                               "callbacks": callbacks})
+        model.fit(train_s, val_series=val_s)
+    with open(FIXTURES / f"darts_ctl_{name}_metrics.csv", "w", newline="") as f:
+        f.write("epoch,step,train_loss,val_loss\n")
+        for epoch, step, tl, vl in rec.rows:
+            f.write("%d,%d,%s,%s\n" % (epoch, step, "" if tl is None else "%.9g" % tl,
+                                        "" if vl is None else "%.9g" % vl))
+    if monitor is not None:
+        with open(FIXTURES / f"darts_ctl_{name}_metric.csv", "w", newline="") as f:
+            f.write("epoch,step,%s\n" % monitor)
+            for epoch, step, value in rec.metric:
+                f.write("%d,%d,%.9g\n" % (epoch, step, value))
+    steps = [r for r in rec.rows if r[2] is not None]
+    vals = [r for r in rec.rows if r[3] is not None]
+    line = (f"| {name} | `{' '.join(run['sets'])}` | {len(vals)} of {run['epochs']} | "
+            f"{len(steps)} | {steps[0][2]:.9g} | {steps[-1][2]:.9g} | {vals[-1][3]:.6g} | "
+            + (f"{monitor} {rec.metric[-1][2]:.6g} |" if monitor else "|"))
+    print(line, flush=True)
+    return line
+
+
+def darts_runs():
+    import darts
+    import pytorch_lightning
+    import torchmetrics
+
+    lines = [darts_run(name, run) for name, run in DARTS_RUNS.items()]
+    (FIXTURES / "darts-controls-fixtures.md").write_text(f"""# Real Darts runs with the newer controls (`darts_ctl_*`)
+
+Generated by `scripts/gen-controls-fixtures.py --darts-runs` with darts {darts.__version__},
+pytorch_lightning {pytorch_lightning.__version__}, torchmetrics {torchmetrics.__version__} and
+torch {torch.__version__}, single-threaded: Darts' `RNNModel.fit(train, val_series=val)` of
+the example's model (hidden 20, batch 16, training_length 20, input_chunk_length 14,
+shuffled; AirPassengers scaled by `Scaler()` fitted up to 1959-01) with the optimizer, loss,
+`torch_metrics` and `EarlyStopping` below. tsrnn runs `examples/air_passengers.ini` with the
+settings. `darts_ctl_<run>_metrics.csv` holds every step's train_loss and every epoch's
+val_loss, `darts_ctl_<run>_metric.csv` every epoch's monitored metric (Lightning's callback
+metrics).
+
+| run | tsrnn settings | epochs | steps | first train_loss | last train_loss | last val_loss | metric |
+|---|---|---|---|---|---|---|---|
+""" + "\n".join(lines) + "\n")
+
+
 def darts_hparams():
     """One epoch of real Darts with the controls on; copies its hparams.yaml."""
     import tempfile
@@ -303,12 +493,33 @@ def darts_hparams():
             model.fit(series)
             found = list(Path(work_dir).rglob("hparams.yaml"))
             (FIXTURES / f"darts_hparams_{name}.yaml").write_text(found[0].read_text())
+    # The newer optimizers' kwargs: floats, bools, PyYAML's exponents, the module paths.
+    for name, cls, kwargs in (
+            ("rmsprop", torch.optim.RMSprop,
+             {"lr": 1e-3, "alpha": 0.9, "eps": 1e-07, "momentum": 0.5, "centered": True,
+              "weight_decay": 1e-4}),
+            ("adagrad", torch.optim.Adagrad,
+             {"lr": 0.02, "lr_decay": 0.01, "initial_accumulator_value": 0.1, "eps": 1e-09}),
+            ("nesterov", torch.optim.SGD,
+             {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.001})):
+        with tempfile.TemporaryDirectory() as work_dir:
+            model = RNNModel(
+                model="RNN", hidden_dim=20, dropout=0, input_chunk_length=14, training_length=20,
+                n_epochs=1, batch_size=16, optimizer_cls=cls, optimizer_kwargs=kwargs,
+                log_tensorboard=True, model_name="h", work_dir=work_dir, force_reset=True,
+                pl_trainer_kwargs={"accelerator": "cpu", "enable_progress_bar": False})
+            model.fit(series)
+            found = list(Path(work_dir).rglob("hparams.yaml"))
+            (FIXTURES / f"darts_hparams_{name}.yaml").write_text(found[0].read_text())
 
 
 def main():
     import sys
     if "--darts-hparams" in sys.argv:
         darts_hparams()
+        return
+    if "--darts-runs" in sys.argv:
+        darts_runs()
         return
     months, values = gf.load_air_passengers()
     if "--darts-check" in sys.argv:

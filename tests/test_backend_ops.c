@@ -23,7 +23,12 @@
  *   mse_backward                V.bias's gradient: the sum of dLoss/d(out) over the batch
  *   head_backward               V.weight's gradient, and dLoss/dh through the layers below
  *   layer_backward              every layer's four gradients (from zero and from saved state)
- *   scale_check, adam_update, alloc/upload/download/zero on buffers of their own.
+ *   l1_forward, l1_backward, window_abs_errors, huber_forward, huber_backward,
+ *   window_huber_errors (HuberLoss and SmoothL1Loss)  the loss, each window's sum, and the
+ *                               backward through head_backward's V.bias gradient
+ *   scale_check, adam_update, l2_decay, nesterov_update, rmsprop_update, adagrad_update,
+ *   alloc/upload/download/zero on buffers of their own; the door's step with each optimizer
+ *   rule against forward_backward and the rule's operations, bit for bit.
  *
  * Poison: every output is NaN before the op writes it. Host arrays are filled with NaN;
  * device outputs get NaN uploaded; the workspace (activations, saved state, derived weights,
@@ -101,6 +106,11 @@ static struct dm dm_div(struct dm a, struct dm b)
 {
     double q = a.v / b.v;
     return (struct dm){ q, (a.m + fabs(q) * b.m) / fabs(b.v) };
+}
+
+static struct dm dm_abs(struct dm a)
+{
+    return (struct dm){ fabs(a.v), a.m };
 }
 
 static struct dm dm_sqrt(struct dm a)
@@ -499,13 +509,21 @@ enum op {
     OP_HEAD_BACKWARD,
     OP_LAYER_BACKWARD,
     OP_LAYER_BACKWARD_SAVED,
+    OP_L1_LOSS,
+    OP_HUBER_LOSS,
+    OP_SMOOTH_L1_LOSS,
     OP_SCALE_CHECK,
     OP_ADAM_UPDATE,
+    OP_L2_DECAY,
+    OP_NESTEROV_UPDATE,
+    OP_RMSPROP_UPDATE,
+    OP_ADAGRAD_UPDATE,
     OP_MEMORY,
     OP_DOOR_FORWARD,
     OP_DOOR_STEP,
     OP_DOOR_STEP_CLIPPED,
     OP_DOOR_HALTS,
+    OP_DOOR_RULES,
     OP_COUNT
 };
 
@@ -521,13 +539,21 @@ static const char *const op_names[OP_COUNT] = {
     [OP_HEAD_BACKWARD] = "head_backward",
     [OP_LAYER_BACKWARD] = "layer_backward",
     [OP_LAYER_BACKWARD_SAVED] = "layer_backward, saved state",
+    [OP_L1_LOSS] = "l1_* (loss, windows, V.bias grad)",
+    [OP_HUBER_LOSS] = "huber_*, HuberLoss",
+    [OP_SMOOTH_L1_LOSS] = "huber_*, SmoothL1Loss",
     [OP_SCALE_CHECK] = "scale_check",
     [OP_ADAM_UPDATE] = "adam_update",
+    [OP_L2_DECAY] = "l2_decay",
+    [OP_NESTEROV_UPDATE] = "nesterov_update",
+    [OP_RMSPROP_UPDATE] = "rmsprop_update",
+    [OP_ADAGRAD_UPDATE] = "adagrad_update",
     [OP_MEMORY] = "alloc/upload/download/zero",
     [OP_DOOR_FORWARD] = "door: forward + window errors",
     [OP_DOOR_STEP] = "door: step (params, loss)",
     [OP_DOOR_STEP_CLIPPED] = "door: step, clipped",
     [OP_DOOR_HALTS] = "door: step's stop, divergence",
+    [OP_DOOR_RULES] = "door: step, other optimizers",
 };
 
 struct op_stat {
@@ -901,8 +927,8 @@ static void poison_workspace(struct subject *s, const struct draw *d)
     }
     OK(tsrnn_compute_head_forward(s->ws, p.v_w, p.v_b));
     OK(tsrnn_compute_state_save(s->ws));
-    OK(tsrnn_compute_loss_forward(s->ws, TSRNN_LOSS_MSE, nan_loss));
-    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE));
+    OK(tsrnn_compute_loss_forward(s->ws, TSRNN_LOSS_MSE, 0.0f, nan_loss));
+    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE, 0.0f));
     OK(tsrnn_compute_head_backward(s->ws, p.v_w, g.v_w, g.v_b));
     for (size_t l = dims->layer_count; l-- > 0;)
         OK(tsrnn_compute_layer_backward(s->ws, l, &p.layers[l], &g.layers[l]));
@@ -989,10 +1015,111 @@ static void check_grads(struct subject *s, const struct ref_model *ref, enum op 
 static void run_backward(struct subject *s, const float *prefill)
 {
     dev_upload(s->grads, prefill, s->table.total_count * sizeof(float));
-    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE));
+    OK(tsrnn_compute_loss_backward(s->ws, TSRNN_LOSS_MSE, 0.0f));
     OK(tsrnn_compute_head_backward(s->ws, s->p.v_w, s->g.v_w, s->g.v_b));
     for (size_t l = s->dims->layer_count; l-- > 0;)
         OK(tsrnn_compute_layer_backward(s->ws, l, &s->p.layers[l], &s->g.layers[l]));
+}
+
+/* One element of a loss of the out - y error e (dm): its value and dLoss/d(out) for the mean
+ * over n elements (backend.h). delta: HuberLoss's delta, SmoothL1Loss's beta. */
+static void ref_element_loss(enum tsrnn_loss_kind loss, double delta, struct dm e, size_t n,
+                             struct dm *value, struct dm *d_out)
+{
+    struct dm z = dm_abs(e), norm = dm_in(1.0 / (double)n);
+    double sign = e.v > 0.0 ? 1.0 : -1.0;
+    if (loss == TSRNN_LOSS_L1) {
+        *value = z;
+        *d_out = dm_in(e.v == 0.0 ? 0.0 : sign / (double)n);
+    } else if (z.v < delta) {
+        struct dm half_sq = dm_mul(dm_mul(dm_in(0.5), z), z);
+        *value = loss == TSRNN_LOSS_HUBER ? half_sq : dm_div(half_sq, dm_in(delta));
+        *d_out = loss == TSRNN_LOSS_HUBER ? dm_mul(norm, e) : dm_mul(norm, dm_div(e, dm_in(delta)));
+    } else {
+        struct dm excess = dm_sub(z, dm_in(0.5 * delta));
+        *value = loss == TSRNN_LOSS_HUBER ? dm_mul(dm_in(delta), excess) : excess;
+        *d_out = dm_in(sign * (loss == TSRNN_LOSS_HUBER ? delta : 1.0) / (double)n);
+    }
+}
+
+/* L1Loss, HuberLoss and SmoothL1Loss (where the backend has them) of the forward in the
+ * workspace: the loss, each window's sum, and dLoss/d(out) seen through head_backward's
+ * V.bias gradient (the sum over t and b), from zero gradients. SmoothL1Loss with beta 0 must
+ * be L1Loss, bit for bit (the door's mapping). */
+static void check_other_losses(struct subject *s, const struct draw *d)
+{
+    const struct tsrnn_compute_caps *caps = tsrnn_compute_caps(cur_config->ctx);
+    size_t B = d->B, T = d->T, O = d->dims.output_count, n = B * T * O;
+    const struct tsrnn_param_table *table = &s->table;
+    const struct tsrnn_param_entry *v_b = &table->entries[table->entry_count - 1];
+    static const struct {
+        enum tsrnn_loss_kind loss;
+        float delta;
+        enum op op;
+    } losses[] = { { TSRNN_LOSS_L1, 0.0f, OP_L1_LOSS },
+                   { TSRNN_LOSS_HUBER, 0.5f, OP_HUBER_LOSS },
+                   { TSRNN_LOSS_HUBER, 0.05f, OP_HUBER_LOSS },
+                   { TSRNN_LOSS_SMOOTH_L1, 0.5f, OP_SMOOTH_L1_LOSS },
+                   { TSRNN_LOSS_SMOOTH_L1, 2.0f, OP_SMOOTH_L1_LOSS } };
+    float *zeros = calloc(table->total_count, sizeof(float)), *got = nan_floats(table->total_count);
+    double *sums = malloc(B * sizeof(double)), *l1_sums = malloc(B * sizeof(double));
+    struct dm *win = dm_alloc(B), *grad = dm_alloc(O);
+    assert_true(zeros && sums && l1_sums);
+    for (size_t k = 0; k < sizeof(losses) / sizeof(losses[0]); k++) {
+        enum tsrnn_loss_kind kind = losses[k].loss;
+        float delta = losses[k].delta;
+        if (!(kind == TSRNN_LOSS_L1 ? caps->l1_loss : caps->huber_loss))
+            continue;
+        struct dm total = dm_in(0.0);
+        for (size_t o = 0; o < O; o++)
+            grad[o] = dm_in(0.0);
+        for (size_t b = 0; b < B; b++) {
+            win[b] = dm_in(0.0);
+            for (size_t t = 0; t < T; t++)
+                for (size_t o = 0; o < O; o++) {
+                    struct dm e =
+                        dm_sub(d->real.out[(t * B + b) * O + o], dm_in(d->y[(b * T + t) * O + o]));
+                    struct dm value, d_out;
+                    ref_element_loss(kind, delta, e, n, &value, &d_out);
+                    win[b] = dm_add(win[b], value);
+                    grad[o] = dm_add(grad[o], d_out);
+                }
+            total = dm_add(total, win[b]);
+        }
+        struct dm mean = { total.v / (double)n, total.m / (double)n };
+
+        float loss = NAN, *dev_loss = dev_alloc(sizeof(float));
+        dev_upload(dev_loss, &loss, sizeof(float));
+        OK(tsrnn_compute_loss_forward(s->ws, kind, delta, dev_loss));
+        dev_download(&loss, dev_loss, sizeof(float));
+        dev_free(dev_loss);
+        check_floats(losses[k].op, "loss", NULL, (size_t[]){ 1 }, 1, &loss, &mean);
+        for (size_t b = 0; b < B; b++)
+            sums[b] = NAN;
+        OK(tsrnn_compute_window_errors(s->ws, kind, delta, sums));
+        for (size_t b = 0; b < B; b++)
+            check_value(losses[k].op, "window sum", "b", (size_t[]){ B }, 1, b, sums[b], win[b]);
+        check_end();
+        dev_upload(s->grads, zeros, table->total_count * sizeof(float));
+        OK(tsrnn_compute_loss_backward(s->ws, kind, delta));
+        OK(tsrnn_compute_head_backward(s->ws, s->p.v_w, s->g.v_w, s->g.v_b));
+        dev_download(got, s->grads, table->total_count * sizeof(float));
+        check_floats(losses[k].op, "V.bias grad", NULL, (size_t[]){ O }, 1, got + v_b->offset,
+                     grad);
+        if (kind == TSRNN_LOSS_L1) { /* SmoothL1Loss(beta=0) is L1Loss */
+            memcpy(l1_sums, sums, B * sizeof(double));
+            OK(tsrnn_compute_window_errors(s->ws, TSRNN_LOSS_SMOOTH_L1, 0.0f, sums));
+            cur_config->stats[OP_L1_LOSS].checked += B;
+            if (memcmp(sums, l1_sums, B * sizeof(double)) != 0)
+                fail_msg("SmoothL1Loss with beta 0 on %s: not L1Loss's window sums", where());
+        }
+    }
+    free(zeros);
+    free(got);
+    free(sums);
+    free(l1_sums);
+    free(win);
+    free(grad);
 }
 
 static void run_draw(struct draw *d)
@@ -1025,7 +1152,7 @@ static void run_draw(struct draw *d)
 
     float loss = NAN, *dev_loss = dev_alloc(sizeof(float));
     dev_upload(dev_loss, &loss, sizeof(float));
-    OK(tsrnn_compute_loss_forward(s.ws, TSRNN_LOSS_MSE, dev_loss));
+    OK(tsrnn_compute_loss_forward(s.ws, TSRNN_LOSS_MSE, 0.0f, dev_loss));
     dev_download(&loss, dev_loss, sizeof(float));
     dev_free(dev_loss);
     check_floats(OP_MSE_FORWARD, "loss", NULL, (size_t[]){ 1 }, 1, &loss, &d->real.loss);
@@ -1034,7 +1161,7 @@ static void run_draw(struct draw *d)
     assert_non_null(se);
     for (size_t b = 0; b < B + GUARD_COUNT; b++)
         se[b] = b < B ? NAN : -1.0;
-    OK(tsrnn_compute_window_errors(s.ws, TSRNN_LOSS_MSE, se));
+    OK(tsrnn_compute_window_errors(s.ws, TSRNN_LOSS_MSE, 0.0f, se));
     for (size_t b = 0; b < B; b++)
         check_value(OP_WINDOW_SQUARED_ERRORS, "se", "b", (size_t[]){ B }, 1, b, se[b],
                     d->real.se[b]);
@@ -1046,6 +1173,7 @@ static void run_draw(struct draw *d)
 
     run_backward(&s, d->prefill);
     check_grads(&s, &d->real, OP_LAYER_BACKWARD);
+    check_other_losses(&s, d);
     subject_finish(&s);
 
     /* The probe: the same forward, seen through V = identity; then a next batch from the
@@ -1150,10 +1278,102 @@ static float *door_step(struct tsrnn_workspace *ws, const struct draw *d, const 
     return after;
 }
 
+/* The door's step with each other optimizer rule and an L2 weight_decay, from a state of
+ * earlier steps (random moments, Adagrad's sums positive), against the same gradient from
+ * forward_backward with l2_decay and the rule's operation applied by hand: the same bits, so
+ * the step orders the penalty before the rule and hands each rule its buffers (RMSprop:
+ * square_avg in exp_avg_sq, momentum_buffer in exp_avg, grad_avg; Adagrad: its sum in
+ * exp_avg_sq). */
+static void check_door_rules(struct tsrnn_workspace *ws, const struct draw *d, const float *masks)
+{
+    struct tsrnn_compute *ctx = cur_config->ctx;
+    const struct tsrnn_compute_caps *caps = tsrnn_compute_caps(ctx);
+    size_t n = d->real.table.total_count, nbytes = n * sizeof(float);
+    struct tsrnn_step_update rules[3] = {
+        { .rule = TSRNN_UPDATE_NESTEROV,
+          .decay = 1.0f,
+          .weight_decay = 0.01f,
+          .nesterov = { 0.9f, -0.05f } },
+        { .rule = TSRNN_UPDATE_RMSPROP,
+          .decay = 1.0f,
+          .weight_decay = 0.01f,
+          .rmsprop = { 0.9f, 0.1f, 1e-6f, 0.5f, -1e-3f, true } },
+        { .rule = TSRNN_UPDATE_ADAGRAD,
+          .decay = 1.0f,
+          .weight_decay = 0.01f,
+          .adagrad = { 1e-10f, -0.05f } },
+    };
+    bool has[3] = { caps->nesterov, caps->rmsprop, caps->adagrad };
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, SEED, 2000);
+    for (size_t r = 0; r < 3; r++) {
+        if (!has[r] || !caps->l2_weight_decay)
+            continue;
+        float *host[4] = { d->params, random_floats(&rng, n, -0.01f, 0.01f),
+                           random_floats(&rng, n, 0.0f, 1e-3f),
+                           random_floats(&rng, n, -0.001f, 0.001f) };
+        float *door[4], *mine[4];
+        for (size_t k = 0; k < 4; k++) {
+            door[k] = dev_alloc(nbytes);
+            mine[k] = dev_alloc(nbytes);
+            dev_upload(door[k], host[k], nbytes);
+            dev_upload(mine[k], host[k], nbytes);
+        }
+        struct tsrnn_step_state state = { door[0], door[1], door[2], door[3] };
+        OK(tsrnn_compute_bind_state(ws, &state));
+        struct tsrnn_step_args args = { .x = d->x,
+                                        .y = d->y,
+                                        .batch_count = d->B,
+                                        .step_count = d->T,
+                                        .dropout_masks = masks,
+                                        .loss = TSRNN_LOSS_MSE,
+                                        .update = rules[r] };
+        OK(tsrnn_compute_step(ws, &args));
+        float loss;
+        struct tsrnn_step_results res;
+        OK(tsrnn_compute_step_results(ws, &loss, 1, &res));
+        if (res.updated != 1)
+            fail_msg("a step with rule %d on %s updated nothing", (int)rules[r].rule, where());
+
+        OK(tsrnn_compute_batch_load(ws, d->x, d->y, d->B, d->T));
+        OK(tsrnn_compute_forward_backward(ws, mine[0], masks, TSRNN_LOSS_MSE, 0.0f, &loss));
+        float *grads = host_floats(n), *g = dev_alloc(nbytes);
+        OK(tsrnn_compute_download_grads(ws, grads));
+        dev_upload(g, grads, nbytes);
+        OK(tsrnn_compute_l2_decay(ctx, g, mine[0], n, rules[r].weight_decay));
+        if (r == 0)
+            OK(tsrnn_compute_nesterov_update(ctx, mine[0], mine[1], g, n, &rules[r].nesterov));
+        else if (r == 1)
+            OK(tsrnn_compute_rmsprop_update(ctx, mine[0], mine[2], mine[1], mine[3], g, n,
+                                            &rules[r].rmsprop));
+        else
+            OK(tsrnn_compute_adagrad_update(ctx, mine[0], mine[2], g, n, &rules[r].adagrad));
+        static const char *const names[4] = { "params", "exp_avg", "exp_avg_sq", "grad_avg" };
+        float *a = host_floats(n), *b = host_floats(n);
+        for (size_t k = 0; k < 4; k++) {
+            dev_download(a, door[k], nbytes);
+            dev_download(b, mine[k], nbytes);
+            check_bits(OP_DOOR_RULES, names[k], a, b, n);
+            dev_free(door[k]);
+            dev_free(mine[k]);
+        }
+        if (memcmp(a, host[3], nbytes) == 0 && r == 1)
+            fail_msg("a centered RMSprop step on %s left grad_avg as it was", where());
+        for (size_t k = 1; k < 4; k++)
+            free(host[k]);
+        free(a);
+        free(b);
+        free(grads);
+        dev_free(g);
+    }
+}
+
 /* The door's forward (validation's), its step (with SGD's scalars, and clipped where the
  * backend clips) against the reference, and the step's halts: a stop agreed at the first of
- * two steps updates once; a step over a NaN input updates nothing. */
-static void run_door(struct draw *d, bool halts)
+ * two steps updates once; a step over a NaN input updates nothing; with `rules`, the step
+ * with each other optimizer rule (check_door_rules: the wiring, which no shape changes, so
+ * the first draw of each cell kind). */
+static void run_door(struct draw *d, bool halts, bool rules)
 {
     struct tsrnn_compute *ctx = cur_config->ctx;
     const struct tsrnn_compute_caps *caps = tsrnn_compute_caps(ctx);
@@ -1175,7 +1395,7 @@ static void run_door(struct draw *d, bool halts)
         check_floats(OP_DOOR_FORWARD, "out", "tbo", (size_t[]){ T, B, C }, 3, out, d->real.out);
         double *se = malloc(B * sizeof(double));
         assert_non_null(se);
-        OK(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, se));
+        OK(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, 0.0f, se));
         for (size_t b = 0; b < B; b++)
             check_value(OP_DOOR_FORWARD, "se", "b", (size_t[]){ B }, 1, b, se[b], d->real.se[b]);
         check_end();
@@ -1251,6 +1471,8 @@ static void run_door(struct draw *d, bool halts)
         free(none);
         free(x);
     }
+    if (rules)
+        check_door_rules(ws, d, masks);
     free(want);
     free(masks);
     tsrnn_compute_workspace_destroy(ws);
@@ -1397,6 +1619,178 @@ static void run_adam_update(struct tsrnn_rng *rng)
     }
 }
 
+/* Device copies of host buffers, an op on them, their results checked against references:
+ * the helper of the optimizer ops below. */
+struct op_buffers {
+    size_t count, n;
+    float *host[5], *dev[5];
+};
+
+static void op_buffers_init(struct op_buffers *b, size_t count, float *const *host, size_t n)
+{
+    *b = (struct op_buffers){ .count = count, .n = n };
+    for (size_t i = 0; i < n; i++) {
+        b->host[i] = host[i];
+        b->dev[i] = dev_alloc(count * sizeof(float));
+        dev_upload(b->dev[i], host[i], count * sizeof(float));
+    }
+}
+
+/* Buffer i against want (NULL: must be unchanged, bit for bit), then everything freed. */
+static void op_buffers_check(struct op_buffers *b, enum op op, const char *const *names,
+                             struct dm *const *want)
+{
+    float *got = nan_floats(b->count);
+    for (size_t i = 0; i < b->n; i++) {
+        for (size_t k = 0; k < b->count; k++)
+            got[k] = NAN;
+        dev_download(got, b->dev[i], b->count * sizeof(float));
+        if (want[i] != NULL)
+            check_floats(op, names[i], NULL, (size_t[]){ b->count }, 1, got, want[i]);
+        else
+            check_bits(op, names[i], got, b->host[i], b->count);
+        dev_free(b->dev[i]);
+        free(b->host[i]);
+        free(want[i]);
+    }
+    free(got);
+}
+
+/* grads + weight_decay * params (PyTorch's grad.add(param, alpha=weight_decay)). */
+static void run_l2_decay(struct tsrnn_rng *rng)
+{
+    const size_t count = 1003;
+    float *g = random_floats(rng, count, -0.1f, 0.1f), *p = random_floats(rng, count, -1, 1);
+    const float wd = 0.01f;
+    struct dm *want = dm_alloc(count);
+    for (size_t i = 0; i < count; i++)
+        want[i] = dm_add(dm_in(g[i]), dm_mul(dm_in(wd), dm_in(p[i])));
+    struct op_buffers b;
+    op_buffers_init(&b, count, (float *[]){ g, p }, 2);
+    OK(tsrnn_compute_l2_decay(cur_config->ctx, b.dev[0], b.dev[1], count, wd));
+    op_buffers_check(&b, OP_L2_DECAY, (const char *[]){ "grads", "params (an input)" },
+                     (struct dm *[]){ want, NULL });
+}
+
+/* SGD with Nesterov momentum (include/tsrnn/optim.h), from a momentum buffer of earlier
+ * steps and from zero (the first step). */
+static void run_nesterov_update(struct tsrnn_rng *rng)
+{
+    const size_t count = 1003;
+    for (int first = 0; first < 2; first++) {
+        const struct tsrnn_nesterov_scalars sc = { 0.9f, -0.05f };
+        float *p = random_floats(rng, count, -0.5f, 0.5f);
+        float *buf = random_floats(rng, count, -0.05f, 0.05f);
+        float *g = random_floats(rng, count, -0.1f, 0.1f);
+        struct dm *want_p = dm_alloc(count), *want_b = dm_alloc(count);
+        for (size_t i = 0; i < count; i++) {
+            if (first)
+                buf[i] = 0.0f;
+            if (i % 3 == 0)
+                p[i] = 0.0f; /* the update alone */
+            struct dm gi = dm_in(g[i]);
+            want_b[i] = dm_add(dm_mul(dm_in(buf[i]), dm_in(sc.momentum)), gi);
+            struct dm step = dm_add(gi, dm_mul(dm_in(sc.momentum), want_b[i]));
+            want_p[i] = dm_add(dm_in(p[i]), dm_mul(dm_in(sc.neg_lr), step));
+        }
+        struct op_buffers b;
+        op_buffers_init(&b, count, (float *[]){ p, buf, g }, 3);
+        OK(tsrnn_compute_nesterov_update(cur_config->ctx, b.dev[0], b.dev[1], b.dev[2], count,
+                                         &sc));
+        op_buffers_check(&b, OP_NESTEROV_UPDATE,
+                         (const char *[]){ "params", "momentum_buffer", "grads (an input)" },
+                         (struct dm *[]){ want_p, want_b, NULL });
+    }
+}
+
+/* RMSprop (optim.h) in its four forms, and alpha below 0.5 (ATen's other lerp branch);
+ * square_avg >= grad_avg^2, as the running averages keep it. */
+static void run_rmsprop_update(struct tsrnn_rng *rng)
+{
+    const size_t count = 1003;
+    static const struct tsrnn_rmsprop_scalars cases[] = {
+        { 0.99f, 0.01f, 1e-8f, 0.0f, -1e-3f, false }, { 0.99f, 0.01f, 1e-8f, 0.9f, -1e-3f, false },
+        { 0.9f, 0.1f, 1e-6f, 0.0f, -1e-3f, true },    { 0.9f, 0.1f, 1e-6f, 0.5f, -1e-2f, true },
+        { 0.3f, 0.7f, 1e-8f, 0.5f, -1e-3f, true },
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct tsrnn_rmsprop_scalars *sc = &cases[c];
+        float *p = random_floats(rng, count, -0.5f, 0.5f);
+        float *v = random_floats(rng, count, 5e-5f, 1e-4f);
+        float *buf = random_floats(rng, count, -0.05f, 0.05f);
+        float *a = random_floats(rng, count, -0.005f, 0.005f);
+        float *g = random_floats(rng, count, -0.1f, 0.1f);
+        struct dm *want_p = dm_alloc(count), *want_v = dm_alloc(count);
+        struct dm *want_b = sc->momentum > 0.0f ? dm_alloc(count) : NULL;
+        struct dm *want_a = sc->centered ? dm_alloc(count) : NULL;
+        double w = sc->one_minus_alpha;
+        for (size_t i = 0; i < count; i++) {
+            if (i % 3 == 0)
+                p[i] = 0.0f;
+            if (i % 97 == 0)
+                g[i] = 0.0f;
+            struct dm gi = dm_in(g[i]);
+            want_v[i] =
+                dm_add(dm_mul(dm_in(v[i]), dm_in(sc->alpha)), dm_mul(dm_mul(dm_in(w), gi), gi));
+            struct dm avg;
+            if (sc->centered) {
+                struct dm ai = dm_in(a[i]), diff = dm_sub(gi, ai);
+                want_a[i] = fabs(w) < 0.5 ? dm_add(ai, dm_mul(dm_in(w), diff))
+                                          : dm_sub(gi, dm_mul(diff, dm_in((float)(1.0 - w))));
+                avg = dm_sqrt(dm_sub(want_v[i], dm_mul(want_a[i], want_a[i])));
+            } else {
+                avg = dm_sqrt(want_v[i]);
+            }
+            avg = dm_add(avg, dm_in(sc->eps));
+            if (sc->momentum > 0.0f) {
+                want_b[i] = dm_add(dm_mul(dm_in(buf[i]), dm_in(sc->momentum)), dm_div(gi, avg));
+                want_p[i] = dm_add(dm_in(p[i]), dm_mul(dm_in(sc->neg_lr), want_b[i]));
+            } else {
+                want_p[i] = dm_add(dm_in(p[i]), dm_div(dm_mul(dm_in(sc->neg_lr), gi), avg));
+            }
+        }
+        struct op_buffers b;
+        op_buffers_init(&b, count, (float *[]){ p, v, buf, a, g }, 5);
+        OK(tsrnn_compute_rmsprop_update(cur_config->ctx, b.dev[0], b.dev[1], b.dev[2], b.dev[3],
+                                        b.dev[4], count, sc));
+        op_buffers_check(&b, OP_RMSPROP_UPDATE,
+                         (const char *[]){ "params", "square_avg", "momentum_buffer", "grad_avg",
+                                           "grads (an input)" },
+                         (struct dm *[]){ want_p, want_v, want_b, want_a, NULL });
+    }
+}
+
+/* Adagrad (optim.h), from sums of earlier steps and from initial_accumulator_value 0. */
+static void run_adagrad_update(struct tsrnn_rng *rng)
+{
+    const size_t count = 1003;
+    for (int first = 0; first < 2; first++) {
+        const struct tsrnn_adagrad_scalars sc = { 1e-10f, first ? -0.05f : -0.0123f };
+        float *p = random_floats(rng, count, -0.5f, 0.5f);
+        float *sum = random_floats(rng, count, 0.0f, 0.5f);
+        float *g = random_floats(rng, count, -0.1f, 0.1f);
+        struct dm *want_p = dm_alloc(count), *want_s = dm_alloc(count);
+        for (size_t i = 0; i < count; i++) {
+            if (first)
+                sum[i] = 0.0f;
+            if (i % 3 == 0)
+                p[i] = 0.0f;
+            if (i % 97 == 0)
+                g[i] = 0.0f; /* 0 / (0 + eps) */
+            struct dm gi = dm_in(g[i]);
+            want_s[i] = dm_add(dm_in(sum[i]), dm_mul(gi, gi));
+            struct dm std = dm_add(dm_sqrt(want_s[i]), dm_in(sc.eps));
+            want_p[i] = dm_add(dm_in(p[i]), dm_div(dm_mul(dm_in(sc.neg_clr), gi), std));
+        }
+        struct op_buffers b;
+        op_buffers_init(&b, count, (float *[]){ p, sum, g }, 3);
+        OK(tsrnn_compute_adagrad_update(cur_config->ctx, b.dev[0], b.dev[1], b.dev[2], count, &sc));
+        op_buffers_check(&b, OP_ADAGRAD_UPDATE,
+                         (const char *[]){ "params", "state_sum", "grads (an input)" },
+                         (struct dm *[]){ want_p, want_s, NULL });
+    }
+}
+
 /* alloc, upload, download and zero, whole buffers and ranges at odd offsets into them. */
 static void run_memory(struct tsrnn_rng *rng)
 {
@@ -1507,7 +1901,7 @@ static void test_backend(void **state)
         for (size_t i = 0; i < 3; i++) {
             struct draw d;
             draw_init(&d, i);
-            run_door(&d, i == 0);
+            run_door(&d, i == 0, i < 3);
             draw_finish(&d);
         }
         tsrnn_rng_init(&rng, SEED, 1000);
@@ -1549,7 +1943,7 @@ static void test_backend(void **state)
         for (size_t c = 0; c < config_count; c++) {
             cur_config = &configs[c];
             run_draw(&d);
-            run_door(&d, i == 0);
+            run_door(&d, i == 0, i < 3);
         }
         draw_finish(&d);
     }
@@ -1559,6 +1953,15 @@ static void test_backend(void **state)
         cur_config = &configs[c];
         run_scale_check(&rng);
         run_adam_update(&rng);
+        const struct tsrnn_compute_caps *caps = tsrnn_compute_caps(configs[c].ctx);
+        if (caps->l2_weight_decay)
+            run_l2_decay(&rng);
+        if (caps->nesterov)
+            run_nesterov_update(&rng);
+        if (caps->rmsprop)
+            run_rmsprop_update(&rng);
+        if (caps->adagrad)
+            run_adagrad_update(&rng);
         run_memory(&rng);
     }
     print_table(cur_backend, configs, config_count, draw_count);
@@ -1616,7 +2019,7 @@ static void test_door_refuses(void **state)
     struct tsrnn_param_table table;
     tsrnn_param_table_init(&table, &dims);
     size_t nbytes = table.total_count * sizeof(float);
-    struct tsrnn_step_state st = { dev_alloc(nbytes), dev_alloc(nbytes), dev_alloc(nbytes) };
+    struct tsrnn_step_state st = { dev_alloc(nbytes), dev_alloc(nbytes), dev_alloc(nbytes), NULL };
     float *zeros = calloc(table.total_count, sizeof(float));
     dev_upload(st.params, zeros, nbytes);
     dev_upload(st.exp_avg, zeros, nbytes);
@@ -1631,6 +2034,22 @@ static void test_door_refuses(void **state)
     args.y = NULL;
     REFUSED(tsrnn_compute_step(ws, &args), "needs targets");
     args.y = y;
+    /* a centered RMSprop step without grad_avg bound; a Huber delta PyTorch refuses */
+    args.update = (struct tsrnn_step_update){ .rule = TSRNN_UPDATE_RMSPROP,
+                                              .decay = 1.0f,
+                                              .rmsprop = { .alpha = 0.99f, .centered = true } };
+    REFUSED(tsrnn_compute_step(ws, &args),
+            "a centered RMSprop update needs its grad_avg buffer in the step's state");
+    args.update = (struct tsrnn_step_update){ .rule = (enum tsrnn_update_rule)9, .decay = 1.0f };
+    REFUSED(tsrnn_compute_step(ws, &args), "unknown optimizer rule 9");
+    args.update = (struct tsrnn_step_update){ .decay = 1.0f };
+    args.loss = TSRNN_LOSS_HUBER;
+    REFUSED(tsrnn_compute_step(ws, &args), "HuberLoss's delta = 0; accepted: a finite number > 0");
+    args.loss = TSRNN_LOSS_SMOOTH_L1;
+    args.loss_delta = -1.0f;
+    REFUSED(tsrnn_compute_step(ws, &args), "SmoothL1Loss's beta = -1");
+    args.loss = TSRNN_LOSS_MSE;
+    args.loss_delta = 0.0f;
     OK(tsrnn_compute_step(ws, &args));
     OK(tsrnn_compute_step(ws, &args));
     REFUSED(tsrnn_compute_step(ws, &args), "2 steps since their results were read");
@@ -1642,7 +2061,7 @@ static void test_door_refuses(void **state)
     OK(tsrnn_compute_forward(ws, st.params, x, NULL, B, T, TSRNN_FORWARD_ZERO));
     REFUSED(tsrnn_compute_forward(ws, st.params, x, NULL, B - 1, 1, TSRNN_FORWARD_SAVED),
             "takes the last forward's 3 windows, not 2");
-    REFUSED(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, NULL), "with targets first");
+    REFUSED(tsrnn_compute_window_errors(ws, TSRNN_LOSS_MSE, 0.0f, NULL), "with targets first");
     REFUSED(tsrnn_compute_layer_forward(ws, 0, NULL, TSRNN_STATE_ZERO, NULL, false),
             "layer_forward of layer 0");
     REFUSED(tsrnn_compute_layer_forward(ws, 2, NULL, TSRNN_STATE_ZERO, NULL, false),

@@ -6,6 +6,10 @@ real Darts: each side's forecast from the other's model within 1e-5 relative (me
 * the example (RNN) and a Darts-trained LSTM from Lightning's checkpoints;
 * a run with AdamW, StepLR, L1Loss, gradient clipping and EarlyStopping (the scheduler's,
   the optimizer's and EarlyStopping's state carried), and a Darts-trained SGD + OneCycleLR;
+* the newer controls: RMSprop (centered, momentum) + HuberLoss + EarlyStopping on
+  torch_metrics' MeanAbsoluteError both ways, Adagrad to Darts, and Darts-trained SGD with
+  Nesterov + SmoothL1Loss and Adagrad + EarlyStopping on MeanSquaredError into tsrnn (every
+  optimizer buffer bit for bit);
 * a global model on two series of two components (Darts keeps no series of a list: they come
   back with --series), and a run whose missing values tsrnn interpolated;
 * covariates: a data column with cyclic, datetime_attribute, one-hot and position encoders and
@@ -271,6 +275,140 @@ def test_training_controls_both_ways(tmp, items):
     assert err <= BOUND
 
 
+def test_newer_controls_both_ways(tmp, items):
+    """RMSprop (centered, momentum, alpha, eps, weight_decay) + HuberLoss + EarlyStopping on
+    val_MeanAbsoluteError to Darts (classes, kwargs, torch_metrics, the callback; RMSprop's
+    square_avg, momentum_buffer and grad_avg bit for bit) and back; Adagrad to Darts (its sums
+    and step); a Darts-trained SGD(nesterov, weight_decay) + SmoothL1Loss and a Darts-trained
+    Adagrad + EarlyStopping on torch_metrics' MeanSquaredError into tsrnn, which trains on."""
+    import torch
+    import torchmetrics
+    from darts.models import RNNModel
+    from safetensors.torch import load_file
+
+    run_dir = train(tmp, "rms", "training.n_epochs=8", "training.optimizer_cls=RMSprop",
+                    "training.alpha=0.9", "training.eps=1e-7", "training.momentum=0.5",
+                    "training.centered=true", "training.weight_decay=0.0001",
+                    "training.loss_fn=HuberLoss", "training.delta=0.05",
+                    "early_stopping.monitor=val_MeanAbsoluteError", "early_stopping.patience=20")
+    done = run([PY, TO_DARTS, run_dir, tmp / "rms.pt", "--checkpoint", "last"])
+    assert "RMSprop, HuberLoss, EarlyStopping on val_MeanAbsoluteError" in done.stdout, \
+        done.stdout
+    model = RNNModel.load(str(tmp / "rms.pt"))
+    p = model.model_params
+    assert p["optimizer_cls"] is torch.optim.RMSprop and p["optimizer_kwargs"] == {
+        "lr": 0.001, "alpha": 0.9, "eps": 1e-07, "weight_decay": 0.0001, "momentum": 0.5,
+        "centered": True}, p["optimizer_kwargs"]
+    assert type(p["loss_fn"]) is torch.nn.HuberLoss and p["loss_fn"].delta == 0.05
+    assert type(p["torch_metrics"]) is torchmetrics.MeanAbsoluteError, p["torch_metrics"]
+    assert p["pl_trainer_kwargs"]["callbacks"][0].monitor == "val_MeanAbsoluteError"
+    ckpt = load_file(str(run_dir / "checkpoints" / "last-epoch=7.safetensors"))
+    state = torch.load(str(tmp / "rms.pt.ckpt"), weights_only=False)["optimizer_states"][0]
+    names = [n for n, _ in model.model.named_parameters()]
+    for i, name in enumerate(names):
+        s = state["state"][i]
+        assert torch.equal(s["square_avg"], ckpt["optim.exp_avg_sq." + name]), name
+        assert torch.equal(s["momentum_buffer"], ckpt["optim.exp_avg." + name]), name
+        assert torch.equal(s["grad_avg"], ckpt["optim.grad_avg." + name]), name
+    it = items[0]
+    scaled = model.predict(12, verbose=False)
+    err = rel(it["scaler_obj"].inverse_transform(scaled).values(),
+              predict_tsrnn(run_dir, "12", "--checkpoint", "last")[None])
+    print("# tsrnn -> Darts with centered RMSprop (momentum, alpha, eps, weight_decay), "
+          "HuberLoss(delta=0.05), EarlyStopping on val_MeanAbsoluteError (torch_metrics): "
+          "square_avg, momentum_buffer and grad_avg bit for bit (step %d); predict(12) vs "
+          "tsrnn: %.2e" % (int(state["state"][0]["step"]), err))
+    assert err <= BOUND
+    done = run([PY, TO_TSRNN, tmp / "rms.pt", tmp / "rms_back", "--series",
+                tmp / "air_full.csv"])
+    config = (tmp / "rms_back" / "config.ini").read_text()
+    for line in ("optimizer_cls = RMSprop", "alpha = 0.9", "eps = 1e-07", "momentum = 0.5",
+                 "centered = true", "weight_decay = 0.0001", "loss_fn = HuberLoss",
+                 "delta = 0.05", "monitor = val_MeanAbsoluteError", "patience = 20"):
+        assert "\n%s\n" % line in config, line
+    back = load_file(str(tmp / "rms_back" / "checkpoints" / "last-epoch=0.safetensors"))
+    for name in names:
+        for what in ("exp_avg.", "exp_avg_sq.", "grad_avg."):
+            assert torch.equal(back["optim." + what + name], ckpt["optim." + what + name])
+    err = rel(predict_tsrnn(tmp / "rms_back", "12")[None], scaled.values())
+    print("# ... and back (--series: a validation part for the EarlyStopping): its buffers "
+          "bit for bit; tsrnn-predict vs Darts: %.2e" % err)
+    assert err <= BOUND
+
+    run_dir = train(tmp, "ada", "training.n_epochs=3", "training.optimizer_cls=Adagrad",
+                    "training.lr=0.02", "training.lr_decay=0.01",
+                    "training.initial_accumulator_value=0.1", "training.loss_fn=SmoothL1Loss",
+                    "training.beta=0.3")
+    run([PY, TO_DARTS, run_dir, tmp / "ada.pt", "--checkpoint", "last"])
+    model = RNNModel.load(str(tmp / "ada.pt"))
+    p = model.model_params
+    assert p["optimizer_kwargs"] == {"lr": 0.02, "lr_decay": 0.01,
+                                     "initial_accumulator_value": 0.1}, p["optimizer_kwargs"]
+    assert type(p["loss_fn"]) is torch.nn.SmoothL1Loss and p["loss_fn"].beta == 0.3
+    ckpt = load_file(str(run_dir / "checkpoints" / "last-epoch=2.safetensors"))
+    state = torch.load(str(tmp / "ada.pt.ckpt"), weights_only=False)["optimizer_states"][0]
+    for i, name in enumerate(names):
+        assert torch.equal(state["state"][i]["sum"], ckpt["optim.exp_avg_sq." + name]), name
+        assert float(state["state"][i]["step"]) == 21.0
+    err = rel(it["scaler_obj"].inverse_transform(model.predict(12, verbose=False)).values(),
+              predict_tsrnn(run_dir, "12", "--checkpoint", "last")[None])
+    print("# tsrnn -> Darts with Adagrad (lr_decay, initial_accumulator_value) and "
+          "SmoothL1Loss(beta=0.3): its sums bit for bit at step 21; predict(12) vs tsrnn: %.2e"
+          % err)
+    assert err <= BOUND
+
+    dm = RNNModel(model="GRU", hidden_dim=6, training_length=20, input_chunk_length=14,
+                  batch_size=16, n_epochs=3, random_state=5, optimizer_cls=torch.optim.SGD,
+                  optimizer_kwargs={"lr": 0.05, "momentum": 0.9, "nesterov": True,
+                                    "weight_decay": 1e-3},
+                  loss_fn=torch.nn.SmoothL1Loss(beta=0.3), pl_trainer_kwargs=QUIET)
+    dm.fit(it["train_scaled"])
+    dm.save(str(tmp / "nag.pt"))
+    run([PY, TO_TSRNN, tmp / "nag.pt", tmp / "nag"])
+    config = (tmp / "nag" / "config.ini").read_text()
+    for line in ("optimizer_cls = SGD", "momentum = 0.9", "nesterov = true",
+                 "weight_decay = 0.001", "loss_fn = SmoothL1Loss", "beta = 0.3"):
+        assert "\n%s\n" % line in config, line
+    conv = load_file(str(tmp / "nag" / "checkpoints" / "last-epoch=0.safetensors"))
+    dstate = torch.load(str(tmp / "nag.pt.ckpt"), weights_only=False)["optimizer_states"][0]
+    for i, name in enumerate(n for n, _ in dm.model.named_parameters()):
+        assert torch.equal(conv["optim.exp_avg." + name], dstate["state"][i]["momentum_buffer"])
+    err = rel(predict_tsrnn(tmp / "nag", "12")[None], dm.predict(12, verbose=False).values())
+    print("# Darts -> tsrnn: SGD(momentum 0.9, nesterov, weight_decay) + SmoothL1Loss(beta=0.3): "
+          "momentum buffers bit for bit; tsrnn-predict vs Darts: %.2e" % err)
+    assert err <= BOUND
+
+    from pytorch_lightning.callbacks import EarlyStopping
+    val = it["scaler_obj"].transform(it["series"][it["train_length"]:])
+    dm = RNNModel(model="LSTM", hidden_dim=6, training_length=20, input_chunk_length=14,
+                  batch_size=16, n_epochs=4, random_state=6, optimizer_cls=torch.optim.Adagrad,
+                  optimizer_kwargs={"lr": 0.02, "lr_decay": 0.01, "eps": 1e-9},
+                  torch_metrics=torchmetrics.MeanSquaredError(),
+                  pl_trainer_kwargs=dict(QUIET, callbacks=[EarlyStopping(
+                      monitor="val_MeanSquaredError", patience=5)]))
+    dm.fit(it["train_scaled"], val_series=val)
+    dm.save(str(tmp / "dada.pt"))
+    run([PY, TO_TSRNN, tmp / "dada.pt", tmp / "dada", "--series", tmp / "air_full.csv"])
+    config = (tmp / "dada" / "config.ini").read_text()
+    for line in ("optimizer_cls = Adagrad", "lr_decay = 0.01", "eps = 1e-09",
+                 "monitor = val_MeanSquaredError", "patience = 5"):
+        assert "\n%s\n" % line in config, line
+    conv = load_file(str(tmp / "dada" / "checkpoints" / "last-epoch=0.safetensors"))
+    dstate = torch.load(str(tmp / "dada.pt.ckpt"), weights_only=False)["optimizer_states"][0]
+    for i, name in enumerate(n for n, _ in dm.model.named_parameters()):
+        assert torch.equal(conv["optim.exp_avg_sq." + name], dstate["state"][i]["sum"])
+    err = rel(predict_tsrnn(tmp / "dada", "12")[None], dm.predict(12, verbose=False).values())
+    print("# Darts -> tsrnn: Adagrad + EarlyStopping on torch_metrics' MeanSquaredError: sums "
+          "bit for bit (step %d); tsrnn-predict vs Darts: %.2e"
+          % (int(dstate["state"][0]["step"]), err))
+    assert err <= BOUND
+    run([WORKER, "--quiet", "--resume", "last", "--set", "training.max_steps=-1", "--set",
+         "training.n_epochs=2", tmp / "dada" / "config.ini"])
+    rows = (tmp / "dada" / "metrics.csv").read_text().strip().split("\n")
+    assert len(rows) - 1 == 2 * 8  # 2 epochs x (7 steps + validation)
+    print("# the converted Adagrad model trained on by tsrnn: %d metrics rows" % (len(rows) - 1))
+
+
 def test_global_both_ways(tmp):
     """A global GRU on two series of two components (tests/fixtures/mc/) to Darts (a model
     fitted on the list; predict(series=each training part)) and back with --series."""
@@ -411,30 +549,43 @@ def test_refusals(tmp, items):
     from darts.models import RNNModel
     from darts.utils.likelihood_models import GaussianLikelihood
 
+    import torchmetrics
+    from pytorch_lightning.callbacks import EarlyStopping
+
     cases = (
-        ({"optimizer_cls": torch.optim.RMSprop}, "optimizer_cls=RMSprop: tsrnn has Adam, AdamW "
-                                                 "and SGD; not carried"),
-        ({"optimizer_kwargs": {"lr": 1e-3, "weight_decay": 0.1}},
-         "optimizer_kwargs['weight_decay']=0.1 with Adam"),
+        ({"optimizer_cls": torch.optim.Adamax}, "optimizer_cls=Adamax: tsrnn has Adam, AdamW, "
+                                                "SGD, RMSprop, Adagrad; not carried"),
+        ({"optimizer_kwargs": {"lr": 1e-3, "amsgrad": True}},
+         "optimizer_kwargs['amsgrad']=True with Adam"),
         ({"optimizer_cls": torch.optim.SGD, "optimizer_kwargs": {"lr": 0.01, "momentum": 0.9,
-                                                                 "nesterov": True}},
-         "optimizer_kwargs['nesterov']=True with SGD"),
-        ({"loss_fn": torch.nn.HuberLoss()}, "loss_fn=HuberLoss: tsrnn has MSELoss and L1Loss"),
+                                                                 "dampening": 0.5}},
+         "optimizer_kwargs['dampening']=0.5 with SGD: tsrnn carries lr, momentum, nesterov, "
+         "weight_decay"),
+        ({"loss_fn": torch.nn.HuberLoss(reduction="sum")},
+         "loss_fn=HuberLoss: tsrnn has MSELoss, L1Loss, HuberLoss, SmoothL1Loss (reduction "
+         "'mean')"),
+        ({"torch_metrics": torchmetrics.MeanAbsolutePercentageError(),
+          "pl_trainer_kwargs": dict(QUIET, callbacks=[EarlyStopping(
+              monitor="train_MeanAbsolutePercentageError")])},
+         "EarlyStopping(monitor='train_MeanAbsolutePercentageError'): tsrnn watches val_loss, "
+         "train_loss, or a MeanAbsoluteError or MeanSquaredError of torch_metrics"),
         ({"lr_scheduler_cls": torch.optim.lr_scheduler.MultiStepLR,
           "lr_scheduler_kwargs": {"milestones": [2]}}, "lr_scheduler_cls=MultiStepLR"),
         ({"likelihood": GaussianLikelihood()}, "likelihood=GaussianLikelihood"),
     )
     for k, (kwargs, message) in enumerate(cases):
-        dm = RNNModel(model="RNN", hidden_dim=4, training_length=12, input_chunk_length=6,
-                      n_epochs=1, random_state=0, pl_trainer_kwargs=QUIET, **kwargs)
+        dm = RNNModel(**dict(dict(model="RNN", hidden_dim=4, training_length=12,
+                                  input_chunk_length=6, n_epochs=1, random_state=0,
+                                  pl_trainer_kwargs=QUIET), **kwargs))
         dm.fit(items[0]["train_scaled"])
         dm.save(str(tmp / ("r%d.pt" % k)))
         done = run([PY, TO_TSRNN, tmp / ("r%d.pt" % k), tmp / ("r%d" % k)], code=2)
         lines = done.stderr.strip().split("\n")
         assert len(lines) == 1 and message in lines[0], done.stderr
         assert not (tmp / ("r%d" % k)).exists()
-    print("# Darts -> tsrnn refuses RMSprop, Adam's weight_decay, SGD's nesterov, HuberLoss, "
-          "MultiStepLR and a likelihood: exit 2, one line each, nothing written")
+    print("# Darts -> tsrnn refuses Adamax, Adam's amsgrad, SGD's dampening, a summed HuberLoss, "
+          "EarlyStopping on a metric tsrnn does not compute, MultiStepLR and a likelihood: exit "
+          "2, one line each, nothing written")
 
 
 def test_untrusted_files(tmp):
@@ -484,6 +635,7 @@ def main():
         tmp = Path(tmp)
         items = test_example_both_ways(tmp)
         test_training_controls_both_ways(tmp, items)
+        test_newer_controls_both_ways(tmp, items)
         test_global_both_ways(tmp)
         test_covariates_both_ways(tmp)
         test_filled_gaps_to_darts(tmp)

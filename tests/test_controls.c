@@ -2,12 +2,16 @@
  * ExponentialLR, StepLR, ReduceLROnPlateau, CosineAnnealingLR, OneCycleLR (per step, with
  * Adam's beta1 cycling; per epoch, three phases, with SGD's momentum cycling),
  * CosineAnnealingWarmRestarts, LinearLR, a scheduler per step every third batch, gradient
- * clipping by norm and Lightning's EarlyStopping, each compared step by step with real
- * PyTorch / Lightning
+ * clipping by norm and Lightning's EarlyStopping; Adam's and SGD's L2 weight_decay, SGD with
+ * Nesterov momentum, RMSprop (plain, centered with momentum, alpha below 0.5, its momentum
+ * cycled by OneCycleLR), Adagrad, HuberLoss and SmoothL1Loss; each compared step by step with
+ * real PyTorch / Lightning
  * (scripts/gen-controls-fixtures.py, tests/fixtures/controls-fixtures.md): the same initial
  * weights and sample order as the air_rnn whole-run fixture, every step's train_loss and
  * every epoch's val_loss within 1e-5 relative, the same number of epochs (early stopping)
- * and, from the TensorBoard `lr` scalar, the learning rate of every epoch. Then a run with
+ * and, from the TensorBoard `lr` scalar, the learning rate of every epoch; and whole runs of
+ * real Darts with the newer optimizers, losses and EarlyStopping on torch_metrics
+ * (tests/fixtures/darts-controls-fixtures.md). Then a run with
  * all of them on, interrupted and resumed, gives the same bytes as the run in one go; and
  * the settings PyTorch or tsrnn refuse stop with exit code 2 and a message naming them. */
 #include <dirent.h>
@@ -95,6 +99,35 @@ static const struct control_case cases[] = {
         "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.1",
         "lr_scheduler_kwargs.epochs=40", "lr_scheduler_kwargs.steps_per_epoch=1",
         "lr_scheduler_kwargs.three_phase=true", "lr_scheduler_kwargs.anneal_strategy=linear" } },
+    { "adam_l2", "0.005", "40", { "training.weight_decay=0.01", "training.eps=1e-6" } },
+    { "sgd_nesterov",
+      "0.05",
+      "40",
+      { "training.optimizer_cls=SGD", "training.momentum=0.9", "training.nesterov=true",
+        "training.weight_decay=0.001" } },
+    { "rmsprop", "0.001", "40", { "training.optimizer_cls=RMSprop" } },
+    { "rmsprop_centered",
+      "0.001",
+      "40",
+      { "training.optimizer_cls=RMSprop", "training.alpha=0.9", "training.eps=1e-6",
+        "training.momentum=0.5", "training.centered=true", "training.weight_decay=0.001" } },
+    { "rmsprop_low_alpha",
+      "0.001",
+      "20",
+      { "training.optimizer_cls=RMSprop", "training.alpha=0.3", "training.centered=true" } },
+    { "adagrad",
+      "0.05",
+      "40",
+      { "training.optimizer_cls=Adagrad", "training.lr_decay=0.01",
+        "training.initial_accumulator_value=0.1", "training.weight_decay=0.0001" } },
+    { "huber", "0.003", "40", { "training.loss_fn=HuberLoss", "training.delta=0.1" } },
+    { "smooth_l1", "0.003", "40", { "training.loss_fn=SmoothL1Loss", "training.beta=0.2" } },
+    { "rmsprop_onecycle",
+      "0.001",
+      "40",
+      { "training.optimizer_cls=RMSprop", "training.momentum=0.9",
+        "training.lr_scheduler_cls=OneCycleLR", "lr_scheduler_kwargs.max_lr=0.002",
+        "lr_scheduler_kwargs.total_steps=280", "lr_scheduler_kwargs.interval=step" } },
 };
 
 static double rel(double a, double b)
@@ -109,8 +142,8 @@ static const char *run_file(const char *model_name, const char *file)
     return path;
 }
 
-/* The `lr` scalars of the run's (only) TensorBoard file, in step order, into lrs. */
-static size_t read_lr_scalars(const char *model_name, double *lrs, size_t capacity)
+/* The `tag` scalars of the run's (only) TensorBoard file, in step order, into values. */
+static size_t read_scalars(const char *model_name, const char *tag, double *values, size_t capacity)
 {
     char logs[2 * PATH_MAX], path[3 * PATH_MAX] = "";
     snprintf(logs, sizeof(logs), "%s", run_file(model_name, "logs"));
@@ -128,8 +161,8 @@ static size_t read_lr_scalars(const char *model_name, double *lrs, size_t capaci
         fail_msg("%s", err);
     for (size_t i = 0; i < count; i++)
         for (size_t v = 0; v < events[i].value_count; v++)
-            if (strcmp(events[i].values[v].tag, "lr") == 0 && n < capacity)
-                lrs[n++] = events[i].values[v].value;
+            if (strcmp(events[i].values[v].tag, tag) == 0 && n < capacity)
+                values[n++] = events[i].values[v].value;
     tfev_free(events);
     return n;
 }
@@ -173,7 +206,7 @@ static void check_case(const struct control_case *c)
     /* The learning rate of every epoch, as PyTorch's param group held it (float32 in the
      * event file). */
     static double lrs[MAX_ROWS];
-    size_t lr_count = read_lr_scalars(c->name, lrs, MAX_ROWS);
+    size_t lr_count = read_scalars(c->name, "lr", lrs, MAX_ROWS);
     snprintf(file, sizeof(file), "tests/fixtures/ctl_%s_lr.csv", c->name);
     char *text = tu_read(tu_source(file));
     assert_non_null(text);
@@ -214,6 +247,112 @@ CASE_TEST(10, cosine_annealing_warm_restarts)
 CASE_TEST(11, linear_lr)
 CASE_TEST(12, one_cycle_lr_per_step)
 CASE_TEST(13, one_cycle_lr_per_epoch_three_phases_sgd)
+CASE_TEST(14, adam_l2_weight_decay)
+CASE_TEST(15, sgd_nesterov_weight_decay)
+CASE_TEST(16, rmsprop)
+CASE_TEST(17, rmsprop_centered_momentum)
+CASE_TEST(18, rmsprop_alpha_below_half)
+CASE_TEST(19, adagrad)
+CASE_TEST(20, huber_loss)
+CASE_TEST(21, smooth_l1_loss)
+CASE_TEST(22, rmsprop_momentum_cycled_by_one_cycle_lr)
+
+/* Real Darts 0.48.1 (scripts/gen-controls-fixtures.py --darts-runs,
+ * tests/fixtures/darts-controls-fixtures.md): the example's model, shuffled and validated as
+ * Darts does, with RMSprop (centered, momentum, alpha, eps, weight_decay) + HuberLoss +
+ * EarlyStopping on torch_metrics' MeanAbsoluteError; Adagrad (lr_decay,
+ * initial_accumulator_value, eps, weight_decay) + SmoothL1Loss + EarlyStopping on
+ * MeanSquaredError; SGD with Nesterov and weight_decay; Adam with weight_decay and eps. tsrnn
+ * on examples/air_passengers.ini with the same settings: the same epochs (EarlyStopping stops
+ * where Lightning's did), every step's train_loss, every val_loss and every epoch's metric
+ * (TensorBoard's val_<metric>) within 1e-5 relative. */
+static void test_darts_runs_with_the_newer_controls(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *metric;
+        const char *sets[16];
+    } runs[] = {
+        { "rmsprop_huber_mae",
+          "val_MeanAbsoluteError",
+          { "model.model=RNN", "training.random_state=0", "training.n_epochs=60",
+            "training.optimizer_cls=RMSprop", "training.lr=0.001", "training.alpha=0.9",
+            "training.eps=1e-7", "training.momentum=0.5", "training.centered=true",
+            "training.weight_decay=0.0001", "training.loss_fn=HuberLoss", "training.delta=0.05",
+            "early_stopping.monitor=val_MeanAbsoluteError", "early_stopping.patience=3",
+            "early_stopping.min_delta=0.0001" } },
+        { "adagrad_smoothl1_mse",
+          "val_MeanSquaredError",
+          { "model.model=LSTM", "training.random_state=1", "training.n_epochs=60",
+            "training.optimizer_cls=Adagrad", "training.lr=0.02", "training.lr_decay=0.01",
+            "training.initial_accumulator_value=0.1", "training.weight_decay=0.0001",
+            "training.eps=1e-9", "training.loss_fn=SmoothL1Loss", "training.beta=0.1",
+            "early_stopping.monitor=val_MeanSquaredError", "early_stopping.patience=3" } },
+        { "sgd_nesterov",
+          NULL,
+          { "model.model=GRU", "training.random_state=42", "training.n_epochs=20",
+            "training.optimizer_cls=SGD", "training.lr=0.05", "training.momentum=0.9",
+            "training.nesterov=true", "training.weight_decay=0.001" } },
+        { "adam_l2",
+          NULL,
+          { "model.model=RNN", "training.random_state=42", "training.n_epochs=20",
+            "training.lr=0.003", "training.weight_decay=0.001", "training.eps=1e-6" } },
+    };
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        const char *sets[24] = { "output.save_checkpoints=false", "forecast.n=0",
+                                 "output.log_tensorboard=true" };
+        size_t n = 3;
+        for (size_t i = 0; i < 16 && runs[r].sets[i] != NULL; i++)
+            sets[n++] = runs[r].sets[i];
+        sets[n] = NULL;
+        char model_name[64], file[128];
+        snprintf(model_name, sizeof(model_name), "darts_%s", runs[r].name);
+        if (tu_train(&result, model_name, sets, 120) != 0)
+            fail_msg("%s: %s", runs[r].name, result.err);
+        static struct tu_metrics_row ours[MAX_ROWS], darts[MAX_ROWS];
+        size_t rows = tu_read_metrics(run_file(model_name, "metrics.csv"), ours, MAX_ROWS);
+        snprintf(file, sizeof(file), "tests/fixtures/darts_ctl_%s_metrics.csv", runs[r].name);
+        assert_int_equal(rows, tu_read_metrics(tu_source(file), darts, MAX_ROWS));
+        double worst = 0.0, worst_metric = 0.0;
+        size_t epochs = 0;
+        for (size_t i = 0; i < rows; i++) {
+            assert_int_equal(ours[i].epoch, darts[i].epoch);
+            assert_int_equal(ours[i].step, darts[i].step);
+            bool step = !isnan(darts[i].train_loss);
+            epochs += !step;
+            worst = fmax(worst, step ? rel(ours[i].train_loss, darts[i].train_loss)
+                                     : rel(ours[i].val_loss, darts[i].val_loss));
+        }
+        if (runs[r].metric != NULL) {
+            static double got[MAX_ROWS];
+            size_t count = read_scalars(model_name, runs[r].metric, got, MAX_ROWS);
+            snprintf(file, sizeof(file), "tests/fixtures/darts_ctl_%s_metric.csv", runs[r].name);
+            char *text = tu_read(tu_source(file));
+            assert_non_null(text);
+            size_t k = 0;
+            double want;
+            for (const char *line = strchr(text, '\n') + 1; *line != '\0';
+                 line = strchr(line, '\n') + 1, k++) {
+                assert_int_equal(sscanf(line, "%*d,%*d,%lf", &want), 1);
+                assert_true(k < count);
+                worst_metric = fmax(worst_metric, rel(got[k], want));
+            }
+            free(text);
+            assert_int_equal(k, count);
+            assert_int_equal(count, epochs);
+            char stop[96];
+            snprintf(stop, sizeof(stop), "Monitored metric %s did not improve in the last 3",
+                     runs[r].metric);
+            tu_expect_in(result.out, stop);
+        }
+        printf("# Darts %s: %zu epochs, %zu rows; worst relative difference %.2e%s", runs[r].name,
+               epochs, rows, worst, runs[r].metric ? "; " : "\n");
+        if (runs[r].metric != NULL)
+            printf("%s of every epoch %.2e\n", runs[r].metric, worst_metric);
+        assert_true(worst <= 1e-5);
+        assert_true(worst_metric <= 1e-5);
+    }
+}
 
 /* Early stopping ends the run after Lightning's epoch, says why, and the run's summary is
  * that of its last epoch. */
@@ -408,6 +547,78 @@ static void test_resume_with_per_step_schedulers_is_bit_identical(void **state)
     check_resume_is_bit_identical("linear_resume", linear);
 }
 
+/* The newer optimizers' state resumes exactly: centered RMSprop with momentum (grad_avg as
+ * optim.grad_avg.*, beside the momentum buffer and square_avg) and Adagrad with lr_decay
+ * (its sums, and the step count its rate decays with), each stopped after epoch 4 and
+ * resumed: the same bytes as the run in one go. */
+static void test_resume_with_the_newer_optimizers_is_bit_identical(void **state)
+{
+    (void)state;
+    const char *rmsprop[] = { "model.hidden_dim=8",
+                              "training.optimizer_cls=RMSprop",
+                              "training.centered=true",
+                              "training.momentum=0.5",
+                              "training.weight_decay=0.001",
+                              "training.loss_fn=HuberLoss",
+                              "training.delta=0.2",
+                              "output.log_tensorboard=false",
+                              "forecast.n=0",
+                              "--quiet",
+                              NULL };
+    check_resume_is_bit_identical("rmsprop_resume", rmsprop);
+    const char *adagrad[] = { "model.hidden_dim=8",
+                              "training.optimizer_cls=Adagrad",
+                              "training.lr=0.02",
+                              "training.lr_decay=0.05",
+                              "training.initial_accumulator_value=0.1",
+                              "output.log_tensorboard=false",
+                              "forecast.n=0",
+                              "--quiet",
+                              NULL };
+    check_resume_is_bit_identical("adagrad_resume", adagrad);
+    struct tsrnn_safetensors st = { 0 };
+    assert_int_equal(tsrnn_safetensors_read(&st, run_file("rmsprop_resume_full",
+                                                          "checkpoints/last-epoch=11.safetensors")),
+                     TSRNN_OK);
+    assert_non_null(tsrnn_safetensors_find(&st, "optim.grad_avg.rnn.weight_hh_l0"));
+    tsrnn_safetensors_finish(&st);
+}
+
+/* A run folder's config.ini lists every key with its value (the scheduler's and the
+ * optimizer's arguments it does not use among them, at their defaults): `tsrnn-worker
+ * RUN/config.ini --resume last` trains on from it, as docs/run-folder.md and darts-to-tsrnn
+ * tell. With a StepLR and an RMSprop run: before, the StepLR run's config.ini was refused
+ * ("factor is not an argument of StepLR"). */
+static void test_config_ini_of_a_run_resumes(void **state)
+{
+    (void)state;
+    const char *first[] = { "training.n_epochs=2",
+                            "training.optimizer_cls=RMSprop",
+                            "training.lr_scheduler_cls=StepLR",
+                            "lr_scheduler_kwargs.step_size=2",
+                            "forecast.n=0",
+                            "--quiet",
+                            NULL };
+    assert_int_equal(tu_train(&result, "config_ini", first, 60), 0);
+    char ini[2 * PATH_MAX];
+    snprintf(ini, sizeof(ini), "%s", run_file("config_ini", "config.ini"));
+    const char *argv[] = { tu_env("TSRNN_WORKER"),
+                           "--quiet",
+                           "--resume",
+                           "last",
+                           "--set",
+                           "output.force_reset=false",
+                           "--set",
+                           "training.n_epochs=3",
+                           ini,
+                           NULL };
+    assert_int_equal(tu_run(argv, 60, &result), 0);
+    if (result.exit_code != 0)
+        fail_msg("exit %d: %s", result.exit_code, result.err);
+    static struct tu_metrics_row rows[64];
+    assert_int_equal(tu_read_metrics(run_file("config_ini", "metrics.csv"), rows, 64), 3 * 8);
+}
+
 /* A schedule may reach a rate of 0 (CosineAnnealingLR at T_max with eta_min 0): the checkpoint
  * then holds lr 0, and tsrnn-predict and --resume read it (the rate climbs back after T_max,
  * as PyTorch's recursive form does). */
@@ -480,9 +691,10 @@ static void test_hparams_name_the_classes_as_darts(void **state)
     free(darts);
 }
 
-/* The new schedulers' kwargs in logs/hparams.yaml as real Darts writes them
- * (tests/fixtures/darts_hparams_{onecycle,cosine}.yaml): PyYAML's ints, floats ("1.0e-05")
- * and bools, and Lightning's interval, which Darts keeps among the kwargs. */
+/* The new schedulers' and optimizers' kwargs in logs/hparams.yaml as real Darts writes them
+ * (tests/fixtures/darts_hparams_{onecycle,cosine,rmsprop,adagrad,nesterov}.yaml): PyYAML's
+ * ints, floats ("1.0e-05") and bools, Lightning's interval, which Darts keeps among the
+ * kwargs, and the optimizers' module paths. */
 static void test_hparams_of_the_new_schedulers_as_darts(void **state)
 {
     (void)state;
@@ -497,6 +709,15 @@ static void test_hparams_of_the_new_schedulers_as_darts(void **state)
         { "tests/fixtures/darts_hparams_cosine.yaml",
           { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.T_max=10",
             "lr_scheduler_kwargs.eta_min=1e-5" } },
+        { "tests/fixtures/darts_hparams_rmsprop.yaml",
+          { "training.optimizer_cls=RMSprop", "training.alpha=0.9", "training.eps=1e-7",
+            "training.momentum=0.5", "training.centered=true", "training.weight_decay=0.0001" } },
+        { "tests/fixtures/darts_hparams_adagrad.yaml",
+          { "training.optimizer_cls=Adagrad", "training.lr=0.02", "training.lr_decay=0.01",
+            "training.initial_accumulator_value=0.1", "training.eps=1e-9" } },
+        { "tests/fixtures/darts_hparams_nesterov.yaml",
+          { "training.optimizer_cls=SGD", "training.lr=0.05", "training.momentum=0.9",
+            "training.nesterov=true", "training.weight_decay=0.001" } },
     };
     for (size_t c = 0; c < sizeof(yamls) / sizeof(yamls[0]); c++) {
         const char *sets[16] = { "training.n_epochs=1", "data.split_after=", "forecast.n=0",
@@ -525,13 +746,53 @@ static void test_refused_settings_name_the_key(void **state)
         const char *sets[3];
         const char *message;
     } refused[] = {
-        { { "training.weight_decay=0.1" },
-          "--set training.weight_decay=0.1: [training] weight_decay = 0.1 with optimizer_cls = "
-          "Adam: Adam's and SGD's L2 penalty is not implemented; accepted: 0 or -1, or "
-          "optimizer_cls = AdamW" },
+        { { "training.weight_decay=-0.5" },
+          "--set training.weight_decay=-0.5: [training] weight_decay = -0.5; accepted: a number "
+          ">= 0, or -1 for the optimizer's default" },
         { { "training.momentum=0.9" },
-          "[training] momentum = 0.9, but optimizer_cls = Adam has no momentum; accepted: 0, or "
-          "optimizer_cls = SGD" },
+          "--set training.momentum=0.9: [training] momentum = 0.9, but optimizer_cls = Adam "
+          "(default) has no momentum, which PyTorch refuses; accepted: 0, or optimizer_cls = SGD "
+          "or RMSprop" },
+        { { "training.optimizer_cls=SGD", "training.nesterov=true" },
+          "--set training.nesterov=true: [training] nesterov = true with momentum = 0: PyTorch's "
+          "SGD refuses it (\"Nesterov momentum requires a momentum and zero dampening\"); "
+          "accepted: a momentum > 0, or nesterov = false" },
+        { { "training.optimizer_cls=AdamW", "training.nesterov=true" },
+          "[training] nesterov = true, but optimizer_cls = AdamW (--set "
+          "training.optimizer_cls=AdamW) has no nesterov" },
+        { { "training.optimizer_cls=SGD", "training.eps=1e-6" },
+          "[training] eps = 1e-06, but optimizer_cls = SGD (--set training.optimizer_cls=SGD) has "
+          "no eps, which PyTorch refuses; accepted: -1 (SGD has no eps)" },
+        { { "training.eps=-0.5" }, "[training] eps = -0.5; accepted: a number >= 0, or -1" },
+        { { "training.alpha=0.5" },
+          "[training] alpha = 0.5, but optimizer_cls = Adam (default) has no alpha" },
+        { { "training.centered=true", "training.optimizer_cls=SGD" }, "has no centered" },
+        { { "training.lr_decay=0.1", "training.optimizer_cls=RMSprop" },
+          "[training] lr_decay = 0.1, but optimizer_cls = RMSprop (--set "
+          "training.optimizer_cls=RMSprop) has no lr_decay, which PyTorch refuses; accepted: 0, "
+          "or optimizer_cls = Adagrad" },
+        { { "training.initial_accumulator_value=1" }, "has no initial_accumulator_value" },
+        { { "training.delta=0.5" },
+          "--set training.delta=0.5: [training] delta = 0.5, but loss_fn = MSELoss has no delta; "
+          "accepted: 1, or loss_fn = HuberLoss" },
+        { { "training.loss_fn=HuberLoss", "training.beta=0.5" },
+          "[training] beta = 0.5, but loss_fn = HuberLoss has no beta; accepted: 1, or loss_fn = "
+          "SmoothL1Loss" },
+        { { "training.loss_fn=HuberLoss", "training.delta=0" },
+          "--set training.delta=0: [training] delta = '0': out of range; accepted: a number in "
+          "(0, 1e+06]" },
+        { { "training.optimizer_cls=Adagrad", "training.lr_scheduler_cls=OneCycleLR",
+            "lr_scheduler_kwargs.max_lr=0.1" },
+          "[lr_scheduler_kwargs] cycle_momentum = true with optimizer_cls = Adagrad, which has "
+          "no momentum: PyTorch's OneCycleLR refuses it" },
+        { { "early_stopping.monitor=val_MeanAbsoluteError", "data.split_after=" },
+          "[early_stopping] monitor = val_MeanAbsoluteError, but there is no validation part" },
+        { { "early_stopping.monitor=val_MeanSquaredError", "model.likelihood=gaussian" },
+          "[early_stopping] monitor = val_MeanSquaredError with [model] likelihood = gaussian "
+          "(--set model.likelihood=gaussian): Darts scores a probabilistic model's torch_metrics "
+          "on samples, which tsrnn does not draw; accepted: monitor = val_loss or train_loss" },
+        { { "early_stopping.monitor=val_MeanAbsolutePercentageError" },
+          "accepted: none, val_loss, train_loss, val_MeanAbsoluteError or val_MeanSquaredError" },
         { { "training.lr_scheduler_cls=StepLR" },
           "[training] lr_scheduler_cls = StepLR needs [lr_scheduler_kwargs] step_size" },
         { { "training.lr_scheduler_cls=ReduceLROnPlateau", "data.split_after=" },
@@ -540,7 +801,9 @@ static void test_refused_settings_name_the_key(void **state)
         { { "early_stopping.monitor=val_loss", "data.split_after=" },
           "[early_stopping] monitor = val_loss, but there is no validation part" },
         { { "lr_scheduler_kwargs.factor=1" }, "lr_scheduler_kwargs" },
-        { { "training.optimizer_cls=Adagrad" }, "accepted: Adam, AdamW or SGD" },
+        { { "training.optimizer_cls=LBFGS" }, "accepted: Adam, AdamW, SGD, RMSprop or Adagrad" },
+        { { "training.loss_fn=GaussianNLLLoss" },
+          "accepted: MSELoss, L1Loss, HuberLoss or SmoothL1Loss" },
         { { "training.lr_scheduler_cls=CosineAnnealingLR", "lr_scheduler_kwargs.gamma=0.5" },
           "--set lr_scheduler_kwargs.gamma=0.5: [lr_scheduler_kwargs] gamma is not an argument of "
           "CosineAnnealingLR ([training] lr_scheduler_cls, --set "
@@ -612,9 +875,21 @@ int main(void)
         cmocka_unit_test(test_linear_lr_matches_pytorch),
         cmocka_unit_test(test_one_cycle_lr_per_step_matches_pytorch),
         cmocka_unit_test(test_one_cycle_lr_per_epoch_three_phases_sgd_matches_pytorch),
+        cmocka_unit_test(test_adam_l2_weight_decay_matches_pytorch),
+        cmocka_unit_test(test_sgd_nesterov_weight_decay_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_centered_momentum_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_alpha_below_half_matches_pytorch),
+        cmocka_unit_test(test_adagrad_matches_pytorch),
+        cmocka_unit_test(test_huber_loss_matches_pytorch),
+        cmocka_unit_test(test_smooth_l1_loss_matches_pytorch),
+        cmocka_unit_test(test_rmsprop_momentum_cycled_by_one_cycle_lr_matches_pytorch),
         cmocka_unit_test(test_early_stopping_on_train_loss),
+        cmocka_unit_test(test_darts_runs_with_the_newer_controls),
         cmocka_unit_test(test_resume_with_every_control_is_bit_identical),
         cmocka_unit_test(test_resume_with_per_step_schedulers_is_bit_identical),
+        cmocka_unit_test(test_resume_with_the_newer_optimizers_is_bit_identical),
+        cmocka_unit_test(test_config_ini_of_a_run_resumes),
         cmocka_unit_test(test_a_rate_of_zero_is_a_checkpoint_state),
         cmocka_unit_test(test_hparams_name_the_classes_as_darts),
         cmocka_unit_test(test_hparams_of_the_new_schedulers_as_darts),

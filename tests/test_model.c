@@ -582,6 +582,79 @@ static void test_isa_levels_are_bit_identical(void **state)
     }
 }
 
+/* The other optimizers' elementwise updates are compiled for each vector level too (cpu.h):
+ * the L2 penalty, SGD's Nesterov step, RMSprop in its four forms (plain, momentum, centered,
+ * both; and alpha below 0.5, where its lerp takes ATen's other branch), Adagrad, three steps
+ * each on 1003 parameters (vector tails included): the same bits at every level. */
+static void test_optimizer_ops_levels_are_bit_identical(void **state)
+{
+    (void)state;
+    const size_t count = 1003;
+    enum tsrnn_cpu_isa saved = tsrnn_cpu_isa, top = tsrnn_cpu_isa_detect();
+    struct tsrnn_rng rng;
+    tsrnn_rng_init(&rng, 23, 0);
+    float *params0 = random_floats(&rng, count, -0.5f, 0.5f);
+    float *grads = random_floats(&rng, count, -0.1f, 0.1f);
+    for (size_t i = 0; i < count; i += 101)
+        grads[i] = 0.0f;
+    const struct tsrnn_rmsprop_scalars rms[] = {
+        { 0.99f, 0.01f, 1e-8f, 0.0f, -1e-3f, false }, { 0.99f, 0.01f, 1e-8f, 0.9f, -1e-3f, false },
+        { 0.9f, 0.1f, 1e-6f, 0.0f, -1e-3f, true },    { 0.9f, 0.1f, 1e-6f, 0.5f, -1e-3f, true },
+        { 0.3f, 0.7f, 1e-8f, 0.5f, -1e-3f, true },
+    };
+    enum {
+        OPS = 3 + sizeof(rms) / sizeof(rms[0])
+    };
+    float *first[OPS] = { 0 };
+    printf("# optimizer ops, vector levels compared: baseline .. %s\n", tsrnn_cpu_isa_name(top));
+    for (int isa = TSRNN_CPU_ISA_BASELINE; isa <= (int)top; isa++) {
+        tsrnn_cpu_set_isa((enum tsrnn_cpu_isa)isa);
+        for (size_t op = 0; op < OPS; op++) {
+            /* params, three state buffers, the gradient the L2 penalty rewrites */
+            float *b = calloc(5 * count, sizeof(float));
+            assert_non_null(b);
+            float *p = b, *s1 = b + count, *s2 = b + 2 * count, *s3 = b + 3 * count,
+                  *g = b + 4 * count;
+            memcpy(p, params0, count * sizeof(float));
+            for (int step = 0; step < 3; step++) {
+                memcpy(g, grads, count * sizeof(float));
+                if (op == 0) {
+                    tsrnn_cpu_l2_decay(&cpu.base, g, p, count, 0.01f);
+                    memcpy(s1, g, count * sizeof(float));
+                    memcpy(p, g, count * sizeof(float)); /* compounds over the steps */
+                } else if (op == 1) {
+                    const struct tsrnn_nesterov_scalars n = { 0.9f, -0.05f };
+                    tsrnn_cpu_nesterov_update(&cpu.base, p, s1, g, count, &n);
+                } else if (op == 2) {
+                    const struct tsrnn_adagrad_scalars a = { 1e-10f, -0.05f / (1.0f + step) };
+                    if (step == 0)
+                        for (size_t i = 0; i < count; i++)
+                            s2[i] = 0.1f;
+                    tsrnn_cpu_adagrad_update(&cpu.base, p, s2, g, count, &a);
+                } else {
+                    tsrnn_cpu_rmsprop_update(&cpu.base, p, s2, s1, s3, g, count, &rms[op - 3]);
+                }
+            }
+            if (isa == TSRNN_CPU_ISA_BASELINE)
+                first[op] = b;
+            else {
+                if (memcmp(b, first[op], 5 * count * sizeof(float)) != 0)
+                    fail_msg("optimizer op %zu: %s differs from the baseline", op,
+                             tsrnn_cpu_isa_name((enum tsrnn_cpu_isa)isa));
+                free(b);
+            }
+        }
+    }
+    /* they did something: the parameters moved, RMSprop's centered grad_avg filled */
+    assert_memory_not_equal(first[1], params0, count * sizeof(float));
+    assert_true(first[6][3 * count + 1] != 0.0f);
+    tsrnn_cpu_set_isa(saved);
+    for (size_t op = 0; op < OPS; op++)
+        free(first[op]);
+    free(params0);
+    free(grads);
+}
+
 /* Small layers run AVX-512 kernels of their own: an RNN's recurrence and head with the batch
  * in vector lanes (tsrnn_cpu_rnn_lanes_forward), the weight gradients of 16q + 4 columns with
  * the last 4 columns of 4 rows in one register (gemm.c, gemm_tn_avx512); below AVX-512, the
@@ -1301,6 +1374,7 @@ int main(void)
         cmocka_unit_test(test_packed_prefetch_moves_no_bit),
         cmocka_unit_test(test_packed_model_matches_loops),
         cmocka_unit_test(test_isa_levels_are_bit_identical),
+        cmocka_unit_test(test_optimizer_ops_levels_are_bit_identical),
         cmocka_unit_test(test_small_rnn_levels_are_bit_identical),
         cmocka_unit_test(test_blocked_products_match_reference),
         cmocka_unit_test(test_threaded_recurrence_is_bit_identical),

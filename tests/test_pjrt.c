@@ -141,7 +141,7 @@ static void run_init(struct run *r, struct tsrnn_compute *c, const struct tsrnn_
     OK(tsrnn_model_init(&r->model, c, d, B, T));
     OK(tsrnn_model_upload_params(&r->model, params));
     OK(tsrnn_adam_init(&r->adam, c, r->model.table.total_count, 1e-3));
-    struct tsrnn_step_state state = { r->model.params, r->adam.exp_avg, r->adam.exp_avg_sq };
+    struct tsrnn_step_state state = tsrnn_adam_step_state(&r->adam, r->model.params);
     OK(tsrnn_compute_bind_state(r->model.ws, &state));
 }
 
@@ -471,7 +471,8 @@ static void test_worker(void **state)
 
 /* The training controls on the fused step: the learning-rate scheduler runs on the host and
  * feeds each step's lr into the program (StepLR on xla = on the CPU, step by step); what the
- * compiled step cannot do (other optimizers, L1Loss, clipping) is refused with exit 2. */
+ * compiled step cannot do (other optimizers, Adam's L2 weight_decay, L1Loss, HuberLoss,
+ * clipping, EarlyStopping on MeanAbsoluteError) is refused with exit 2. */
 static void test_training_controls(void **state)
 {
     (void)state;
@@ -503,6 +504,16 @@ static void test_training_controls(void **state)
           "gradient clipping" },
         { "training.loss_fn=L1Loss", "[training] loss_fn = L1Loss: the pjrt compute backend has "
                                      "no L1Loss" },
+        { "training.loss_fn=HuberLoss",
+          "[training] loss_fn = HuberLoss: the pjrt compute backend has no HuberLoss" },
+        { "training.optimizer_cls=RMSprop",
+          "[training] optimizer_cls: the pjrt compute backend's training step has Adam only" },
+        { "training.weight_decay=0.1",
+          "--set training.weight_decay=0.1: [training] weight_decay: the pjrt compute backend's "
+          "training step has no L2 penalty" },
+        { "early_stopping.monitor=val_MeanAbsoluteError",
+          "[early_stopping] monitor = val_MeanAbsoluteError: the pjrt compute backend has no "
+          "absolute errors" },
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         const char *sets[] = { "trainer.accelerator=xla", refused[i][0], NULL };

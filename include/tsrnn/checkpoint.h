@@ -4,6 +4,7 @@
  * Tensors, F32, in this order:
  *     rnn.weight_ih_l0 ... V.weight, V.bias          the weights, PyTorch's state_dict names
  *     optim.exp_avg.<name>, optim.exp_avg_sq.<name>   Adam's moments of each weight
+ *     optim.grad_avg.<name>                           centered RMSprop's grad_avg (only then)
  * so `model.load_state_dict(load_file(path), strict=False)` (or a filter on "optim.") gives
  * a Darts _RNNModule its weights.
  *
@@ -30,7 +31,9 @@
  *                             These three are absent from checkpoints written before them;
  *                             reading one without them restarts the controls from the config.
  *                             With optimizer_cls = SGD, optim.exp_avg.* hold PyTorch's
- *                             momentum_buffer and optim.exp_avg_sq.* zeros.
+ *                             momentum_buffer and optim.exp_avg_sq.* zeros; with RMSprop,
+ *                             the momentum_buffer (zeros without momentum) and square_avg;
+ *                             with Adagrad, zeros and the sum.
  *     tsrnn.model             JSON: model, input_size, hidden_dim, n_rnn_layers, output_size,
  *                             dropout, input_chunk_length, training_length
  *     tsrnn.scaler            JSON: kind and per-component data_min, data_max, scale, offset
@@ -138,7 +141,8 @@ struct tsrnn_checkpoint_snapshot {
     uint64_t adam_step; /* the step count of Adam's bias correction */
     double adam_lr;     /* tsrnn.lr when state.has_controls is false */
     size_t count;       /* P: the model's parameter count */
-    float host[];       /* (3, P) the weights, exp_avg, exp_avg_sq */
+    size_t group_count; /* 3, or 4 with centered RMSprop's grad_avg */
+    float host[];       /* (group_count, P) the weights, exp_avg, exp_avg_sq[, grad_avg] */
 };
 
 /* Downloads the weights and moments of `model` and `adam` with `state` into a new snapshot

@@ -142,7 +142,12 @@ struct tsrnn_compute_caps {
     bool layer_ops;         /* the per-layer operations below: the door composes forward and step
                                from them where the backend has no whole operation */
     bool l1_loss;           /* nn.L1Loss beside nn.MSELoss */
+    bool huber_loss;        /* nn.HuberLoss and nn.SmoothL1Loss */
     bool optimizers;        /* AdamW and SGD beside Adam (a decay and SGD's scalars) */
+    bool l2_weight_decay;   /* Adam's, SGD's, RMSprop's and Adagrad's weight_decay (l2_decay) */
+    bool nesterov;          /* SGD with nesterov (nesterov_update) */
+    bool rmsprop;           /* RMSprop (rmsprop_update) */
+    bool adagrad;           /* Adagrad (adagrad_update) */
     bool clipping;          /* gradient_clip_val */
     bool reduction;         /* the step takes a gradient reduction: data-parallel processes */
     bool immediate_results; /* a step's results are on the host when it returns: reading them
@@ -155,6 +160,17 @@ struct tsrnn_compute_caps {
 /* The context's capabilities (its backend's table, checked when the context was created). */
 const struct tsrnn_compute_caps *tsrnn_compute_caps(const struct tsrnn_compute *compute);
 
+/* The optimizer's elementwise rule for a step (src/optim/adam.c chooses it from
+ * [training] optimizer_cls; include/tsrnn/optim.h has the arithmetic). Each is an operation
+ * of the backend, declared by its caps; Adam's is every backend's. */
+enum tsrnn_update_rule {
+    TSRNN_UPDATE_ADAM,     /* adam_update: Adam, AdamW (after its decay), and SGD without
+                              Nesterov (Adam's operation with SGD's scalars) */
+    TSRNN_UPDATE_NESTEROV, /* nesterov_update: SGD with nesterov (caps.nesterov) */
+    TSRNN_UPDATE_RMSPROP,  /* rmsprop_update (caps.rmsprop) */
+    TSRNN_UPDATE_ADAGRAD,  /* adagrad_update (caps.adagrad) */
+};
+
 /* Whether training with these settings can run on the context, before anything is allocated:
  * TSRNN_ERR_USAGE naming the first setting the backend lacks ("[training] loss_fn = L1Loss:
  * the pjrt backend has no L1Loss; accepted: MSELoss, or [trainer] accelerator = cpu") with
@@ -162,11 +178,15 @@ const struct tsrnn_compute_caps *tsrnn_compute_caps(const struct tsrnn_compute *
 struct tsrnn_compute_needs {
     enum tsrnn_loss_kind loss; /* TSRNN_LOSS_LIKELIHOOD: `likelihood` names it */
     const char *likelihood;    /* "gaussian", ...: [model] likelihood */
-    bool other_optimizer;      /* AdamW or SGD */
+    bool other_optimizer;      /* any but Adam (caps.optimizers: AdamW and SGD) */
+    enum tsrnn_update_rule rule;
+    bool l2_weight_decay; /* a weight_decay added to the gradient (not AdamW's) */
+    bool abs_errors;      /* validation's absolute errors (EarlyStopping on MeanAbsoluteError) */
     bool clipping;
     int world_size; /* processes: > 1 needs a step with a reduction */
     /* the config keys' origins (tsrnn_config_origin) for the message; NULL: "" */
     const char *loss_origin, *optimizer_origin, *clip_origin, *likelihood_origin;
+    const char *weight_decay_origin, *nesterov_origin, *monitor_origin;
 };
 enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
                                             const struct tsrnn_compute_needs *needs);
@@ -215,11 +235,36 @@ struct tsrnn_adam_scalars {
     float neg_step_size; /* -lr / bias_correction1 */
 };
 
-/* The optimizer's update of one step (src/optim/adam.c fills it): params *= decay first
- * (AdamW's 1 - lr * weight_decay; exactly 1 for none), then Adam's elementwise update. */
+/* SGD with Nesterov momentum (dampening 0): the momentum and -lr as float32 operands. */
+struct tsrnn_nesterov_scalars {
+    float momentum, neg_lr;
+};
+
+/* RMSprop: alpha, 1 - alpha (the lerp weight of grad_avg too), eps, momentum, -lr; centered
+ * keeps grad_avg. */
+struct tsrnn_rmsprop_scalars {
+    float alpha, one_minus_alpha, eps, momentum, neg_lr;
+    bool centered;
+};
+
+/* Adagrad: eps and -clr, clr = lr / (1 + (step - 1) * lr_decay) in double, as PyTorch. */
+struct tsrnn_adagrad_scalars {
+    float eps, neg_clr;
+};
+
+/* The optimizer's update of one step (src/optim/adam.c fills it), in PyTorch's order:
+ * params *= decay first (AdamW's 1 - lr * weight_decay; exactly 1 for none), grads +=
+ * weight_decay * params (the L2 penalty of Adam, SGD, RMSprop and Adagrad: PyTorch's
+ * grad.add(param, alpha=weight_decay); 0 for none), then the rule's elementwise update with
+ * its scalars (the others' are not read). A zeroed struct with decay 1 is Adam's rule. */
 struct tsrnn_step_update {
+    enum tsrnn_update_rule rule;
     float decay;
+    float weight_decay;
     struct tsrnn_adam_scalars adam;
+    struct tsrnn_nesterov_scalars nesterov;
+    struct tsrnn_rmsprop_scalars rmsprop;
+    struct tsrnn_adagrad_scalars adagrad;
 };
 
 /* The gradient reduction the trainer hands over from comm/ (tsrnn_comm_step_reduce):
@@ -241,9 +286,13 @@ struct tsrnn_step_reduce {
 /* The state a step updates in place: device memory of the context, each (table.total_count)
  * floats in the parameter table's layout. Bound to the workspace once
  * (tsrnn_compute_bind_state): the steps that follow update it, and a backend that captures its
- * step (CUDA graphs) captures these buffers. */
+ * step (CUDA graphs) captures these buffers. What each rule keeps where: Adam exp_avg and
+ * exp_avg_sq; SGD its momentum_buffer in exp_avg; RMSprop its momentum_buffer in exp_avg,
+ * square_avg in exp_avg_sq and, centered, grad_avg in grad_avg (NULL otherwise); Adagrad its
+ * sum in exp_avg_sq. */
 struct tsrnn_step_state {
     float *params, *exp_avg, *exp_avg_sq;
+    float *grad_avg;
 };
 enum tsrnn_status tsrnn_compute_bind_state(struct tsrnn_workspace *ws,
                                            const struct tsrnn_step_state *state);
@@ -253,6 +302,7 @@ struct tsrnn_step_args {
     size_t batch_count, step_count;
     const float *dropout_masks; /* host: (L-1, T, B, H) 0 or 1/(1-p); NULL without dropout */
     enum tsrnn_loss_kind loss;
+    float loss_delta;    /* HuberLoss's delta, SmoothL1Loss's beta (model.h) */
     float clip_max_norm; /* torch.nn.utils.clip_grad_norm_'s max_norm; 0: no clipping */
     struct tsrnn_step_update update;
     const struct tsrnn_step_reduce *reduce; /* NULL: a world of one */
@@ -305,11 +355,12 @@ enum tsrnn_status tsrnn_compute_forward(struct tsrnn_workspace *ws, const float 
                                         size_t step_count, enum tsrnn_forward_start start);
 
 /* Each window's sum over t, then o of the loss's error of the last forward against y, in
- * double, into the host array sums (B): squared errors (MSELoss), absolute errors (L1Loss) or
- * the likelihood's terms (tsrnn_likelihood_term), each term rounded to float first.
- * Independent of the other windows of the batch. */
+ * double, into the host array sums (B): squared errors (MSELoss), absolute errors (L1Loss),
+ * each element's Huber / smooth L1 loss (`delta` their argument, model.h) or the likelihood's
+ * terms (tsrnn_likelihood_term), each term rounded to float first. Independent of the other
+ * windows of the batch. */
 enum tsrnn_status tsrnn_compute_window_errors(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
-                                              double *sums);
+                                              float delta, double *sums);
 
 /* The head's outputs of step t of the last forward, (B, O*P), to the host. */
 enum tsrnn_status tsrnn_compute_output(struct tsrnn_workspace *ws, size_t t, float *out);
@@ -336,11 +387,12 @@ enum tsrnn_status tsrnn_compute_head_forward(struct tsrnn_workspace *ws, const f
                                              const float *v_b);
 enum tsrnn_status tsrnn_compute_head_backward(struct tsrnn_workspace *ws, const float *v_w,
                                               float *g_v_w, float *g_v_b);
-/* The loss of the last forward into *loss (a device float) and dLoss/d(out). */
+/* The loss of the last forward into *loss (a device float) and dLoss/d(out); `delta` is the
+ * loss's argument (model.h). */
 enum tsrnn_status tsrnn_compute_loss_forward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
-                                             float *device_loss);
-enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws,
-                                              enum tsrnn_loss_kind loss);
+                                             float delta, float *device_loss);
+enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
+                                              float delta);
 /* buf (count, device) *= scale, *finite = no element NaN or inf afterwards. */
 enum tsrnn_status tsrnn_compute_scale_check(struct tsrnn_compute *compute, float *buf, size_t count,
                                             float scale, bool *finite);
@@ -348,6 +400,27 @@ enum tsrnn_status tsrnn_compute_scale_check(struct tsrnn_compute *compute, float
 enum tsrnn_status tsrnn_compute_adam_update(struct tsrnn_compute *compute, float *params,
                                             float *exp_avg, float *exp_avg_sq, const float *grads,
                                             size_t count, const struct tsrnn_adam_scalars *s);
+/* The other rules' elementwise updates (optim.h), over count parameters, all device memory;
+ * TSRNN_ERR_USAGE where the backend lacks the rule (its caps). l2_decay: grads += weight_decay
+ * * params (the L2 penalty, before the rule). */
+enum tsrnn_status tsrnn_compute_l2_decay(struct tsrnn_compute *compute, float *grads,
+                                         const float *params, size_t count, float weight_decay);
+enum tsrnn_status tsrnn_compute_nesterov_update(struct tsrnn_compute *compute, float *params,
+                                                float *momentum_buffer, const float *grads,
+                                                size_t count,
+                                                const struct tsrnn_nesterov_scalars *s);
+enum tsrnn_status tsrnn_compute_rmsprop_update(struct tsrnn_compute *compute, float *params,
+                                               float *square_avg, float *momentum_buffer,
+                                               float *grad_avg, const float *grads, size_t count,
+                                               const struct tsrnn_rmsprop_scalars *s);
+enum tsrnn_status tsrnn_compute_adagrad_update(struct tsrnn_compute *compute, float *params,
+                                               float *state_sum, const float *grads, size_t count,
+                                               const struct tsrnn_adagrad_scalars *s);
+/* A whole update outside a step (tsrnn_adam_step): the decay, the L2 penalty (into grads,
+ * which it overwrites), then the rule, on `state` (count parameters), as a step runs them. */
+enum tsrnn_status tsrnn_compute_update(struct tsrnn_compute *compute,
+                                       const struct tsrnn_step_state *state, float *grads,
+                                       size_t count, const struct tsrnn_step_update *update);
 /* torch.nn.utils.clip_grad_norm_(max_norm) over the table's tensors of grads (device). */
 enum tsrnn_status tsrnn_compute_clip_grad_norm(struct tsrnn_compute *compute, float *grads,
                                                const struct tsrnn_param_table *table,
@@ -358,6 +431,7 @@ enum tsrnn_status tsrnn_compute_clip_grad_norm(struct tsrnn_compute *compute, fl
  * into *loss (host) and the gradients of the workspace (tsrnn_compute_download_grads). */
 enum tsrnn_status tsrnn_compute_forward_backward(struct tsrnn_workspace *ws, const float *params,
                                                  const float *dropout_masks,
-                                                 enum tsrnn_loss_kind loss, float *host_loss);
+                                                 enum tsrnn_loss_kind loss, float delta,
+                                                 float *host_loss);
 
 #endif

@@ -60,6 +60,8 @@ enum tsrnn_optimizer_kind {
     TSRNN_OPTIMIZER_ADAM,
     TSRNN_OPTIMIZER_ADAMW,
     TSRNN_OPTIMIZER_SGD,
+    TSRNN_OPTIMIZER_RMSPROP,
+    TSRNN_OPTIMIZER_ADAGRAD,
 };
 
 /* [training] lr_scheduler_cls: PyTorch's scheduler, stepped once per epoch (Darts' interval)
@@ -104,6 +106,8 @@ enum tsrnn_early_stopping_monitor {
     TSRNN_EARLY_STOPPING_NONE,
     TSRNN_EARLY_STOPPING_VAL_LOSS,
     TSRNN_EARLY_STOPPING_TRAIN_LOSS,
+    TSRNN_EARLY_STOPPING_VAL_MAE, /* torchmetrics' MeanAbsoluteError in Darts' torch_metrics */
+    TSRNN_EARLY_STOPPING_VAL_MSE, /* torchmetrics' MeanSquaredError */
 };
 
 enum tsrnn_accelerator {
@@ -174,9 +178,17 @@ struct tsrnn_config {
      * path of a checkpoint file. */
     char resume[PATH_MAX];
     enum tsrnn_optimizer_kind optimizer_cls;
-    double weight_decay; /* -1 = the optimizer's default: AdamW 0.01, Adam and SGD 0 */
-    double momentum;     /* SGD's */
+    double weight_decay; /* -1 = the optimizer's default: AdamW 0.01, the others 0 */
+    double momentum;     /* SGD's, RMSprop's */
+    bool nesterov;       /* SGD's */
+    double eps;          /* -1 = the optimizer's default: Adagrad 1e-10, the others 1e-8 */
+    double alpha;        /* RMSprop's */
+    bool centered;       /* RMSprop's */
+    double lr_decay;     /* Adagrad's */
+    double initial_accumulator_value; /* Adagrad's */
     enum tsrnn_loss_kind loss_fn;
+    double delta; /* HuberLoss's */
+    double beta;  /* SmoothL1Loss's */
     enum tsrnn_lr_scheduler_kind lr_scheduler_cls;
 
     /* [lr_scheduler_kwargs] */

@@ -132,10 +132,15 @@ enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param
 struct tsrnn_compute;   /* include/tsrnn/compute.h */
 struct tsrnn_workspace; /* the device's activations, gradients and step results (compute.h) */
 
-/* The training loss ([training] loss_fn, or [model] likelihood). */
+/* The training loss ([training] loss_fn, or [model] likelihood). HuberLoss and SmoothL1Loss
+ * take an argument, passed beside the kind as `delta`: HuberLoss's delta (> 0), SmoothL1Loss's
+ * beta (>= 0; 0 is L1Loss, as torch.nn.functional.smooth_l1_loss calls l1_loss then). The
+ * first four are [training] loss_fn's choices in order. */
 enum tsrnn_loss_kind {
     TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
     TSRNN_LOSS_L1,         /* nn.L1Loss() */
+    TSRNN_LOSS_HUBER,      /* nn.HuberLoss(delta) */
+    TSRNN_LOSS_SMOOTH_L1,  /* nn.SmoothL1Loss(beta) */
     TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
                               the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
 };
@@ -147,6 +152,7 @@ enum tsrnn_loss_kind {
 struct tsrnn_model {
     struct tsrnn_model_dims dims;
     enum tsrnn_loss_kind loss;          /* what tsrnn_model_evaluate / _forward_backward compute */
+    float loss_delta;                   /* its argument: HuberLoss's delta, SmoothL1Loss's beta */
     struct tsrnn_likelihood likelihood; /* kind NONE: a point forecast (tsrnn_model_likelihood) */
     struct tsrnn_param_table table;
     struct tsrnn_compute *compute; /* the device it runs on; not owned */
@@ -199,10 +205,17 @@ uint64_t tsrnn_model_dropout_draws(const struct tsrnn_model_dims *dims, size_t s
 
 /* Validation: the forward over x (B, T, C) without dropout, from zero states, and each
  * window's sum of the loss's errors against y (B, T, O) in double into sums (B): squared
- * errors (MSELoss) or absolute errors (L1Loss), each window independent of the others, so
- * that validation adds them up in one fixed order however the windows were spread. */
+ * errors (MSELoss), absolute errors (L1Loss) or the elements' Huber / smooth L1 losses, each
+ * window independent of the others, so that validation adds them up in one fixed order
+ * however the windows were spread. */
 enum tsrnn_status tsrnn_model_evaluate(struct tsrnn_model *model, const float *x, const float *y,
                                        size_t batch_count, size_t step_count, double *sums);
+
+/* The same windows of the last tsrnn_model_evaluate() under another loss (`delta` its
+ * argument), without a forward: a validation metric beside the loss (torchmetrics'
+ * MeanAbsoluteError: L1Loss's sums; MeanSquaredError: MSELoss's). */
+enum tsrnn_status tsrnn_model_window_errors(struct tsrnn_model *model, enum tsrnn_loss_kind loss,
+                                            float delta, double *sums);
 
 /* For tests and gradient checks: the forward over x (with dropout drawn from dropout_g when
  * it is not NULL, as one process's tsrnn_model_dropout()), the loss against y into *loss, and

@@ -8,15 +8,29 @@
  * The bias corrections are computed in double and applied as float32 scalars, as PyTorch
  * does with Python floats. This file holds the semantics; the elementwise update runs on the
  * compute backend that holds the parameters, and the moments live there too. */
-/* The same state also runs PyTorch's two other optimizers ([training] optimizer_cls), with
- * the same elementwise op:
+/* The same state also runs PyTorch's other optimizers ([training] optimizer_cls), each
+ * single-tensor code path operation by operation, every Python float a float32 operand:
+ *   Adam with weight_decay (its L2 penalty, as SGD's, RMSprop's and Adagrad's): g = g +
+ *          weight_decay * p first (PyTorch's grad.add(param, alpha=weight_decay), a new
+ *          gradient), then the update below on it.
  *   AdamW: p = p * (1 - lr * weight_decay) first (a float32 scalar), then Adam's update.
  *   SGD:   buf = buf * momentum + g (buf = g on the first step: PyTorch's clone, exactly
- *          what 0 * momentum + g gives), p = p + (-lr) * buf; dampening 0, not Nesterov.
- *          exp_avg holds PyTorch's momentum_buffer; exp_avg_sq stays 0. On the backend it is
- *          Adam's op with beta1 = momentum, 1 - beta1 = 1, beta2 = 1 - beta2 = 0, eps 1,
- *          step size lr: m = m * momentum + 1 * g, v = 0, denom = 0 / 1 + 1 = 1, p + (-lr) * m
- *          / 1 — every operation exact but those PyTorch also rounds. */
+ *          what 0 * momentum + g gives), p = p + (-lr) * buf; dampening 0. exp_avg holds
+ *          PyTorch's momentum_buffer; exp_avg_sq stays 0. On the backend it is Adam's op
+ *          with beta1 = momentum, 1 - beta1 = 1, beta2 = 1 - beta2 = 0, eps 1, step size lr:
+ *          m = m * momentum + 1 * g, v = 0, denom = 0 / 1 + 1 = 1, p + (-lr) * m / 1 — every
+ *          operation exact but those PyTorch also rounds.
+ *          With nesterov (its own op): buf as above, then p = p + (-lr) * (g + momentum * buf).
+ *   RMSprop (alpha 0.99, eps 1e-8, momentum 0, centered off by default): exp_avg_sq holds
+ *          square_avg, exp_avg the momentum_buffer, grad_avg (centered only) grad_avg:
+ *          v = v * alpha + (1 - alpha) * g * g;
+ *          centered: a = lerp(a, g, 1 - alpha), avg = sqrt(v - a * a); else avg = sqrt(v);
+ *          avg = avg + eps;
+ *          momentum > 0: buf = buf * momentum + g / avg, p = p + (-lr) * buf;
+ *          else p = p + (-lr) * g / avg.
+ *   Adagrad (lr_decay 0, initial_accumulator_value 0, eps 1e-10): exp_avg_sq holds the sum,
+ *          starting at initial_accumulator_value: clr = lr / (1 + (step - 1) * lr_decay) in
+ *          double, sum = sum + g * g, p = p + (-clr) * g / (sqrt(sum) + eps). */
 #ifndef TSRNN_OPTIM_H
 #define TSRNN_OPTIM_H
 
@@ -30,23 +44,34 @@
 struct tsrnn_adam {
     enum tsrnn_optimizer_kind kind; /* Adam unless tsrnn_adam_set_rule() says otherwise */
     double lr, beta1, beta2, eps;
-    double weight_decay;           /* AdamW's */
-    double momentum;               /* SGD's */
+    double weight_decay;           /* AdamW's decoupled; the others' L2 penalty */
+    double momentum;               /* SGD's, RMSprop's */
+    bool nesterov;                 /* SGD's */
+    double alpha;                  /* RMSprop's */
+    bool centered;                 /* RMSprop's: grad_avg is kept */
+    double lr_decay;               /* Adagrad's */
     uint64_t step;                 /* updates done so far */
     size_t count;                  /* parameters */
     struct tsrnn_compute *compute; /* where the moments live; not owned */
     float *exp_avg;                /* (count) device: first moment, PyTorch's "exp_avg" */
     float *exp_avg_sq;             /* (count) device: second moment, "exp_avg_sq" */
+    float *grad_avg;               /* (count) device: centered RMSprop's "grad_avg"; else NULL */
 };
 
 /* Zero moments for `count` parameters on `compute`; betas (0.9, 0.999), eps 1e-8. */
 enum tsrnn_status tsrnn_adam_init(struct tsrnn_adam *adam, struct tsrnn_compute *compute,
                                   size_t count, double lr);
 
-/* Switches to optimizer `kind` (before the first step); weight_decay < 0 takes PyTorch's
- * default for the kind (AdamW 0.01). */
-void tsrnn_adam_set_rule(struct tsrnn_adam *adam, enum tsrnn_optimizer_kind kind,
-                         double weight_decay, double momentum);
+/* Switches to the config's [training] optimizer_cls with its kwargs (weight_decay, momentum,
+ * nesterov, eps, alpha, centered, lr_decay, initial_accumulator_value; a negative
+ * weight_decay or eps takes PyTorch's default for the optimizer: AdamW 0.01, Adagrad eps
+ * 1e-10), before the first step: allocates centered RMSprop's grad_avg (zero) and fills
+ * Adagrad's sum with initial_accumulator_value. TSRNN_ERR_NOMEM or the device's failure. */
+enum tsrnn_status tsrnn_adam_set_rule(struct tsrnn_adam *adam, const struct tsrnn_config *cfg);
+
+/* The elementwise rule (compute.h) of optimizer `kind` (SGD: with or without Nesterov
+ * momentum), for tsrnn_compute_check_needs() before anything is allocated. */
+enum tsrnn_update_rule tsrnn_optimizer_rule(enum tsrnn_optimizer_kind kind, bool nesterov);
 
 /* Accepts a zeroed struct. */
 void tsrnn_adam_finish(struct tsrnn_adam *adam);
@@ -56,15 +81,20 @@ void tsrnn_adam_finish(struct tsrnn_adam *adam);
 void tsrnn_adam_next_update(struct tsrnn_adam *adam, struct tsrnn_step_update *update);
 
 /* One update of params (count) from grads (count), both device memory of adam->compute, by
- * the optimizer's rule at the current adam->lr, outside a training step (tests). */
-enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads);
+ * the optimizer's rule at the current adam->lr, outside a training step (tests). With an L2
+ * weight_decay, grads is overwritten with grads + weight_decay * params, as in a step. */
+enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, float *grads);
 
 /* The moments, (count) floats each, from or to the host: the only way they cross
- * (checkpoints, an imported Darts model's state). */
+ * (checkpoints, an imported Darts model's state). grad_avg (centered RMSprop) crosses by its
+ * own calls. */
 enum tsrnn_status tsrnn_adam_export(const struct tsrnn_adam *adam, float *exp_avg,
                                     float *exp_avg_sq);
 enum tsrnn_status tsrnn_adam_import(struct tsrnn_adam *adam, const float *exp_avg,
                                     const float *exp_avg_sq);
+
+/* The state a training step updates: the parameters and the optimizer's buffers. */
+struct tsrnn_step_state tsrnn_adam_step_state(const struct tsrnn_adam *adam, float *params);
 
 /* --- learning-rate schedulers ([training] lr_scheduler_cls) --------------------------------
  * PyTorch's, in double as PyTorch keeps a param group's lr as a Python float, stepped as
@@ -92,7 +122,7 @@ enum tsrnn_status tsrnn_adam_import(struct tsrnn_adam *adam, const float *exp_av
  *       final_div_factor (cos: end + (start - end) / 2 (cos(pi pct) + 1); linear: (end -
  *       start) pct + start), from k = 0 on whatever lr says; with cycle_momentum the momentum
  *       anneals the other way between max_momentum and base_momentum: Adam's and AdamW's
- *       beta1, SGD's momentum. */
+ *       beta1, SGD's and RMSprop's momentum (Adagrad has neither: refused). */
 struct tsrnn_lr_scheduler {
     enum tsrnn_lr_scheduler_kind kind;
     enum tsrnn_lr_interval interval;
@@ -136,8 +166,9 @@ double tsrnn_lr_scheduler_step(struct tsrnn_lr_scheduler *sched, double lr, doub
  * otherwise false (the optimizer keeps its own). */
 bool tsrnn_lr_scheduler_momentum(const struct tsrnn_lr_scheduler *sched, double *momentum);
 
-/* Sets adam's beta1 (Adam, AdamW) or momentum (SGD) to tsrnn_lr_scheduler_momentum()'s, if
- * the scheduler cycles it: after building, resuming or stepping. */
+/* Sets adam's beta1 (Adam, AdamW) or momentum (SGD, RMSprop) to
+ * tsrnn_lr_scheduler_momentum()'s, if the scheduler cycles it: after building, resuming or
+ * stepping. */
 void tsrnn_lr_scheduler_apply_momentum(const struct tsrnn_lr_scheduler *sched,
                                        struct tsrnn_adam *adam);
 

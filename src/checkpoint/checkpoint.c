@@ -138,15 +138,17 @@ enum tsrnn_status tsrnn_checkpoint_snapshot_take(struct tsrnn_checkpoint_snapsho
                                                  const struct tsrnn_adam *adam,
                                                  const struct tsrnn_train_state *state)
 {
-    size_t count = model->table.total_count;
-    struct tsrnn_checkpoint_snapshot *snap = malloc(sizeof(*snap) + 3 * count * sizeof(float));
+    size_t count = model->table.total_count, groups = adam->grad_avg != NULL ? 4 : 3;
+    struct tsrnn_checkpoint_snapshot *snap = malloc(sizeof(*snap) + groups * count * sizeof(float));
     *out = NULL;
     if (snap == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a checkpoint of %zu parameters",
                            count);
-    *snap = (struct tsrnn_checkpoint_snapshot){
-        .state = *state, .adam_step = adam->step, .adam_lr = adam->lr, .count = count
-    };
+    *snap = (struct tsrnn_checkpoint_snapshot){ .state = *state,
+                                                .adam_step = adam->step,
+                                                .adam_lr = adam->lr,
+                                                .count = count,
+                                                .group_count = groups };
     enum tsrnn_status status =
         tsrnn_compute_download(model->compute, snap->host, model->params, count * sizeof(float));
     if (status == TSRNN_OK)
@@ -154,6 +156,9 @@ enum tsrnn_status tsrnn_checkpoint_snapshot_take(struct tsrnn_checkpoint_snapsho
                                         count * sizeof(float));
     if (status == TSRNN_OK)
         status = tsrnn_compute_download(adam->compute, snap->host + 2 * count, adam->exp_avg_sq,
+                                        count * sizeof(float));
+    if (status == TSRNN_OK && groups == 4)
+        status = tsrnn_compute_download(adam->compute, snap->host + 3 * count, adam->grad_avg,
                                         count * sizeof(float));
     if (status != TSRNN_OK) {
         free(snap);
@@ -184,15 +189,15 @@ enum tsrnn_status tsrnn_checkpoint_write(const char *path,
 {
     const struct tsrnn_param_table *table = &model->table;
     const struct tsrnn_train_state *state = &snap->state;
-    size_t n = table->entry_count, count = snap->count;
-    struct tsrnn_tensor_desc *tensors = calloc(3 * n, sizeof(*tensors));
-    char(*names)[TSRNN_PARAM_NAME_MAX + 24] = calloc(3 * n, sizeof(*names));
-    const float *const sources[3] = { snap->host, snap->host + count, snap->host + 2 * count };
-    static const char *const prefixes[3] = { "", "optim.exp_avg.", "optim.exp_avg_sq." };
+    size_t n = table->entry_count, count = snap->count, groups = snap->group_count;
+    struct tsrnn_tensor_desc *tensors = calloc(groups * n, sizeof(*tensors));
+    char(*names)[TSRNN_PARAM_NAME_MAX + 24] = calloc(groups * n, sizeof(*names));
+    static const char *const prefixes[4] = { "", "optim.exp_avg.", "optim.exp_avg_sq.",
+                                             "optim.grad_avg." };
     uint32_t crc = 0;
 
     enum tsrnn_status status = TSRNN_OK;
-    for (size_t group = 0; tensors != NULL && names != NULL && group < 3; group++)
+    for (size_t group = 0; tensors != NULL && names != NULL && group < groups; group++)
         for (size_t e = 0; e < n; e++) {
             const struct tsrnn_param_entry *entry = &table->entries[e];
             struct tsrnn_tensor_desc *t = &tensors[group * n + e];
@@ -201,7 +206,7 @@ enum tsrnn_status tsrnn_checkpoint_write(const char *path,
             t->dtype = TSRNN_DTYPE_F32;
             t->rank = entry->rank;
             memcpy(t->shape, entry->shape, sizeof(entry->shape));
-            t->data = sources[group] + entry->offset;
+            t->data = snap->host + group * count + entry->offset;
             crc = tsrnn_crc32c(crc, t->data, entry->count * sizeof(float));
         }
 
@@ -280,9 +285,10 @@ enum tsrnn_status tsrnn_checkpoint_write(const char *path,
                 metadata[entry_count++] = metadata[k];
         snprintf(meta_crc, sizeof(meta_crc), "%08" PRIx32,
                  tsrnn_safetensors_metadata_crc(metadata, entry_count));
-        status = sync_folder ? tsrnn_safetensors_write(path, tensors, 3 * n, metadata, entry_count)
-                             : tsrnn_safetensors_write_unsynced(path, tensors, 3 * n, metadata,
-                                                                entry_count);
+        status = sync_folder
+                     ? tsrnn_safetensors_write(path, tensors, groups * n, metadata, entry_count)
+                     : tsrnn_safetensors_write_unsynced(path, tensors, groups * n, metadata,
+                                                        entry_count);
     }
     free(rng_text);
     free(model_text);
@@ -706,6 +712,14 @@ static enum tsrnn_status read_state(struct tsrnn_checkpoint *ck)
     return read_controls(ck);
 }
 
+/* Whether the checkpoint holds centered RMSprop's grad_avg (its first tensor names it). */
+static bool has_grad_avg(const struct tsrnn_checkpoint *ck, const struct tsrnn_param_table *table)
+{
+    char name[TSRNN_PARAM_NAME_MAX + 24];
+    snprintf(name, sizeof(name), "optim.grad_avg.%s", table->entries[0].name);
+    return tsrnn_safetensors_find(&ck->file, name) != NULL;
+}
+
 enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char *path)
 {
     const char *text;
@@ -768,11 +782,13 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
         struct tsrnn_param_table table;
         tsrnn_param_table_init(&table, &ck->dims);
         float *scratch = malloc(table.total_count * sizeof(float));
-        static const char *const prefixes[] = { "", "optim.exp_avg.", "optim.exp_avg_sq." };
+        static const char *const prefixes[] = { "", "optim.exp_avg.", "optim.exp_avg_sq.",
+                                                "optim.grad_avg." };
         if (scratch == NULL)
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", path);
-        for (size_t g = 0; status == TSRNN_OK && g < 3; g++)
-            status = tsrnn_model_read_tensors(scratch, &table, &ck->file, prefixes[g], path);
+        for (size_t g = 0; status == TSRNN_OK && g < 4; g++)
+            if (g < 3 || has_grad_avg(ck, &table))
+                status = tsrnn_model_read_tensors(scratch, &table, &ck->file, prefixes[g], path);
         free(scratch);
     }
     if (status != TSRNN_OK)
@@ -819,7 +835,7 @@ enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
     /* Everything is read and checked into host memory before the device is touched: a bad
      * checkpoint leaves the model as it was. */
     size_t count = model->table.total_count;
-    float *host = malloc(3 * count * sizeof(float) + 1);
+    float *host = malloc(4 * count * sizeof(float) + 1);
     if (host == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading the checkpoint %s",
                            tsrnn_display_path(ck->path));
@@ -831,8 +847,20 @@ enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
     if (status == TSRNN_OK && adam != NULL)
         status = tsrnn_model_read_tensors(host + 2 * count, &model->table, &ck->file,
                                           "optim.exp_avg_sq.", ck->path);
+    /* centered RMSprop's grad_avg: only a run that keeps one reads it */
+    if (status == TSRNN_OK && adam != NULL && adam->grad_avg != NULL) {
+        status = tsrnn_model_read_tensors(host + 3 * count, &model->table, &ck->file,
+                                          "optim.grad_avg.", ck->path);
+        if (status != TSRNN_OK)
+            status = tsrnn_error_append(status, " (centered RMSprop's grad_avg: the checkpoint "
+                                                "was not trained with [training] centered = "
+                                                "true)");
+    }
     if (status == TSRNN_OK)
         status = tsrnn_model_upload_params(model, host);
+    if (status == TSRNN_OK && adam != NULL && adam->grad_avg != NULL)
+        status = tsrnn_compute_upload(adam->compute, adam->grad_avg, host + 3 * count,
+                                      count * sizeof(float));
     if (status == TSRNN_OK && adam != NULL)
         status =
             tsrnn_compute_upload(adam->compute, adam->exp_avg, host + count, count * sizeof(float));

@@ -7,8 +7,9 @@
  *
  * What a backend provides is data: its `caps` (struct tsrnn_compute_caps), which compute.c
  * holds the table to when a context is created (layer_ops: every per-layer operation is
- * there; l1_loss: the three L1 operations; likelihoods: the three likelihood operations; no
- * layer_ops: a forward and a step of its own).
+ * there; l1_loss: the three L1 operations; huber_loss: the three Huber operations;
+ * likelihoods: the three likelihood operations; each optimizer rule its update; no layer_ops: a
+ * forward and a step of its own).
  *
  * Contracts every backend keeps:
  * - Every operation returns a status; a device error is reported where it happens, naming
@@ -174,6 +175,21 @@ struct tsrnn_compute_backend {
                                              const struct tsrnn_likelihood *lik);
     enum tsrnn_status (*window_likelihood_losses)(struct tsrnn_compute *ctx, void *ws,
                                                   const struct tsrnn_likelihood *lik, double *sums);
+    /* nn.HuberLoss(delta) and nn.SmoothL1Loss(beta) (caps.huber_loss), `loss` saying which and
+     * `delta` its argument (> 0; the door runs SmoothL1Loss with beta 0 as L1Loss), each
+     * element's loss as ATen's huber / smooth_l1 kernels: z = |out - y|, z < delta ? 0.5 z z
+     * : delta (z - 0.5 delta), and z < beta ? 0.5 z z / beta : z - 0.5 beta.
+     * huber_forward: their mean over B*T*O, summed in double, rounded once; huber_backward:
+     * dLoss/d(out) = norm * (|x| >= delta ? sign(x) delta : x), and norm * (|x| >= beta ?
+     * sign(x) : x / beta), x = out - y, norm = float(1 / (B*T*O)), overwritten;
+     * window_huber_errors: each window's sum of the elements' losses in double (as
+     * window_squared_errors). */
+    enum tsrnn_status (*huber_forward)(struct tsrnn_compute *ctx, void *ws,
+                                       enum tsrnn_loss_kind loss, float delta, float *loss_out);
+    enum tsrnn_status (*huber_backward)(struct tsrnn_compute *ctx, void *ws,
+                                        enum tsrnn_loss_kind loss, float delta);
+    enum tsrnn_status (*window_huber_errors)(struct tsrnn_compute *ctx, void *ws,
+                                             enum tsrnn_loss_kind loss, float delta, double *sums);
     /* Copies the head's outputs of step t, (B, O*P), to the host. (Also without layer_ops.) */
     enum tsrnn_status (*output_download)(struct tsrnn_compute *ctx, void *ws, size_t t, float *out);
 
@@ -186,6 +202,24 @@ struct tsrnn_compute_backend {
     enum tsrnn_status (*adam_update)(struct tsrnn_compute *ctx, float *params, float *exp_avg,
                                      float *exp_avg_sq, const float *grads, size_t count,
                                      const struct tsrnn_adam_scalars *s);
+    /* The other optimizers' elementwise updates (include/tsrnn/optim.h has their arithmetic,
+     * PyTorch's single-tensor code paths operation by operation), each declared by its caps:
+     * l2_decay (caps.l2_weight_decay): grads = grads + weight_decay * params;
+     * nesterov_update (caps.nesterov): SGD with Nesterov momentum;
+     * rmsprop_update (caps.rmsprop): momentum_buffer is read only with s->momentum > 0,
+     *   grad_avg only when s->centered;
+     * adagrad_update (caps.adagrad). */
+    enum tsrnn_status (*l2_decay)(struct tsrnn_compute *ctx, float *grads, const float *params,
+                                  size_t count, float weight_decay);
+    enum tsrnn_status (*nesterov_update)(struct tsrnn_compute *ctx, float *params,
+                                         float *momentum_buffer, const float *grads, size_t count,
+                                         const struct tsrnn_nesterov_scalars *s);
+    enum tsrnn_status (*rmsprop_update)(struct tsrnn_compute *ctx, float *params, float *square_avg,
+                                        float *momentum_buffer, float *grad_avg, const float *grads,
+                                        size_t count, const struct tsrnn_rmsprop_scalars *s);
+    enum tsrnn_status (*adagrad_update)(struct tsrnn_compute *ctx, float *params, float *state_sum,
+                                        const float *grads, size_t count,
+                                        const struct tsrnn_adagrad_scalars *s);
     /* torch.nn.utils.clip_grad_norm_(parameters, max_norm) as Lightning's gradient_clip_val
      * calls it, over the table's tensors of grads (caps.clipping): each tensor's 2-norm
      * (float32), the 2-norm of those (float32), clip_coef = (total + 1e-6)^-1 * max_norm
@@ -211,6 +245,12 @@ enum tsrnn_status tsrnn_compute_composed_step(struct tsrnn_compute *ctx, void *w
                                               const struct tsrnn_step_buffers *buffers,
                                               const struct tsrnn_step_args *args,
                                               struct tsrnn_step_record *now);
+/* The optimizer's update of a step on `state` from grads (count parameters): AdamW's decay,
+ * the L2 penalty into grads, the rule's operation (compute.h struct tsrnn_step_update). */
+enum tsrnn_status tsrnn_compute_composed_update(struct tsrnn_compute *ctx,
+                                                const struct tsrnn_step_state *state, float *grads,
+                                                size_t count,
+                                                const struct tsrnn_step_update *update);
 enum tsrnn_status tsrnn_compute_composed_forward(struct tsrnn_compute *ctx, void *ws,
                                                  const struct tsrnn_model_params *p,
                                                  size_t layer_count,

@@ -85,6 +85,12 @@ static const char *table_gap(const struct tsrnn_compute_backend *b)
     if (c->likelihoods && (!c->layer_ops || !b->likelihood_forward || !b->likelihood_backward ||
                            !b->window_likelihood_losses))
         return "a likelihood operation (caps.likelihoods, which the composed step runs)";
+    if (c->huber_loss && (!b->huber_forward || !b->huber_backward || !b->window_huber_errors))
+        return "a HuberLoss operation (caps.huber_loss)";
+    if (c->layer_ops &&
+        ((c->l2_weight_decay && !b->l2_decay) || (c->nesterov && !b->nesterov_update) ||
+         (c->rmsprop && !b->rmsprop_update) || (c->adagrad && !b->adagrad_update)))
+        return "an optimizer's update (caps.l2_weight_decay, nesterov, rmsprop, adagrad)";
     if (c->clipping && b->step == NULL && !b->clip_grad_norm)
         return "clip_grad_norm (caps.clipping)";
     if (b->step != NULL && !c->immediate_results && !b->step_results)
@@ -187,6 +193,14 @@ enum tsrnn_status tsrnn_compute_synchronize(struct tsrnn_compute *compute)
     return compute->backend->synchronize(compute);
 }
 
+/* [training] loss_fn's names of the loss kinds (include/tsrnn/model.h). */
+static const char *loss_name(enum tsrnn_loss_kind loss)
+{
+    static const char *const names[] = { "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",
+                                         "a likelihood" };
+    return (size_t)loss < sizeof(names) / sizeof(names[0]) ? names[loss] : "?";
+}
+
 /* --- what training needs ----------------------------------------------------------------------- */
 
 enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
@@ -207,12 +221,50 @@ enum tsrnn_status tsrnn_compute_check_needs(const struct tsrnn_compute *compute,
                            "%s: [training] loss_fn = L1Loss: the %s compute backend has no "
                            "L1Loss; accepted there: MSELoss, or [trainer] accelerator = cpu",
                            ORIGIN(needs->loss_origin), name);
+    if ((needs->loss == TSRNN_LOSS_HUBER || needs->loss == TSRNN_LOSS_SMOOTH_L1) &&
+        !b->caps.huber_loss)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] loss_fn = %s: the %s compute backend has no %s; "
+                           "accepted there: MSELoss%s, or [trainer] accelerator = cpu",
+                           ORIGIN(needs->loss_origin), loss_name(needs->loss), name,
+                           loss_name(needs->loss), b->caps.l1_loss ? ", L1Loss" : "");
     if (needs->other_optimizer && !b->caps.optimizers)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [training] optimizer_cls: the %s compute backend's training "
                            "step has Adam only; accepted there: optimizer_cls = Adam (or "
                            "[trainer] accelerator = cpu)",
                            ORIGIN(needs->optimizer_origin), name);
+    if ((needs->rule == TSRNN_UPDATE_RMSPROP && !b->caps.rmsprop) ||
+        (needs->rule == TSRNN_UPDATE_ADAGRAD && !b->caps.adagrad))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] optimizer_cls = %s: the %s compute backend's training "
+                           "step has no %s; accepted there: Adam%s (or [trainer] accelerator = "
+                           "cpu)",
+                           ORIGIN(needs->optimizer_origin),
+                           needs->rule == TSRNN_UPDATE_RMSPROP ? "RMSprop" : "Adagrad", name,
+                           needs->rule == TSRNN_UPDATE_RMSPROP ? "RMSprop" : "Adagrad",
+                           b->caps.optimizers ? ", AdamW, SGD" : "");
+    if (needs->rule == TSRNN_UPDATE_NESTEROV && !b->caps.nesterov)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] nesterov = true: the %s compute backend's training "
+                           "step has no Nesterov momentum; accepted there: nesterov = false (or "
+                           "[trainer] accelerator = cpu)",
+                           ORIGIN(needs->nesterov_origin), name);
+    if (needs->l2_weight_decay && !b->caps.l2_weight_decay)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] weight_decay: the %s compute backend's training step "
+                           "has no L2 penalty (Adam's, SGD's, RMSprop's or Adagrad's "
+                           "weight_decay); accepted there: weight_decay = 0%s (or [trainer] "
+                           "accelerator = cpu)",
+                           ORIGIN(needs->weight_decay_origin), name,
+                           b->caps.optimizers ? ", or optimizer_cls = AdamW" : "");
+    if (needs->abs_errors && !b->caps.l1_loss)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [early_stopping] monitor = val_MeanAbsoluteError: the %s compute "
+                           "backend has no absolute errors (L1Loss's operations); accepted "
+                           "there: val_loss, train_loss or val_MeanSquaredError (or [trainer] "
+                           "accelerator = cpu)",
+                           ORIGIN(needs->monitor_origin), name);
     if (needs->clipping && !b->caps.clipping)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [trainer] gradient_clip_val: the %s compute backend's training "
@@ -372,10 +424,26 @@ static enum tsrnn_status check_layer_ops(const struct tsrnn_workspace *ws, const
     return TSRNN_OK;
 }
 
-static enum tsrnn_status check_loss(const struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss)
+/* SmoothL1Loss with beta 0 is L1Loss (torch.nn.functional.smooth_l1_loss calls l1_loss). */
+static enum tsrnn_loss_kind effective_loss(enum tsrnn_loss_kind loss, float delta)
 {
+    return loss == TSRNN_LOSS_SMOOTH_L1 && delta == 0.0f ? TSRNN_LOSS_L1 : loss;
+}
+
+/* A loss (after effective_loss) the backend has, with an argument PyTorch takes. */
+static enum tsrnn_status check_loss(const struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
+                                    float delta)
+{
+    bool huber = loss == TSRNN_LOSS_HUBER || loss == TSRNN_LOSS_SMOOTH_L1;
     if (loss == TSRNN_LOSS_L1 && !ws->b->caps.l1_loss)
         return tsrnn_error(TSRNN_ERR_USAGE, "the %s compute backend has no L1Loss", ws->b->name);
+    if (huber && !ws->b->caps.huber_loss)
+        return tsrnn_error(TSRNN_ERR_USAGE, "the %s compute backend has no %s", ws->b->name,
+                           loss_name(loss));
+    if (huber && !(delta > 0.0f && isfinite(delta)))
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s's %s = %g; accepted: a finite number > 0%s",
+                           loss_name(loss), loss == TSRNN_LOSS_HUBER ? "delta" : "beta",
+                           (double)delta, loss == TSRNN_LOSS_HUBER ? "" : " (0: L1Loss)");
     if (loss == TSRNN_LOSS_LIKELIHOOD && ws->likelihood.kind == TSRNN_LIKELIHOOD_NONE)
         return tsrnn_error(TSRNN_ERR_USAGE, "a likelihood loss on a workspace without a likelihood "
                                             "(tsrnn_compute_workspace_likelihood)");
@@ -383,8 +451,8 @@ static enum tsrnn_status check_loss(const struct tsrnn_workspace *ws, enum tsrnn
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s of a head with %zu outputs per target: its loss is its "
                            "likelihood's",
-                           loss == TSRNN_LOSS_L1 ? "L1Loss" : "MSELoss", ws->dims.param_count);
-    if (loss != TSRNN_LOSS_MSE && loss != TSRNN_LOSS_L1 && loss != TSRNN_LOSS_LIKELIHOOD)
+                           loss_name(loss), ws->dims.param_count);
+    if (loss != TSRNN_LOSS_MSE && loss != TSRNN_LOSS_L1 && !huber && loss != TSRNN_LOSS_LIKELIHOOD)
         return tsrnn_error(TSRNN_ERR_USAGE, "unknown loss %d", (int)loss);
     return TSRNN_OK;
 }
@@ -424,12 +492,38 @@ enum tsrnn_status tsrnn_compute_bind_state(struct tsrnn_workspace *ws,
     return TSRNN_OK;
 }
 
+/* An update's rule and penalty the backend has, with the state the rule keeps. */
+static enum tsrnn_status check_update(const struct tsrnn_compute_backend *b,
+                                      const struct tsrnn_step_update *u,
+                                      const struct tsrnn_step_state *state)
+{
+    static const char *const rules[] = { "Adam", "SGD with Nesterov momentum", "RMSprop",
+                                         "Adagrad" };
+    const struct tsrnn_compute_caps *c = &b->caps;
+    if ((unsigned)u->rule >= sizeof(rules) / sizeof(rules[0]))
+        return tsrnn_error(TSRNN_ERR_USAGE, "unknown optimizer rule %d", (int)u->rule);
+    bool has = u->rule == TSRNN_UPDATE_ADAM || (u->rule == TSRNN_UPDATE_NESTEROV && c->nesterov) ||
+               (u->rule == TSRNN_UPDATE_RMSPROP && c->rmsprop) ||
+               (u->rule == TSRNN_UPDATE_ADAGRAD && c->adagrad);
+    if (!has)
+        return tsrnn_error(TSRNN_ERR_USAGE, "the %s backend's step has no %s update", b->name,
+                           rules[u->rule]);
+    if (u->weight_decay != 0.0f && !c->l2_weight_decay)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the %s backend's step has no L2 penalty (weight_decay %g)", b->name,
+                           (double)u->weight_decay);
+    if (u->rule == TSRNN_UPDATE_RMSPROP && u->rmsprop.centered && state->grad_avg == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE, "a centered RMSprop update needs its grad_avg "
+                                            "buffer in the step's state");
+    return TSRNN_OK;
+}
+
 static enum tsrnn_status check_step(const struct tsrnn_workspace *ws,
                                     const struct tsrnn_step_args *a)
 {
     const struct tsrnn_compute_caps *caps = &ws->b->caps;
     TSRNN_TRY(check_batch(ws, a->x, a->batch_count, a->step_count));
-    TSRNN_TRY(check_loss(ws, a->loss));
+    TSRNN_TRY(check_loss(ws, a->loss, a->loss_delta));
     if (a->y == NULL || !ws->bound)
         return tsrnn_error(TSRNN_ERR_USAGE, "a training step needs targets and the state bound "
                                             "to its workspace (tsrnn_compute_bind_state)");
@@ -444,6 +538,7 @@ static enum tsrnn_status check_step(const struct tsrnn_workspace *ws,
     if (a->update.decay != 1.0f && !caps->optimizers)
         return tsrnn_error(TSRNN_ERR_USAGE, "the %s backend's step has Adam only (no decay)",
                            ws->b->name);
+    TSRNN_TRY(check_update(ws->b, &a->update, &ws->step.state));
     if (a->reduce != NULL && (a->reduce->world_size < 1 || a->reduce->allreduce_sum == NULL ||
                               (a->reduce->world_size > 1 && !caps->reduction)))
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -457,8 +552,11 @@ static enum tsrnn_status check_step(const struct tsrnn_workspace *ws,
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws, const struct tsrnn_step_args *args)
+enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws,
+                                     const struct tsrnn_step_args *given)
 {
+    struct tsrnn_step_args normalized = *given, *args = &normalized;
+    normalized.loss = effective_loss(given->loss, given->loss_delta);
     TSRNN_TRY(check_step(ws, args));
     bool recorded = ws->b->step == NULL || ws->b->caps.immediate_results;
     ws->have_forward = false; /* the step's activations are not a forward's to read */
@@ -569,14 +667,17 @@ enum tsrnn_status tsrnn_compute_forward(struct tsrnn_workspace *ws, const float 
 }
 
 enum tsrnn_status tsrnn_compute_window_errors(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
-                                              double *sums)
+                                              float delta, double *sums)
 {
-    TSRNN_TRY(check_loss(ws, loss));
+    loss = effective_loss(loss, delta);
+    TSRNN_TRY(check_loss(ws, loss, delta));
     TSRNN_TRY(check_forward_ran(ws, true, "the windows' errors"));
     if (loss == TSRNN_LOSS_LIKELIHOOD)
         return ws->b->window_likelihood_losses(ws->compute, ws->impl, &ws->likelihood, sums);
     if (loss == TSRNN_LOSS_L1)
         return ws->b->window_abs_errors(ws->compute, ws->impl, sums);
+    if (loss == TSRNN_LOSS_HUBER || loss == TSRNN_LOSS_SMOOTH_L1)
+        return ws->b->window_huber_errors(ws->compute, ws->impl, loss, delta, sums);
     return ws->b->window_squared_errors(ws->compute, ws->impl, sums);
 }
 
@@ -648,27 +749,34 @@ enum tsrnn_status tsrnn_compute_head_backward(struct tsrnn_workspace *ws, const 
 }
 
 enum tsrnn_status tsrnn_compute_loss_forward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
-                                             float *device_loss)
+                                             float delta, float *device_loss)
 {
+    loss = effective_loss(loss, delta);
     TSRNN_TRY(check_layer_ops(ws, "loss_forward"));
-    TSRNN_TRY(check_loss(ws, loss));
+    TSRNN_TRY(check_loss(ws, loss, delta));
     TSRNN_TRY(check_forward_ran(ws, true, "the loss"));
     if (loss == TSRNN_LOSS_LIKELIHOOD)
         return ws->b->likelihood_forward(ws->compute, ws->impl, &ws->likelihood, device_loss);
     if (loss == TSRNN_LOSS_L1)
         return ws->b->l1_forward(ws->compute, ws->impl, device_loss);
+    if (loss == TSRNN_LOSS_HUBER || loss == TSRNN_LOSS_SMOOTH_L1)
+        return ws->b->huber_forward(ws->compute, ws->impl, loss, delta, device_loss);
     return ws->b->mse_forward(ws->compute, ws->impl, device_loss);
 }
 
-enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss)
+enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
+                                              float delta)
 {
+    loss = effective_loss(loss, delta);
     TSRNN_TRY(check_layer_ops(ws, "loss_backward"));
-    TSRNN_TRY(check_loss(ws, loss));
+    TSRNN_TRY(check_loss(ws, loss, delta));
     TSRNN_TRY(check_forward_ran(ws, true, "the loss's gradient"));
     if (loss == TSRNN_LOSS_LIKELIHOOD)
         return ws->b->likelihood_backward(ws->compute, ws->impl, &ws->likelihood);
     if (loss == TSRNN_LOSS_L1)
         return ws->b->l1_backward(ws->compute, ws->impl);
+    if (loss == TSRNN_LOSS_HUBER || loss == TSRNN_LOSS_SMOOTH_L1)
+        return ws->b->huber_backward(ws->compute, ws->impl, loss, delta);
     return ws->b->mse_backward(ws->compute, ws->impl);
 }
 
@@ -695,6 +803,78 @@ enum tsrnn_status tsrnn_compute_adam_update(struct tsrnn_compute *compute, float
     return compute->backend->adam_update(compute, params, exp_avg, exp_avg_sq, grads, count, s);
 }
 
+/* The other rules' operations, one at a time (tests), refused where the caps lack them. */
+static enum tsrnn_status check_rule_op(const struct tsrnn_compute *compute, bool has,
+                                       const char *op)
+{
+    if (!has || !compute->backend->caps.layer_ops)
+        return tsrnn_error(TSRNN_ERR_USAGE, "the %s backend has no %s operation",
+                           compute->backend->name, op);
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_compute_l2_decay(struct tsrnn_compute *compute, float *grads,
+                                         const float *params, size_t count, float weight_decay)
+{
+    TSRNN_TRY(check_rule_op(compute, compute->backend->caps.l2_weight_decay, "l2_decay"));
+    return count == 0 ? TSRNN_OK
+                      : compute->backend->l2_decay(compute, grads, params, count, weight_decay);
+}
+
+enum tsrnn_status tsrnn_compute_nesterov_update(struct tsrnn_compute *compute, float *params,
+                                                float *momentum_buffer, const float *grads,
+                                                size_t count,
+                                                const struct tsrnn_nesterov_scalars *s)
+{
+    TSRNN_TRY(check_rule_op(compute, compute->backend->caps.nesterov, "nesterov_update"));
+    return count == 0 ? TSRNN_OK
+                      : compute->backend->nesterov_update(compute, params, momentum_buffer, grads,
+                                                          count, s);
+}
+
+enum tsrnn_status tsrnn_compute_rmsprop_update(struct tsrnn_compute *compute, float *params,
+                                               float *square_avg, float *momentum_buffer,
+                                               float *grad_avg, const float *grads, size_t count,
+                                               const struct tsrnn_rmsprop_scalars *s)
+{
+    TSRNN_TRY(check_rule_op(compute, compute->backend->caps.rmsprop, "rmsprop_update"));
+    if ((s->centered && grad_avg == NULL) || (s->momentum > 0.0f && momentum_buffer == NULL))
+        return tsrnn_error(TSRNN_ERR_USAGE, "an RMSprop update%s%s needs its buffer",
+                           s->centered ? ", centered" : "",
+                           s->momentum > 0.0f ? ", with momentum" : "");
+    return count == 0
+               ? TSRNN_OK
+               : compute->backend->rmsprop_update(compute, params, square_avg, momentum_buffer,
+                                                  grad_avg, grads, count, s);
+}
+
+enum tsrnn_status tsrnn_compute_adagrad_update(struct tsrnn_compute *compute, float *params,
+                                               float *state_sum, const float *grads, size_t count,
+                                               const struct tsrnn_adagrad_scalars *s)
+{
+    TSRNN_TRY(check_rule_op(compute, compute->backend->caps.adagrad, "adagrad_update"));
+    return count == 0
+               ? TSRNN_OK
+               : compute->backend->adagrad_update(compute, params, state_sum, grads, count, s);
+}
+
+enum tsrnn_status tsrnn_compute_update(struct tsrnn_compute *compute,
+                                       const struct tsrnn_step_state *state, float *grads,
+                                       size_t count, const struct tsrnn_step_update *update)
+{
+    const struct tsrnn_compute_backend *b = compute->backend;
+    if (!b->caps.layer_ops)
+        return tsrnn_error(TSRNN_ERR_USAGE, "the %s backend has no update outside its step",
+                           b->name);
+    if (update->decay != 1.0f && !b->caps.optimizers)
+        return tsrnn_error(TSRNN_ERR_USAGE, "the %s backend has no decay (AdamW)", b->name);
+    TSRNN_TRY(check_update(b, update, state));
+    if (state->params == NULL || state->exp_avg == NULL || state->exp_avg_sq == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE, "an update needs the parameters and both moments");
+    return count == 0 ? TSRNN_OK
+                      : tsrnn_compute_composed_update(compute, state, grads, count, update);
+}
+
 enum tsrnn_status tsrnn_compute_clip_grad_norm(struct tsrnn_compute *compute, float *grads,
                                                const struct tsrnn_param_table *table,
                                                float max_norm)
@@ -710,10 +890,11 @@ enum tsrnn_status tsrnn_compute_clip_grad_norm(struct tsrnn_compute *compute, fl
 
 enum tsrnn_status tsrnn_compute_forward_backward(struct tsrnn_workspace *ws, const float *params,
                                                  const float *dropout_masks,
-                                                 enum tsrnn_loss_kind loss, float *host_loss)
+                                                 enum tsrnn_loss_kind loss, float delta,
+                                                 float *host_loss)
 {
     TSRNN_TRY(check_layer_ops(ws, "forward_backward"));
-    TSRNN_TRY(check_loss(ws, loss));
+    TSRNN_TRY(check_loss(ws, effective_loss(loss, delta), delta));
     if (ws->batch_count == 0 || !ws->have_y)
         return tsrnn_error(TSRNN_ERR_USAGE, "a forward and backward needs a batch with targets");
     if (dropout_masks != NULL && !model_has_dropout(&ws->dims))
@@ -727,11 +908,12 @@ enum tsrnn_status tsrnn_compute_forward_backward(struct tsrnn_workspace *ws, con
     ws->have_forward = true;
     size_t n = ws->table.total_count;
     TSRNN_TRY(tsrnn_compute_zero(ws->compute, ws->grads, n * sizeof(float)));
-    TSRNN_TRY(tsrnn_compute_loss_backward(ws, loss));
+    TSRNN_TRY(tsrnn_compute_loss_backward(ws, loss, delta));
     TSRNN_TRY(ws->b->head_backward(ws->compute, ws->impl, p.v_w, g.v_w, g.v_b));
     for (size_t l = ws->dims.layer_count; l-- > 0;)
         TSRNN_TRY(ws->b->layer_backward(ws->compute, ws->impl, l, &p.layers[l], &g.layers[l]));
-    TSRNN_TRY(tsrnn_compute_loss_forward(ws, loss, ws->grads + TSRNN_STEP_LOSS_SLOT(&ws->table)));
+    TSRNN_TRY(
+        tsrnn_compute_loss_forward(ws, loss, delta, ws->grads + TSRNN_STEP_LOSS_SLOT(&ws->table)));
     return tsrnn_compute_download(ws->compute, host_loss,
                                   ws->grads + TSRNN_STEP_LOSS_SLOT(&ws->table), sizeof(float));
 }

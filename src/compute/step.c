@@ -5,7 +5,8 @@
  *     batch -> layers and head forward -> loss backward, head backward, layers backward
  *     -> the loss (and this rank's stop flag) beside the gradients
  *     -> reduction over the ranks (sum), scale by 1/W, finite check
- *     -> clipping -> the optimizer's update (AdamW's decay, then Adam's elementwise step)
+ *     -> clipping -> the optimizer's update (AdamW's decay, the L2 penalty, then the rule's
+ *        elementwise step: Adam's, SGD's with Nesterov, RMSprop's or Adagrad's)
  *
  * The loss is computed after the backward, which does not need it; the numbers are the same
  * either way. Every operation is the backend's; this file only orders them. */
@@ -31,6 +32,74 @@ enum tsrnn_status tsrnn_compute_composed_forward(struct tsrnn_compute *ctx, void
     return b->head_forward(ctx, ws, p->v_w, p->v_b);
 }
 
+/* dLoss/d(out) and the loss of the last forward, by the step's loss (the door has mapped
+ * SmoothL1Loss with beta 0 to L1Loss). */
+static enum tsrnn_status loss_backward(struct tsrnn_compute *ctx, void *ws,
+                                       const struct tsrnn_step_buffers *buf,
+                                       const struct tsrnn_step_args *a)
+{
+    const struct tsrnn_compute_backend *b = ctx->backend;
+    switch (a->loss) {
+    case TSRNN_LOSS_LIKELIHOOD:
+        return b->likelihood_backward(ctx, ws, buf->likelihood);
+    case TSRNN_LOSS_L1:
+        return b->l1_backward(ctx, ws);
+    case TSRNN_LOSS_HUBER:
+    case TSRNN_LOSS_SMOOTH_L1:
+        return b->huber_backward(ctx, ws, a->loss, a->loss_delta);
+    case TSRNN_LOSS_MSE:
+        break;
+    }
+    return b->mse_backward(ctx, ws);
+}
+
+static enum tsrnn_status loss_forward(struct tsrnn_compute *ctx, void *ws,
+                                      const struct tsrnn_step_buffers *buf,
+                                      const struct tsrnn_step_args *a, float *loss)
+{
+    const struct tsrnn_compute_backend *b = ctx->backend;
+    switch (a->loss) {
+    case TSRNN_LOSS_LIKELIHOOD:
+        return b->likelihood_forward(ctx, ws, buf->likelihood, loss);
+    case TSRNN_LOSS_L1:
+        return b->l1_forward(ctx, ws, loss);
+    case TSRNN_LOSS_HUBER:
+    case TSRNN_LOSS_SMOOTH_L1:
+        return b->huber_forward(ctx, ws, a->loss, a->loss_delta, loss);
+    case TSRNN_LOSS_MSE:
+        break;
+    }
+    return b->mse_forward(ctx, ws, loss);
+}
+
+/* PyTorch's optimizer.step() on the (reduced, clipped) gradients: AdamW's param.mul_(1 - lr *
+ * weight_decay), the others' grad = grad.add(param, alpha=weight_decay), then the rule. */
+enum tsrnn_status tsrnn_compute_composed_update(struct tsrnn_compute *ctx,
+                                                const struct tsrnn_step_state *state, float *grads,
+                                                size_t n, const struct tsrnn_step_update *u)
+{
+    const struct tsrnn_compute_backend *b = ctx->backend;
+    if (u->decay != 1.0f) {
+        bool decayed_finite;
+        TSRNN_TRY(b->scale_check(ctx, state->params, n, u->decay, &decayed_finite));
+    }
+    if (u->weight_decay != 0.0f)
+        TSRNN_TRY(b->l2_decay(ctx, grads, state->params, n, u->weight_decay));
+    switch (u->rule) {
+    case TSRNN_UPDATE_NESTEROV:
+        return b->nesterov_update(ctx, state->params, state->exp_avg, grads, n, &u->nesterov);
+    case TSRNN_UPDATE_RMSPROP:
+        return b->rmsprop_update(ctx, state->params, state->exp_avg_sq, state->exp_avg,
+                                 state->grad_avg, grads, n, &u->rmsprop);
+    case TSRNN_UPDATE_ADAGRAD:
+        return b->adagrad_update(ctx, state->params, state->exp_avg_sq, grads, n, &u->adagrad);
+    case TSRNN_UPDATE_ADAM:
+        break;
+    }
+    return b->adam_update(ctx, state->params, state->exp_avg, state->exp_avg_sq, grads, n,
+                          &u->adam);
+}
+
 enum tsrnn_status tsrnn_compute_composed_step(struct tsrnn_compute *ctx, void *ws,
                                               const struct tsrnn_step_buffers *buf,
                                               const struct tsrnn_step_args *a,
@@ -47,24 +116,12 @@ enum tsrnn_status tsrnn_compute_composed_step(struct tsrnn_compute *ctx, void *w
     TSRNN_TRY(tsrnn_compute_composed_forward(ctx, ws, &buf->p, layer_count, TSRNN_STATE_ZERO,
                                              a->dropout_masks, mask_count, false));
     TSRNN_TRY(b->zero(ctx, buf->grads, n * sizeof(float)));
-    if (a->loss == TSRNN_LOSS_LIKELIHOOD) {
-        TSRNN_TRY(b->likelihood_backward(ctx, ws, buf->likelihood));
-    } else if (a->loss == TSRNN_LOSS_L1) {
-        TSRNN_TRY(b->l1_backward(ctx, ws));
-    } else {
-        TSRNN_TRY(b->mse_backward(ctx, ws));
-    }
+    TSRNN_TRY(loss_backward(ctx, ws, buf, a));
     TSRNN_TRY(b->head_backward(ctx, ws, buf->p.v_w, buf->g.v_w, buf->g.v_b));
     struct tsrnn_model_params g = buf->g; /* views of the workspace's gradients */
     for (size_t l = layer_count; l-- > 0;)
         TSRNN_TRY(b->layer_backward(ctx, ws, l, &buf->p.layers[l], &g.layers[l]));
-    if (a->loss == TSRNN_LOSS_LIKELIHOOD) {
-        TSRNN_TRY(b->likelihood_forward(ctx, ws, buf->likelihood, loss));
-    } else if (a->loss == TSRNN_LOSS_L1) {
-        TSRNN_TRY(b->l1_forward(ctx, ws, loss));
-    } else {
-        TSRNN_TRY(b->mse_forward(ctx, ws, loss));
-    }
+    TSRNN_TRY(loss_forward(ctx, ws, buf, a, loss));
 
     /* One reduction carries the gradients, the loss and the stop flag: every rank then holds
      * the same mean gradient, mean loss and decision, and all of them fail, stop or go on
@@ -87,11 +144,5 @@ enum tsrnn_status tsrnn_compute_composed_step(struct tsrnn_compute *ctx, void *w
      * Lightning clips them. */
     if (a->clip_max_norm > 0.0f)
         TSRNN_TRY(b->clip_grad_norm(ctx, buf->grads, table, a->clip_max_norm));
-    /* AdamW: param.mul_(1 - lr * weight_decay), then Adam's update. */
-    if (a->update.decay != 1.0f) {
-        bool decayed_finite;
-        TSRNN_TRY(b->scale_check(ctx, buf->state.params, n, a->update.decay, &decayed_finite));
-    }
-    return b->adam_update(ctx, buf->state.params, buf->state.exp_avg, buf->state.exp_avg_sq,
-                          buf->grads, n, &a->update.adam);
+    return tsrnn_compute_composed_update(ctx, &buf->state, buf->grads, n, &a->update);
 }

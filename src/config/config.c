@@ -76,8 +76,11 @@ static const char *const scaler_choices[] = { "minmax", "none", NULL };
 static const char *const fill_choices[] = { "none", "interpolate", NULL };
 static const char *const rng_compat_choices[] = { "lightning2", "lightning1", NULL };
 static const char *const accelerator_choices[] = { "auto", "cpu", "gpu", "xla", "tpu", NULL };
-static const char *const optimizer_choices[] = { "Adam", "AdamW", "SGD", NULL };
-static const char *const loss_choices[] = { "MSELoss", "L1Loss", NULL };
+static const char *const optimizer_choices[] = {
+    "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", NULL
+};
+static const char *const loss_choices[] = { "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",
+                                            NULL };
 static const char *const lr_scheduler_choices[] = { "none",
                                                     "ExponentialLR",
                                                     "StepLR",
@@ -91,7 +94,9 @@ static const char *const interval_choices[] = { "epoch", "step", NULL };
 static const char *const anneal_choices[] = { "cos", "linear", NULL };
 static const char *const mode_choices[] = { "min", "max", NULL };
 static const char *const threshold_mode_choices[] = { "rel", "abs", NULL };
-static const char *const es_monitor_choices[] = { "none", "val_loss", "train_loss", NULL };
+static const char *const es_monitor_choices[] = {
+    "none", "val_loss", "train_loss", "val_MeanAbsoluteError", "val_MeanSquaredError", NULL
+};
 static const char *const comm_choices[] = { "auto", "gloo", "nccl", NULL };
 static const char *const likelihood_choices[] = {
     "none",      "gaussian",   "laplace",   "quantile", "poisson",     "negative_binomial",
@@ -418,25 +423,75 @@ static const struct key schema[] = {
          .darts = "`fit(..., ckpt_path=...)` / `RNNModel.load_from_checkpoint(...)`",
          .example = "last", .default_doc = "a new run"),
     ENUM("training", "optimizer_cls", optimizer_cls, "Adam", optimizer_choices,
-         .doc = "The optimizer, with PyTorch's update rule: `Adam`, `AdamW` (decoupled weight "
-                "decay: each step first multiplies the weights by 1 - lr·weight_decay) or `SGD` "
-                "(with `momentum`; dampening 0, not Nesterov). Betas (0.9, 0.999) and eps 1e-8 "
-                "as PyTorch's defaults.",
+         .doc = "The optimizer, with PyTorch's update rule (its single-tensor code path, "
+                "operation by operation: [numerics.md](numerics.md#optimizers)): `Adam`, "
+                "`AdamW` (decoupled weight decay: each step first multiplies the weights by 1 - "
+                "lr·weight_decay), `SGD` (with `momentum`, `nesterov`; dampening 0), `RMSprop` "
+                "(`alpha`, `eps`, `momentum`, `centered`) or `Adagrad` (`lr_decay`, "
+                "`initial_accumulator_value`, `eps`). Every one takes `weight_decay`. Adam's "
+                "betas are (0.9, 0.999), PyTorch's default. Each argument given to an "
+                "optimizer that has none of it is refused, as PyTorch refuses it. `RMSprop`, "
+                "`Adagrad`, `nesterov` and Adam's, SGD's, RMSprop's and Adagrad's "
+                "`weight_decay` train on the CPU backend only: the `cuda` and `pjrt` backends "
+                "refuse them (exit 2: [numerics.md](numerics.md#optimizers) says why). Not "
+                "implemented: SGD's `dampening`, Adam's `amsgrad` and `betas`, `maximize`, "
+                "other optimizers.",
          .darts = "`RNNModel(optimizer_cls=torch.optim.AdamW)`", .example = "AdamW"),
     DOUBLE("training", "weight_decay", weight_decay, "-1", -1, 1e6, 0,
-           .doc = "AdamW's decoupled weight decay; `-1` takes the optimizer's PyTorch default "
-                  "(AdamW 0.01, Adam and SGD 0). Adam's and SGD's L2 penalty (a non-zero value "
-                  "with them) is not implemented and is refused.",
+           .doc = "AdamW's decoupled weight decay; for `Adam`, `SGD`, `RMSprop` and `Adagrad` "
+                  "PyTorch's L2 penalty, added to the gradient before the update (`grad + "
+                  "weight_decay·param`). `-1` takes the optimizer's PyTorch default (AdamW "
+                  "0.01, the others 0).",
            .darts = "`optimizer_kwargs={\"weight_decay\": ...}`", .example = "0.05",
            .default_doc = "the optimizer's default"),
     DOUBLE("training", "momentum", momentum, "0", 0, 1e6, 0,
-           .doc = "SGD's momentum (PyTorch's momentum_buffer, kept in the checkpoint); only "
-                  "with `optimizer_cls = SGD`.",
+           .doc = "SGD's and RMSprop's momentum (PyTorch's momentum_buffer, kept in the "
+                  "checkpoint); only with `optimizer_cls = SGD` or `RMSprop`.",
            .darts = "`optimizer_kwargs={\"momentum\": ...}`", .example = "0.9"),
+    BOOL("training", "nesterov", nesterov, "false",
+         .doc = "SGD's Nesterov momentum: the update takes `grad + momentum·buffer`. Needs "
+                "`optimizer_cls = SGD` and `momentum` > 0 (PyTorch refuses it without).",
+         .darts = "`optimizer_kwargs={\"nesterov\": True}`", .example = "true"),
+    DOUBLE("training", "eps", eps, "-1", -1, 1e6, 0,
+           .doc = "The term added to the denominator of `Adam`, `AdamW`, `RMSprop` and "
+                  "`Adagrad` (not `SGD`, which has none); `-1` takes the optimizer's PyTorch "
+                  "default (Adagrad 1e-10, the others 1e-8).",
+           .darts = "`optimizer_kwargs={\"eps\": ...}`", .example = "1e-6",
+           .default_doc = "the optimizer's default"),
+    DOUBLE("training", "alpha", alpha, "0.99", 0, 1e6, 0,
+           .doc = "RMSprop's smoothing constant of its running average of squared gradients; "
+                  "only with `optimizer_cls = RMSprop`.",
+           .darts = "`optimizer_kwargs={\"alpha\": ...}`", .example = "0.9"),
+    BOOL("training", "centered", centered, "false",
+         .doc = "RMSprop's centered variant: it also keeps the running average of the "
+                "gradients (PyTorch's grad_avg, kept in the checkpoint) and divides by the "
+                "estimated variance; only with `optimizer_cls = RMSprop`.",
+         .darts = "`optimizer_kwargs={\"centered\": True}`", .example = "true"),
+    DOUBLE("training", "lr_decay", lr_decay, "0", 0, 1e6, 0,
+           .doc = "Adagrad's learning-rate decay: step k uses lr / (1 + (k - 1)·lr_decay); only "
+                  "with `optimizer_cls = Adagrad`.",
+           .darts = "`optimizer_kwargs={\"lr_decay\": ...}`", .example = "0.01"),
+    DOUBLE("training", "initial_accumulator_value", initial_accumulator_value, "0", 0, 1e6, 0,
+           .doc = "Adagrad's starting value of its sums of squared gradients; only with "
+                  "`optimizer_cls = Adagrad`.",
+           .darts = "`optimizer_kwargs={\"initial_accumulator_value\": ...}`", .example = "0.1"),
     ENUM("training", "loss_fn", loss_fn, "MSELoss", loss_choices,
-         .doc = "The training and validation loss: `MSELoss` (mean squared error) or `L1Loss` "
-                "(mean absolute error), each the mean over every window, step and component.",
+         .doc = "The training and validation loss: `MSELoss` (mean squared error), `L1Loss` "
+                "(mean absolute error), `HuberLoss` (with `delta`) or `SmoothL1Loss` (with "
+                "`beta`), each the mean over every window, step and component. Darts takes the "
+                "loss as an object (`torch.nn.HuberLoss(delta=0.5)`); tsrnn names its class "
+                "here and its argument under PyTorch's name beside it, as `optimizer_cls` and "
+                "its arguments. `L1Loss`, `HuberLoss` and `SmoothL1Loss` train on the CPU "
+                "backend only (the `cuda` and `pjrt` backends refuse them, exit 2).",
          .darts = "`RNNModel(loss_fn=torch.nn.L1Loss())`", .example = "L1Loss"),
+    DOUBLE("training", "delta", delta, "1", 0, 1e6, MIN_OPEN,
+           .doc = "HuberLoss's delta: the error beyond which the loss grows linearly; only "
+                  "with `loss_fn = HuberLoss`.",
+           .darts = "`loss_fn=torch.nn.HuberLoss(delta=...)`", .example = "0.5"),
+    DOUBLE("training", "beta", beta, "1", 0, 1e6, 0,
+           .doc = "SmoothL1Loss's beta: the error below which the loss is quadratic (`0` is "
+                  "`L1Loss`, as in PyTorch); only with `loss_fn = SmoothL1Loss`.",
+           .darts = "`loss_fn=torch.nn.SmoothL1Loss(beta=...)`", .example = "0.5"),
     ENUM("training", "lr_scheduler_cls", lr_scheduler_cls, "none", lr_scheduler_choices,
          .doc = "A learning-rate scheduler with PyTorch's arithmetic, stepped after every epoch "
                 "(after its validation) as Darts configures it, or after every optimizer step "
@@ -569,10 +624,15 @@ static const struct key schema[] = {
          .doc = "Stop training when this metric stops improving (Lightning's `EarlyStopping`, "
                 "checked after each epoch's validation): `val_loss` needs a validation part; "
                 "`train_loss` is the epoch's last step's loss (Darts logs it per step, so "
-                "that is what Lightning's callback metrics hold). The reason is printed; the "
-                "checkpoints keep the callback's state.",
+                "that is what Lightning's callback metrics hold); `val_MeanAbsoluteError` and "
+                "`val_MeanSquaredError` are the validation part's torchmetrics of those names, "
+                "which Darts logs when they are in its `torch_metrics` (mean absolute and "
+                "squared error over every window, step and component, in the scaled values, "
+                "whatever `loss_fn` is; logged to TensorBoard and the progress bar too). "
+                "Other metrics are not implemented. The reason is printed; the checkpoints "
+                "keep the callback's state.",
          .darts = "`pl_trainer_kwargs={\"callbacks\": [EarlyStopping(monitor=\"val_loss\", "
-                  "...)]}`",
+                  "...)]}`; for a metric also `torch_metrics=MeanAbsoluteError()`",
          .example = "val_loss", .default_doc = "none: no early stopping"),
     INT("early_stopping", "patience", es_patience, "3", 0, 2147483647,
         .doc = "Checks without improvement after which training stops.",
@@ -1559,10 +1619,32 @@ static const char *const *scheduler_keys(enum tsrnn_lr_scheduler_kind kind)
     return linear;
 }
 
+static void format_value(const struct tsrnn_config *cfg, const struct key *k, char *out,
+                         size_t capacity);
+
+/* Whether key k holds a value other than its default: a resolved config file (a run's
+ * config.ini) lists every key, so a key read from a file may still hold the default. */
+static bool holds_other_than_default(const struct tsrnn_config *cfg, const struct key *k)
+{
+    if (strcmp(cfg->origins[key_index(k)], "default") == 0 || k->default_text == NULL)
+        return strcmp(cfg->origins[key_index(k)], "default") != 0;
+    struct tsrnn_config *scratch = calloc(1, sizeof(*scratch));
+    char mine[256], standard[256];
+    if (scratch == NULL || set_key(scratch, k, k->default_text, "default", NULL) != TSRNN_OK) {
+        free(scratch);
+        return true; /* cannot tell: as given */
+    }
+    format_value(cfg, k, mine, sizeof(mine));
+    format_value(scratch, k, standard, sizeof(standard));
+    free(scratch);
+    return strcmp(mine, standard) != 0;
+}
+
 /* The chosen scheduler's keys: each one given belongs to it (PyTorch's constructor raises a
- * TypeError for any other), the ones PyTorch requires are given, and OneCycleLR's phases are
- * not empty (PyTorch divides by their length: a ZeroDivisionError at the step that enters
- * one). Without a scheduler, Darts ignores the section. */
+ * TypeError for any other; a key at its default value, as every key of a run's config.ini,
+ * is not one given), the ones PyTorch requires are given, and OneCycleLR's phases are not
+ * empty (PyTorch divides by their length: a ZeroDivisionError at the step that enters one).
+ * Without a scheduler, Darts ignores the section. */
 static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
 {
     const char *const *keys = scheduler_keys(cfg->lr_scheduler_cls);
@@ -1571,8 +1653,7 @@ static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
         return TSRNN_OK;
     for (size_t i = 0; i < KEY_COUNT; i++) {
         const struct key *k = &schema[i];
-        if (strcmp(k->section, "lr_scheduler_kwargs") != 0 ||
-            strcmp(cfg->origins[i], "default") == 0)
+        if (strcmp(k->section, "lr_scheduler_kwargs") != 0 || !holds_other_than_default(cfg, k))
             continue;
         bool taken = false;
         for (size_t j = 0; keys[j] != NULL; j++)
@@ -1655,27 +1736,94 @@ static enum tsrnn_status check_scheduler_keys(const struct tsrnn_config *cfg)
 /* Each rule here is also stated in the .doc of the keys it involves (docs/configuration.md). */
 /* What PyTorch's and Lightning's constructors would refuse in the optimizer, scheduler and
  * early-stopping keys, or what tsrnn does not implement of them. */
-static enum tsrnn_status check_training_controls(const struct tsrnn_config *cfg)
+/* The optimizer's and the loss's arguments: one that is not the chosen class's is refused
+ * unless it has its default value (PyTorch raises a TypeError for an unknown keyword; a
+ * default value is what a resolved config file, config.ini, holds for every key), and the
+ * values PyTorch's constructors refuse. */
+static enum tsrnn_status check_optimizer_and_loss_keys(const struct tsrnn_config *cfg)
 {
-    bool validation = cfg->split_after[0] != '\0' || cfg->val_fraction > 0.0;
-    if (cfg->weight_decay > 0.0 && cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAMW)
+    enum tsrnn_optimizer_kind opt = cfg->optimizer_cls;
+    const char *name = optimizer_choices[opt];
+    const char *opt_origin = tsrnn_config_origin(cfg, "training", "optimizer_cls");
+    static const struct {
+        const char *key;
+        unsigned takers; /* 1 << enum tsrnn_optimizer_kind */
+        const char *accepted;
+    } args[] = {
+        { "momentum", 1u << TSRNN_OPTIMIZER_SGD | 1u << TSRNN_OPTIMIZER_RMSPROP,
+          "0, or optimizer_cls = SGD or RMSprop" },
+        { "nesterov", 1u << TSRNN_OPTIMIZER_SGD, "false, or optimizer_cls = SGD" },
+        { "eps", ~(1u << TSRNN_OPTIMIZER_SGD), "-1 (SGD has no eps)" },
+        { "alpha", 1u << TSRNN_OPTIMIZER_RMSPROP, "0.99, or optimizer_cls = RMSprop" },
+        { "centered", 1u << TSRNN_OPTIMIZER_RMSPROP, "false, or optimizer_cls = RMSprop" },
+        { "lr_decay", 1u << TSRNN_OPTIMIZER_ADAGRAD, "0, or optimizer_cls = Adagrad" },
+        { "initial_accumulator_value", 1u << TSRNN_OPTIMIZER_ADAGRAD,
+          "0, or optimizer_cls = Adagrad" },
+    };
+    bool set[] = { cfg->momentum != 0.0,
+                   cfg->nesterov,
+                   cfg->eps != -1.0,
+                   cfg->alpha != 0.99,
+                   cfg->centered,
+                   cfg->lr_decay != 0.0,
+                   cfg->initial_accumulator_value != 0.0 };
+    _Static_assert(sizeof(set) / sizeof(set[0]) == sizeof(args) / sizeof(args[0]),
+                   "one value per argument");
+    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+        if (!set[i] || (args[i].takers >> opt & 1u))
+            continue;
+        char value[64];
+        format_value(cfg, find_key("training", args[i].key), value, sizeof(value));
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [training] weight_decay = %g with optimizer_cls = %s: Adam's and "
-                           "SGD's L2 penalty is not implemented; accepted: 0 or -1, or "
-                           "optimizer_cls = AdamW (decoupled weight decay)",
-                           tsrnn_config_origin(cfg, "training", "weight_decay"), cfg->weight_decay,
-                           optimizer_choices[cfg->optimizer_cls]);
+                           "%s: [training] %s = %s, but optimizer_cls = %s (%s) has no %s, "
+                           "which PyTorch refuses; accepted: %s",
+                           tsrnn_config_origin(cfg, "training", args[i].key), args[i].key, value,
+                           name, opt_origin, args[i].key, args[i].accepted);
+    }
     if (cfg->weight_decay < 0.0 && cfg->weight_decay != -1.0)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: [training] weight_decay = %g; accepted: a number >= 0, or -1 for "
                            "the optimizer's default",
                            tsrnn_config_origin(cfg, "training", "weight_decay"), cfg->weight_decay);
-    if (cfg->momentum > 0.0 && cfg->optimizer_cls != TSRNN_OPTIMIZER_SGD)
+    if (cfg->eps < 0.0 && cfg->eps != -1.0)
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [training] momentum = %g, but optimizer_cls = %s has no momentum; "
-                           "accepted: 0, or optimizer_cls = SGD",
-                           tsrnn_config_origin(cfg, "training", "momentum"), cfg->momentum,
-                           optimizer_choices[cfg->optimizer_cls]);
+                           "%s: [training] eps = %g; accepted: a number >= 0, or -1 for the "
+                           "optimizer's default",
+                           tsrnn_config_origin(cfg, "training", "eps"), cfg->eps);
+    if (cfg->nesterov && !(cfg->momentum > 0.0))
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] nesterov = true with momentum = 0: PyTorch's SGD "
+                           "refuses it (\"Nesterov momentum requires a momentum and zero "
+                           "dampening\"); accepted: a momentum > 0, or nesterov = false",
+                           tsrnn_config_origin(cfg, "training", "nesterov"));
+    if (cfg->delta != 1.0 && cfg->loss_fn != TSRNN_LOSS_HUBER)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] delta = %g, but loss_fn = %s has no delta; accepted: "
+                           "1, or loss_fn = HuberLoss",
+                           tsrnn_config_origin(cfg, "training", "delta"), cfg->delta,
+                           loss_choices[cfg->loss_fn]);
+    if (cfg->beta != 1.0 && cfg->loss_fn != TSRNN_LOSS_SMOOTH_L1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [training] beta = %g, but loss_fn = %s has no beta; accepted: 1, "
+                           "or loss_fn = SmoothL1Loss",
+                           tsrnn_config_origin(cfg, "training", "beta"), cfg->beta,
+                           loss_choices[cfg->loss_fn]);
+    /* OneCycleLR cycles betas[0] or momentum; Adagrad has neither: PyTorch's ValueError. */
+    if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_ONE_CYCLE && cfg->lr_cycle_momentum &&
+        opt == TSRNN_OPTIMIZER_ADAGRAD)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [lr_scheduler_kwargs] cycle_momentum = true with optimizer_cls = "
+                           "Adagrad, which has no momentum: PyTorch's OneCycleLR refuses it "
+                           "(\"optimizer must support momentum or beta1\"); accepted: "
+                           "cycle_momentum = false",
+                           tsrnn_config_origin(cfg, "lr_scheduler_kwargs", "cycle_momentum"));
+    return TSRNN_OK;
+}
+
+static enum tsrnn_status check_training_controls(const struct tsrnn_config *cfg)
+{
+    bool validation = cfg->split_after[0] != '\0' || cfg->val_fraction > 0.0;
+    TSRNN_TRY(check_optimizer_and_loss_keys(cfg));
     TSRNN_TRY(check_scheduler_keys(cfg));
     if (cfg->lr_scheduler_cls == TSRNN_LR_SCHEDULER_PLATEAU && !validation)
         return tsrnn_error(TSRNN_ERR_USAGE,
@@ -1683,11 +1831,27 @@ static enum tsrnn_status check_training_controls(const struct tsrnn_config *cfg)
                            "but there is no validation part; set [data] split_after or "
                            "val_fraction (Lightning refuses a monitor it never logs)",
                            tsrnn_config_origin(cfg, "training", "lr_scheduler_cls"));
-    if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS && !validation)
+    if ((cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS ||
+         cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
+         cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) &&
+        !validation)
         return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [early_stopping] monitor = val_loss, but there is no validation "
+                           "%s: [early_stopping] monitor = %s, but there is no validation "
                            "part; set [data] split_after or val_fraction, or monitor = train_loss",
-                           tsrnn_config_origin(cfg, "early_stopping", "monitor"));
+                           tsrnn_config_origin(cfg, "early_stopping", "monitor"),
+                           es_monitor_choices[cfg->es_monitor]);
+    /* Darts scores its torch_metrics of a probabilistic model on a sample of the likelihood
+     * (drawn from the generator between the validation batches): not reproduced. */
+    if ((cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
+         cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) &&
+        cfg->likelihood != TSRNN_LIKELIHOOD_NONE)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "%s: [early_stopping] monitor = %s with [model] likelihood = %s (%s): "
+                           "Darts scores a probabilistic model's torch_metrics on samples, which "
+                           "tsrnn does not draw; accepted: monitor = val_loss or train_loss",
+                           tsrnn_config_origin(cfg, "early_stopping", "monitor"),
+                           es_monitor_choices[cfg->es_monitor], likelihood_choices[cfg->likelihood],
+                           tsrnn_config_origin(cfg, "model", "likelihood"));
     return TSRNN_OK;
 }
 

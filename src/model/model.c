@@ -116,7 +116,13 @@ enum tsrnn_status tsrnn_model_evaluate(struct tsrnn_model *model, const float *x
 {
     TSRNN_TRY(tsrnn_compute_forward(model->ws, model->params, x, y, batch_count, step_count,
                                     TSRNN_FORWARD_ZERO));
-    return tsrnn_compute_window_errors(model->ws, model->loss, sums);
+    return tsrnn_compute_window_errors(model->ws, model->loss, model->loss_delta, sums);
+}
+
+enum tsrnn_status tsrnn_model_window_errors(struct tsrnn_model *model, enum tsrnn_loss_kind loss,
+                                            float delta, double *sums)
+{
+    return tsrnn_compute_window_errors(model->ws, loss, delta, sums);
 }
 
 enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const float *x,
@@ -128,7 +134,8 @@ enum tsrnn_status tsrnn_model_forward_backward(struct tsrnn_model *model, const 
                              ? tsrnn_model_dropout(model, batch_count, step_count, dropout_g, 0, 1)
                              : NULL;
     TSRNN_TRY(tsrnn_compute_batch_load(model->ws, x, y, batch_count, step_count));
-    return tsrnn_compute_forward_backward(model->ws, model->params, masks, model->loss, loss);
+    return tsrnn_compute_forward_backward(model->ws, model->params, masks, model->loss,
+                                          model->loss_delta, loss);
 }
 
 enum tsrnn_status tsrnn_model_download_grads(struct tsrnn_model *model, float *grads)

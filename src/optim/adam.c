@@ -3,9 +3,11 @@
  *     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
  *     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
  *     param.addcdiv_(exp_avg, denom, value=-step_size)
+ * and the other optimizers' rules on the same state (AdamW, SGD, RMSprop, Adagrad: optim.h).
  * Each Python-float scalar becomes a float32 operand, as in ATen's kernels; the compute
  * backend applies them elementwise, inside its training step (tsrnn_compute_step). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "tsrnn/compute.h"
 #include "tsrnn/optim.h"
@@ -31,14 +33,53 @@ enum tsrnn_status tsrnn_adam_init(struct tsrnn_adam *adam, struct tsrnn_compute 
     return TSRNN_OK;
 }
 
-void tsrnn_adam_set_rule(struct tsrnn_adam *adam, enum tsrnn_optimizer_kind kind,
-                         double weight_decay, double momentum)
+enum tsrnn_status tsrnn_adam_set_rule(struct tsrnn_adam *adam, const struct tsrnn_config *cfg)
 {
+    enum tsrnn_optimizer_kind kind = cfg->optimizer_cls;
     adam->kind = kind;
-    adam->weight_decay = weight_decay >= 0.0             ? weight_decay
+    adam->weight_decay = cfg->weight_decay >= 0.0        ? cfg->weight_decay
                          : kind == TSRNN_OPTIMIZER_ADAMW ? 0.01
                                                          : 0.0;
-    adam->momentum = momentum;
+    adam->momentum = cfg->momentum;
+    adam->nesterov = cfg->nesterov;
+    adam->eps = cfg->eps >= 0.0 ? cfg->eps : kind == TSRNN_OPTIMIZER_ADAGRAD ? 1e-10 : 1e-8;
+    adam->alpha = cfg->alpha;
+    adam->centered = kind == TSRNN_OPTIMIZER_RMSPROP && cfg->centered;
+    adam->lr_decay = cfg->lr_decay;
+    size_t nbytes = (adam->count ? adam->count : 1) * sizeof(float);
+    if (adam->centered && adam->grad_avg == NULL) {
+        TSRNN_TRY(tsrnn_compute_alloc(adam->compute, (void **)&adam->grad_avg, nbytes));
+        TSRNN_TRY(tsrnn_compute_zero(adam->compute, adam->grad_avg, nbytes));
+    }
+    /* Adagrad's state["sum"] = torch.full_like(p, initial_accumulator_value) */
+    if (kind == TSRNN_OPTIMIZER_ADAGRAD && cfg->initial_accumulator_value != 0.0) {
+        float *fill = malloc(nbytes);
+        if (fill == NULL)
+            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for Adagrad's sums");
+        for (size_t i = 0; i < adam->count; i++)
+            fill[i] = (float)cfg->initial_accumulator_value;
+        enum tsrnn_status status = tsrnn_compute_upload(adam->compute, adam->exp_avg_sq, fill,
+                                                        adam->count * sizeof(float));
+        free(fill);
+        TSRNN_TRY(status);
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_update_rule tsrnn_optimizer_rule(enum tsrnn_optimizer_kind kind, bool nesterov)
+{
+    switch (kind) {
+    case TSRNN_OPTIMIZER_SGD:
+        return nesterov ? TSRNN_UPDATE_NESTEROV : TSRNN_UPDATE_ADAM;
+    case TSRNN_OPTIMIZER_RMSPROP:
+        return TSRNN_UPDATE_RMSPROP;
+    case TSRNN_OPTIMIZER_ADAGRAD:
+        return TSRNN_UPDATE_ADAGRAD;
+    case TSRNN_OPTIMIZER_ADAM:
+    case TSRNN_OPTIMIZER_ADAMW:
+        break;
+    }
+    return TSRNN_UPDATE_ADAM;
 }
 
 void tsrnn_adam_finish(struct tsrnn_adam *adam)
@@ -47,7 +88,13 @@ void tsrnn_adam_finish(struct tsrnn_adam *adam)
         return;
     tsrnn_compute_free(adam->compute, adam->exp_avg);
     tsrnn_compute_free(adam->compute, adam->exp_avg_sq);
+    tsrnn_compute_free(adam->compute, adam->grad_avg);
     *adam = (struct tsrnn_adam){ 0 };
+}
+
+struct tsrnn_step_state tsrnn_adam_step_state(const struct tsrnn_adam *adam, float *params)
+{
+    return (struct tsrnn_step_state){ params, adam->exp_avg, adam->exp_avg_sq, adam->grad_avg };
 }
 
 /* torch.optim.SGD (single-tensor path, dampening 0) through Adam's op: see optim.h. */
@@ -83,23 +130,48 @@ static struct tsrnn_adam_scalars adam_scalars(const struct tsrnn_adam *adam)
 void tsrnn_adam_next_update(struct tsrnn_adam *adam, struct tsrnn_step_update *u)
 {
     adam->step++;
-    /* AdamW: param.mul_(1 - lr * weight_decay), the Python float a float32 operand. */
-    u->decay = adam->kind == TSRNN_OPTIMIZER_ADAMW && adam->weight_decay != 0.0
-                   ? (float)(1.0 - adam->lr * adam->weight_decay)
-                   : 1.0f;
-    u->adam = adam->kind == TSRNN_OPTIMIZER_SGD ? sgd_scalars(adam) : adam_scalars(adam);
+    *u = (struct tsrnn_step_update){ .rule = tsrnn_optimizer_rule(adam->kind, adam->nesterov),
+                                     .decay = 1.0f };
+    /* AdamW: param.mul_(1 - lr * weight_decay), the Python float a float32 operand; the
+     * others: grad = grad.add(param, alpha=weight_decay). */
+    if (adam->kind == TSRNN_OPTIMIZER_ADAMW) {
+        if (adam->weight_decay != 0.0)
+            u->decay = (float)(1.0 - adam->lr * adam->weight_decay);
+    } else {
+        u->weight_decay = (float)adam->weight_decay;
+    }
+    switch (u->rule) {
+    case TSRNN_UPDATE_NESTEROV:
+        u->nesterov = (struct tsrnn_nesterov_scalars){ (float)adam->momentum, (float)-adam->lr };
+        break;
+    case TSRNN_UPDATE_RMSPROP:
+        u->rmsprop = (struct tsrnn_rmsprop_scalars){
+            .alpha = (float)adam->alpha,
+            .one_minus_alpha = (float)(1.0 - adam->alpha),
+            .eps = (float)adam->eps,
+            .momentum = (float)adam->momentum,
+            .neg_lr = (float)-adam->lr,
+            .centered = adam->centered,
+        };
+        break;
+    case TSRNN_UPDATE_ADAGRAD: {
+        /* clr = lr / (1 + (step - 1) * lr_decay), Python floats */
+        double clr = adam->lr / (1.0 + ((double)adam->step - 1.0) * adam->lr_decay);
+        u->adagrad = (struct tsrnn_adagrad_scalars){ (float)adam->eps, (float)-clr };
+        break;
+    }
+    case TSRNN_UPDATE_ADAM:
+        u->adam = adam->kind == TSRNN_OPTIMIZER_SGD ? sgd_scalars(adam) : adam_scalars(adam);
+        break;
+    }
 }
 
-enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, const float *grads)
+enum tsrnn_status tsrnn_adam_step(struct tsrnn_adam *adam, float *params, float *grads)
 {
     struct tsrnn_step_update u;
     tsrnn_adam_next_update(adam, &u);
-    if (u.decay != 1.0f) {
-        bool finite;
-        TSRNN_TRY(tsrnn_compute_scale_check(adam->compute, params, adam->count, u.decay, &finite));
-    }
-    return tsrnn_compute_adam_update(adam->compute, params, adam->exp_avg, adam->exp_avg_sq, grads,
-                                     adam->count, &u.adam);
+    struct tsrnn_step_state state = tsrnn_adam_step_state(adam, params);
+    return tsrnn_compute_update(adam->compute, &state, grads, adam->count, &u);
 }
 
 enum tsrnn_status tsrnn_adam_export(const struct tsrnn_adam *adam, float *exp_avg,

@@ -224,7 +224,8 @@ void tsrnn_lr_scheduler_apply_momentum(const struct tsrnn_lr_scheduler *sched,
     double momentum;
     if (!tsrnn_lr_scheduler_momentum(sched, &momentum))
         return;
-    if (adam->kind == TSRNN_OPTIMIZER_SGD)
+    /* PyTorch's OneCycleLR sets betas[0] where the optimizer has betas, else momentum. */
+    if (adam->kind == TSRNN_OPTIMIZER_SGD || adam->kind == TSRNN_OPTIMIZER_RMSPROP)
         adam->momentum = momentum;
     else
         adam->beta1 = momentum;

@@ -71,8 +71,14 @@ struct trainer {
     float *x, *y;      /* (B, T, C) one batch, batch-first */
     size_t *val_idx;   /* this rank's validation windows: rank, rank + W, ... */
     size_t val_local_count;
-    double *val_se;               /* (val count) each window's squared error, all ranks */
-    double *batch_se;             /* (B) the same for one batch */
+    double *val_se;   /* (val count) each window's squared error, all ranks; then,
+                                     with a metric, (val count) each window's metric sum */
+    double *batch_se; /* (B) the same for one batch, then (B) the metric's */
+    /* [early_stopping] on a torchmetrics metric: its name, the loss whose window sums it is
+     * (MeanAbsoluteError: L1Loss's; MeanSquaredError: MSELoss's), its last value */
+    const char *metric;
+    enum tsrnn_loss_kind metric_loss;
+    double metric_value;
     double *gpus;                 /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on
                                      the CPU (gather_gpus) */
     char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
@@ -287,17 +293,46 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
         { "total_iters", 'i', &cfg->lr_total_iters, NULL },
         { "total_steps", 'i', &cfg->lr_total_steps, NULL },
     };
+    /* The optimizer's: which optimizers take each (1 << enum tsrnn_optimizer_kind); lr is
+     * always written. 'g': the shortest repr digits; 'd': PyYAML's float; 'b': a bool. */
+    enum {
+        SGD = 1 << TSRNN_OPTIMIZER_SGD,
+        RMSPROP = 1 << TSRNN_OPTIMIZER_RMSPROP,
+        ADAGRAD = 1 << TSRNN_OPTIMIZER_ADAGRAD,
+        ALL = 0xff,
+    };
+    const struct {
+        const char *name;
+        char type;
+        const void *value;
+        unsigned takers;
+    } opt_keys[] = {
+        { "alpha", 'd', &cfg->alpha, RMSPROP },
+        { "centered", 'b', &cfg->centered, RMSPROP },
+        { "eps", 'd', &cfg->eps, ALL & ~SGD },
+        { "initial_accumulator_value", 'd', &cfg->initial_accumulator_value, ADAGRAD },
+        { "lr", 'g', &cfg->lr, ALL },
+        { "lr_decay", 'd', &cfg->lr_decay, ADAGRAD },
+        { "momentum", 'g', &cfg->momentum, SGD | RMSPROP },
+        { "nesterov", 'b', &cfg->nesterov, SGD },
+        { "weight_decay", 'g', &cfg->weight_decay, ALL },
+    };
     char number[48];
     if (!scheduler) {
-        shortest_double(number, sizeof(number), cfg->lr);
-        fprintf(f, "  lr: %s\n", number);
-        if (cfg->optimizer_cls == TSRNN_OPTIMIZER_SGD && given(cfg, "training", "momentum")) {
-            shortest_double(number, sizeof(number), cfg->momentum);
-            fprintf(f, "  momentum: %s\n", number);
-        }
-        if (cfg->weight_decay >= 0.0 && given(cfg, "training", "weight_decay")) {
-            shortest_double(number, sizeof(number), cfg->weight_decay);
-            fprintf(f, "  weight_decay: %s\n", number);
+        for (size_t k = 0; k < sizeof(opt_keys) / sizeof(opt_keys[0]); k++) {
+            const void *v = opt_keys[k].value;
+            bool negative_default = v == &cfg->eps || v == &cfg->weight_decay; /* -1: default */
+            if (!(opt_keys[k].takers >> cfg->optimizer_cls & 1u) ||
+                (v != &cfg->lr && !given(cfg, "training", opt_keys[k].name)) ||
+                (negative_default && *(const double *)v < 0.0))
+                continue;
+            if (opt_keys[k].type == 'b')
+                snprintf(number, sizeof(number), "%s", *(const bool *)v ? "true" : "false");
+            else if (opt_keys[k].type == 'd')
+                yaml_float(number, sizeof(number), *(const double *)v);
+            else
+                shortest_double(number, sizeof(number), *(const double *)v);
+            fprintf(f, "  %s: %s\n", opt_keys[k].name, number);
         }
         return;
     }
@@ -329,7 +364,8 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
  * (its torch modules' internals included); tsrnn writes its repr() and nr_params. */
 static enum tsrnn_status write_hparams(const struct trainer *tr, const char *logs)
 {
-    static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD" };
+    static const char *const optimizers[] = { "adam.Adam", "adamw.AdamW", "sgd.SGD",
+                                              "rmsprop.RMSprop", "adagrad.Adagrad" };
     static const char *const schedulers[] = { NULL,
                                               "ExponentialLR",
                                               "StepLR",
@@ -718,7 +754,9 @@ static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_m
 
 /* Adam's state of a model converted from Darts: an init_weights file written by
  * scripts/darts-to-tsrnn holds the moments of Darts' Lightning checkpoint under tsrnn's
- * names and their step as `darts.adam_step`; a new run continues them, as a Darts fit
+ * names (the other optimizers' state as the checkpoint keeps it: include/tsrnn/checkpoint.h,
+ * centered RMSprop's grad_avg as optim.grad_avg.*) and their step as `darts.adam_step`; a
+ * new run continues them, as a Darts fit
  * from that checkpoint would. Other init_weights files (a tsrnn checkpoint, plain weights)
  * bring the weights only, as Darts' load_weights. */
 static enum tsrnn_status imported_moments(struct trainer *tr)
@@ -740,7 +778,7 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
         return status;
     }
     size_t count = tr->model.table.total_count;
-    float *host = malloc(2 * count * sizeof(float) + 1);
+    float *host = malloc(3 * count * sizeof(float) + 1);
     if (host == NULL)
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for Adam's moments");
     if (status == TSRNN_OK)
@@ -750,6 +788,13 @@ static enum tsrnn_status imported_moments(struct trainer *tr)
                                           path);
     if (status == TSRNN_OK)
         status = tsrnn_adam_import(&tr->adam, host, host + count);
+    /* centered RMSprop's grad_avg, under its own name */
+    if (status == TSRNN_OK && tr->adam.grad_avg != NULL)
+        status = tsrnn_model_read_tensors(host + 2 * count, &tr->model.table, &st,
+                                          "optim.grad_avg.", path);
+    if (status == TSRNN_OK && tr->adam.grad_avg != NULL)
+        status = tsrnn_compute_upload(tr->compute, tr->adam.grad_avg, host + 2 * count,
+                                      count * sizeof(float));
     if (status == TSRNN_OK)
         tr->adam.step = step;
     free(host);
@@ -863,26 +908,38 @@ static enum tsrnn_status setup(struct trainer *tr)
      * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers
      * and early stopping run on the host and work everywhere. */
     struct tsrnn_compute_needs needs = {
-        .loss = probabilistic ? TSRNN_LOSS_LIKELIHOOD : cfg->loss_fn,
+        .loss = probabilistic                                              ? TSRNN_LOSS_LIKELIHOOD
+                : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 && cfg->beta == 0.0 ? TSRNN_LOSS_L1
+                                                                           : cfg->loss_fn,
         .likelihood = tsrnn_likelihood_name(likelihood.kind),
         .likelihood_origin = tsrnn_config_origin(cfg, "model", "likelihood"),
         .other_optimizer = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM,
+        .rule = tsrnn_optimizer_rule(cfg->optimizer_cls, cfg->nesterov),
+        .l2_weight_decay = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAMW && cfg->weight_decay > 0.0,
         .clipping = cfg->gradient_clip_val > 0.0,
         .world_size = tr->world_size,
         .loss_origin = tsrnn_config_origin(cfg, "training", "loss_fn"),
         .optimizer_origin = tsrnn_config_origin(cfg, "training", "optimizer_cls"),
         .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
+        .weight_decay_origin = tsrnn_config_origin(cfg, "training", "weight_decay"),
+        .nesterov_origin = tsrnn_config_origin(cfg, "training", "nesterov"),
+        /* EarlyStopping on MeanAbsoluteError reads validation's absolute errors (L1Loss's) */
+        .abs_errors = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE,
+        .monitor_origin = tsrnn_config_origin(cfg, "early_stopping", "monitor"),
     };
     TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
     TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, batch_capacity, T));
     tr->model.loss = cfg->loss_fn;
+    tr->model.loss_delta = (float)(cfg->loss_fn == TSRNN_LOSS_HUBER       ? cfg->delta
+                                   : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 ? cfg->beta
+                                                                          : 0.0);
     if (probabilistic)
         TSRNN_TRY(tsrnn_model_likelihood(&tr->model, &likelihood));
     TSRNN_TRY(initial_params(tr, &dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
-    tsrnn_adam_set_rule(&tr->adam, cfg->optimizer_cls, cfg->weight_decay, cfg->momentum);
-    /* What every training step updates: the model's parameters, the optimizer's moments. */
-    struct tsrnn_step_state state = { tr->model.params, tr->adam.exp_avg, tr->adam.exp_avg_sq };
+    TSRNN_TRY(tsrnn_adam_set_rule(&tr->adam, cfg));
+    /* What every training step updates: the model's parameters, the optimizer's state. */
+    struct tsrnn_step_state state = tsrnn_adam_step_state(&tr->adam, tr->model.params);
     TSRNN_TRY(tsrnn_compute_bind_state(tr->model.ws, &state));
     tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
     tr->adam.lr = tsrnn_lr_scheduler_initial_lr(&tr->scheduler, cfg->lr);
@@ -936,8 +993,16 @@ static enum tsrnn_status setup(struct trainer *tr)
     tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
     tr->y = malloc(batch_capacity * T * C * sizeof(float));
     tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
-    tr->val_se = malloc((ds->val.count + 1) * sizeof(double));
-    tr->batch_se = malloc(batch_capacity * sizeof(double));
+    if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
+        cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) {
+        bool mae = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE;
+        tr->metric = mae ? "val_MeanAbsoluteError" : "val_MeanSquaredError";
+        tr->metric_loss = mae ? TSRNN_LOSS_L1 : TSRNN_LOSS_MSE;
+    }
+    size_t sums = tr->metric != NULL ? 2 : 1;
+    tr->metric_value = NAN;
+    tr->val_se = malloc((sums * ds->val.count + 1) * sizeof(double));
+    tr->batch_se = malloc(sums * batch_capacity * sizeof(double));
     if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
         tr->batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
@@ -1003,6 +1068,7 @@ static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_
         .step_count = T,
         .dropout_masks = tsrnn_dropout_stream_next(&tr->dropout, &tr->model, B, T, last_batch),
         .loss = tr->model.loss,
+        .loss_delta = tr->model.loss_delta,
         .clip_max_norm = (float)tr->cfg->gradient_clip_val,
         .reduce = tr->comm != NULL ? &tr->reduce : NULL,
         .stop_requested = tr->stop_requested != NULL && *tr->stop_requested,
@@ -1078,31 +1144,44 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
     return TSRNN_OK;
 }
 
-/* The validation loss: squared (MSELoss) or absolute (L1Loss) errors over every validation
- * window / their count. Each rank evaluates its windows; the per-window sums meet in one allreduce (every window's entry is
- * non-zero on one rank only, so the sum is exact) and are added in window order: the same
- * value, bit for bit, as one process evaluating them all. */
+/* The validation loss: the loss's errors (squared, absolute, Huber's) over every validation
+ * window / their count, and the monitored torchmetrics metric the same way (tr->metric_value,
+ * as torchmetrics' sum over every element / their count). Each rank evaluates its windows;
+ * the per-window sums meet in one allreduce (every window's entry is non-zero on one rank
+ * only, so the sum is exact) and are added in window order: the same value, bit for bit, as
+ * one process evaluating them all. */
 static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
 {
     const struct tsrnn_window_list *val = &tr->ds->val;
-    size_t B = (size_t)tr->cfg->batch_size, T = tr->ds->training_length;
-    double *se = tr->batch_se;
+    size_t B = (size_t)tr->cfg->batch_size, T = tr->ds->training_length, V = val->count;
+    size_t sums = tr->metric != NULL ? 2 : 1;
+    double *se = tr->batch_se, *metric_se = tr->batch_se + tr->model.batch_capacity;
 
-    memset(tr->val_se, 0, val->count * sizeof(double));
+    memset(tr->val_se, 0, sums * V * sizeof(double));
     for (size_t first = 0; first < tr->val_local_count; first += B) {
         const size_t *idx = tr->val_idx + first;
         size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
         tsrnn_window_list_gather(val, idx, count, tr->x, tr->y);
         TSRNN_TRY(tsrnn_model_evaluate(&tr->model, tr->x, tr->y, count, T, se));
-        for (size_t i = 0; i < count; i++)
+        if (tr->metric != NULL)
+            TSRNN_TRY(tsrnn_model_window_errors(&tr->model, tr->metric_loss, 0.0f, metric_se));
+        for (size_t i = 0; i < count; i++) {
             tr->val_se[idx[i]] = se[i];
+            if (tr->metric != NULL)
+                tr->val_se[V + idx[i]] = metric_se[i];
+        }
     }
     if (tr->comm != NULL)
-        TSRNN_TRY(tsrnn_comm_allreduce_sum(tr->comm, tr->val_se, val->count, TSRNN_COMM_F64));
-    double sum = 0.0;
-    for (size_t i = 0; i < val->count; i++)
+        TSRNN_TRY(tsrnn_comm_allreduce_sum(tr->comm, tr->val_se, sums * V, TSRNN_COMM_F64));
+    double sum = 0.0, metric_sum = 0.0;
+    for (size_t i = 0; i < V; i++) {
         sum += tr->val_se[i];
-    *val_loss = sum / (double)(val->count * T * tr->ds->component_count);
+        if (tr->metric != NULL)
+            metric_sum += tr->val_se[V + i];
+    }
+    double elements = (double)(V * T * tr->ds->component_count);
+    *val_loss = sum / elements;
+    tr->metric_value = tr->metric != NULL ? metric_sum / elements : NAN;
     return TSRNN_OK;
 }
 
@@ -1171,9 +1250,12 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         const struct tsrnn_config *cfg = tr->cfg;
         bool on_val = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS;
         /* Darts logs train_loss per step: Lightning's callback_metrics hold the last one. */
-        tr->stop_early = tsrnn_early_stopping_check(
-            &tr->early_stopping, on_val ? "val_loss" : "train_loss",
-            on_val ? monitor_value : tr->last_step_loss, tr->stop_reason, sizeof(tr->stop_reason));
+        const char *watched = tr->metric != NULL ? tr->metric : on_val ? "val_loss" : "train_loss";
+        double value = tr->metric != NULL ? tr->metric_value
+                       : on_val           ? monitor_value
+                                          : tr->last_step_loss;
+        tr->stop_early = tsrnn_early_stopping_check(&tr->early_stopping, watched, value,
+                                                    tr->stop_reason, sizeof(tr->stop_reason));
         tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_EPOCH, epoch,
                                   (double)(float)monitor_value);
     }
@@ -1274,10 +1356,15 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
             TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
             if (tr->tb.fd >= 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "val_loss", (float)val_loss, tr->step - 1));
+                if (tr->metric != NULL)
+                    TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, tr->metric, (float)tr->metric_value,
+                                              tr->step - 1));
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step - 1));
             }
         }
         tsrnn_progress_set_metric(&tr->progress, "val_loss", val_loss);
+        if (tr->metric != NULL)
+            tsrnn_progress_set_metric(&tr->progress, tr->metric, tr->metric_value);
     }
     /* The bar's rate is the training's; checkpoints are written after it is done. */
     tsrnn_progress_end_epoch(&tr->progress, tsrnn_clock_now_s());

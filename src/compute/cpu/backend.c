@@ -1,5 +1,6 @@
 /* The CPU backend's table (backend.h): its context, memory (host memory, 64-byte aligned),
- * and the optimizer's elementwise operations. The model's operations are in model.c. */
+ * and the optimizers' elementwise operations (Adam's, the L2 penalty, SGD's with Nesterov,
+ * RMSprop's, Adagrad's). The model's operations are in model.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +130,171 @@ enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params
     return TSRNN_OK;
 }
 
+/* The L2 penalty of Adam, SGD, RMSprop and Adagrad: PyTorch's grad = grad.add(param,
+ * alpha=weight_decay), one rounding of the product and one of the sum (ATen's scalar path;
+ * its vector path fuses them). */
+TSRNN_CPU_BODY l2_decay_body(float *restrict grads, const float *restrict params, size_t count,
+                             float weight_decay)
+{
+    for (size_t i = 0; i < count; i++)
+        grads[i] = grads[i] + weight_decay * params[i];
+}
+
+TSRNN_CPU_ISA_VARIANTS(l2_decay,
+                       (float *restrict grads, const float *restrict params, size_t count,
+                        float weight_decay),
+                       (grads, params, count, weight_decay))
+
+enum tsrnn_status tsrnn_cpu_l2_decay(struct tsrnn_compute *ctx, float *grads, const float *params,
+                                     size_t count, float weight_decay)
+{
+    (void)ctx;
+    l2_decay(grads, params, count, weight_decay);
+    return TSRNN_OK;
+}
+
+/* torch.optim.SGD with nesterov (dampening 0), single-tensor path:
+ *     buf.mul_(momentum).add_(grad)          (the first step's clone(grad): 0 * m + g)
+ *     grad = grad.add(buf, alpha=momentum)
+ *     param.add_(grad, alpha=-lr) */
+TSRNN_CPU_BODY nesterov_update_body(float *restrict params, float *restrict momentum_buffer,
+                                    const float *restrict grads, size_t count, float momentum,
+                                    float neg_lr)
+{
+    for (size_t i = 0; i < count; i++) {
+        float g = grads[i];
+        float b = momentum_buffer[i] * momentum + g;
+        momentum_buffer[i] = b;
+        params[i] = params[i] + neg_lr * (g + momentum * b);
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(nesterov_update,
+                       (float *restrict params, float *restrict momentum_buffer,
+                        const float *restrict grads, size_t count, float momentum, float neg_lr),
+                       (params, momentum_buffer, grads, count, momentum, neg_lr))
+
+enum tsrnn_status tsrnn_cpu_nesterov_update(struct tsrnn_compute *ctx, float *params,
+                                            float *momentum_buffer, const float *grads,
+                                            size_t count, const struct tsrnn_nesterov_scalars *s)
+{
+    (void)ctx;
+    nesterov_update(params, momentum_buffer, grads, count, s->momentum, s->neg_lr);
+    return TSRNN_OK;
+}
+
+/* torch.optim.RMSprop, single-tensor path, operation by operation:
+ *     square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+ *     centered: grad_avg.lerp_(grad, 1 - alpha)        (ATen's lerp: w < 0.5 ? a + w (g - a)
+ *               avg = square_avg.addcmul(grad_avg,       : g - (g - a) (1 - w); its vector
+ *                     grad_avg, value=-1).sqrt_()         path fuses the first)
+ *     else:     avg = square_avg.sqrt()
+ *     avg.add_(eps)
+ *     momentum > 0: buf.mul_(momentum).addcdiv_(grad, avg); param.add_(buf, alpha=-lr)
+ *     else:         param.addcdiv_(grad, avg, value=-lr)
+ * `centered` and `with_momentum` are constants in each instance below, so every loop is
+ * branch-free and vectorises. */
+static inline __attribute__((always_inline)) void
+rmsprop_loop(float *restrict params, float *restrict square_avg, float *restrict momentum_buffer,
+             float *restrict grad_avg, const float *restrict grads, size_t count, float alpha,
+             float one_minus_alpha, float eps, float momentum, float neg_lr, bool centered,
+             bool with_momentum)
+{
+    bool small = fabsf(one_minus_alpha) < 0.5f; /* ATen's is_lerp_weight_small */
+    float w = one_minus_alpha, w_rest = 1.0f - one_minus_alpha;
+    for (size_t i = 0; i < count; i++) {
+        float g = grads[i];
+        float v = square_avg[i] * alpha + one_minus_alpha * g * g;
+        square_avg[i] = v;
+        float avg;
+        if (centered) {
+            float a = grad_avg[i];
+            a = small ? a + w * (g - a) : g - (g - a) * w_rest;
+            grad_avg[i] = a;
+            avg = sqrtf(v + -1.0f * a * a);
+        } else {
+            avg = sqrtf(v);
+        }
+        avg = avg + eps;
+        if (with_momentum) {
+            float b = momentum_buffer[i] * momentum + g / avg;
+            momentum_buffer[i] = b;
+            params[i] = params[i] + neg_lr * b;
+        } else {
+            params[i] = params[i] + neg_lr * g / avg;
+        }
+    }
+}
+
+#define RMSPROP_VARIANT(name, centered, with_momentum)                                             \
+    TSRNN_CPU_BODY name##_body(float *restrict params, float *restrict square_avg,                 \
+                               float *restrict momentum_buffer, float *restrict grad_avg,          \
+                               const float *restrict grads, size_t count,                          \
+                               const struct tsrnn_rmsprop_scalars *s)                              \
+    {                                                                                              \
+        rmsprop_loop(params, square_avg, momentum_buffer, grad_avg, grads, count, s->alpha,        \
+                     s->one_minus_alpha, s->eps, s->momentum, s->neg_lr, centered, with_momentum); \
+    }                                                                                              \
+    TSRNN_CPU_ISA_VARIANTS(name,                                                                   \
+                           (float *restrict params, float *restrict square_avg,                    \
+                            float *restrict momentum_buffer, float *restrict grad_avg,             \
+                            const float *restrict grads, size_t count,                             \
+                            const struct tsrnn_rmsprop_scalars *s),                                \
+                           (params, square_avg, momentum_buffer, grad_avg, grads, count, s))
+RMSPROP_VARIANT(rmsprop_plain, false, false)
+RMSPROP_VARIANT(rmsprop_momentum, false, true)
+RMSPROP_VARIANT(rmsprop_centered, true, false)
+RMSPROP_VARIANT(rmsprop_centered_momentum, true, true)
+#undef RMSPROP_VARIANT
+
+enum tsrnn_status tsrnn_cpu_rmsprop_update(struct tsrnn_compute *ctx, float *params,
+                                           float *square_avg, float *momentum_buffer,
+                                           float *grad_avg, const float *grads, size_t count,
+                                           const struct tsrnn_rmsprop_scalars *s)
+{
+    (void)ctx;
+    bool with_momentum = s->momentum > 0.0f; /* PyTorch's `if momentum > 0` */
+    if (s->centered && with_momentum)
+        rmsprop_centered_momentum(params, square_avg, momentum_buffer, grad_avg, grads, count, s);
+    else if (s->centered)
+        rmsprop_centered(params, square_avg, momentum_buffer, grad_avg, grads, count, s);
+    else if (with_momentum)
+        rmsprop_momentum(params, square_avg, momentum_buffer, grad_avg, grads, count, s);
+    else
+        rmsprop_plain(params, square_avg, momentum_buffer, grad_avg, grads, count, s);
+    return TSRNN_OK;
+}
+
+/* torch.optim.Adagrad, single-tensor path (dense gradients):
+ *     state_sum.addcmul_(grad, grad, value=1)
+ *     std = state_sum.sqrt().add_(eps)
+ *     param.addcdiv_(grad, std, value=-clr) */
+TSRNN_CPU_BODY adagrad_update_body(float *restrict params, float *restrict state_sum,
+                                   const float *restrict grads, size_t count, float eps,
+                                   float neg_clr)
+{
+    for (size_t i = 0; i < count; i++) {
+        float g = grads[i];
+        float sum = state_sum[i] + 1.0f * g * g;
+        state_sum[i] = sum;
+        params[i] = params[i] + neg_clr * g / (sqrtf(sum) + eps);
+    }
+}
+
+TSRNN_CPU_ISA_VARIANTS(adagrad_update,
+                       (float *restrict params, float *restrict state_sum,
+                        const float *restrict grads, size_t count, float eps, float neg_clr),
+                       (params, state_sum, grads, count, eps, neg_clr))
+
+enum tsrnn_status tsrnn_cpu_adagrad_update(struct tsrnn_compute *ctx, float *params,
+                                           float *state_sum, const float *grads, size_t count,
+                                           const struct tsrnn_adagrad_scalars *s)
+{
+    (void)ctx;
+    adagrad_update(params, state_sum, grads, count, s->eps, s->neg_clr);
+    return TSRNN_OK;
+}
+
 /* torch.nn.utils.clip_grad_norm_ (backend.h): each tensor's 2-norm and their 2-norm, summed
  * in double, rounded to float where PyTorch's float32 tensors round them. */
 static enum tsrnn_status cpu_clip_grad_norm(struct tsrnn_compute *ctx, float *grads,
@@ -209,7 +375,12 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
         .host_memory = true,
         .layer_ops = true, /* the door composes its step and forward (src/compute/step.c) */
         .l1_loss = true,
+        .huber_loss = true,
         .optimizers = true,
+        .l2_weight_decay = true,
+        .nesterov = true,
+        .rmsprop = true,
+        .adagrad = true,
         .clipping = true,
         .reduction = true,
         .immediate_results = true,
@@ -244,8 +415,15 @@ const struct tsrnn_compute_backend tsrnn_compute_backend_cpu = {
     .likelihood_forward = tsrnn_cpu_likelihood_forward,
     .likelihood_backward = tsrnn_cpu_likelihood_backward,
     .window_likelihood_losses = tsrnn_cpu_window_likelihood_losses,
+    .huber_forward = tsrnn_cpu_huber_forward,
+    .huber_backward = tsrnn_cpu_huber_backward,
+    .window_huber_errors = tsrnn_cpu_window_huber_errors,
     .output_download = tsrnn_cpu_output_download,
     .scale_check = tsrnn_cpu_scale_check,
     .adam_update = tsrnn_cpu_adam_update,
+    .l2_decay = tsrnn_cpu_l2_decay,
+    .nesterov_update = tsrnn_cpu_nesterov_update,
+    .rmsprop_update = tsrnn_cpu_rmsprop_update,
+    .adagrad_update = tsrnn_cpu_adagrad_update,
     .clip_grad_norm = cpu_clip_grad_norm,
 };

@@ -408,6 +408,13 @@ enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, void *ws, floa
 enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, void *ws);
 enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *ws, double *ae);
 enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx, void *ws, double *se);
+enum tsrnn_status tsrnn_cpu_huber_forward(struct tsrnn_compute *ctx, void *ws,
+                                          enum tsrnn_loss_kind loss, float delta, float *loss_out);
+enum tsrnn_status tsrnn_cpu_huber_backward(struct tsrnn_compute *ctx, void *ws,
+                                           enum tsrnn_loss_kind loss, float delta);
+enum tsrnn_status tsrnn_cpu_window_huber_errors(struct tsrnn_compute *ctx, void *ws,
+                                                enum tsrnn_loss_kind loss, float delta,
+                                                double *sums);
 enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *ws, size_t t,
                                             float *out);
 enum tsrnn_status tsrnn_cpu_likelihood_forward(struct tsrnn_compute *ctx, void *ws,
@@ -427,5 +434,19 @@ bool tsrnn_cpu_workspace_packed_products(struct tsrnn_workspace *ws);
 enum tsrnn_status tsrnn_cpu_adam_update(struct tsrnn_compute *ctx, float *params, float *exp_avg,
                                         float *exp_avg_sq, const float *grads, size_t count,
                                         const struct tsrnn_adam_scalars *s);
+/* The other optimizers' elementwise updates (backend.h), vectorised as Adam's: the same bits
+ * at every vector level (tests/test_model.c). */
+enum tsrnn_status tsrnn_cpu_l2_decay(struct tsrnn_compute *ctx, float *grads, const float *params,
+                                     size_t count, float weight_decay);
+enum tsrnn_status tsrnn_cpu_nesterov_update(struct tsrnn_compute *ctx, float *params,
+                                            float *momentum_buffer, const float *grads,
+                                            size_t count, const struct tsrnn_nesterov_scalars *s);
+enum tsrnn_status tsrnn_cpu_rmsprop_update(struct tsrnn_compute *ctx, float *params,
+                                           float *square_avg, float *momentum_buffer,
+                                           float *grad_avg, const float *grads, size_t count,
+                                           const struct tsrnn_rmsprop_scalars *s);
+enum tsrnn_status tsrnn_cpu_adagrad_update(struct tsrnn_compute *ctx, float *params,
+                                           float *state_sum, const float *grads, size_t count,
+                                           const struct tsrnn_adagrad_scalars *s);
 
 #endif

@@ -999,6 +999,76 @@ enum tsrnn_status tsrnn_cpu_window_likelihood_losses(struct tsrnn_compute *ctx, 
     return TSRNN_OK;
 }
 
+/* One element's loss as ATen's huber and smooth_l1 kernels compute it in float32, z = |out -
+ * y|: HuberLoss z < delta ? 0.5 z z : delta (z - 0.5 delta); SmoothL1Loss z < beta ? 0.5 z z
+ * / beta : z - 0.5 beta (beta > 0: the door runs beta 0 as L1Loss). */
+static inline float huber_element(enum tsrnn_loss_kind loss, float delta, float out, float y)
+{
+    float z = fabsf(out - y);
+    if (loss == TSRNN_LOSS_HUBER)
+        return z < delta ? 0.5f * z * z : delta * (z - 0.5f * delta);
+    return z < delta ? 0.5f * z * z / delta : z - 0.5f * delta;
+}
+
+/* nn.HuberLoss(delta) / nn.SmoothL1Loss(beta) with reduction "mean". */
+enum tsrnn_status tsrnn_cpu_huber_forward(struct tsrnn_compute *ctx, void *workspace,
+                                          enum tsrnn_loss_kind loss, float delta, float *loss_out)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    double sum = 0.0;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)huber_element(loss, delta, ws->out[i], ws->y[i]);
+    *loss_out = (float)(sum / (double)n);
+    return TSRNN_OK;
+}
+
+/* ATen's huber_backward and smooth_l1_backward (their vector paths) with grad_output 1 and
+ * norm = 1 / numel: norm * (|x| >= delta ? +-delta : x), norm * (|x| >= beta ? +-1 : x / beta),
+ * the sign + where x > 0. */
+enum tsrnn_status tsrnn_cpu_huber_backward(struct tsrnn_compute *ctx, void *workspace,
+                                           enum tsrnn_loss_kind loss, float delta)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
+    float norm = (float)(1.0 / (double)n);
+    (void)ctx;
+    if (loss == TSRNN_LOSS_HUBER) {
+        for (size_t i = 0; i < n; i++) {
+            float x = ws->out[i] - ws->y[i];
+            float outer = x > 0.0f ? delta : -delta;
+            ws->d_out[i] = norm * (fabsf(x) >= delta ? outer : x);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            float x = ws->out[i] - ws->y[i];
+            float outer = x > 0.0f ? 1.0f : -1.0f;
+            ws->d_out[i] = norm * (fabsf(x) >= delta ? outer : x / delta);
+        }
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_cpu_window_huber_errors(struct tsrnn_compute *ctx, void *workspace,
+                                                enum tsrnn_loss_kind loss, float delta,
+                                                double *sums)
+{
+    struct cpu_workspace *ws = workspace;
+    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
+    (void)ctx;
+    for (size_t b = 0; b < B; b++) {
+        double sum = 0.0;
+        for (size_t t = 0; t < T; t++)
+            for (size_t o = 0; o < O; o++) {
+                size_t i = (t * B + b) * O + o;
+                sum += (double)huber_element(loss, delta, ws->out[i], ws->y[i]);
+            }
+        sums[b] = sum;
+    }
+    return TSRNN_OK;
+}
+
 enum tsrnn_status tsrnn_cpu_output_download(struct tsrnn_compute *ctx, void *workspace, size_t t,
                                             float *out)
 {
