@@ -8,6 +8,8 @@ their class name and read through their attributes: neither torch nor Darts is i
 
 import math
 
+from ._lib import TsrnnUsageError
+
 # Darts' TorchForecastingModel and PLForecastingModule keyword arguments (Darts 0.48), beside
 # RNNModel's own (input_chunk_length, model, hidden_dim, n_rnn_layers, dropout,
 # training_length).
@@ -95,7 +97,7 @@ def text(value):
 
 
 def refuse(what, why):
-    raise ValueError("%s: %s" % (what, why))
+    raise TsrnnUsageError("%s: %s" % (what, why))
 
 
 def class_name(obj):

@@ -28,11 +28,12 @@ def _stamp_format(series):
     import pandas as pd
 
     index = pd.to_datetime(np.concatenate([s.times for s in series]), unit="s")
-    if (index.hour | index.minute | index.second).any():
+    if np.any(index.hour.to_numpy()) or np.any(index.minute.to_numpy()) or \
+            np.any(index.second.to_numpy()):
         return "%Y-%m-%d %H:%M:%S"
-    if (index.day != 1).any():
+    if np.any(index.day.to_numpy() != 1):
         return "%Y-%m-%d"
-    if (index.month != 1).any():
+    if np.any(index.month.to_numpy() != 1):
         return "%Y-%m"
     return "%Y"
 
@@ -154,6 +155,7 @@ def fit(model, train, val, mode, write):
                     proc.send_signal(signal.SIGINT)  # the workers stop at a step boundary
                 interrupted = True
         relay.join()
+        proc.stdout.close()
         run_dir = os.path.join(run.get("output", "work_dir"), run.get("output", "model_name"))
         if code == 0 or code == 130:
             run.load_checkpoint(run_dir, "last")

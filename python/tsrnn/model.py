@@ -26,8 +26,13 @@ SERIES_FILE = "training_series.npz"  # beside a model's checkpoints: its trainin
 
 
 def _unsupported(name, value, default, why):
-    if value is not default and value != default:
-        raise TsrnnUsageError("%s=%r: %s" % (name, value, why))
+    """Refuses `value` unless it is the default (None: anything given is refused; a series or
+    an array is never compared element by element)."""
+    given = value is not default if default is None or not np.isscalar(value) else \
+        value != default
+    if given:
+        shown = value if np.isscalar(value) else type(value).__name__
+        raise TsrnnUsageError("%s=%r: %s" % (name, shown, why))
 
 
 def _output_writer():
