@@ -182,8 +182,8 @@ def test_covariates_and_encoders_equal_the_command_line(tmp_path):
     frame.to_csv(data, float_format="%.9g")
     run([BIN / "tsrnn-worker", AIR_INI, "--set", "data.path=%s" % data, "--set",
          "covariates.columns=trend,wave", "--set", "covariates.cyclic=month", "--set",
-         "training.n_epochs=40", "--set", "forecast.n=23", "--set", "output.work_dir=%s" % (tmp_path / "cli"),
-         "--progress", "none"], cwd=tmp_path)
+         "training.n_epochs=40", "--set", "forecast.n=23", "--set",
+         "output.work_dir=%s" % (tmp_path / "cli"), "--progress", "none"], cwd=tmp_path)
     train, val, scale, offset = scaled_air()
     model = guide_model(n_epochs=40, work_dir=str(tmp_path / "py"),
                         add_encoders={"cyclic": {"future": ["month"]}})
