@@ -117,9 +117,17 @@ def _data_settings(folder, train, val):
     return sets
 
 
-def _relay(stream, write):
+def _relay(stream, write, tail):
+    """The launcher's report to `write`; its last 8 KiB kept in `tail` for the error."""
     for chunk in iter(lambda: stream.read1(65536), b""):
         write(chunk)
+        tail[0] = (tail[0] + chunk)[-8192:]
+
+
+def _error_line(tail):
+    """The last `error:` line of the launcher's report (the worker's or its own)."""
+    lines = [line for line in tail.decode("utf-8", "replace").splitlines() if "error:" in line]
+    return lines[-1].strip() if lines else None
 
 
 def fit(model, train, val, mode, write):
@@ -143,7 +151,8 @@ def fit(model, train, val, mode, write):
         # A session of its own: Ctrl-C reaches the launcher once, through this process.
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-        relay = threading.Thread(target=_relay, args=(proc.stdout, write), daemon=True)
+        tail = [b""]
+        relay = threading.Thread(target=_relay, args=(proc.stdout, write, tail), daemon=True)
         relay.start()
         interrupted = False
         while True:
@@ -164,7 +173,9 @@ def fit(model, train, val, mode, write):
             raise KeyboardInterrupt("tsrnn: the data-parallel fit stopped at a step boundary")
         if code != 0:
             status = _EXIT_STATUS.get(code, _lib.IO)
-            raise _lib.error(status, "tsrnn-launch exited with %d (its report is above)" % code)
+            line = _error_line(tail[0])
+            raise _lib.error(status, "tsrnn-launch exited with %d: %s" % (
+                code, line if line else "its report is above"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

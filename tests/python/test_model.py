@@ -271,3 +271,14 @@ def test_the_core_needs_numpy_alone_and_tsrnn_darts_says_what_to_install(tmp_pat
             "    print(e)\n" % tsrnn.version())
     out = run([sys.executable, "-c", code], cwd=tmp_path, env=package_env())
     assert "tsrnn.darts is for scripts written for Darts and needs it: pip install darts" in out
+
+
+def test_a_failed_data_parallel_fit_raises_with_the_launchers_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the guide's GPU settings on no GPU
+    model = RNNModel(4, n_epochs=2, work_dir=str(tmp_path),
+                     pl_trainer_kwargs={"accelerator": "gpu", "devices": -1,
+                                        "enable_progress_bar": False})
+    with pytest.raises(TsrnnUsageError) as e:
+        model.fit(np.arange(40, dtype=np.float32) / 40)
+    assert str(e.value).startswith("tsrnn-launch exited with 2: tsrnn-launch: error: "
+                                   "--accelerator gpu, but no GPU is visible")
