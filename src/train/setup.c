@@ -1,0 +1,325 @@
+/* Setting up one rank's training and tearing it down: the checks a config and its data must
+ * pass before anything is written, the model and its initial parameters (or imported ones),
+ * the optimizer, learning-rate scheduler and early stopping, the sampler and dropout stream,
+ * the batch and validation buffers, then rank 0's run folder and checkpoint writer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer.h"
+#include "tsrnn/checkpoint.h"
+#include "tsrnn/memory.h"
+#include "tsrnn/plot.h"
+#include "tsrnn/safetensors.h"
+
+/* The initial parameters, made on the host (init_weights or Darts' initialisation for
+ * random_state) and uploaded. */
+static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_model_dims *dims)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    float *host = malloc(tr->model.table.total_count * sizeof(float) + 1);
+    if (host == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu parameters",
+                           tr->model.table.total_count);
+    enum tsrnn_status status = TSRNN_OK;
+    if (cfg->init_weights[0] != '\0')
+        status = tsrnn_model_load_params(host, &tr->model.table, cfg->init_weights);
+    else
+        tsrnn_model_init_params(host, &tr->model.table, dims, (uint32_t)cfg->random_state);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_upload_params(&tr->model, host);
+    free(host);
+    return status;
+}
+
+/* Adam's state of a model converted from Darts: an init_weights file written by
+ * scripts/darts-to-tsrnn holds the moments of Darts' Lightning checkpoint under tsrnn's
+ * names (the other optimizers' state as the checkpoint keeps it: include/tsrnn/checkpoint.h,
+ * centered RMSprop's grad_avg as optim.grad_avg.*) and their step as `darts.adam_step`; a
+ * new run continues them, as a Darts fit
+ * from that checkpoint would. Other init_weights files (a tsrnn checkpoint, plain weights)
+ * bring the weights only, as Darts' load_weights. */
+static enum tsrnn_status imported_moments(struct trainer *tr)
+{
+    const char *path = tr->cfg->init_weights;
+    struct tsrnn_safetensors st = { 0 };
+    TSRNN_TRY(tsrnn_safetensors_read(&st, path));
+    const char *step_text = tsrnn_safetensors_metadata(&st, "darts.adam_step");
+    char *end = NULL;
+    unsigned long long step = step_text ? strtoull(step_text, &end, 10) : 0;
+    enum tsrnn_status status = TSRNN_OK;
+    if (step_text != NULL && (end == step_text || *end != '\0' || step > (1ull << 53)))
+        status = tsrnn_error(TSRNN_ERR_DATA,
+                             "%s: __metadata__ \"darts.adam_step\" = \"%s\"; expected an "
+                             "integer from 0 to 2^53",
+                             tsrnn_display_path(path), step_text);
+    if (status != TSRNN_OK || step == 0) {
+        tsrnn_safetensors_finish(&st);
+        return status;
+    }
+    size_t count = tr->model.table.total_count;
+    float *host = malloc(3 * count * sizeof(float) + 1);
+    if (host == NULL)
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for Adam's moments");
+    if (status == TSRNN_OK)
+        status = tsrnn_model_read_tensors(host, &tr->model.table, &st, "optim.exp_avg.", path);
+    if (status == TSRNN_OK)
+        status = tsrnn_model_read_tensors(host + count, &tr->model.table, &st, "optim.exp_avg_sq.",
+                                          path);
+    if (status == TSRNN_OK)
+        status = tsrnn_adam_import(&tr->adam, host, host + count);
+    /* centered RMSprop's grad_avg, under its own name */
+    if (status == TSRNN_OK && tr->adam.grad_avg != NULL)
+        status = tsrnn_model_read_tensors(host + 2 * count, &tr->model.table, &st,
+                                          "optim.grad_avg.", path);
+    if (status == TSRNN_OK && tr->adam.grad_avg != NULL)
+        status = tsrnn_compute_upload(tr->compute, tr->adam.grad_avg, host + 2 * count,
+                                      count * sizeof(float));
+    if (status == TSRNN_OK)
+        tr->adam.step = step;
+    free(host);
+    tsrnn_safetensors_finish(&st);
+    return status;
+}
+
+/* [forecast] plot = true written in the config (not the default): the picture is asked for,
+ * so a machine where cairo cannot draw refuses the run before it trains, not after. */
+static enum tsrnn_status check_plot(const struct tsrnn_config *cfg)
+{
+    const char *origin = tsrnn_config_origin(cfg, "forecast", "plot");
+    char why[1024];
+    if (cfg->forecast_n == 0 || !cfg->forecast_plot || strcmp(origin, "default") == 0 ||
+        tsrnn_plot_usable(why, sizeof(why)))
+        return TSRNN_OK;
+    return tsrnn_error(TSRNN_ERR_USAGE,
+                       "%s: [forecast] plot = true, but the picture cannot be drawn here: %s; "
+                       "accepted: plot = false (or leave it out: the picture is then skipped with "
+                       "a warning)",
+                       origin, why);
+}
+
+/* A likelihood whose torch distribution validates its targets (negative_binomial and
+ * geometric: counts; lognormal, gamma and weibull: positive; halfnormal and exponential:
+ * non-negative; bernoulli: 0 or 1; Darts stops on the first batch otherwise) trains on such targets only: refused before anything is written, naming the
+ * first value that is not one. */
+static enum tsrnn_status check_support(const struct trainer *tr, const struct tsrnn_likelihood *lik)
+{
+    enum tsrnn_likelihood_support support = tsrnn_likelihood_support(lik->kind);
+    const struct tsrnn_dataset *ds = tr->ds;
+    for (size_t i = 0; i < ds->series_count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        size_t C = item->series.component_count;
+        for (size_t p = 0; p < item->series.length; p++)
+            for (size_t c = 0; c < C; c++) {
+                float v = item->scaled[p * C + c];
+                if (tsrnn_likelihood_supports(support, v))
+                    continue;
+                char stamp[64];
+                tsrnn_time_format(item->series.times[p], item->series.time_unit, stamp,
+                                  sizeof(stamp));
+                return tsrnn_error(
+                    TSRNN_ERR_DATA,
+                    "%s: [model] likelihood = %s models %s, but %s%s%s%s at %s is %g after "
+                    "[data] scaler = %s; accepted: such targets (a minmax scaler maps the "
+                    "training minimum to 0: scaler = none), as Darts' %s validates them (torch's "
+                    "log_prob)",
+                    tsrnn_config_origin(tr->cfg, "model", "likelihood"),
+                    tsrnn_likelihood_name(lik->kind), tsrnn_likelihood_support_text(support),
+                    item->series.component_names[c], item->id[0] ? " of series '" : "", item->id,
+                    item->id[0] ? "'" : "", stamp, (double)v,
+                    tr->cfg->scaler == TSRNN_SCALER_NONE ? "none" : "minmax",
+                    tsrnn_likelihood_darts_class(lik->kind));
+            }
+    }
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
+    size_t B = (size_t)cfg->batch_size;
+    /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
+    size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world_size);
+    /* RNNModel's input: the target's C components beside the K future covariates. */
+    struct tsrnn_likelihood likelihood;
+    tsrnn_config_likelihood(cfg, &likelihood);
+    bool probabilistic = likelihood.kind != TSRNN_LIKELIHOOD_NONE;
+    struct tsrnn_model_dims dims = {
+        .kind = cfg->model,
+        .input_count = C + K,
+        .hidden_count = (size_t)cfg->hidden_dim,
+        .layer_count = (size_t)cfg->n_rnn_layers,
+        .output_count = C,
+        .dropout = cfg->dropout,
+        .param_count = tsrnn_likelihood_param_count(&likelihood),
+    };
+
+    TSRNN_TRY(tsrnn_train_check(cfg));
+    if (tsrnn_likelihood_support(likelihood.kind) != TSRNN_SUPPORT_REAL)
+        TSRNN_TRY(check_support(tr, &likelihood));
+    if (tr->writes_files)
+        TSRNN_TRY(check_plot(cfg));
+    if (tr->compute == NULL) {
+        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg,
+                                             tr->world != NULL ? tr->world->device_index : 0));
+        tr->owns_compute = true;
+    }
+    /* Whether it fits, before anything is allocated or written. */
+    size_t local_processes = tr->world != NULL && tr->world->local_world_size_known
+                                 ? (size_t)tr->world->local_world_size
+                                 : 1;
+    TSRNN_TRY(
+        tsrnn_train_check_memory(cfg, ds, &dims, tr->compute, batch_capacity, local_processes));
+    tr->state.random_state = (uint32_t)cfg->random_state;
+    tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
+    tr->state.best_value = NAN;
+    tr->state.best_epoch = -1;
+    if ((size_t)snprintf(tr->run_dir, sizeof(tr->run_dir), "%s/%s", cfg->work_dir,
+                         cfg->model_name) >= sizeof(tr->run_dir) - 16)
+        return tsrnn_error(TSRNN_ERR_USAGE, "[output] work_dir + model_name is too long");
+    snprintf(tr->ckpt_dir, sizeof(tr->ckpt_dir), "%s/checkpoints", tr->run_dir);
+    if (tr->writes_files)
+        TSRNN_TRY(tsrnn_trainer_lock_folder(tr, false));
+
+    /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
+    /* What the backend must provide, asked once, before anything is allocated (the pjrt
+     * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers
+     * and early stopping run on the host and work everywhere. */
+    struct tsrnn_compute_needs needs = {
+        .loss = probabilistic                                              ? TSRNN_LOSS_LIKELIHOOD
+                : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 && cfg->beta == 0.0 ? TSRNN_LOSS_L1
+                                                                           : cfg->loss_fn,
+        .likelihood = tsrnn_likelihood_name(likelihood.kind),
+        .likelihood_origin = tsrnn_config_origin(cfg, "model", "likelihood"),
+        .other_optimizer = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM,
+        .rule = tsrnn_optimizer_rule(cfg->optimizer_cls, cfg->nesterov),
+        .l2_weight_decay = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAMW && cfg->weight_decay > 0.0,
+        .clipping = cfg->gradient_clip_val > 0.0,
+        .world_size = tr->world_size,
+        .loss_origin = tsrnn_config_origin(cfg, "training", "loss_fn"),
+        .optimizer_origin = tsrnn_config_origin(cfg, "training", "optimizer_cls"),
+        .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
+        .weight_decay_origin = tsrnn_config_origin(cfg, "training", "weight_decay"),
+        .nesterov_origin = tsrnn_config_origin(cfg, "training", "nesterov"),
+        /* EarlyStopping on MeanAbsoluteError reads validation's absolute errors (L1Loss's) */
+        .abs_errors = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE,
+        .monitor_origin = tsrnn_config_origin(cfg, "early_stopping", "monitor"),
+    };
+    TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
+    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, batch_capacity, T));
+    tr->model.loss = cfg->loss_fn;
+    tr->model.loss_delta = (float)(cfg->loss_fn == TSRNN_LOSS_HUBER       ? cfg->delta
+                                   : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 ? cfg->beta
+                                                                          : 0.0);
+    if (probabilistic)
+        TSRNN_TRY(tsrnn_model_likelihood(&tr->model, &likelihood));
+    TSRNN_TRY(initial_params(tr, &dims));
+    TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
+    TSRNN_TRY(tsrnn_adam_set_rule(&tr->adam, cfg));
+    /* What every training step updates: the model's parameters, the optimizer's state. */
+    struct tsrnn_step_state state = tsrnn_adam_step_state(&tr->adam, tr->model.params);
+    TSRNN_TRY(tsrnn_compute_bind_state(tr->model.ws, &state));
+    tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
+    tr->adam.lr = tsrnn_lr_scheduler_initial_lr(&tr->scheduler, cfg->lr);
+    tsrnn_early_stopping_init(&tr->early_stopping, cfg);
+    if (tr->comm != NULL)
+        tsrnn_comm_step_reduce(tr->comm, &tr->reduce);
+    tr->read_every = 1;
+    if (!tsrnn_compute_caps(tr->compute)->immediate_results) {
+        int64_t every = cfg->log_every_n_steps;
+        tr->read_every = every < 1                              ? 1
+                         : every > TSRNN_MODEL_RESULTS_CAPACITY ? TSRNN_MODEL_RESULTS_CAPACITY
+                                                                : (size_t)every;
+    }
+    if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
+        TSRNN_TRY(imported_moments(tr));
+    if (cfg->resume[0] != '\0' && tr->writes_files)
+        TSRNN_TRY(tsrnn_trainer_resume(tr, cfg->resume));
+    TSRNN_TRY(tsrnn_trainer_share_rank0_state(tr));
+    tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam); /* OneCycleLR's, at its step */
+    /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
+     * per parameter before the loaders start (also when init_weights replaces it); whether
+     * Lightning's sanity check drew one more is rng_compat's. */
+    struct tsrnn_darts_fit fit = {
+        .random_state = (uint32_t)cfg->random_state,
+        .param_count = tr->model.table.total_count,
+        .validation = ds->val.count > 0,
+        .sanity_check_draws = cfg->rng_compat == TSRNN_RNG_COMPAT_LIGHTNING1,
+        .shuffle = cfg->shuffle,
+    };
+    /* Dropout draws inside each step from the same generator (dropout.h), which moves the
+     * later epochs' shuffles on. */
+    size_t W = (size_t)tr->world_size;
+    tsrnn_dropout_stream_init(&tr->dropout, &fit, tsrnn_model_dropout_draws(&dims, T),
+                              (ds->train.count + W - 1) / W, (size_t)tr->rank, W);
+    struct tsrnn_shuffle shuffle = {
+        .random_state = fit.random_state,
+        .param_count = fit.param_count,
+        .validation = fit.validation,
+        .sanity_check_draws = fit.sanity_check_draws,
+        .epoch_draws = tr->dropout.fit.epoch_draws,
+    };
+    TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
+                                 (size_t)tr->rank, (size_t)tr->world_size));
+    if (tr->start_batch >= tsrnn_sampler_batch_count(&tr->sampler)) {
+        tr->start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
+        tr->start_batch = 0;
+    }
+    TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->scheduler, cfg,
+                                             (int64_t)tsrnn_sampler_batch_count(&tr->sampler)));
+
+    tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
+    tr->y = malloc(batch_capacity * T * C * sizeof(float));
+    tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
+    if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
+        cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) {
+        bool mae = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE;
+        tr->metric = mae ? "val_MeanAbsoluteError" : "val_MeanSquaredError";
+        tr->metric_loss = mae ? TSRNN_LOSS_L1 : TSRNN_LOSS_MSE;
+    }
+    size_t sums = tr->metric != NULL ? 2 : 1;
+    tr->metric_value = NAN;
+    tr->val_se = malloc((sums * ds->val.count + 1) * sizeof(double));
+    tr->batch_se = malloc(sums * batch_capacity * sizeof(double));
+    if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
+        tr->batch_se == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
+                           batch_capacity);
+    /* Validation shards without padding: each window is evaluated exactly once. */
+    for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
+        tr->val_idx[tr->val_local_count++] = i;
+
+    if (!tr->writes_files)
+        return TSRNN_OK;
+    TSRNN_TRY(tsrnn_trainer_prepare_folder(tr));
+    tsrnn_world_report(tr->world, "run_dir", "%s", tr->run_dir);
+    /* TSRNN_CHECKPOINT_SYNC=1 writes each epoch's checkpoints before the next epoch starts,
+     * as tsrnn did before the writer thread: for tests and comparisons (docs/run-folder.md). */
+    const char *sync = getenv("TSRNN_CHECKPOINT_SYNC");
+    if (cfg->save_checkpoints)
+        TSRNN_TRY(tsrnn_checkpoint_writer_create(&tr->ckpt_writer, tr->ckpt_dir, &tr->model, cfg,
+                                                 ds, sync == NULL || strcmp(sync, "1") != 0));
+    return TSRNN_OK;
+}
+
+void tsrnn_trainer_finish(struct trainer *tr)
+{
+    tsrnn_jobs_finish(&tr->jobs); /* joined already where the run got that far */
+    tsrnn_checkpoint_writer_destroy(tr->ckpt_writer); /* reads the model: first */
+    tsrnn_metrics_csv_close(&tr->metrics);
+    tsrnn_tb_close(&tr->tb);
+    tsrnn_model_finish(&tr->model);
+    tsrnn_adam_finish(&tr->adam);
+    tsrnn_sampler_finish(&tr->sampler);
+    if (tr->owns_compute)
+        tsrnn_compute_destroy(tr->compute);
+    free(tr->x);
+    free(tr->y);
+    free(tr->val_idx);
+    free(tr->val_se);
+    free(tr->batch_se);
+    free(tr->gpus);
+    tsrnn_run_lock_release(&tr->lock);
+}
