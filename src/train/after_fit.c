@@ -63,7 +63,7 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
     const struct tsrnn_dataset *ds = tr->ds;
     char path[PATH_MAX + 32];
     struct tsrnn_atomic_file af;
-    snprintf(path, sizeof(path), "%s/validation.csv", tr->run_dir);
+    snprintf(path, sizeof(path), "%s/validation.csv", tr->folder.dir);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     fprintf(af.file, "%s,steps,mape,mae,rmse", id_column(tr->cfg));
     if (q_each != NULL)
@@ -194,7 +194,7 @@ enum tsrnn_status tsrnn_trainer_forecast_validation(struct trainer *tr,
         r->rmse = mean.rmse;
         if (r->has_quantile_scores)
             tsrnn_quantile_scores_mean(&r->quantile_scores, q_each, S);
-        if (tr->writes_files && tsrnn_trainer_named_series(ds))
+        if (tr->world.writes_files && tsrnn_trainer_named_series(ds))
             status = write_validation(tr, each, &mean, r->has_quantile_scores ? q_each : NULL,
                                       &r->quantile_scores);
     }
@@ -221,11 +221,11 @@ static enum tsrnn_status plot_forecasts(struct trainer *tr, const struct tsrnn_f
         ids[i] = item->id;
         tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
         if (tsrnn_trainer_named_series(ds)) {
-            snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->run_dir, file_id);
+            snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->folder.dir, file_id);
             snprintf(title, sizeof(title), "%s %s, series %s", cfg->model_name,
                      tsrnn_model_kind_name(cfg->model), item->id);
         } else {
-            snprintf(path, sizeof(path), "%s/forecast.png", tr->run_dir);
+            snprintf(path, sizeof(path), "%s/forecast.png", tr->folder.dir);
             snprintf(title, sizeof(title), "%s %s", cfg->model_name,
                      tsrnn_model_kind_name(cfg->model));
         }
@@ -300,8 +300,8 @@ enum tsrnn_status tsrnn_trainer_write_forecast(struct trainer *tr)
     }
     for (size_t i = 0; i < S; i++)
         sources[i] = forecast_source(ds, i);
-    snprintf(path, sizeof(path), "%s/forecast.csv", tr->run_dir);
-    snprintf(samples_path, sizeof(samples_path), "%s/forecast_samples.csv", tr->run_dir);
+    snprintf(path, sizeof(path), "%s/forecast.csv", tr->folder.dir);
+    snprintf(samples_path, sizeof(samples_path), "%s/forecast_samples.csv", tr->folder.dir);
     /* The forecasts here (they run the model, this thread's); the files with their fsyncs
      * beside the pictures, on the helper thread. */
     struct text_file csv = { .path = path }, samples = { .path = samples_path };
@@ -313,12 +313,12 @@ enum tsrnn_status tsrnn_trainer_write_forecast(struct trainer *tr)
     if (status == TSRNN_OK)
         status = forecast_text(tr, f, sources, &opt, false, &csv);
     if (status == TSRNN_OK)
-        status = tsrnn_jobs_add(&tr->jobs, write_text_job, &csv);
+        status = tsrnn_jobs_add(&tr->folder.jobs, write_text_job, &csv);
     if (status == TSRNN_OK && write_samples)
         status = forecast_text(tr, f, sources, &opt, true, &samples);
     if (status == TSRNN_OK && write_samples)
-        status = tsrnn_jobs_add(&tr->jobs, write_text_job, &samples);
-    tsrnn_jobs_start(&tr->jobs);
+        status = tsrnn_jobs_add(&tr->folder.jobs, write_text_job, &samples);
+    tsrnn_jobs_start(&tr->folder.jobs);
     /* plot = true is the default: where cairo cannot draw (a build without it, a machine
      * without libcairo.so.2) the picture is skipped with a warning; asked for explicitly, it
      * was refused before training (check_plot). A forecast of the likelihood's parameters has
@@ -336,25 +336,26 @@ enum tsrnn_status tsrnn_trainer_write_forecast(struct trainer *tr)
     status = tsrnn_trainer_finish_jobs(tr, status);
     free(csv.text);
     free(samples.text);
-    if (status == TSRNN_OK && tr->out != NULL && !tsrnn_trainer_named_series(ds)) {
+    if (status == TSRNN_OK && tr->report.out != NULL && !tsrnn_trainer_named_series(ds)) {
         const struct tsrnn_dataset_series *item = &ds->items[0];
         char first[64], last[64];
         tsrnn_time_format(f[0].times[0], item->series.time_unit, first, sizeof(first));
         tsrnn_time_format(f[0].times[f[0].length - 1], item->series.time_unit, last, sizeof(last));
-        fprintf(tr->out, "Forecast %zu steps (%s .. %s", f[0].length, first, last);
+        fprintf(tr->report.out, "Forecast %zu steps (%s .. %s", f[0].length, first, last);
         if (f[0].sample_count > 1)
-            fprintf(tr->out, ", %zu sample paths", f[0].sample_count);
-        fprintf(tr->out, "): %s/forecast.csv%s%s\n", tsrnn_display_path(tr->run_dir),
+            fprintf(tr->report.out, ", %zu sample paths", f[0].sample_count);
+        fprintf(tr->report.out, "): %s/forecast.csv%s%s\n", tsrnn_display_path(tr->folder.dir),
                 write_samples ? ", forecast_samples.csv" : "", draw ? " and forecast.png" : "");
-    } else if (status == TSRNN_OK && tr->out != NULL) {
-        fprintf(tr->out, "Forecast %d steps of each of the %zu series", cfg->forecast_n, S);
+    } else if (status == TSRNN_OK && tr->report.out != NULL) {
+        fprintf(tr->report.out, "Forecast %d steps of each of the %zu series", cfg->forecast_n, S);
         if (f[0].sample_count > 1)
-            fprintf(tr->out, ", %zu sample paths each", f[0].sample_count);
-        fprintf(tr->out, ": %s/forecast.csv%s", tsrnn_display_path(tr->run_dir),
+            fprintf(tr->report.out, ", %zu sample paths each", f[0].sample_count);
+        fprintf(tr->report.out, ": %s/forecast.csv%s", tsrnn_display_path(tr->folder.dir),
                 write_samples ? ", forecast_samples.csv" : "");
         if (drawn > 0)
-            fprintf(tr->out, " and the plots of the first %zu (forecast_<series>.png)", drawn);
-        fputc('\n', tr->out);
+            fprintf(tr->report.out, " and the plots of the first %zu (forecast_<series>.png)",
+                    drawn);
+        fputc('\n', tr->report.out);
     }
     for (size_t i = 0; have_forecasts && i < S; i++)
         tsrnn_forecast_finish(&f[i]);

@@ -12,8 +12,8 @@
 enum tsrnn_status tsrnn_trainer_save_checkpoints(struct trainer *tr)
 {
     struct tsrnn_checkpoint_snapshot *snap;
-    TSRNN_TRY(tsrnn_checkpoint_snapshot_take(&snap, &tr->model, &tr->adam, &tr->state));
-    return tsrnn_checkpoint_writer_put(tr->ckpt_writer, snap);
+    TSRNN_TRY(tsrnn_checkpoint_snapshot_take(&snap, &tr->model, &tr->adam, &tr->ckpt.state));
+    return tsrnn_checkpoint_writer_put(tr->ckpt.writer, snap);
 }
 
 /* Waits until the writer has every checkpoint handed over on disk, and names them: before
@@ -21,10 +21,10 @@ enum tsrnn_status tsrnn_trainer_save_checkpoints(struct trainer *tr)
  * it happened at an earlier epoch's end, where the synchronous run would have stopped. */
 enum tsrnn_status tsrnn_trainer_drain_checkpoints(struct trainer *tr, enum tsrnn_status status)
 {
-    if (tr->ckpt_writer == NULL)
+    if (tr->ckpt.writer == NULL)
         return status;
-    enum tsrnn_status drained = tsrnn_checkpoint_writer_drain(
-        tr->ckpt_writer, tr->last_checkpoint, tr->best_checkpoint, sizeof(tr->last_checkpoint));
+    enum tsrnn_status drained = tsrnn_checkpoint_writer_drain(tr->ckpt.writer, tr->ckpt.last,
+                                                              tr->ckpt.best, sizeof(tr->ckpt.last));
     return drained != TSRNN_OK ? drained : status;
 }
 
@@ -34,17 +34,17 @@ enum tsrnn_status tsrnn_trainer_drain_checkpoints(struct trainer *tr, enum tsrnn
  * whatever save_checkpoints says: that is what such a run is for. */
 enum tsrnn_status tsrnn_trainer_save_untrained(struct trainer *tr)
 {
-    struct tsrnn_train_state *st = &tr->state;
+    struct tsrnn_train_state *st = &tr->ckpt.state;
     st->epoch = 0;
     st->batches_done = 0;
     st->epoch_complete = false;
     st->global_step = 0;
     st->monitor_value = NAN;
-    TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
-    char name[256], path[sizeof(tr->ckpt_dir) + sizeof(name)];
+    TSRNN_TRY(tsrnn_make_dirs(tr->folder.ckpt_dir));
+    char name[256], path[sizeof(tr->folder.ckpt_dir) + sizeof(name)];
     tsrnn_checkpoint_name_last(name, sizeof(name), 0);
-    snprintf(path, sizeof(path), "%s/%s", tr->ckpt_dir, name);
+    snprintf(path, sizeof(path), "%s/%s", tr->folder.ckpt_dir, name);
     TSRNN_TRY(tsrnn_checkpoint_save(path, &tr->model, &tr->adam, st, tr->cfg, tr->ds, true));
-    snprintf(tr->last_checkpoint, sizeof(tr->last_checkpoint), "%s", path);
+    snprintf(tr->ckpt.last, sizeof(tr->ckpt.last), "%s", path);
     return TSRNN_OK;
 }

@@ -46,30 +46,31 @@ enum tsrnn_status tsrnn_trainer_resume(struct trainer *tr, const char *resume)
 
     if (ck == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
-    enum tsrnn_status status = tsrnn_checkpoint_locate(path, sizeof(path), tr->ckpt_dir, resume);
+    enum tsrnn_status status =
+        tsrnn_checkpoint_locate(path, sizeof(path), tr->folder.ckpt_dir, resume);
     if (status == TSRNN_OK)
         status = tsrnn_checkpoint_read(ck, path);
     if (status == TSRNN_OK) {
         status = tsrnn_checkpoint_restore(ck, &tr->model, &tr->adam);
         if (status == TSRNN_OK) {
             const struct tsrnn_train_state *st = &ck->state;
-            tr->step = st->global_step;
-            tr->start_epoch = st->epoch_complete ? st->epoch + 1 : st->epoch;
-            tr->start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
-            tr->state.best_value = st->best_value;
-            tr->state.best_epoch = st->best_epoch;
+            tr->pos.step = st->global_step;
+            tr->pos.start_epoch = st->epoch_complete ? st->epoch + 1 : st->epoch;
+            tr->pos.start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
+            tr->ckpt.state.best_value = st->best_value;
+            tr->ckpt.state.best_epoch = st->best_epoch;
             if (st->has_controls) { /* checkpoints before the training controls lack them */
                 tr->adam.lr = st->lr;
-                tr->scheduler.last_epoch = st->sched_last_epoch;
-                tr->scheduler.best = st->sched_best;
-                tr->scheduler.num_bad_epochs = st->sched_num_bad_epochs;
-                tr->scheduler.cooldown_counter = st->sched_cooldown_counter;
-                tr->early_stopping.wait_count = st->es_wait_count;
-                tr->early_stopping.best_score = (float)st->es_best_score;
+                tr->controls.scheduler.last_epoch = st->sched_last_epoch;
+                tr->controls.scheduler.best = st->sched_best;
+                tr->controls.scheduler.num_bad_epochs = st->sched_num_bad_epochs;
+                tr->controls.scheduler.cooldown_counter = st->sched_cooldown_counter;
+                tr->controls.early_stopping.wait_count = st->es_wait_count;
+                tr->controls.early_stopping.best_score = (float)st->es_best_score;
             }
             warn_config_changes(&ck->config, tr->cfg, path);
-            if (tr->out != NULL)
-                fprintf(tr->out,
+            if (tr->report.out != NULL)
+                fprintf(tr->report.out,
                         "Restored all states from the checkpoint at %s (epoch %lld, global step "
                         "%lld)\n",
                         tsrnn_display_path(path), (long long)st->epoch, (long long)st->global_step);
@@ -111,18 +112,18 @@ static uint32_t job_fingerprint(const struct trainer *tr)
 enum tsrnn_status tsrnn_trainer_share_rank0_state(struct trainer *tr)
 {
     size_t nbytes = tr->model.table.total_count * sizeof(float);
-    if (tr->comm == NULL)
+    if (tr->world.comm == NULL)
         return TSRNN_OK;
     uint32_t mine = job_fingerprint(tr), rank0 = mine;
-    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &rank0, sizeof(rank0), 0));
+    TSRNN_TRY(tsrnn_comm_broadcast(tr->world.comm, &rank0, sizeof(rank0), 0));
     if (mine != rank0)
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "rank %d: its configuration or data differ from rank 0's (CRC-32C "
                            "%08x, rank 0's %08x): every worker must read the same INI file, "
                            "--set values and data file",
-                           tr->rank, (unsigned)mine, (unsigned)rank0);
+                           tr->world.rank, (unsigned)mine, (unsigned)rank0);
     /* Parameters and moments are device memory (the comm stages them where it must). */
-    TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->model.params, nbytes, 0));
+    TSRNN_TRY(tsrnn_comm_broadcast_device(tr->world.comm, tr->model.params, nbytes, 0));
     if (tr->cfg->resume[0] == '\0')
         return TSRNN_OK;
     /* Resuming, rank 0 alone read the checkpoint (tsrnn_trainer_resume()): the others get where it
@@ -135,28 +136,28 @@ enum tsrnn_status tsrnn_trainer_share_rank0_state(struct trainer *tr)
         struct tsrnn_lr_scheduler scheduler;
         struct tsrnn_early_stopping early_stopping;
     } where = {
-        .step = tr->step,
-        .start_epoch = tr->start_epoch,
-        .start_batch = (int64_t)tr->start_batch,
-        .best_epoch = tr->state.best_epoch,
+        .step = tr->pos.step,
+        .start_epoch = tr->pos.start_epoch,
+        .start_batch = (int64_t)tr->pos.start_batch,
+        .best_epoch = tr->ckpt.state.best_epoch,
         .adam_step = tr->adam.step,
-        .best_value = tr->state.best_value,
+        .best_value = tr->ckpt.state.best_value,
         .lr = tr->adam.lr,
-        .scheduler = tr->scheduler,
-        .early_stopping = tr->early_stopping,
+        .scheduler = tr->controls.scheduler,
+        .early_stopping = tr->controls.early_stopping,
     };
-    TSRNN_TRY(tsrnn_comm_broadcast(tr->comm, &where, sizeof(where), 0));
-    tr->step = where.step;
-    tr->start_epoch = where.start_epoch;
-    tr->start_batch = (size_t)where.start_batch;
-    tr->state.best_epoch = where.best_epoch;
+    TSRNN_TRY(tsrnn_comm_broadcast(tr->world.comm, &where, sizeof(where), 0));
+    tr->pos.step = where.step;
+    tr->pos.start_epoch = where.start_epoch;
+    tr->pos.start_batch = (size_t)where.start_batch;
+    tr->ckpt.state.best_epoch = where.best_epoch;
     tr->adam.step = where.adam_step;
-    tr->state.best_value = where.best_value;
+    tr->ckpt.state.best_value = where.best_value;
     /* The learning rate, the scheduler's and early stopping's state: each rank steps them
      * alike from here, as each would have from the start. */
     tr->adam.lr = where.lr;
-    tr->scheduler = where.scheduler;
-    tr->early_stopping = where.early_stopping;
-    TSRNN_TRY(tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg, nbytes, 0));
-    return tsrnn_comm_broadcast_device(tr->comm, tr->adam.exp_avg_sq, nbytes, 0);
+    tr->controls.scheduler = where.scheduler;
+    tr->controls.early_stopping = where.early_stopping;
+    TSRNN_TRY(tsrnn_comm_broadcast_device(tr->world.comm, tr->adam.exp_avg, nbytes, 0));
+    return tsrnn_comm_broadcast_device(tr->world.comm, tr->adam.exp_avg_sq, nbytes, 0);
 }

@@ -18,7 +18,7 @@ static enum tsrnn_status write_config(const struct trainer *tr)
 {
     char path[PATH_MAX + 16];
     struct tsrnn_atomic_file af;
-    snprintf(path, sizeof(path), "%s/config.ini", tr->run_dir);
+    snprintf(path, sizeof(path), "%s/config.ini", tr->folder.dir);
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
     fprintf(af.file, "# tsrnn %s: the resolved configuration of this run\n", tsrnn_version());
     enum tsrnn_status status = tsrnn_config_write(tr->cfg, af.file);
@@ -37,22 +37,22 @@ static enum tsrnn_status write_config(const struct trainer *tr)
 enum tsrnn_status tsrnn_trainer_lock_folder(struct trainer *tr, bool make_parent)
 {
     char parent[PATH_MAX];
-    if (tr->lock.fd >= 0)
+    if (tr->folder.lock.fd >= 0)
         return TSRNN_OK;
-    snprintf(parent, sizeof(parent), "%s", tr->run_dir);
+    snprintf(parent, sizeof(parent), "%s", tr->folder.dir);
     char *slash = strrchr(parent, '/');
     if (make_parent && slash != NULL && slash != parent) {
         *slash = '\0';
         TSRNN_TRY(tsrnn_make_dirs(parent));
     }
     enum tsrnn_status status =
-        tsrnn_run_lock_acquire(&tr->lock, tr->run_dir, TSRNN_RUN_LOCK_EXCLUSIVE);
+        tsrnn_run_lock_acquire(&tr->folder.lock, tr->folder.dir, TSRNN_RUN_LOCK_EXCLUSIVE);
     if (status == TSRNN_ERR_USAGE)
         return tsrnn_error_append(status, "; wait for it to end, or choose another [output] "
                                           "model_name");
-    if (status == TSRNN_OK && make_parent && tr->lock.fd < 0)
+    if (status == TSRNN_OK && make_parent && tr->folder.lock.fd < 0)
         return tsrnn_error(TSRNN_ERR_IO, "cannot lock %s: its folder vanished",
-                           tsrnn_display_path(tr->run_dir));
+                           tsrnn_display_path(tr->folder.dir));
     return status;
 }
 
@@ -79,7 +79,7 @@ static enum tsrnn_status remove_for_reset(const char *path)
 static enum tsrnn_status remove_old_run(void *arg)
 {
     const struct trainer *tr = arg;
-    return remove_for_reset(tr->old_run_dir);
+    return remove_for_reset(tr->folder.old_dir);
 }
 
 static enum tsrnn_status config_job(void *arg)
@@ -90,7 +90,7 @@ static enum tsrnn_status config_job(void *arg)
 static enum tsrnn_status hparams_job(void *arg)
 {
     const struct trainer *tr = arg;
-    return tsrnn_train_write_hparams(tr->logs_dir, tr->cfg, tr->ds->component_count,
+    return tsrnn_train_write_hparams(tr->folder.logs_dir, tr->cfg, tr->ds->component_count,
                                      tr->ds->covariates->count, &tr->model.likelihood);
 }
 
@@ -104,7 +104,7 @@ static enum tsrnn_status plot_warmup_job(void *arg)
 /* Joins the jobs; their failure wins, as the checkpoint writer's does (tsrnn_trainer_drain_checkpoints). */
 enum tsrnn_status tsrnn_trainer_finish_jobs(struct trainer *tr, enum tsrnn_status status)
 {
-    enum tsrnn_status jobs = tsrnn_jobs_finish(&tr->jobs);
+    enum tsrnn_status jobs = tsrnn_jobs_finish(&tr->folder.jobs);
     return jobs != TSRNN_OK ? jobs : status;
 }
 
@@ -133,47 +133,47 @@ static void warn_foreign_folder(const char *run_dir)
 static enum tsrnn_status make_run_folder(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    const char *logs = tr->logs_dir;
-    snprintf(tr->logs_dir, sizeof(tr->logs_dir), "%s/logs", tr->run_dir);
+    const char *logs = tr->folder.logs_dir;
+    snprintf(tr->folder.logs_dir, sizeof(tr->folder.logs_dir), "%s/logs", tr->folder.dir);
 
     TSRNN_TRY(tsrnn_trainer_lock_folder(tr, true));
     if (cfg->resume[0] == '\0' && cfg->force_reset) {
-        if (!tsrnn_move_aside(tr->run_dir, tr->old_run_dir, sizeof(tr->old_run_dir)))
-            TSRNN_TRY(remove_for_reset(tr->run_dir));
-        else if (tr->old_run_dir[0] != '\0')
-            TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, remove_old_run, tr));
-    } else if (cfg->resume[0] == '\0' && (tsrnn_folder_holds(tr->ckpt_dir, ".safetensors") ||
+        if (!tsrnn_move_aside(tr->folder.dir, tr->folder.old_dir, sizeof(tr->folder.old_dir)))
+            TSRNN_TRY(remove_for_reset(tr->folder.dir));
+        else if (tr->folder.old_dir[0] != '\0')
+            TSRNN_TRY(tsrnn_jobs_add(&tr->folder.jobs, remove_old_run, tr));
+    } else if (cfg->resume[0] == '\0' && (tsrnn_folder_holds(tr->folder.ckpt_dir, ".safetensors") ||
                                           tsrnn_folder_holds(logs, "tfevents"))) {
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s already holds the checkpoints or TensorBoard logs of an earlier "
                            "run; continue it with --resume last ([training] resume = last), "
                            "start over with [output] force_reset = true (deletes the folder), "
                            "or choose another [output] model_name",
-                           tsrnn_display_path(tr->run_dir));
+                           tsrnn_display_path(tr->folder.dir));
     }
-    TSRNN_TRY(tsrnn_make_dirs(tr->run_dir));
-    warn_foreign_folder(tr->run_dir);
+    TSRNN_TRY(tsrnn_make_dirs(tr->folder.dir));
+    warn_foreign_folder(tr->folder.dir);
     if (cfg->save_checkpoints)
-        TSRNN_TRY(tsrnn_make_dirs(tr->ckpt_dir));
-    tsrnn_checkpoint_prune(tr->ckpt_dir, "", ""); /* what a killed run was writing */
+        TSRNN_TRY(tsrnn_make_dirs(tr->folder.ckpt_dir));
+    tsrnn_checkpoint_prune(tr->folder.ckpt_dir, "", ""); /* what a killed run was writing */
     /* A run killed between the last and the best name of one checkpoint lost the latter. */
     if (cfg->resume[0] != '\0' && cfg->save_checkpoints)
-        TSRNN_TRY(tsrnn_checkpoint_repair_best(tr->ckpt_dir));
+        TSRNN_TRY(tsrnn_checkpoint_repair_best(tr->folder.ckpt_dir));
     /* metrics.csv first: a resumed run's file is checked before anything else is written. */
-    TSRNN_TRY(tsrnn_metrics_csv_open(&tr->metrics, tr->run_dir, tr->step));
-    TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, config_job, tr));
+    TSRNN_TRY(tsrnn_metrics_csv_open(&tr->folder.metrics, tr->folder.dir, tr->pos.step));
+    TSRNN_TRY(tsrnn_jobs_add(&tr->folder.jobs, config_job, tr));
     if (cfg->log_tensorboard) {
         TSRNN_TRY(tsrnn_make_dirs(logs));
-        TSRNN_TRY(tsrnn_tb_open(&tr->tb, logs, tr->step, cfg->resume[0] != '\0'));
-        TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, hparams_job, tr));
+        TSRNN_TRY(tsrnn_tb_open(&tr->folder.tb, logs, tr->pos.step, cfg->resume[0] != '\0'));
+        TSRNN_TRY(tsrnn_jobs_add(&tr->folder.jobs, hparams_job, tr));
         /* Lightning's log_hyperparams: the default hp_metric, -1 at step 0, for a new run. */
         if (cfg->resume[0] == '\0') {
-            TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "hp_metric", -1.0f, 0));
-            TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
+            TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "hp_metric", -1.0f, 0));
+            TSRNN_TRY(tsrnn_tb_flush(&tr->folder.tb));
         }
     }
     if (cfg->forecast_n > 0 && cfg->forecast_plot)
-        TSRNN_TRY(tsrnn_jobs_add(&tr->jobs, plot_warmup_job, NULL));
+        TSRNN_TRY(tsrnn_jobs_add(&tr->folder.jobs, plot_warmup_job, NULL));
     return TSRNN_OK;
 }
 
@@ -182,6 +182,6 @@ static enum tsrnn_status make_run_folder(struct trainer *tr)
 enum tsrnn_status tsrnn_trainer_prepare_folder(struct trainer *tr)
 {
     enum tsrnn_status status = make_run_folder(tr);
-    tsrnn_jobs_start(&tr->jobs);
+    tsrnn_jobs_start(&tr->folder.jobs);
     return status;
 }

@@ -141,7 +141,7 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
     size_t B = (size_t)cfg->batch_size;
     /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
-    size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world_size);
+    size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world.size);
     /* RNNModel's input: the target's C components beside the K future covariates. */
     struct tsrnn_likelihood likelihood;
     tsrnn_config_likelihood(cfg, &likelihood);
@@ -159,28 +159,28 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     TSRNN_TRY(tsrnn_train_check(cfg));
     if (tsrnn_likelihood_support(likelihood.kind) != TSRNN_SUPPORT_REAL)
         TSRNN_TRY(check_support(tr, &likelihood));
-    if (tr->writes_files)
+    if (tr->world.writes_files)
         TSRNN_TRY(check_plot(cfg));
     if (tr->compute == NULL) {
-        TSRNN_TRY(tsrnn_train_compute_create(&tr->compute, cfg,
-                                             tr->world != NULL ? tr->world->device_index : 0));
+        TSRNN_TRY(tsrnn_train_compute_create(
+            &tr->compute, cfg, tr->world.info != NULL ? tr->world.info->device_index : 0));
         tr->owns_compute = true;
     }
     /* Whether it fits, before anything is allocated or written. */
-    size_t local_processes = tr->world != NULL && tr->world->local_world_size_known
-                                 ? (size_t)tr->world->local_world_size
+    size_t local_processes = tr->world.info != NULL && tr->world.info->local_world_size_known
+                                 ? (size_t)tr->world.info->local_world_size
                                  : 1;
     TSRNN_TRY(
         tsrnn_train_check_memory(cfg, ds, &dims, tr->compute, batch_capacity, local_processes));
-    tr->state.random_state = (uint32_t)cfg->random_state;
-    tr->state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
-    tr->state.best_value = NAN;
-    tr->state.best_epoch = -1;
-    if ((size_t)snprintf(tr->run_dir, sizeof(tr->run_dir), "%s/%s", cfg->work_dir,
-                         cfg->model_name) >= sizeof(tr->run_dir) - 16)
+    tr->ckpt.state.random_state = (uint32_t)cfg->random_state;
+    tr->ckpt.state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
+    tr->ckpt.state.best_value = NAN;
+    tr->ckpt.state.best_epoch = -1;
+    if ((size_t)snprintf(tr->folder.dir, sizeof(tr->folder.dir), "%s/%s", cfg->work_dir,
+                         cfg->model_name) >= sizeof(tr->folder.dir) - 16)
         return tsrnn_error(TSRNN_ERR_USAGE, "[output] work_dir + model_name is too long");
-    snprintf(tr->ckpt_dir, sizeof(tr->ckpt_dir), "%s/checkpoints", tr->run_dir);
-    if (tr->writes_files)
+    snprintf(tr->folder.ckpt_dir, sizeof(tr->folder.ckpt_dir), "%s/checkpoints", tr->folder.dir);
+    if (tr->world.writes_files)
         TSRNN_TRY(tsrnn_trainer_lock_folder(tr, false));
 
     /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
@@ -197,7 +197,7 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
         .rule = tsrnn_optimizer_rule(cfg->optimizer_cls, cfg->nesterov),
         .l2_weight_decay = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAMW && cfg->weight_decay > 0.0,
         .clipping = cfg->gradient_clip_val > 0.0,
-        .world_size = tr->world_size,
+        .world_size = tr->world.size,
         .loss_origin = tsrnn_config_origin(cfg, "training", "loss_fn"),
         .optimizer_origin = tsrnn_config_origin(cfg, "training", "optimizer_cls"),
         .clip_origin = tsrnn_config_origin(cfg, "trainer", "gradient_clip_val"),
@@ -221,24 +221,26 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     /* What every training step updates: the model's parameters, the optimizer's state. */
     struct tsrnn_step_state state = tsrnn_adam_step_state(&tr->adam, tr->model.params);
     TSRNN_TRY(tsrnn_compute_bind_state(tr->model.ws, &state));
-    tsrnn_lr_scheduler_init(&tr->scheduler, cfg);
-    tr->adam.lr = tsrnn_lr_scheduler_initial_lr(&tr->scheduler, cfg->lr);
-    tsrnn_early_stopping_init(&tr->early_stopping, cfg);
-    if (tr->comm != NULL)
-        tsrnn_comm_step_reduce(tr->comm, &tr->reduce);
-    tr->read_every = 1;
+    tsrnn_lr_scheduler_init(&tr->controls.scheduler, cfg);
+    tr->adam.lr = tsrnn_lr_scheduler_initial_lr(&tr->controls.scheduler, cfg->lr);
+    tsrnn_early_stopping_init(&tr->controls.early_stopping, cfg);
+    if (tr->world.comm != NULL)
+        tsrnn_comm_step_reduce(tr->world.comm, &tr->world.reduce);
+    tr->pending.read_every = 1;
     if (!tsrnn_compute_caps(tr->compute)->immediate_results) {
         int64_t every = cfg->log_every_n_steps;
-        tr->read_every = every < 1                              ? 1
-                         : every > TSRNN_MODEL_RESULTS_CAPACITY ? TSRNN_MODEL_RESULTS_CAPACITY
-                                                                : (size_t)every;
+        tr->pending.read_every = every < 1 ? 1
+                                 : every > TSRNN_MODEL_RESULTS_CAPACITY
+                                     ? TSRNN_MODEL_RESULTS_CAPACITY
+                                     : (size_t)every;
     }
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
-    if (cfg->resume[0] != '\0' && tr->writes_files)
+    if (cfg->resume[0] != '\0' && tr->world.writes_files)
         TSRNN_TRY(tsrnn_trainer_resume(tr, cfg->resume));
     TSRNN_TRY(tsrnn_trainer_share_rank0_state(tr));
-    tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam); /* OneCycleLR's, at its step */
+    tsrnn_lr_scheduler_apply_momentum(&tr->controls.scheduler,
+                                      &tr->adam); /* OneCycleLR's, at its step */
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it); whether
      * Lightning's sanity check drew one more is rng_compat's. */
@@ -251,9 +253,9 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     };
     /* Dropout draws inside each step from the same generator (dropout.h), which moves the
      * later epochs' shuffles on. */
-    size_t W = (size_t)tr->world_size;
+    size_t W = (size_t)tr->world.size;
     tsrnn_dropout_stream_init(&tr->dropout, &fit, tsrnn_model_dropout_draws(&dims, T),
-                              (ds->train.count + W - 1) / W, (size_t)tr->rank, W);
+                              (ds->train.count + W - 1) / W, (size_t)tr->world.rank, W);
     struct tsrnn_shuffle shuffle = {
         .random_state = fit.random_state,
         .param_count = fit.param_count,
@@ -262,54 +264,54 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
         .epoch_draws = tr->dropout.fit.epoch_draws,
     };
     TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
-                                 (size_t)tr->rank, (size_t)tr->world_size));
-    if (tr->start_batch >= tsrnn_sampler_batch_count(&tr->sampler)) {
-        tr->start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
-        tr->start_batch = 0;
+                                 (size_t)tr->world.rank, (size_t)tr->world.size));
+    if (tr->pos.start_batch >= tsrnn_sampler_batch_count(&tr->sampler)) {
+        tr->pos.start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
+        tr->pos.start_batch = 0;
     }
-    TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->scheduler, cfg,
+    TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->controls.scheduler, cfg,
                                              (int64_t)tsrnn_sampler_batch_count(&tr->sampler)));
 
     tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
     tr->y = malloc(batch_capacity * T * C * sizeof(float));
-    tr->val_idx = malloc((ds->val.count + 1) * sizeof(size_t));
+    tr->val.idx = malloc((ds->val.count + 1) * sizeof(size_t));
     if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
         cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) {
         bool mae = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE;
-        tr->metric = mae ? "val_MeanAbsoluteError" : "val_MeanSquaredError";
-        tr->metric_loss = mae ? TSRNN_LOSS_L1 : TSRNN_LOSS_MSE;
+        tr->val.metric = mae ? "val_MeanAbsoluteError" : "val_MeanSquaredError";
+        tr->val.metric_loss = mae ? TSRNN_LOSS_L1 : TSRNN_LOSS_MSE;
     }
-    size_t sums = tr->metric != NULL ? 2 : 1;
-    tr->metric_value = NAN;
-    tr->val_se = malloc((sums * ds->val.count + 1) * sizeof(double));
-    tr->batch_se = malloc(sums * batch_capacity * sizeof(double));
-    if (tr->x == NULL || tr->y == NULL || tr->val_idx == NULL || tr->val_se == NULL ||
-        tr->batch_se == NULL)
+    size_t sums = tr->val.metric != NULL ? 2 : 1;
+    tr->val.metric_value = NAN;
+    tr->val.se = malloc((sums * ds->val.count + 1) * sizeof(double));
+    tr->val.batch_se = malloc(sums * batch_capacity * sizeof(double));
+    if (tr->x == NULL || tr->y == NULL || tr->val.idx == NULL || tr->val.se == NULL ||
+        tr->val.batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
                            batch_capacity);
     /* Validation shards without padding: each window is evaluated exactly once. */
-    for (size_t i = (size_t)tr->rank; i < ds->val.count; i += (size_t)tr->world_size)
-        tr->val_idx[tr->val_local_count++] = i;
+    for (size_t i = (size_t)tr->world.rank; i < ds->val.count; i += (size_t)tr->world.size)
+        tr->val.idx[tr->val.local_count++] = i;
 
-    if (!tr->writes_files)
+    if (!tr->world.writes_files)
         return TSRNN_OK;
     TSRNN_TRY(tsrnn_trainer_prepare_folder(tr));
-    tsrnn_world_report(tr->world, "run_dir", "%s", tr->run_dir);
+    tsrnn_world_report(tr->world.info, "run_dir", "%s", tr->folder.dir);
     /* TSRNN_CHECKPOINT_SYNC=1 writes each epoch's checkpoints before the next epoch starts,
      * as tsrnn did before the writer thread: for tests and comparisons (docs/run-folder.md). */
     const char *sync = getenv("TSRNN_CHECKPOINT_SYNC");
     if (cfg->save_checkpoints)
-        TSRNN_TRY(tsrnn_checkpoint_writer_create(&tr->ckpt_writer, tr->ckpt_dir, &tr->model, cfg,
-                                                 ds, sync == NULL || strcmp(sync, "1") != 0));
+        TSRNN_TRY(tsrnn_checkpoint_writer_create(&tr->ckpt.writer, tr->folder.ckpt_dir, &tr->model,
+                                                 cfg, ds, sync == NULL || strcmp(sync, "1") != 0));
     return TSRNN_OK;
 }
 
 void tsrnn_trainer_finish(struct trainer *tr)
 {
-    tsrnn_jobs_finish(&tr->jobs); /* joined already where the run got that far */
-    tsrnn_checkpoint_writer_destroy(tr->ckpt_writer); /* reads the model: first */
-    tsrnn_metrics_csv_close(&tr->metrics);
-    tsrnn_tb_close(&tr->tb);
+    tsrnn_jobs_finish(&tr->folder.jobs); /* joined already where the run got that far */
+    tsrnn_checkpoint_writer_destroy(tr->ckpt.writer); /* reads the model: first */
+    tsrnn_metrics_csv_close(&tr->folder.metrics);
+    tsrnn_tb_close(&tr->folder.tb);
     tsrnn_model_finish(&tr->model);
     tsrnn_adam_finish(&tr->adam);
     tsrnn_sampler_finish(&tr->sampler);
@@ -317,9 +319,9 @@ void tsrnn_trainer_finish(struct trainer *tr)
         tsrnn_compute_destroy(tr->compute);
     free(tr->x);
     free(tr->y);
-    free(tr->val_idx);
-    free(tr->val_se);
-    free(tr->batch_se);
-    free(tr->gpus);
-    tsrnn_run_lock_release(&tr->lock);
+    free(tr->val.idx);
+    free(tr->val.se);
+    free(tr->val.batch_se);
+    free(tr->report.gpus);
+    tsrnn_run_lock_release(&tr->folder.lock);
 }

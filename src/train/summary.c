@@ -15,7 +15,7 @@ void tsrnn_trainer_print_banner(const struct trainer *tr, FILE *out, bool device
         tsrnn_report_devices(out, gpu_used || tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0),
                              gpu_used, tsrnn_compute_tpu_cores(tr->compute));
     if (gpu_used)
-        tsrnn_report_cuda_devices(out, tr->world ? tr->world->local_rank : 0);
+        tsrnn_report_cuda_devices(out, tr->world.info ? tr->world.info->local_rank : 0);
     tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
                                (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
@@ -32,27 +32,27 @@ void tsrnn_trainer_print_banner(const struct trainer *tr, FILE *out, bool device
 enum tsrnn_status tsrnn_trainer_gather_gpus(struct trainer *tr)
 {
     char name[GPU_NAME_CHARS] = "";
-    size_t used = 0, total = 0, W = (size_t)tr->world_size;
+    size_t used = 0, total = 0, W = (size_t)tr->world.size;
     if (tsrnn_compute_kind(tr->compute) != TSRNN_COMPUTE_CUDA)
         return TSRNN_OK;
     bool known = tsrnn_compute_device_memory(tr->compute, name, sizeof(name), &used, &total);
-    if ((tr->gpus = calloc(W * GPU_SLOT, sizeof(double))) == NULL)
+    if ((tr->report.gpus = calloc(W * GPU_SLOT, sizeof(double))) == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the GPU summary");
-    double *mine = tr->gpus + (size_t)tr->rank * GPU_SLOT;
+    double *mine = tr->report.gpus + (size_t)tr->world.rank * GPU_SLOT;
     mine[0] = known ? (double)used : -1.0;
     mine[1] = (double)total;
     for (size_t i = 0; i < GPU_NAME_CHARS; i++)
         mine[2 + i] = (double)(unsigned char)name[i];
-    if (tr->comm == NULL)
+    if (tr->world.comm == NULL)
         return TSRNN_OK;
-    return tsrnn_comm_allreduce_sum(tr->comm, tr->gpus, W * GPU_SLOT, TSRNN_COMM_F64);
+    return tsrnn_comm_allreduce_sum(tr->world.comm, tr->report.gpus, W * GPU_SLOT, TSRNN_COMM_F64);
 }
 
 /* "rank 1: NVIDIA H200, 1.21 GiB of 139.8 GiB in use (the device's, end of training)" per rank. */
 static void print_gpus(const struct trainer *tr, FILE *out)
 {
-    for (int k = 0; tr->gpus != NULL && k < tr->world_size; k++) {
-        const double *slot = tr->gpus + (size_t)k * GPU_SLOT;
+    for (int k = 0; tr->report.gpus != NULL && k < tr->world.size; k++) {
+        const double *slot = tr->report.gpus + (size_t)k * GPU_SLOT;
         char name[GPU_NAME_CHARS];
         for (size_t i = 0; i < GPU_NAME_CHARS; i++)
             name[i] = (char)(unsigned char)slot[2 + i];
@@ -88,8 +88,8 @@ void tsrnn_trainer_print_result(const struct trainer *tr, const struct tsrnn_tra
     if (steps == 0 && r->first_step == 0 && tr->cfg->max_steps == 0) {
         fprintf(out, "No training step (max_steps = 0): the %s weights are saved as %s\n",
                 tr->cfg->init_weights[0] != '\0' ? "imported (init_weights)" : "initial",
-                tr->last_checkpoint[0] != '\0' ? tsrnn_display_path(tr->last_checkpoint)
-                                               : "rank 0's checkpoint");
+                tr->ckpt.last[0] != '\0' ? tsrnn_display_path(tr->ckpt.last)
+                                         : "rank 0's checkpoint");
     } else if (steps == 0) { /* resumed past the end: Lightning also just stops */
         fprintf(out,
                 "Nothing left to train: the checkpoint ends at epoch %lld (step %lld) and "
@@ -104,13 +104,13 @@ void tsrnn_trainer_print_result(const struct trainer *tr, const struct tsrnn_tra
                 "(optimizer steps %.3f s, validation %.3f s)\n",
                 (long long)r->epoch_count, (long long)r->step_count, r->total_s,
                 (double)steps / train_s, (double)r->sample_count / train_s, r->train_s, r->val_s);
-        if (tr->comm != NULL)
+        if (tr->world.comm != NULL)
             fprintf(out,
                     "%d rank%s (%s): %.0f samples/s in all; collectives %.3f s (%.3f ms per "
                     "step)\n",
-                    tr->world_size, tr->world_size == 1 ? "" : "s",
-                    tsrnn_comm_backend_name(tr->comm),
-                    (double)r->sample_count * tr->world_size / train_s, r->comm_s,
+                    tr->world.size, tr->world.size == 1 ? "" : "s",
+                    tsrnn_comm_backend_name(tr->world.comm),
+                    (double)r->sample_count * tr->world.size / train_s, r->comm_s,
                     1e3 * r->comm_s / (double)steps);
         print_gpus(tr, out);
         if (r->first_step == 0) /* a new run: its first step, as Darts' first logged loss */
@@ -136,5 +136,5 @@ void tsrnn_trainer_print_result(const struct trainer *tr, const struct tsrnn_tra
                 r->mape, r->mae, r->rmse, tr->ds->series_count, r->forecast_count);
     if (r->has_quantile_scores)
         print_quantile_scores(out, &r->quantile_scores, (size_t)tr->cfg->num_samples);
-    fprintf(out, "Run folder: %s\n", tsrnn_display_path(tr->run_dir));
+    fprintf(out, "Run folder: %s\n", tsrnn_display_path(tr->folder.dir));
 }

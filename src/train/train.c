@@ -12,7 +12,7 @@
  * (that epoch still validates). */
 static bool steps_done(const struct trainer *tr)
 {
-    return tr->cfg->max_steps >= 0 && tr->step >= tr->cfg->max_steps;
+    return tr->cfg->max_steps >= 0 && tr->pos.step >= tr->cfg->max_steps;
 }
 
 /* One optimizer step on the B windows idx, queued on the device: the batch, its dropout
@@ -34,15 +34,15 @@ static enum tsrnn_status train_step(struct trainer *tr, const size_t *idx, size_
         .loss = tr->model.loss,
         .loss_delta = tr->model.loss_delta,
         .clip_max_norm = (float)tr->cfg->gradient_clip_val,
-        .reduce = tr->comm != NULL ? &tr->reduce : NULL,
-        .stop_requested = tr->stop_requested != NULL && *tr->stop_requested,
+        .reduce = tr->world.comm != NULL ? &tr->world.reduce : NULL,
+        .stop_requested = tr->world.stop_requested != NULL && *tr->world.stop_requested,
     };
     tsrnn_adam_next_update(&tr->adam, &step.update);
     return tsrnn_compute_step(tr->model.ws, &step);
 }
 
 /* Reads the results of the pending steps, the first of which was batch `first_batch` of the
- * epoch and step tr->step - pending_count, and logs each one that updated the model as
+ * epoch and step tr->pos.step - pending_count, and logs each one that updated the model as
  * Lightning does (metrics.csv, TensorBoard every log_every_n_steps, the bar). A step that
  * diverged ends the run; one after which the ranks agreed to stop sets stop_agreed. Steps
  * queued after a halt did nothing: the step counters go back to what was done, and *next_batch
@@ -52,44 +52,44 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
                                     size_t *next_batch)
 {
     struct tsrnn_step_results res;
-    int64_t first_step = tr->step - (int64_t)tr->pending_count;
-    TSRNN_TRY(tsrnn_compute_step_results(tr->model.ws, tr->step_losses,
+    int64_t first_step = tr->pos.step - (int64_t)tr->pending.count;
+    TSRNN_TRY(tsrnn_compute_step_results(tr->model.ws, tr->pending.losses,
                                          TSRNN_MODEL_RESULTS_CAPACITY, &res));
     double now = tsrnn_clock_now_s();
     for (size_t k = 0; k < res.updated; k++) {
         int64_t step = first_step + (int64_t)k;
-        float loss = tr->step_losses[k];
-        if (tr->writes_files) {
-            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, step, loss));
+        float loss = tr->pending.losses[k];
+        if (tr->world.writes_files) {
+            TSRNN_TRY(tsrnn_metrics_csv_step(&tr->folder.metrics, epoch, step, loss));
             /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
-            if (tr->tb.fd >= 0 && (step + 1) % tr->cfg->log_every_n_steps == 0) {
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, step));
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, step));
+            if (tr->folder.tb.fd >= 0 && (step + 1) % tr->cfg->log_every_n_steps == 0) {
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "train_loss", loss, step));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "epoch", (float)epoch, step));
             }
         }
-        r->sample_count += (int64_t)tr->pending_windows[k];
+        r->sample_count += (int64_t)tr->pending.windows[k];
         *loss_sum += loss;
         if (step == 0) /* the run's step 0 */
             r->first_step_loss = loss;
         r->last_step_loss = loss;
-        tr->last_step_loss = loss;
-        tsrnn_progress_set_metric(&tr->progress, "train_loss", loss);
-        tsrnn_progress_update(&tr->progress, first_batch + k + 1, now);
+        tr->controls.last_step_loss = loss;
+        tsrnn_progress_set_metric(&tr->report.progress, "train_loss", loss);
+        tsrnn_progress_update(&tr->report.progress, first_batch + k + 1, now);
     }
     /* Steps queued after a halt updated nothing: neither they nor Adam's count of them
      * happened, nor the scheduler's steps after them. */
     tr->adam.step -= (uint64_t)(res.taken - res.updated);
     if (res.updated < res.taken) {
-        tr->scheduler.last_epoch = tr->pending_schedule[res.updated].last_epoch;
-        tr->adam.lr = tr->pending_schedule[res.updated].lr;
-        tsrnn_lr_scheduler_apply_momentum(&tr->scheduler, &tr->adam);
+        tr->controls.scheduler.last_epoch = tr->pending.schedule[res.updated].last_epoch;
+        tr->adam.lr = tr->pending.schedule[res.updated].lr;
+        tsrnn_lr_scheduler_apply_momentum(&tr->controls.scheduler, &tr->adam);
     }
-    tr->step = first_step + (int64_t)res.updated;
+    tr->pos.step = first_step + (int64_t)res.updated;
     *next_batch = first_batch + res.updated;
-    tr->pending_count = 0;
+    tr->pending.count = 0;
     if (res.halt == TSRNN_STEP_DIVERGED) {
         size_t k = res.halted_at;
-        float loss = tr->step_losses[k];
+        float loss = tr->pending.losses[k];
         if (!isfinite(loss))
             return tsrnn_error(TSRNN_ERR_NUMERIC,
                                "training diverged: the loss is %g at epoch %lld, step %lld "
@@ -104,12 +104,12 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
                            (long long)epoch, (long long)(first_step + (int64_t)k), first_batch + k,
                            tr->adam.lr);
     }
-    tr->stop_agreed = res.halt == TSRNN_STEP_STOPPED;
+    tr->world.stop_agreed = res.halt == TSRNN_STEP_STOPPED;
     return TSRNN_OK;
 }
 
 /* The validation loss: the loss's errors (squared, absolute, Huber's) over every validation
- * window / their count, and the monitored torchmetrics metric the same way (tr->metric_value,
+ * window / their count, and the monitored torchmetrics metric the same way (tr->val.metric_value,
  * as torchmetrics' sum over every element / their count). Each rank evaluates its windows;
  * the per-window sums meet in one allreduce (every window's entry is non-zero on one rank
  * only, so the sum is exact) and are added in window order: the same value, bit for bit, as
@@ -118,34 +118,34 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
 {
     const struct tsrnn_window_list *val = &tr->ds->val;
     size_t B = (size_t)tr->cfg->batch_size, T = tr->ds->training_length, V = val->count;
-    size_t sums = tr->metric != NULL ? 2 : 1;
-    double *se = tr->batch_se, *metric_se = tr->batch_se + tr->model.batch_capacity;
+    size_t sums = tr->val.metric != NULL ? 2 : 1;
+    double *se = tr->val.batch_se, *metric_se = tr->val.batch_se + tr->model.batch_capacity;
 
-    memset(tr->val_se, 0, sums * V * sizeof(double));
-    for (size_t first = 0; first < tr->val_local_count; first += B) {
-        const size_t *idx = tr->val_idx + first;
-        size_t count = tr->val_local_count - first < B ? tr->val_local_count - first : B;
+    memset(tr->val.se, 0, sums * V * sizeof(double));
+    for (size_t first = 0; first < tr->val.local_count; first += B) {
+        const size_t *idx = tr->val.idx + first;
+        size_t count = tr->val.local_count - first < B ? tr->val.local_count - first : B;
         tsrnn_window_list_gather(val, idx, count, tr->x, tr->y);
         TSRNN_TRY(tsrnn_model_evaluate(&tr->model, tr->x, tr->y, count, T, se));
-        if (tr->metric != NULL)
-            TSRNN_TRY(tsrnn_model_window_errors(&tr->model, tr->metric_loss, 0.0f, metric_se));
+        if (tr->val.metric != NULL)
+            TSRNN_TRY(tsrnn_model_window_errors(&tr->model, tr->val.metric_loss, 0.0f, metric_se));
         for (size_t i = 0; i < count; i++) {
-            tr->val_se[idx[i]] = se[i];
-            if (tr->metric != NULL)
-                tr->val_se[V + idx[i]] = metric_se[i];
+            tr->val.se[idx[i]] = se[i];
+            if (tr->val.metric != NULL)
+                tr->val.se[V + idx[i]] = metric_se[i];
         }
     }
-    if (tr->comm != NULL)
-        TSRNN_TRY(tsrnn_comm_allreduce_sum(tr->comm, tr->val_se, sums * V, TSRNN_COMM_F64));
+    if (tr->world.comm != NULL)
+        TSRNN_TRY(tsrnn_comm_allreduce_sum(tr->world.comm, tr->val.se, sums * V, TSRNN_COMM_F64));
     double sum = 0.0, metric_sum = 0.0;
     for (size_t i = 0; i < V; i++) {
-        sum += tr->val_se[i];
-        if (tr->metric != NULL)
-            metric_sum += tr->val_se[V + i];
+        sum += tr->val.se[i];
+        if (tr->val.metric != NULL)
+            metric_sum += tr->val.se[V + i];
     }
     double elements = (double)(V * T * tr->ds->component_count);
     *val_loss = sum / elements;
-    tr->metric_value = tr->metric != NULL ? metric_sum / elements : NAN;
+    tr->val.metric_value = tr->val.metric != NULL ? metric_sum / elements : NAN;
     return TSRNN_OK;
 }
 
@@ -154,12 +154,12 @@ static enum tsrnn_status validate(struct trainer *tr, double *val_loss)
 static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t batches_done,
                                    bool complete, double monitor_value)
 {
-    struct tsrnn_train_state *st = &tr->state;
+    struct tsrnn_train_state *st = &tr->ckpt.state;
 
     st->epoch = epoch;
     st->batches_done = (int64_t)batches_done;
     st->epoch_complete = complete;
-    st->global_step = tr->step;
+    st->global_step = tr->pos.step;
     st->monitor_value = monitor_value;
     /* NaN: an interrupted epoch, nothing to rank. */
     if (!isnan(monitor_value) && !(monitor_value >= st->best_value)) { /* best NaN: the first */
@@ -172,33 +172,37 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
         const struct tsrnn_config *cfg = tr->cfg;
         bool on_val = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_LOSS;
         /* Darts logs train_loss per step: Lightning's callback_metrics hold the last one. */
-        const char *watched = tr->metric != NULL ? tr->metric : on_val ? "val_loss" : "train_loss";
-        double value = tr->metric != NULL ? tr->metric_value
-                       : on_val           ? monitor_value
-                                          : tr->last_step_loss;
-        tr->stop_early = tsrnn_early_stopping_check(&tr->early_stopping, watched, value,
-                                                    tr->stop_reason, sizeof(tr->stop_reason));
-        tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_EPOCH, epoch,
-                                  (double)(float)monitor_value);
+        const char *watched = tr->val.metric != NULL ? tr->val.metric
+                              : on_val               ? "val_loss"
+                                                     : "train_loss";
+        double value = tr->val.metric != NULL ? tr->val.metric_value
+                       : on_val               ? monitor_value
+                                              : tr->controls.last_step_loss;
+        tr->controls.stop_early =
+            tsrnn_early_stopping_check(&tr->controls.early_stopping, watched, value,
+                                       tr->controls.stop_reason, sizeof(tr->controls.stop_reason));
+        tsrnn_lr_scheduler_update(&tr->controls.scheduler, &tr->adam, TSRNN_LR_INTERVAL_EPOCH,
+                                  epoch, (double)(float)monitor_value);
     }
     st->has_controls = true;
     st->lr = tr->adam.lr;
-    st->sched_last_epoch = tr->scheduler.last_epoch;
-    st->sched_best = tr->scheduler.best;
-    st->sched_num_bad_epochs = tr->scheduler.num_bad_epochs;
-    st->sched_cooldown_counter = tr->scheduler.cooldown_counter;
-    st->es_wait_count = tr->early_stopping.wait_count;
-    st->es_best_score = tr->early_stopping.best_score;
-    if (!tr->writes_files)
+    st->sched_last_epoch = tr->controls.scheduler.last_epoch;
+    st->sched_best = tr->controls.scheduler.best;
+    st->sched_num_bad_epochs = tr->controls.scheduler.num_bad_epochs;
+    st->sched_cooldown_counter = tr->controls.scheduler.cooldown_counter;
+    st->es_wait_count = tr->controls.early_stopping.wait_count;
+    st->es_best_score = tr->controls.early_stopping.best_score;
+    if (!tr->world.writes_files)
         return TSRNN_OK;
     /* A job beside the training failed (config.ini could not be written, ...): the run stops
      * here rather than train on to the end. */
-    if (tsrnn_jobs_failed(&tr->jobs))
-        return tsrnn_jobs_finish(&tr->jobs);
-    TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
-    if (tr->tb.fd >= 0) {
-        TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->epoch_lr, tr->step - 1));
-        TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
+    if (tsrnn_jobs_failed(&tr->folder.jobs))
+        return tsrnn_jobs_finish(&tr->folder.jobs);
+    TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->folder.metrics));
+    if (tr->folder.tb.fd >= 0) {
+        TSRNN_TRY(
+            tsrnn_tb_scalar(&tr->folder.tb, "lr", (float)tr->controls.epoch_lr, tr->pos.step - 1));
+        TSRNN_TRY(tsrnn_tb_flush(&tr->folder.tb));
     }
     return tr->cfg->save_checkpoints ? tsrnn_trainer_save_checkpoints(tr) : TSRNN_OK;
 }
@@ -210,56 +214,56 @@ static enum tsrnn_status interrupt(struct trainer *tr, int64_t epoch, size_t bat
     if (batch > 0) /* mid-epoch; else the previous epoch's checkpoint is the right one */
         TSRNN_TRY(end_epoch(tr, epoch, batch, false, NAN));
     TSRNN_TRY(tsrnn_trainer_drain_checkpoints(tr, TSRNN_OK)); /* on disk before the process ends */
-    const char *saved = !tr->writes_files            ? "rank 0 saves it"
+    const char *saved = !tr->world.writes_files      ? "rank 0 saves it"
                         : !tr->cfg->save_checkpoints ? "none ([output] save_checkpoints = false)"
-                        : tr->last_checkpoint[0] == '\0' ? "none yet"
-                                                         : tsrnn_display_path(tr->last_checkpoint);
+                        : tr->ckpt.last[0] == '\0'   ? "none yet"
+                                                     : tsrnn_display_path(tr->ckpt.last);
     return tsrnn_error(TSRNN_ERR_INTERRUPTED,
                        "interrupted at epoch %lld after step %lld: %s/metrics.csv holds the %lld "
                        "finished steps; checkpoint: %s",
-                       (long long)epoch, (long long)tr->step - 1, tsrnn_display_path(tr->run_dir),
-                       (long long)tr->step, saved);
+                       (long long)epoch, (long long)tr->pos.step - 1,
+                       tsrnn_display_path(tr->folder.dir), (long long)tr->pos.step, saved);
 }
 
 static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t first_batch,
                                    struct tsrnn_train_result *r)
 {
     size_t batch_count = tsrnn_sampler_batch_count(&tr->sampler);
-    int64_t first_step = tr->step;
+    int64_t first_step = tr->pos.step;
     double loss_sum = 0.0;
     size_t b;
 
     tsrnn_sampler_set_epoch(&tr->sampler, (uint64_t)epoch);
-    tr->epoch_lr = tr->adam.lr;
+    tr->controls.epoch_lr = tr->adam.lr;
     tsrnn_dropout_stream_seek(&tr->dropout, epoch, first_batch * (size_t)tr->cfg->batch_size);
-    tsrnn_progress_begin_epoch(&tr->progress, epoch, batch_count, tsrnn_clock_now_s());
+    tsrnn_progress_begin_epoch(&tr->report.progress, epoch, batch_count, tsrnn_clock_now_s());
     for (b = first_batch; b < batch_count && !steps_done(tr); b++) {
         /* Asked to stop (the flag travelled with a step's gradients, so every rank agrees):
          * checkpoint the steps done so far; an epoch's last batch first finishes the epoch,
          * validation included, and the epoch's checkpoint covers it. */
-        if (tr->stop_agreed)
+        if (tr->world.stop_agreed)
             return interrupt(tr, epoch, b);
         const size_t *idx;
         size_t count = tsrnn_sampler_batch(&tr->sampler, b, &idx);
         double t0 = tsrnn_clock_now_s();
         TSRNN_TRY(train_step(tr, idx, count, b + 1 == batch_count));
-        tr->pending_windows[tr->pending_count++] = count;
-        tr->step++;
+        tr->pending.windows[tr->pending.count++] = count;
+        tr->pos.step++;
         /* Lightning steps an interval-"step" scheduler after each optimizer step; the state
          * before it is kept until the step's result is read (a halt undoes later steps). */
-        tr->pending_schedule[tr->pending_count - 1] =
-            (struct pending_schedule){ tr->scheduler.last_epoch, tr->adam.lr };
-        tsrnn_lr_scheduler_update(&tr->scheduler, &tr->adam, TSRNN_LR_INTERVAL_STEP, (int64_t)b,
-                                  NAN);
+        tr->pending.schedule[tr->pending.count - 1] =
+            (struct pending_schedule){ tr->controls.scheduler.last_epoch, tr->adam.lr };
+        tsrnn_lr_scheduler_update(&tr->controls.scheduler, &tr->adam, TSRNN_LR_INTERVAL_STEP,
+                                  (int64_t)b, NAN);
         /* Every rank reads at the same steps: what decides it is the same everywhere. */
-        if (tr->pending_count == tr->read_every || b + 1 == batch_count || steps_done(tr)) {
+        if (tr->pending.count == tr->pending.read_every || b + 1 == batch_count || steps_done(tr)) {
             size_t next;
-            TSRNN_TRY(read_steps(tr, epoch, b + 1 - tr->pending_count, r, &loss_sum, &next));
+            TSRNN_TRY(read_steps(tr, epoch, b + 1 - tr->pending.count, r, &loss_sum, &next));
             b = next - 1;
         }
         r->train_s += tsrnn_clock_now_s() - t0;
     }
-    r->epoch_mean_loss = loss_sum / (double)(tr->step - first_step);
+    r->epoch_mean_loss = loss_sum / (double)(tr->pos.step - first_step);
     double monitor_value = r->epoch_mean_loss;
 
     if (tr->ds->val.count > 0) {
@@ -271,36 +275,39 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
                                "training diverged: the validation loss is %g after epoch %lld "
                                "(step %lld); try a smaller [training] lr (the epoch's learning "
                                "rate: %g)",
-                               val_loss, (long long)epoch, (long long)tr->step - 1, tr->adam.lr);
+                               val_loss, (long long)epoch, (long long)tr->pos.step - 1,
+                               tr->adam.lr);
         r->val_loss = val_loss;
         monitor_value = val_loss;
-        if (tr->writes_files) {
-            TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
-            if (tr->tb.fd >= 0) {
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "val_loss", (float)val_loss, tr->step - 1));
-                if (tr->metric != NULL)
-                    TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, tr->metric, (float)tr->metric_value,
-                                              tr->step - 1));
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, tr->step - 1));
+        if (tr->world.writes_files) {
+            TSRNN_TRY(
+                tsrnn_metrics_csv_epoch(&tr->folder.metrics, epoch, tr->pos.step - 1, val_loss));
+            if (tr->folder.tb.fd >= 0) {
+                TSRNN_TRY(
+                    tsrnn_tb_scalar(&tr->folder.tb, "val_loss", (float)val_loss, tr->pos.step - 1));
+                if (tr->val.metric != NULL)
+                    TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, tr->val.metric,
+                                              (float)tr->val.metric_value, tr->pos.step - 1));
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "epoch", (float)epoch, tr->pos.step - 1));
             }
         }
-        tsrnn_progress_set_metric(&tr->progress, "val_loss", val_loss);
-        if (tr->metric != NULL)
-            tsrnn_progress_set_metric(&tr->progress, tr->metric, tr->metric_value);
+        tsrnn_progress_set_metric(&tr->report.progress, "val_loss", val_loss);
+        if (tr->val.metric != NULL)
+            tsrnn_progress_set_metric(&tr->report.progress, tr->val.metric, tr->val.metric_value);
     }
     /* The bar's rate is the training's; checkpoints are written after it is done. */
-    tsrnn_progress_end_epoch(&tr->progress, tsrnn_clock_now_s());
+    tsrnn_progress_end_epoch(&tr->report.progress, tsrnn_clock_now_s());
     TSRNN_TRY(end_epoch(tr, epoch, b, b == batch_count, monitor_value));
-    if (tr->stop_agreed && b == batch_count)
+    if (tr->world.stop_agreed && b == batch_count)
         return interrupt(tr, epoch + 1, 0);
     if (tr->ds->val.count > 0) {
-        r->best_val_loss = tr->state.best_value;
-        r->best_epoch = tr->state.best_epoch;
+        r->best_val_loss = tr->ckpt.state.best_value;
+        r->best_epoch = tr->ckpt.state.best_epoch;
     }
     r->epoch_count = epoch + 1;
-    r->step_count = tr->step;
+    r->step_count = tr->pos.step;
     r->final_lr = tr->adam.lr;
-    r->stopped_early = tr->stop_early;
+    r->stopped_early = tr->controls.stop_early;
     return TSRNN_OK;
 }
 
@@ -311,16 +318,20 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     struct trainer tr = {
         .cfg = cfg,
         .ds = ds,
-        .stop_requested = options->stop_requested,
-        .out = options->quiet ? NULL : options->out,
-        .comm = options->comm,
         .compute = options->compute,
-        .world = options->world,
-        .rank = options->comm ? tsrnn_comm_rank(options->comm) : 0,
-        .world_size = options->comm ? tsrnn_comm_world_size(options->comm) : 1,
-        .metrics = { .fd = -1 },
-        .tb = { .fd = -1 },
-        .lock = { .fd = -1 },
+        .world = {
+            .info = options->world,
+            .comm = options->comm,
+            .rank = options->comm ? tsrnn_comm_rank(options->comm) : 0,
+            .size = options->comm ? tsrnn_comm_world_size(options->comm) : 1,
+            .stop_requested = options->stop_requested,
+        },
+        .folder = {
+            .lock = { .fd = -1 },
+            .metrics = { .fd = -1 },
+            .tb = { .fd = -1 },
+        },
+        .report = { .out = options->quiet ? NULL : options->out },
     };
     struct tsrnn_train_result r = {
         .first_step_loss = NAN,
@@ -335,63 +346,65 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     };
     FILE *out = options->out;
     double start = tsrnn_clock_now_s();
-    tr.writes_files = tr.rank == 0;
+    tr.world.writes_files = tr.world.rank == 0;
     enum tsrnn_status status = tsrnn_trainer_check_forecast(&tr);
     if (status == TSRNN_OK)
         status = tsrnn_trainer_setup(&tr);
 
     r.param_count = tr.model.table.total_count;
-    r.first_step = r.step_count = tr.step;
-    r.epoch_count = tr.start_epoch;
+    r.first_step = r.step_count = tr.pos.step;
+    r.epoch_count = tr.pos.start_epoch;
     r.final_lr = tr.adam.lr;
     if (status == TSRNN_OK && !options->quiet)
         tsrnn_trainer_print_banner(&tr, out, options->print_devices);
-    tsrnn_progress_init(&tr.progress, out,
+    tsrnn_progress_init(&tr.report.progress, out,
                         options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
-    for (int64_t epoch = tr.start_epoch;
-         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.stop_early; epoch++)
-        status = run_epoch(&tr, epoch, epoch == tr.start_epoch ? tr.start_batch : 0, &r);
-    tsrnn_progress_finish(&tr.progress);
+    for (int64_t epoch = tr.pos.start_epoch;
+         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.controls.stop_early;
+         epoch++)
+        status = run_epoch(&tr, epoch, epoch == tr.pos.start_epoch ? tr.pos.start_batch : 0, &r);
+    tsrnn_progress_finish(&tr.report.progress);
     /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
     if (status == TSRNN_OK)
         status = tsrnn_trainer_gather_gpus(&tr);
     status = tsrnn_trainer_drain_checkpoints(&tr, status);
     status = tsrnn_trainer_finish_jobs(&tr, status);
-    if (status == TSRNN_OK && tr.stop_early) {
+    if (status == TSRNN_OK && tr.controls.stop_early) {
         /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
          * to the launcher too. */
         fprintf(out, "Early stopping after epoch %lld: %s\n", (long long)r.epoch_count - 1,
-                tr.stop_reason);
-        tsrnn_world_report(tr.world, "early_stopping", "%s", tr.stop_reason);
+                tr.controls.stop_reason);
+        tsrnn_world_report(tr.world.info, "early_stopping", "%s", tr.controls.stop_reason);
     } else if (status == TSRNN_OK && !options->quiet) {
         tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
                                  steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
     }
-    if (status == TSRNN_OK && tr.writes_files && cfg->max_steps == 0 && cfg->resume[0] == '\0')
+    if (status == TSRNN_OK && tr.world.writes_files && cfg->max_steps == 0 &&
+        cfg->resume[0] == '\0')
         status = tsrnn_trainer_save_untrained(&tr);
     if (status == TSRNN_OK && ds->val.count > 0)
         status = tsrnn_trainer_forecast_validation(&tr, &r);
-    if (status == TSRNN_OK && tr.writes_files && cfg->forecast_n > 0)
+    if (status == TSRNN_OK && tr.world.writes_files && cfg->forecast_n > 0)
         status = tsrnn_trainer_write_forecast(&tr);
     if (status == TSRNN_OK)
-        status = tsrnn_metrics_csv_close(&tr.metrics);
+        status = tsrnn_metrics_csv_close(&tr.folder.metrics);
     if (status == TSRNN_OK)
-        status = tsrnn_tb_close(&tr.tb);
+        status = tsrnn_tb_close(&tr.folder.tb);
     r.total_s = tsrnn_clock_now_s() - start;
-    r.comm_s = tr.comm != NULL ? tsrnn_comm_allreduce_seconds(tr.comm) : 0.0;
-    snprintf(r.run_dir, sizeof(r.run_dir), "%s", tr.run_dir);
+    r.comm_s = tr.world.comm != NULL ? tsrnn_comm_allreduce_seconds(tr.world.comm) : 0.0;
+    snprintf(r.run_dir, sizeof(r.run_dir), "%s", tr.folder.dir);
     /* A resumed run's best may come from an earlier process. */
-    if (status == TSRNN_OK && tr.best_checkpoint[0] == '\0' && tr.writes_files &&
+    if (status == TSRNN_OK && tr.ckpt.best[0] == '\0' && tr.world.writes_files &&
         cfg->save_checkpoints &&
-        tsrnn_checkpoint_locate(tr.best_checkpoint, sizeof(tr.best_checkpoint), tr.ckpt_dir,
-                                "best") != TSRNN_OK) {
-        tr.best_checkpoint[0] = '\0';
+        tsrnn_checkpoint_locate(tr.ckpt.best, sizeof(tr.ckpt.best), tr.folder.ckpt_dir, "best") !=
+            TSRNN_OK) {
+        tr.ckpt.best[0] = '\0';
         tsrnn_error_clear();
     }
-    snprintf(r.best_checkpoint, sizeof(r.best_checkpoint), "%s", tr.best_checkpoint);
-    snprintf(r.last_checkpoint, sizeof(r.last_checkpoint), "%s", tr.last_checkpoint);
+    snprintf(r.best_checkpoint, sizeof(r.best_checkpoint), "%s", tr.ckpt.best);
+    snprintf(r.last_checkpoint, sizeof(r.last_checkpoint), "%s", tr.ckpt.last);
     /* A quiet rank other than 0 says nothing: rank 0 speaks for all (ranks > 0 under MPI). */
-    if (status == TSRNN_OK && !(options->quiet && tr.rank > 0))
+    if (status == TSRNN_OK && !(options->quiet && tr.world.rank > 0))
         tsrnn_trainer_print_result(&tr, &r, out);
     tsrnn_trainer_finish(&tr);
     *result = r;

@@ -26,6 +26,97 @@
 
 #include "dropout.h"
 
+/* This rank in its data-parallel world. */
+struct train_world {
+    const struct tsrnn_world *info;  /* where rank 0 reports to (NULL: nowhere) */
+    struct tsrnn_comm *comm;         /* NULL: a world of one */
+    struct tsrnn_step_reduce reduce; /* the step's gradient reduction over comm */
+    int rank, size;
+    bool writes_files; /* rank 0: the only writer of the run folder */
+    const volatile sig_atomic_t *stop_requested;
+    bool stop_agreed; /* some rank asked to stop: every rank stops after this step */
+};
+
+/* The training controls that run on the host, as Lightning's: the learning-rate scheduler
+ * and EarlyStopping. */
+struct train_controls {
+    struct tsrnn_lr_scheduler scheduler; /* [training] lr_scheduler_cls */
+    double epoch_lr;                     /* the rate of the epoch's first step (TensorBoard) */
+    struct tsrnn_early_stopping early_stopping;
+    bool stop_early;       /* early stopping ended the run after this epoch */
+    double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
+    char stop_reason[256]; /* and why, in Lightning's words */
+};
+
+/* The steps whose results have not been read yet (tsrnn_compute_step_results): read every
+ * step where that costs nothing (caps.immediate_results), else every log_every_n_steps and at
+ * an epoch's end, so that a GPU runs ahead of the host. */
+struct train_pending {
+    size_t read_every;
+    size_t count;
+    size_t windows[TSRNN_MODEL_RESULTS_CAPACITY]; /* each pending step's B */
+    /* the scheduler's step count and the rate each pending step trained with, before an
+     * interval-"step" scheduler moved them for the next step (read_steps undoes halted ones) */
+    struct pending_schedule {
+        int64_t last_epoch;
+        double lr;
+    } schedule[TSRNN_MODEL_RESULTS_CAPACITY];
+    float losses[TSRNN_MODEL_RESULTS_CAPACITY];
+};
+
+/* The validation pass: this rank's windows and the per-window sums that meet in one
+ * allreduce. */
+struct train_validation {
+    size_t *idx; /* this rank's validation windows: rank, rank + W, ... */
+    size_t local_count;
+    double *se;       /* (val count) each window's squared error, all ranks; then, with a
+                         metric, (val count) each window's metric sum */
+    double *batch_se; /* (B) the same for one batch, then (B) the metric's */
+    /* [early_stopping] on a torchmetrics metric: its name, the loss whose window sums it is
+     * (MeanAbsoluteError: L1Loss's; MeanSquaredError: MSELoss's), its last value */
+    const char *metric;
+    enum tsrnn_loss_kind metric_loss;
+    double metric_value;
+};
+
+/* Where the run stands. */
+struct train_position {
+    int64_t step;        /* global step: optimizer updates done */
+    int64_t start_epoch; /* where this process starts: 0, or after the resumed checkpoint */
+    size_t start_batch;
+};
+
+/* The checkpoints (rank 0 writes them; every rank keeps the state). */
+struct train_checkpoints {
+    struct tsrnn_train_state state; /* as the next checkpoint records it */
+    /* Rank 0 with save_checkpoints: writes each epoch's checkpoints while the next trains. */
+    struct tsrnn_checkpoint_writer *writer;
+    char last[TSRNN_CHECKPOINT_PATH_MAX]; /* "" until written */
+    char best[TSRNN_CHECKPOINT_PATH_MAX];
+};
+
+/* Rank 0's run folder and what it writes there as the training goes. */
+struct train_folder {
+    char dir[PATH_MAX];           /* {work_dir}/{model_name} */
+    char ckpt_dir[PATH_MAX + 16]; /* dir/checkpoints */
+    char logs_dir[PATH_MAX + 8];  /* dir/logs */
+    char old_dir[PATH_MAX + 16];  /* force_reset: the earlier run's folder, moved aside */
+    struct tsrnn_run_lock lock;   /* held for the whole run */
+    /* What does not wait for the training, on a thread beside it (run_folder.c). */
+    struct tsrnn_jobs jobs;
+    struct tsrnn_metrics_csv metrics;
+    struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
+};
+
+/* What the run prints. */
+struct train_report {
+    FILE *out; /* where the banner, the bar and the summary go; NULL: quiet */
+    struct tsrnn_progress progress;
+    double *gpus; /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on the CPU
+                     (summary.c) */
+};
+
+/* One rank's training: what it trains, on which device, and one member per job above. */
 struct trainer {
     const struct tsrnn_config *cfg;
     const struct tsrnn_dataset *ds;
@@ -33,66 +124,17 @@ struct trainer {
     bool owns_compute;             /* made here, not by the caller */
     struct tsrnn_model model;
     struct tsrnn_adam adam;
-    struct tsrnn_lr_scheduler scheduler; /* [training] lr_scheduler_cls */
-    double epoch_lr;                     /* the rate of the epoch's first step (TensorBoard) */
-    struct tsrnn_early_stopping early_stopping;
-    bool stop_early;       /* early stopping ended the run after this epoch */
-    double last_step_loss; /* train_loss of the last step (EarlyStopping on train_loss) */
-    char stop_reason[256]; /* and why, in Lightning's words */
     struct tsrnn_sampler sampler;
     struct tsrnn_dropout_stream dropout; /* the steps' dropout masks (dropout.h) */
-    struct tsrnn_metrics_csv metrics;
-    struct tsrnn_tb_writer tb; /* fd -1 unless log_tensorboard */
-    struct tsrnn_progress progress;
-    const volatile sig_atomic_t *stop_requested;
-    bool stop_agreed; /* some rank asked to stop: every rank stops after this step */
-    FILE *out;
-    struct tsrnn_comm *comm;         /* NULL: a world of one */
-    struct tsrnn_step_reduce reduce; /* the step's gradient reduction over comm */
-    /* The steps whose results have not been read yet (tsrnn_compute_step_results): read
-     * every step where that costs nothing (caps.immediate_results), else every
-     * log_every_n_steps and at an epoch's end, so that a GPU runs ahead of the host. */
-    size_t read_every;
-    size_t pending_count;
-    size_t pending_windows[TSRNN_MODEL_RESULTS_CAPACITY]; /* each pending step's B */
-    /* the scheduler's step count and the rate each pending step trained with, before an
-     * interval-"step" scheduler moved them for the next step (read_steps undoes halted ones) */
-    struct pending_schedule {
-        int64_t last_epoch;
-        double lr;
-    } pending_schedule[TSRNN_MODEL_RESULTS_CAPACITY];
-    float step_losses[TSRNN_MODEL_RESULTS_CAPACITY];
-    const struct tsrnn_world *world;
-    int rank, world_size;
-    bool writes_files; /* rank 0: the only writer of the run folder */
-    float *x, *y;      /* (B, T, C) one batch, batch-first */
-    size_t *val_idx;   /* this rank's validation windows: rank, rank + W, ... */
-    size_t val_local_count;
-    double *val_se;   /* (val count) each window's squared error, all ranks; then,
-                                     with a metric, (val count) each window's metric sum */
-    double *batch_se; /* (B) the same for one batch, then (B) the metric's */
-    /* [early_stopping] on a torchmetrics metric: its name, the loss whose window sums it is
-     * (MeanAbsoluteError: L1Loss's; MeanSquaredError: MSELoss's), its last value */
-    const char *metric;
-    enum tsrnn_loss_kind metric_loss;
-    double metric_value;
-    double *gpus;                 /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on
-                                     the CPU (gather_gpus) */
-    char run_dir[PATH_MAX];       /* {work_dir}/{model_name} */
-    char ckpt_dir[PATH_MAX + 16]; /* run_dir/checkpoints */
-    int64_t step;                 /* global step: optimizer updates done */
-    int64_t start_epoch; /* where this process starts: 0, or after the resumed checkpoint */
-    size_t start_batch;
-    struct tsrnn_train_state state;                  /* as the next checkpoint records it */
-    char last_checkpoint[TSRNN_CHECKPOINT_PATH_MAX]; /* "" until written */
-    char best_checkpoint[TSRNN_CHECKPOINT_PATH_MAX];
-    /* Rank 0 with save_checkpoints: writes each epoch's checkpoints while the next trains. */
-    struct tsrnn_checkpoint_writer *ckpt_writer;
-    struct tsrnn_run_lock lock; /* rank 0: the run folder's, held for the whole run */
-    /* Rank 0: what does not wait for the training, on a thread beside it (run_beside). */
-    struct tsrnn_jobs jobs;
-    char old_run_dir[PATH_MAX + 16]; /* force_reset: the earlier run's folder, moved aside */
-    char logs_dir[PATH_MAX + 8];     /* run_dir/logs */
+    float *x, *y;                        /* (B, T, C) one batch, batch-first */
+    struct train_world world;
+    struct train_controls controls;
+    struct train_pending pending;
+    struct train_validation val;
+    struct train_position pos;
+    struct train_checkpoints ckpt;
+    struct train_folder folder;
+    struct train_report report;
 };
 
 /* The forecast pictures' size in pixels. */
