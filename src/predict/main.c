@@ -579,36 +579,6 @@ static void print_scores(const struct tsrnn_forecast *f, const struct tsrnn_seri
     fprintf(stderr, " MAE %.6g RMSE %.6g\n", f->mae, f->rmse);
 }
 
-/* Forecasts each source to print its scores (and, with several scored series, their mean as
- * Darts' series_reduction=np.mean gives it). */
-static enum tsrnn_status report_scores(struct tsrnn_model *model, const struct tsrnn_checkpoint *ck,
-                                       const struct tsrnn_forecast_source *sources, size_t count,
-                                       size_t n)
-{
-    struct tsrnn_forecast_scores *each = calloc(count, sizeof(*each)), mean;
-    size_t scored = 0;
-    enum tsrnn_status status = each ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
-        struct tsrnn_forecast f;
-        status = tsrnn_forecast_run(&f, model, &sources[i], (size_t)ck->input_chunk_length, n);
-        if (status != TSRNN_OK)
-            break;
-        print_scores(&f, sources[i].series, sources[i].id);
-        if (f.actual_count > 0)
-            each[scored++] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
-        tsrnn_forecast_finish(&f);
-    }
-    if (status == TSRNN_OK && scored > 1) {
-        tsrnn_forecast_scores_mean(&mean, each, scored);
-        fprintf(stderr, "Mean over the %zu series with actual values:", scored);
-        if (!isnan(mean.mape))
-            fprintf(stderr, " MAPE %.2f%%", mean.mape);
-        fprintf(stderr, " MAE %.6g RMSE %.6g\n", mean.mae, mean.rmse);
-    }
-    free(each);
-    return status;
-}
-
 static void print_loaded(const struct tsrnn_checkpoint *ck, const char *path)
 {
     if (ck->state.global_step == 0)
@@ -657,98 +627,90 @@ static void print_quantile_scores(const char *lead, const struct tsrnn_quantile_
             100 * q->high, q->mic, q->miw);
 }
 
-/* A model with a likelihood: every source's paths in one Darts predict() call, their scores
- * (the median's, the samples' quantile metrics), the quantiles' CSV (or the parameters'), the
- * paths with --samples, the picture of the first. */
-static enum tsrnn_status forecast_sampled(const struct options *o,
-                                          const struct tsrnn_checkpoint *ck, const char *path,
-                                          struct tsrnn_model *model,
-                                          const struct tsrnn_forecast_source *sources, size_t count)
+/* What a forecast prints before its files (standard error): the checkpoint, and each series'
+ * scores against the actual values it has; with a likelihood the sample paths' count and
+ * their quantile scores, without one the mean of several series' scores (Darts'
+ * series_reduction=np.mean). A forecast of the likelihood's parameters has no scores. */
+static void print_forecast(const struct tsrnn_forecast_set *set, const struct tsrnn_checkpoint *ck,
+                           const char *path)
 {
-    struct tsrnn_forecast_options opt;
-    sampling_options(&opt, o, ck, TSRNN_DARTS_PREDICT_DRAW);
-    struct tsrnn_forecast *f = calloc(count, sizeof(*f));
-    if (f == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-    enum tsrnn_status status = tsrnn_forecast_predict(
-        f, model, sources, count, (size_t)ck->input_chunk_length, (size_t)o->n, NULL, &opt);
-    if (status != TSRNN_OK) {
-        free(f);
-        return status;
-    }
+    const struct tsrnn_forecast *f = set->f;
+    bool sampled = set->likelihood->kind != TSRNN_LIKELIHOOD_NONE;
+    struct tsrnn_forecast_scores mean = { 0 };
+    size_t scored = 0;
     print_loaded(ck, path);
-    fprintf(stderr, "%zu sample path%s per forecast (%s)\n", f[0].sample_count,
-            f[0].sample_count == 1 ? "" : "s",
-            tsrnn_likelihood_darts_class(model->likelihood.kind));
-    for (size_t i = 0; i < count && f[0].param_count == 0; i++) {
-        print_scores(&f[i], sources[i].series, sources[i].id);
+    if (sampled)
+        fprintf(stderr, "%zu sample path%s per forecast (%s)\n", f[0].sample_count,
+                f[0].sample_count == 1 ? "" : "s",
+                tsrnn_likelihood_darts_class(set->likelihood->kind));
+    for (size_t i = 0; i < set->count && f[0].param_count == 0; i++) {
+        const char *id = set->sources[i].id;
+        print_scores(&f[i], set->sources[i].series, id);
         if (f[i].has_quantile_scores)
-            print_quantile_scores(sources[i].id != NULL ? "  " : "", &f[i].quantile_scores);
+            print_quantile_scores(id != NULL ? "  " : "", &f[i].quantile_scores);
+        if (f[i].actual_count == 0)
+            continue;
+        /* the running sum of the scored series, in order: tsrnn_forecast_scores_mean()'s */
+        mean.mape += f[i].mape;
+        mean.mae += f[i].mae;
+        mean.rmse += f[i].rmse;
+        scored++;
     }
-    FILE *out = stdout;
-    struct tsrnn_atomic_file af;
-    if (o->out_path != NULL && (status = tsrnn_atomic_file_open(&af, o->out_path)) == TSRNN_OK)
-        out = af.file;
-    if (status == TSRNN_OK)
-        status =
-            tsrnn_forecast_write_set(f, sources, count, id_name(ck), &model->likelihood, &opt, out);
-    if (o->out_path != NULL && out != stdout)
-        status = status == TSRNN_OK ? tsrnn_atomic_file_commit(&af)
-                                    : (tsrnn_atomic_file_abort(&af), status);
-    if (status == TSRNN_OK && o->samples_path != NULL) {
-        if (f[0].sample_count < 2) {
-            status = tsrnn_error(TSRNN_ERR_USAGE,
-                                 "--samples %s: a forecast of %zu path has no samples to write; "
-                                 "accepted with --num-samples 2 or more",
-                                 o->samples_path, f[0].sample_count);
-        } else if ((status = tsrnn_atomic_file_open(&af, o->samples_path)) == TSRNN_OK) {
-            status = tsrnn_forecast_write_samples(f, sources, count, id_name(ck), af.file);
-            status = status == TSRNN_OK ? tsrnn_atomic_file_commit(&af)
-                                        : (tsrnn_atomic_file_abort(&af), status);
-        }
-    }
-    if (status == TSRNN_OK && o->plot_path != NULL && f[0].param_count > 0)
-        status = tsrnn_error(TSRNN_ERR_USAGE,
-                             "--plot %s: a forecast of the likelihood's parameters has no "
-                             "picture; leave out --likelihood-parameters or --plot",
-                             o->plot_path);
-    if (status == TSRNN_OK && o->plot_path != NULL) {
-        char title[3 * TSRNN_NAME_MAX + 32];
-        plot_title(ck, sources[0].id, title, sizeof(title));
-        status =
-            tsrnn_forecast_plot(&f[0], sources[0].series, title, o->width, o->height, o->plot_path);
-    }
-    for (size_t i = 0; i < count; i++)
-        tsrnn_forecast_finish(&f[i]);
-    free(f);
-    return status;
+    if (sampled || scored < 2)
+        return;
+    fprintf(stderr, "Mean over the %zu series with actual values:", scored);
+    if (!isnan(mean.mape))
+        fprintf(stderr, " MAPE %.2f%%", mean.mape / (double)scored);
+    fprintf(stderr, " MAE %.6g RMSE %.6g\n", mean.mae / (double)scored, mean.rmse / (double)scored);
 }
 
+/* The forecast of every source: Darts' predict() (with a likelihood: every source's paths in
+ * one call), its scores, the CSV (the quantiles', or the likelihood's parameters', with one)
+ * into --out or standard output, the paths with --samples, the picture with --plot. */
 static enum tsrnn_status forecast(const struct options *o, const struct tsrnn_checkpoint *ck,
                                   const char *path, struct tsrnn_model *model,
                                   const struct tsrnn_forecast_source *sources, size_t count)
 {
-    if (model->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
-        return forecast_sampled(o, ck, path, model, sources, count);
-    size_t icl = (size_t)ck->input_chunk_length;
-    struct tsrnn_forecast f;
-    /* The first forecast before anything is printed: one that cannot be made is the error
-     * alone. */
-    TSRNN_TRY(tsrnn_forecast_run(&f, model, &sources[0], icl, (size_t)o->n));
-    print_loaded(ck, path);
-    enum tsrnn_status status = report_scores(model, ck, sources, count, (size_t)o->n);
-    if (status == TSRNN_OK)
-        status = o->out_path ? tsrnn_forecast_save_all(model, sources, count, icl, (size_t)o->n,
-                                                       id_name(ck), o->out_path)
-                             : tsrnn_forecast_write_all(model, sources, count, icl, (size_t)o->n,
-                                                        id_name(ck), stdout);
-    if (status == TSRNN_OK && o->plot_path != NULL) {
-        char title[3 * TSRNN_NAME_MAX + 32];
-        plot_title(ck, sources[0].id, title, sizeof(title));
-        status =
-            tsrnn_forecast_plot(&f, sources[0].series, title, o->width, o->height, o->plot_path);
+    struct tsrnn_forecast_set set = { 0 };
+    struct tsrnn_forecast_options opt;
+    char title[3 * TSRNN_NAME_MAX + 32];
+    size_t drawn = 0;
+    sampling_options(&opt, o, ck, TSRNN_DARTS_PREDICT_DRAW);
+    /* Every forecast before anything is printed: one that cannot be made is the error alone. */
+    enum tsrnn_status status = tsrnn_forecast_set_predict(
+        &set, model, sources, count, (size_t)ck->input_chunk_length, (size_t)o->n, NULL, &opt);
+    if (status != TSRNN_OK)
+        goto out;
+    print_forecast(&set, ck, path);
+    /* What cannot be written is refused before anything is. */
+    if (o->samples_path != NULL && set.f[0].sample_count < 2) {
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "--samples %s: a forecast of %zu path has no samples to write; "
+                             "accepted with --num-samples 2 or more",
+                             o->samples_path, set.f[0].sample_count);
+        goto out;
     }
-    tsrnn_forecast_finish(&f);
+    if (o->plot_path != NULL && set.f[0].param_count > 0) {
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "--plot %s: a forecast of the likelihood's parameters has no "
+                             "picture; leave out --likelihood-parameters or --plot",
+                             o->plot_path);
+        goto out;
+    }
+    plot_title(ck, NULL, title, sizeof(title));
+    struct tsrnn_forecast_files files = {
+        .csv_path = o->out_path,
+        .csv_stream = stdout,
+        .id_name = id_name(ck),
+        .samples_path = o->samples_path,
+        .plot_path = o->plot_path,
+        .title = title,
+        .width = o->width,
+        .height = o->height,
+    };
+    status = tsrnn_forecast_set_save(&set, &files, &drawn);
+out:
+    tsrnn_forecast_set_finish(&set);
     return status;
 }
 
@@ -965,10 +927,11 @@ static enum tsrnn_status apply_sampling_options(struct tsrnn_checkpoint *ck,
     return TSRNN_OK;
 }
 
-/* What the forecasts hold: a forecast of n steps (stamps and C values, its covariates) kept
- * while the next one runs; or every backtest's values and scores, each series' at once. A
- * model with a likelihood holds its S sample paths beside them (and each forecast's Q
- * quantiles and band; tsrnn_forecast_predict(), tsrnn_backtest_predict()). */
+/* What the forecasts hold: every source's forecast of n steps at once (stamps and C values,
+ * its covariates; tsrnn_forecast_set_predict()); or every backtest's values and scores, each
+ * series' at once. A model with a likelihood holds its S sample paths beside them, as drawn
+ * and inverse-scaled (and each forecast's Q quantiles and band; tsrnn_forecast_predict(),
+ * tsrnn_backtest_predict()). */
 static double forecast_nbytes(const struct options *o, const struct tsrnn_checkpoint *ck,
                               const struct tsrnn_forecast_source *sources, size_t count,
                               const size_t *firsts)
@@ -982,7 +945,7 @@ static double forecast_nbytes(const struct options *o, const struct tsrnn_checkp
         tsrnn_config_forecast_quantiles(&ck->config, q, TSRNN_FORECAST_MAX_QUANTILES);
     double Q = S > 0.0 ? (double)quantiles + 2.0 : 0.0;
     if (!o->backtest)
-        return 2.0 * (double)o->n * (8.0 + 4.0 * C * (1.0 + S + Q) + 8.0 * K);
+        return (double)count * (double)o->n * (8.0 + 4.0 * C * (1.0 + 2.0 * S + Q) + 8.0 * K);
     double total = 0.0, H = (double)o->horizon;
     for (size_t i = 0; i < count; i++) {
         double F = (double)((sources[i].series->length - (size_t)o->horizon - firsts[i]) /

@@ -62,9 +62,12 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
 {
     const struct tsrnn_dataset *ds = tr->ds;
     char path[PATH_MAX + 32];
-    struct tsrnn_atomic_file af;
+    struct tsrnn_atomic_file af = { 0 };
+    enum tsrnn_status status = TSRNN_OK;
     snprintf(path, sizeof(path), "%s/validation.csv", tr->folder.dir);
-    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    status = tsrnn_atomic_file_open(&af, path);
+    if (status != TSRNN_OK)
+        goto out;
     fprintf(af.file, "%s,steps,mape,mae,rmse", id_column(tr->cfg));
     if (q_each != NULL)
         tsrnn_quantile_scores_header(af.file, q_mean);
@@ -81,10 +84,13 @@ static enum tsrnn_status write_validation(const struct trainer *tr,
             tsrnn_quantile_scores_row(af.file, all ? q_mean : &q_each[i]);
         fputc('\n', af.file);
     }
-    if (fflush(af.file) != 0 || ferror(af.file)) {
-        int err = errno != 0 ? errno : EIO;
+    if (fflush(af.file) != 0 || ferror(af.file))
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno != 0 ? errno : EIO, "cannot write %s",
+                                   tsrnn_display_path(path));
+out:
+    if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(path));
+        return status;
     }
     return tsrnn_atomic_file_commit(&af);
 }
@@ -100,182 +106,137 @@ static void forecast_options(const struct trainer *tr, unsigned call, bool param
     tsrnn_forecast_options_from_config(opt, tr->cfg, seed, parameters);
 }
 
-/* The validation forecast of a model with a likelihood: Darts' predict(n = the longest
- * validation part, series = the training parts, num_samples) as one call (the second
- * predict() after fit(): the first is [forecast]'s), each series' forecast cut to its
- * validation part; the point metrics on the median, the quantile metrics on the samples. */
-static enum tsrnn_status sampled_validation(struct trainer *tr, struct tsrnn_forecast_scores *each,
-                                            struct tsrnn_quantile_scores *q_each,
-                                            struct tsrnn_train_result *r)
+/* Every series of the run as a forecast source (sources_of(), malloc'd). */
+static enum tsrnn_status all_sources(const struct tsrnn_dataset *ds,
+                                     struct tsrnn_forecast_source **sources)
+{
+    *sources = malloc(ds->series_count * sizeof(**sources));
+    if (*sources == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts",
+                           ds->series_count);
+    for (size_t i = 0; i < ds->series_count; i++)
+        (*sources)[i] = forecast_source(ds, i);
+    return TSRNN_OK;
+}
+
+/* The validation forecasts' scores into r (each series' into each[] and q_each[]), and the
+ * warnings for MAPE's values of 0, as Darts' mape() leaves them out. */
+static void score_validation(const struct trainer *tr, const struct tsrnn_forecast_set *set,
+                             struct tsrnn_forecast_scores *each,
+                             struct tsrnn_quantile_scores *q_each, struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t S = ds->series_count, n = 0;
-    struct tsrnn_forecast *f = calloc(S, sizeof(*f));
-    struct tsrnn_forecast_source *sources = calloc(S, sizeof(*sources));
-    size_t *lengths = calloc(S, sizeof(*lengths));
-    struct tsrnn_forecast_options opt;
-    enum tsrnn_status status = TSRNN_OK;
-    if (f == NULL || sources == NULL || lengths == NULL)
-        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
-    for (size_t i = 0; status == TSRNN_OK && i < S; i++) {
-        sources[i] = forecast_source(ds, i);
-        lengths[i] = ds->items[i].val_length;
-        n = lengths[i] > n ? lengths[i] : n;
+    size_t S = ds->series_count;
+    bool sampled = tr->model.likelihood.kind != TSRNN_LIKELIHOOD_NONE;
+    r->forecast_count = 0;
+    r->has_quantile_scores = sampled;
+    for (size_t i = 0; i < S; i++) {
+        const struct tsrnn_forecast *f = &set->f[i];
+        const char *id = S > 1 ? ds->items[i].id : "";
+        each[i] = (struct tsrnn_forecast_scores){ f->mape, f->mae, f->rmse };
+        r->forecast_count += f->length;
+        r->has_quantile_scores &= f->has_quantile_scores;
+        if (f->has_quantile_scores)
+            q_each[i] = f->quantile_scores;
+        if (!sampled && f->zero_actual_count > 0)
+            tsrnn_warn("MAPE leaves out the %zu value%s of 0 in the validation part%s%s%s, as "
+                       "Darts' mape() does (their percentage error is NaN, or 0 where the "
+                       "forecast is 0 too)%s",
+                       f->zero_actual_count, f->zero_actual_count > 1 ? "s" : "",
+                       S > 1 ? " of series '" : "", id, S > 1 ? "'" : "",
+                       isnan(f->mape) ? ": none is left, MAPE is undefined" : "");
+        else if (sampled && isnan(f->mape))
+            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
+                       "needs actual values that are not 0)",
+                       S > 1 ? " of series '" : "", id, S > 1 ? "'" : "");
     }
-    forecast_options(tr, 2, false, &opt);
-    if (status == TSRNN_OK)
-        status = tsrnn_forecast_predict(f, &tr->model, sources, S,
-                                        (size_t)tr->cfg->input_chunk_length, n, lengths, &opt);
-    r->has_quantile_scores = status == TSRNN_OK;
-    for (size_t i = 0; status == TSRNN_OK && i < S; i++) {
-        each[i] = (struct tsrnn_forecast_scores){ f[i].mape, f[i].mae, f[i].rmse };
-        r->forecast_count += f[i].length;
-        r->has_quantile_scores &= f[i].has_quantile_scores;
-        if (f[i].has_quantile_scores)
-            q_each[i] = f[i].quantile_scores;
-        tsrnn_forecast_finish(&f[i]);
-    }
-    free(f);
-    free(sources);
-    free(lengths);
-    return status;
+    struct tsrnn_forecast_scores mean;
+    tsrnn_forecast_scores_mean(&mean, each, S);
+    r->mape = mean.mape;
+    r->mae = mean.mae;
+    r->rmse = mean.rmse;
+    if (r->has_quantile_scores)
+        tsrnn_quantile_scores_mean(&r->quantile_scores, q_each, S);
 }
 
 /* Darts' RNNModel.predict(n = validation length, series = training part) of every series,
  * in the original scale, scored with Darts' mape(actual, pred) = 100 * mean |(a - p) / a|,
  * mae and rmse, each per component then averaged over the components; several series'
  * scores are averaged as Darts' metric(actual_list, pred_list, series_reduction=np.mean)
- * does. */
+ * does. With a likelihood: predict(n = the longest validation part, num_samples) as one call
+ * (the second predict() after fit(): the first is [forecast]'s), each series' forecast cut to
+ * its validation part; the point metrics on the median, the quantile metrics on the
+ * samples. */
 enum tsrnn_status tsrnn_trainer_forecast_validation(struct trainer *tr,
                                                     struct tsrnn_train_result *r)
 {
     const struct tsrnn_dataset *ds = tr->ds;
-    size_t S = ds->series_count;
-    struct tsrnn_forecast_scores *each = calloc(S, sizeof(*each)), mean;
+    size_t S = ds->series_count, n = 0;
+    struct tsrnn_forecast_source *sources = NULL;
+    size_t *lengths = calloc(S, sizeof(*lengths));
+    struct tsrnn_forecast_scores *each = calloc(S, sizeof(*each));
     struct tsrnn_quantile_scores *q_each = calloc(S, sizeof(*q_each));
-    if (each == NULL || q_each == NULL) {
-        free(each);
-        free(q_each);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' scores", S);
-    }
+    struct tsrnn_forecast_set set = { 0 };
+    struct tsrnn_forecast_options opt;
     enum tsrnn_status status = TSRNN_OK;
-    r->forecast_count = 0;
-    bool sampled = tr->model.likelihood.kind != TSRNN_LIKELIHOOD_NONE;
-    if (sampled)
-        status = sampled_validation(tr, each, q_each, r);
-    for (size_t i = 0; !sampled && i < S && status == TSRNN_OK; i++) {
-        const struct tsrnn_dataset_series *item = &ds->items[i];
-        struct tsrnn_forecast f;
-        struct tsrnn_forecast_source src = forecast_source(ds, i);
-        status = tsrnn_forecast_run(&f, &tr->model, &src, (size_t)tr->cfg->input_chunk_length,
-                                    item->val_length);
-        if (status != TSRNN_OK)
-            break;
-        each[i] = (struct tsrnn_forecast_scores){ f.mape, f.mae, f.rmse };
-        r->forecast_count += f.length;
-        if (f.zero_actual_count > 0)
-            tsrnn_warn("MAPE leaves out the %zu value%s of 0 in the validation part%s%s%s, as "
-                       "Darts' mape() does (their percentage error is NaN, or 0 where the "
-                       "forecast is 0 too)%s",
-                       f.zero_actual_count, f.zero_actual_count > 1 ? "s" : "",
-                       S > 1 ? " of series '" : "", S > 1 ? item->id : "", S > 1 ? "'" : "",
-                       isnan(f.mape) ? ": none is left, MAPE is undefined" : "");
-        tsrnn_forecast_finish(&f);
+    if (lengths == NULL || each == NULL || q_each == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' scores", S);
+        goto out;
     }
-    for (size_t i = 0; sampled && status == TSRNN_OK && i < S; i++)
-        if (isnan(each[i].mape))
-            tsrnn_warn("MAPE is undefined: the validation part%s%s%s holds a 0 (Darts' mape() "
-                       "needs actual values that are not 0)",
-                       S > 1 ? " of series '" : "", S > 1 ? ds->items[i].id : "", S > 1 ? "'" : "");
-    if (status == TSRNN_OK) {
-        tsrnn_forecast_scores_mean(&mean, each, S);
-        r->mape = mean.mape;
-        r->mae = mean.mae;
-        r->rmse = mean.rmse;
-        if (r->has_quantile_scores)
-            tsrnn_quantile_scores_mean(&r->quantile_scores, q_each, S);
-        if (tr->world.writes_files && tsrnn_trainer_named_series(ds))
-            status = write_validation(tr, each, &mean, r->has_quantile_scores ? q_each : NULL,
-                                      &r->quantile_scores);
+    status = all_sources(ds, &sources);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t i = 0; i < S; i++) {
+        lengths[i] = ds->items[i].val_length;
+        n = lengths[i] > n ? lengths[i] : n;
     }
+    forecast_options(tr, 2, false, &opt);
+    status = tsrnn_forecast_set_predict(&set, &tr->model, sources, S,
+                                        (size_t)tr->cfg->input_chunk_length, n, lengths, &opt);
+    if (status != TSRNN_OK)
+        goto out;
+    score_validation(tr, &set, each, q_each, r);
+    if (tr->world.writes_files && tsrnn_trainer_named_series(ds)) {
+        struct tsrnn_forecast_scores mean = { r->mape, r->mae, r->rmse };
+        status = write_validation(tr, each, &mean, r->has_quantile_scores ? q_each : NULL,
+                                  &r->quantile_scores);
+    }
+out:
+    tsrnn_forecast_set_finish(&set);
+    free(sources);
+    free(lengths);
     free(each);
     free(q_each);
     return status;
 }
 
-/* The forecast plots of f (one per series): forecast.png of the one series, or
- * forecast_<id>.png of each of the first TSRNN_FORECAST_PLOTS named series. */
-static enum tsrnn_status plot_forecasts(struct trainer *tr, const struct tsrnn_forecast *f,
-                                        size_t *drawn)
+/* "Forecast 24 steps (1959-02 .. 1961-01): <run>/forecast.csv and forecast.png", or its
+ * line for several series. */
+static void print_forecast(const struct trainer *tr, const struct tsrnn_forecast_set *set,
+                           const struct tsrnn_forecast_files *files, size_t drawn)
 {
-    const struct tsrnn_config *cfg = tr->cfg;
-    const struct tsrnn_dataset *ds = tr->ds;
-    size_t count =
-        ds->series_count < TSRNN_FORECAST_PLOTS ? ds->series_count : TSRNN_FORECAST_PLOTS;
-    const char *ids[TSRNN_FORECAST_PLOTS];
-    *drawn = 0;
-    for (size_t i = 0; i < count; i++) {
-        const struct tsrnn_dataset_series *item = &ds->items[i];
-        char path[PATH_MAX + TSRNN_NAME_MAX + 32], title[TSRNN_NAME_MAX * 3],
-            file_id[TSRNN_NAME_MAX];
-        ids[i] = item->id;
-        tsrnn_forecast_plot_file_id(ids, i, file_id, sizeof(file_id));
-        if (tsrnn_trainer_named_series(ds)) {
-            snprintf(path, sizeof(path), "%s/forecast_%s.png", tr->folder.dir, file_id);
-            snprintf(title, sizeof(title), "%s %s, series %s", cfg->model_name,
-                     tsrnn_model_kind_name(cfg->model), item->id);
-        } else {
-            snprintf(path, sizeof(path), "%s/forecast.png", tr->folder.dir);
-            snprintf(title, sizeof(title), "%s %s", cfg->model_name,
-                     tsrnn_model_kind_name(cfg->model));
-        }
-        TSRNN_TRY(tsrnn_forecast_plot(&f[i], &item->series, title, PLOT_WIDTH, PLOT_HEIGHT, path));
-        (*drawn)++;
+    const struct tsrnn_forecast *f = &set->f[0];
+    FILE *out = tr->report.out;
+    const char *samples = files->samples_path != NULL ? ", forecast_samples.csv" : "";
+    if (!tsrnn_trainer_named_series(tr->ds)) {
+        const struct tsrnn_series *series = set->sources[0].series;
+        char first[64], last[64];
+        tsrnn_time_format(f->times[0], series->time_unit, first, sizeof(first));
+        tsrnn_time_format(f->times[f->length - 1], series->time_unit, last, sizeof(last));
+        fprintf(out, "Forecast %zu steps (%s .. %s", f->length, first, last);
+        if (f->sample_count > 1)
+            fprintf(out, ", %zu sample paths", f->sample_count);
+        fprintf(out, "): %s/forecast.csv%s%s\n", tsrnn_display_path(tr->folder.dir), samples,
+                files->plot_dir != NULL ? " and forecast.png" : "");
+        return;
     }
-    return TSRNN_OK;
-}
-
-/* A file's whole text, for write_text_job. */
-struct text_file {
-    const char *path;
-    char *text; /* malloc'd */
-    size_t nbytes;
-};
-
-static enum tsrnn_status write_text_job(void *arg)
-{
-    const struct text_file *t = arg;
-    struct tsrnn_atomic_file af;
-    TSRNN_TRY(tsrnn_atomic_file_open(&af, t->path));
-    if (fwrite(t->text, 1, t->nbytes, af.file) != t->nbytes) {
-        int err = errno != 0 ? errno : EIO;
-        tsrnn_atomic_file_abort(&af);
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(t->path));
-    }
-    return tsrnn_atomic_file_commit(&af);
-}
-
-/* forecast.csv's text (quantile columns with samples: tsrnn_forecast_write_set), or with
- * `samples` forecast_samples.csv's, from the forecasts f of every series, into `csv`. */
-static enum tsrnn_status forecast_text(struct trainer *tr, const struct tsrnn_forecast *f,
-                                       const struct tsrnn_forecast_source *sources,
-                                       const struct tsrnn_forecast_options *opt, bool samples,
-                                       struct text_file *csv)
-{
-    FILE *mem = open_memstream(&csv->text, &csv->nbytes);
-    if (mem == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
-    size_t S = tr->ds->series_count;
-    const char *id_name = id_column(tr->cfg);
-    enum tsrnn_status status =
-        samples ? tsrnn_forecast_write_samples(f, sources, S, id_name, mem)
-                : tsrnn_forecast_write_set(f, sources, S, id_name, &tr->model.likelihood, opt, mem);
-    if (fclose(mem) != 0 && status == TSRNN_OK)
-        status = TSRNN_ERR_IO;
-    if (status == TSRNN_ERR_IO) /* memory, with a stream in memory */
-        status =
-            tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %s", tsrnn_display_path(csv->path));
-    return status;
+    fprintf(out, "Forecast %d steps of each of the %zu series", tr->cfg->forecast_n, set->count);
+    if (f->sample_count > 1)
+        fprintf(out, ", %zu sample paths each", f->sample_count);
+    fprintf(out, ": %s/forecast.csv%s", tsrnn_display_path(tr->folder.dir), samples);
+    if (drawn > 0)
+        fprintf(out, " and the plots of the first %zu (forecast_<series>.png)", drawn);
+    fputc('\n', out);
 }
 
 /* The [forecast] section: n steps after each series' training part, as forecast.csv and
@@ -285,81 +246,47 @@ static enum tsrnn_status forecast_text(struct trainer *tr, const struct tsrnn_fo
 enum tsrnn_status tsrnn_trainer_write_forecast(struct trainer *tr)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    const struct tsrnn_dataset *ds = tr->ds;
-    size_t S = ds->series_count;
-    char path[PATH_MAX + 16], samples_path[PATH_MAX + 32];
+    struct tsrnn_forecast_source *sources = NULL;
+    struct tsrnn_forecast_set set = { 0 };
     struct tsrnn_forecast_options opt;
+    char csv[PATH_MAX + 16], samples[PATH_MAX + 32], title[2 * TSRNN_NAME_MAX + 16], why[1024];
+    enum tsrnn_status status = all_sources(tr->ds, &sources);
+    if (status != TSRNN_OK)
+        goto out;
     forecast_options(tr, 1, cfg->predict_likelihood_parameters, &opt);
-
-    struct tsrnn_forecast_source *sources = calloc(S, sizeof(*sources));
-    struct tsrnn_forecast *f = calloc(S, sizeof(*f));
-    if (sources == NULL || f == NULL) {
-        free(sources);
-        free(f);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series' forecasts", S);
-    }
-    for (size_t i = 0; i < S; i++)
-        sources[i] = forecast_source(ds, i);
-    snprintf(path, sizeof(path), "%s/forecast.csv", tr->folder.dir);
-    snprintf(samples_path, sizeof(samples_path), "%s/forecast_samples.csv", tr->folder.dir);
-    /* The forecasts here (they run the model, this thread's); the files with their fsyncs
-     * beside the pictures, on the helper thread. */
-    struct text_file csv = { .path = path }, samples = { .path = samples_path };
-    enum tsrnn_status status =
-        tsrnn_forecast_predict(f, &tr->model, sources, S, (size_t)cfg->input_chunk_length,
-                               (size_t)cfg->forecast_n, NULL, &opt);
-    bool have_forecasts = status == TSRNN_OK;
-    bool write_samples = cfg->forecast_samples && f[0].sample_count > 1;
-    if (status == TSRNN_OK)
-        status = forecast_text(tr, f, sources, &opt, false, &csv);
-    if (status == TSRNN_OK)
-        status = tsrnn_jobs_add(&tr->folder.jobs, write_text_job, &csv);
-    if (status == TSRNN_OK && write_samples)
-        status = forecast_text(tr, f, sources, &opt, true, &samples);
-    if (status == TSRNN_OK && write_samples)
-        status = tsrnn_jobs_add(&tr->folder.jobs, write_text_job, &samples);
-    tsrnn_jobs_start(&tr->folder.jobs);
+    status = tsrnn_forecast_set_predict(&set, &tr->model, sources, tr->ds->series_count,
+                                        (size_t)cfg->input_chunk_length, (size_t)cfg->forecast_n,
+                                        NULL, &opt);
+    if (status != TSRNN_OK)
+        goto out;
     /* plot = true is the default: where cairo cannot draw (a build without it, a machine
      * without libcairo.so.2) the picture is skipped with a warning; asked for explicitly, it
-     * was refused before training (check_plot). A forecast of the likelihood's parameters has
-     * no picture. */
-    char why[1024];
-    bool parameters = have_forecasts && f[0].param_count > 0;
+     * was refused before training (setup.c's check_plot). A forecast of the likelihood's
+     * parameters has no picture. */
+    bool parameters = set.f[0].param_count > 0;
     bool draw = cfg->forecast_plot && !parameters && tsrnn_plot_usable(why, sizeof(why));
     if (cfg->forecast_plot && !parameters && !draw)
-        tsrnn_warn("%s not drawn: %s; [forecast] plot = false silences this",
-                   tsrnn_trainer_named_series(ds) ? "the forecast plots are" : "forecast.png is",
-                   why);
+        tsrnn_warn(
+            "%s not drawn: %s; [forecast] plot = false silences this",
+            tsrnn_trainer_named_series(tr->ds) ? "the forecast plots are" : "forecast.png is", why);
+    snprintf(csv, sizeof(csv), "%s/forecast.csv", tr->folder.dir);
+    snprintf(samples, sizeof(samples), "%s/forecast_samples.csv", tr->folder.dir);
+    snprintf(title, sizeof(title), "%s %s", cfg->model_name, tsrnn_model_kind_name(cfg->model));
+    struct tsrnn_forecast_files files = {
+        .csv_path = csv,
+        .id_name = id_column(cfg),
+        .samples_path = cfg->forecast_samples && set.f[0].sample_count > 1 ? samples : NULL,
+        .plot_dir = draw ? tr->folder.dir : NULL,
+        .title = title,
+        .width = PLOT_WIDTH,
+        .height = PLOT_HEIGHT,
+    };
     size_t drawn = 0;
-    if (status == TSRNN_OK && draw)
-        status = plot_forecasts(tr, f, &drawn);
-    status = tsrnn_trainer_finish_jobs(tr, status);
-    free(csv.text);
-    free(samples.text);
-    if (status == TSRNN_OK && tr->report.out != NULL && !tsrnn_trainer_named_series(ds)) {
-        const struct tsrnn_dataset_series *item = &ds->items[0];
-        char first[64], last[64];
-        tsrnn_time_format(f[0].times[0], item->series.time_unit, first, sizeof(first));
-        tsrnn_time_format(f[0].times[f[0].length - 1], item->series.time_unit, last, sizeof(last));
-        fprintf(tr->report.out, "Forecast %zu steps (%s .. %s", f[0].length, first, last);
-        if (f[0].sample_count > 1)
-            fprintf(tr->report.out, ", %zu sample paths", f[0].sample_count);
-        fprintf(tr->report.out, "): %s/forecast.csv%s%s\n", tsrnn_display_path(tr->folder.dir),
-                write_samples ? ", forecast_samples.csv" : "", draw ? " and forecast.png" : "");
-    } else if (status == TSRNN_OK && tr->report.out != NULL) {
-        fprintf(tr->report.out, "Forecast %d steps of each of the %zu series", cfg->forecast_n, S);
-        if (f[0].sample_count > 1)
-            fprintf(tr->report.out, ", %zu sample paths each", f[0].sample_count);
-        fprintf(tr->report.out, ": %s/forecast.csv%s", tsrnn_display_path(tr->folder.dir),
-                write_samples ? ", forecast_samples.csv" : "");
-        if (drawn > 0)
-            fprintf(tr->report.out, " and the plots of the first %zu (forecast_<series>.png)",
-                    drawn);
-        fputc('\n', tr->report.out);
-    }
-    for (size_t i = 0; have_forecasts && i < S; i++)
-        tsrnn_forecast_finish(&f[i]);
-    free(f);
+    status = tsrnn_forecast_set_save(&set, &files, &drawn);
+    if (status == TSRNN_OK && tr->report.out != NULL)
+        print_forecast(tr, &set, &files, drawn);
+out:
+    tsrnn_forecast_set_finish(&set);
     free(sources);
     return status;
 }
