@@ -59,7 +59,14 @@ struct tsrnn_train_options {
     FILE *out;                         /* where the run's report goes (stdout) */
     enum tsrnn_progress_mode progress; /* the epoch bar */
     bool quiet;                        /* print the final summary only */
-    bool print_devices;                /* the "GPU available: ..." lines (not under a launcher) */
+    /* The banner's first line: "<program> <version>: <config_path>, model <kind>". */
+    const char *program;
+    const char *config_path;
+    bool print_devices; /* the "GPU available: ..." lines (not under a launcher) */
+    /* Every rank's output meets on one terminal (mpirun, srun): rank 0 speaks for all, as
+     * Lightning's rank_zero_only; the others print their "Initializing distributed" line and
+     * their errors only. */
+    bool rank_zero_only;
     /* The data-parallel world: NULL trains alone. Its rank 0 writes the run folder; other
      * ranks write nothing. */
     struct tsrnn_comm *comm;

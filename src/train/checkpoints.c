@@ -48,3 +48,16 @@ enum tsrnn_status tsrnn_trainer_save_untrained(struct trainer *tr)
     snprintf(tr->ckpt.last, sizeof(tr->ckpt.last), "%s", path);
     return TSRNN_OK;
 }
+
+/* The best checkpoint for the result: the one this process wrote, or, resumed, one an
+ * earlier process wrote; "" when there is none. */
+void tsrnn_trainer_find_best_checkpoint(struct trainer *tr)
+{
+    if (tr->ckpt.best[0] != '\0' || !tr->world.writes_files || !tr->cfg->save_checkpoints)
+        return;
+    if (tsrnn_checkpoint_locate(tr->ckpt.best, sizeof(tr->ckpt.best), tr->folder.ckpt_dir,
+                                "best") != TSRNN_OK) {
+        tr->ckpt.best[0] = '\0';
+        tsrnn_error_clear();
+    }
+}

@@ -69,11 +69,10 @@ enum tsrnn_status tsrnn_trainer_resume(struct trainer *tr, const char *resume)
                 tr->controls.early_stopping.best_score = (float)st->es_best_score;
             }
             warn_config_changes(&ck->config, tr->cfg, path);
-            if (tr->report.out != NULL)
-                fprintf(tr->report.out,
-                        "Restored all states from the checkpoint at %s (epoch %lld, global step "
-                        "%lld)\n",
-                        tsrnn_display_path(path), (long long)st->epoch, (long long)st->global_step);
+            /* for the banner */
+            snprintf(tr->report.restored, sizeof(tr->report.restored), "%s", path);
+            tr->report.restored_epoch = st->epoch;
+            tr->report.restored_step = st->global_step;
         }
         tsrnn_checkpoint_finish(ck);
     }

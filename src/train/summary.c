@@ -1,6 +1,7 @@
-/* What a run prints around the training: the banner (devices, the model summary) and the
- * summary after it (steps, losses, times, the validation forecast's scores, each rank's
- * GPU). */
+/* What a run prints around the training: the banner before it (the program and its config,
+ * the rank in its world, the compute backend, the data and this rank's batches, the checkpoint
+ * resumed from, the devices, the model summary), once, and the summary after it (steps,
+ * losses, times, the validation forecast's scores, each rank's GPU). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -8,17 +9,68 @@
 #include "tsrnn/comm.h"
 #include "tsrnn/compute.h"
 
-void tsrnn_trainer_print_banner(const struct trainer *tr, FILE *out, bool devices)
+/* "Initializing distributed: ..." as Lightning prints it, with this rank's comm backend and
+ * launcher. */
+static void print_distributed(const struct trainer *tr, FILE *out)
 {
+    const struct tsrnn_world *w = tr->world.info;
+    fprintf(out,
+            "Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, %s; "
+            "started by %s)\n",
+            w->rank, w->rank + 1, w->world_size, w->local_rank,
+            tsrnn_comm_backend_name(tr->world.comm), w->launcher);
+}
+
+/* The CPU backend's warning when its large products run below what the CPU can do (BLAS):
+ * models below 128 x 128 recurrent weights (the Darts guide's) keep their products in tsrnn's
+ * loops and never reach BLAS, and get none. */
+static void warn_blas(const struct trainer *tr, const char *program)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    size_t weights =
+        tsrnn_model_gate_count(cfg->model) * (size_t)cfg->hidden_dim * (size_t)cfg->hidden_dim;
+    const char *warning = tsrnn_compute_host_memory(tr->compute) && weights >= 128 * 128
+                              ? tsrnn_compute_cpu_blas_warning()
+                              : NULL;
+    if (warning != NULL)
+        fprintf(stderr, "%s: warning: %s\n", program, warning);
+}
+
+void tsrnn_trainer_print_banner(const struct trainer *tr, const struct tsrnn_train_options *options)
+{
+    const struct tsrnn_world *world = tr->world.info;
+    FILE *out = options->out;
+    bool distributed = world != NULL && world->world_size > 1;
+    if (options->rank_zero_only && tr->world.rank > 0) {
+        if (distributed)
+            print_distributed(tr, out);
+        fflush(out);
+        return;
+    }
+    fprintf(out, "%s %s: %s, model %s\n", options->program, tsrnn_version(), options->config_path,
+            tsrnn_model_kind_name(tr->cfg->model));
+    if (distributed)
+        print_distributed(tr, out);
+    char kernels[1024];
+    tsrnn_compute_describe(tr->compute, kernels, sizeof(kernels));
+    fprintf(out, "Compute: %s\n", kernels);
+    warn_blas(tr, options->program);
+    tsrnn_report_dataset(out, tr->cfg, tr->ds, &tr->sampler);
+    if (tr->report.restored[0] != '\0')
+        fprintf(out,
+                "Restored all states from the checkpoint at %s (epoch %lld, global step %lld)\n",
+                tsrnn_display_path(tr->report.restored), (long long)tr->report.restored_epoch,
+                (long long)tr->report.restored_step);
     bool gpu_used = tsrnn_compute_kind(tr->compute) == TSRNN_COMPUTE_CUDA;
-    if (devices)
+    if (options->print_devices)
         tsrnn_report_devices(out, gpu_used || tsrnn_compute_available(TSRNN_COMPUTE_CUDA, NULL, 0),
                              gpu_used, tsrnn_compute_tpu_cores(tr->compute));
     if (gpu_used)
-        tsrnn_report_cuda_devices(out, tr->world.info ? tr->world.info->local_rank : 0);
+        tsrnn_report_cuda_devices(out, world != NULL ? world->local_rank : 0);
     tsrnn_report_model_summary(out, tsrnn_model_kind_name(tr->model.dims.kind),
                                (int64_t)tr->model.table.rnn_count,
                                (int64_t)tr->model.table.head_count);
+    fflush(out);
 }
 
 /* Each rank's GPU for the summary, on every rank (Lightning's DeviceStatsMonitor reads the

@@ -311,10 +311,62 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     return TSRNN_OK;
 }
 
+/* The epochs, from where the run starts to n_epochs, max_steps or early stopping, under the
+ * progress bar; then every rank's GPU for the summary. */
+static enum tsrnn_status fit(struct trainer *tr, struct tsrnn_train_result *r,
+                             enum tsrnn_progress_mode progress)
+{
+    enum tsrnn_status status = TSRNN_OK;
+    tsrnn_progress_init(&tr->report.progress, tr->report.out, progress);
+    for (int64_t epoch = tr->pos.start_epoch; status == TSRNN_OK && epoch < tr->cfg->n_epochs &&
+                                              !steps_done(tr) && !tr->controls.stop_early;
+         epoch++)
+        status = run_epoch(tr, epoch, epoch == tr->pos.start_epoch ? tr->pos.start_batch : 0, r);
+    tsrnn_progress_finish(&tr->report.progress);
+    /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
+    if (status == TSRNN_OK)
+        status = tsrnn_trainer_gather_gpus(tr);
+    return status;
+}
+
+/* Why the fit ended: Lightning's EarlyStopping reason (it logs it with verbose=True; rank 0
+ * reports it to the launcher too), or its "`Trainer.fit` stopped" line. */
+static void print_stop(const struct trainer *tr, const struct tsrnn_train_result *r, FILE *out)
+{
+    if (tr->controls.stop_early) {
+        fprintf(out, "Early stopping after epoch %lld: %s\n", (long long)r->epoch_count - 1,
+                tr->controls.stop_reason);
+        tsrnn_world_report(tr->world.info, "early_stopping", "%s", tr->controls.stop_reason);
+    } else if (tr->report.out != NULL) {
+        bool steps = steps_done(tr);
+        tsrnn_report_fit_stopped(out, steps ? "max_steps" : "max_epochs",
+                                 steps ? tr->cfg->max_steps : tr->cfg->n_epochs);
+    }
+}
+
+/* After the fit: the untrained weights of a max_steps = 0 run, the validation forecast and
+ * its scores, the [forecast] files; metrics.csv and the TensorBoard file closed. */
+static enum tsrnn_status after_fit(struct trainer *tr, struct tsrnn_train_result *r)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    bool rank0 = tr->world.writes_files;
+    if (rank0 && cfg->max_steps == 0 && cfg->resume[0] == '\0')
+        TSRNN_TRY(tsrnn_trainer_save_untrained(tr));
+    if (tr->ds->val.count > 0)
+        TSRNN_TRY(tsrnn_trainer_forecast_validation(tr, r));
+    if (rank0 && cfg->forecast_n > 0)
+        TSRNN_TRY(tsrnn_trainer_write_forecast(tr));
+    TSRNN_TRY(tsrnn_metrics_csv_close(&tr->folder.metrics));
+    return tsrnn_tb_close(&tr->folder.tb);
+}
+
 enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct tsrnn_config *cfg,
                               const struct tsrnn_dataset *ds,
                               const struct tsrnn_train_options *options)
 {
+    int rank = options->comm ? tsrnn_comm_rank(options->comm) : 0;
+    /* rank_zero_only: a rank other than 0 prints its "Initializing distributed" line alone */
+    bool quiet = options->quiet || (options->rank_zero_only && rank > 0);
     struct trainer tr = {
         .cfg = cfg,
         .ds = ds,
@@ -322,8 +374,9 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .world = {
             .info = options->world,
             .comm = options->comm,
-            .rank = options->comm ? tsrnn_comm_rank(options->comm) : 0,
+            .rank = rank,
             .size = options->comm ? tsrnn_comm_world_size(options->comm) : 1,
+            .writes_files = rank == 0,
             .stop_requested = options->stop_requested,
         },
         .folder = {
@@ -331,7 +384,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
             .metrics = { .fd = -1 },
             .tb = { .fd = -1 },
         },
-        .report = { .out = options->quiet ? NULL : options->out },
+        .report = { .out = quiet ? NULL : options->out },
     };
     struct tsrnn_train_result r = {
         .first_step_loss = NAN,
@@ -344,68 +397,40 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
         .mae = NAN,
         .rmse = NAN,
     };
-    FILE *out = options->out;
     double start = tsrnn_clock_now_s();
-    tr.world.writes_files = tr.world.rank == 0;
     enum tsrnn_status status = tsrnn_trainer_check_forecast(&tr);
-    if (status == TSRNN_OK)
-        status = tsrnn_trainer_setup(&tr);
-
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_trainer_setup(&tr);
+    if (status != TSRNN_OK)
+        goto out;
     r.param_count = tr.model.table.total_count;
     r.first_step = r.step_count = tr.pos.step;
     r.epoch_count = tr.pos.start_epoch;
     r.final_lr = tr.adam.lr;
-    if (status == TSRNN_OK && !options->quiet)
-        tsrnn_trainer_print_banner(&tr, out, options->print_devices);
-    tsrnn_progress_init(&tr.report.progress, out,
-                        options->quiet ? TSRNN_PROGRESS_NONE : options->progress);
-    for (int64_t epoch = tr.pos.start_epoch;
-         status == TSRNN_OK && epoch < cfg->n_epochs && !steps_done(&tr) && !tr.controls.stop_early;
-         epoch++)
-        status = run_epoch(&tr, epoch, epoch == tr.pos.start_epoch ? tr.pos.start_batch : 0, &r);
-    tsrnn_progress_finish(&tr.report.progress);
-    /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
-    if (status == TSRNN_OK)
-        status = tsrnn_trainer_gather_gpus(&tr);
+    if (!options->quiet)
+        tsrnn_trainer_print_banner(&tr, options);
+    status = fit(&tr, &r, quiet ? TSRNN_PROGRESS_NONE : options->progress);
+    /* What the writer thread and the jobs beside the training still hold goes to disk: a
+     * failure there wins, as it happened earlier. */
     status = tsrnn_trainer_drain_checkpoints(&tr, status);
     status = tsrnn_trainer_finish_jobs(&tr, status);
-    if (status == TSRNN_OK && tr.controls.stop_early) {
-        /* Lightning's EarlyStopping reason (it logs it with verbose=True); rank 0 reports it
-         * to the launcher too. */
-        fprintf(out, "Early stopping after epoch %lld: %s\n", (long long)r.epoch_count - 1,
-                tr.controls.stop_reason);
-        tsrnn_world_report(tr.world.info, "early_stopping", "%s", tr.controls.stop_reason);
-    } else if (status == TSRNN_OK && !options->quiet) {
-        tsrnn_report_fit_stopped(out, steps_done(&tr) ? "max_steps" : "max_epochs",
-                                 steps_done(&tr) ? cfg->max_steps : cfg->n_epochs);
-    }
-    if (status == TSRNN_OK && tr.world.writes_files && cfg->max_steps == 0 &&
-        cfg->resume[0] == '\0')
-        status = tsrnn_trainer_save_untrained(&tr);
-    if (status == TSRNN_OK && ds->val.count > 0)
-        status = tsrnn_trainer_forecast_validation(&tr, &r);
-    if (status == TSRNN_OK && tr.world.writes_files && cfg->forecast_n > 0)
-        status = tsrnn_trainer_write_forecast(&tr);
-    if (status == TSRNN_OK)
-        status = tsrnn_metrics_csv_close(&tr.folder.metrics);
-    if (status == TSRNN_OK)
-        status = tsrnn_tb_close(&tr.folder.tb);
+    if (status != TSRNN_OK)
+        goto out;
+    print_stop(&tr, &r, options->out);
+    status = after_fit(&tr, &r);
+    if (status != TSRNN_OK)
+        goto out;
     r.total_s = tsrnn_clock_now_s() - start;
     r.comm_s = tr.world.comm != NULL ? tsrnn_comm_allreduce_seconds(tr.world.comm) : 0.0;
     snprintf(r.run_dir, sizeof(r.run_dir), "%s", tr.folder.dir);
-    /* A resumed run's best may come from an earlier process. */
-    if (status == TSRNN_OK && tr.ckpt.best[0] == '\0' && tr.world.writes_files &&
-        cfg->save_checkpoints &&
-        tsrnn_checkpoint_locate(tr.ckpt.best, sizeof(tr.ckpt.best), tr.folder.ckpt_dir, "best") !=
-            TSRNN_OK) {
-        tr.ckpt.best[0] = '\0';
-        tsrnn_error_clear();
-    }
+    tsrnn_trainer_find_best_checkpoint(&tr);
     snprintf(r.best_checkpoint, sizeof(r.best_checkpoint), "%s", tr.ckpt.best);
     snprintf(r.last_checkpoint, sizeof(r.last_checkpoint), "%s", tr.ckpt.last);
-    /* A quiet rank other than 0 says nothing: rank 0 speaks for all (ranks > 0 under MPI). */
-    if (status == TSRNN_OK && !(options->quiet && tr.world.rank > 0))
-        tsrnn_trainer_print_result(&tr, &r, out);
+    /* A quiet rank other than 0 says nothing: rank 0 speaks for all. */
+    if (!(quiet && rank > 0))
+        tsrnn_trainer_print_result(&tr, &r, options->out);
+out:
     tsrnn_trainer_finish(&tr);
     *result = r;
     return status;

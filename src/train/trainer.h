@@ -112,8 +112,10 @@ struct train_folder {
 struct train_report {
     FILE *out; /* where the banner, the bar and the summary go; NULL: quiet */
     struct tsrnn_progress progress;
-    double *gpus; /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on the CPU
+    double *gpus;            /* (W, GPU_SLOT) every rank's GPU for the summary; NULL on the CPU
                      (summary.c) */
+    char restored[PATH_MAX]; /* the checkpoint rank 0 resumed from; "" for a new run */
+    int64_t restored_epoch, restored_step;
 };
 
 /* One rank's training: what it trains, on which device, and one member per job above. */
@@ -172,10 +174,12 @@ enum tsrnn_status tsrnn_train_write_hparams(const char *logs_dir, const struct t
                                             const struct tsrnn_likelihood *lik);
 
 /* checkpoints.c: the epoch's checkpoints to the writer; waiting for them (a failed write wins
- * over `status`); the untrained weights of a max_steps = 0 run. */
+ * over `status`); the untrained weights of a max_steps = 0 run; the best checkpoint for the
+ * result, an earlier process's when resumed. */
 enum tsrnn_status tsrnn_trainer_save_checkpoints(struct trainer *tr);
 enum tsrnn_status tsrnn_trainer_drain_checkpoints(struct trainer *tr, enum tsrnn_status status);
 enum tsrnn_status tsrnn_trainer_save_untrained(struct trainer *tr);
+void tsrnn_trainer_find_best_checkpoint(struct trainer *tr);
 
 /* after_fit.c: [forecast] n checked before training; the validation forecast and its scores
  * into r; the [forecast] files (rank 0). */
@@ -186,7 +190,8 @@ enum tsrnn_status tsrnn_trainer_write_forecast(struct trainer *tr);
 
 /* summary.c: the banner before the first epoch, every rank's GPU gathered after the last
  * step, and the summary of r. */
-void tsrnn_trainer_print_banner(const struct trainer *tr, FILE *out, bool devices);
+void tsrnn_trainer_print_banner(const struct trainer *tr,
+                                const struct tsrnn_train_options *options);
 enum tsrnn_status tsrnn_trainer_gather_gpus(struct trainer *tr);
 void tsrnn_trainer_print_result(const struct trainer *tr, const struct tsrnn_train_result *r,
                                 FILE *out);
