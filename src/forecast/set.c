@@ -67,16 +67,20 @@ struct csv_file {
 static enum tsrnn_status save_csv(void *arg)
 {
     const struct csv_file *csv = arg;
-    struct tsrnn_atomic_file af;
-    TSRNN_TRY(tsrnn_atomic_file_open(&af, csv->path));
-    enum tsrnn_status status = write_csv(csv->set, csv->id_name, csv->samples, af.file);
+    struct tsrnn_atomic_file af = { 0 };
+    enum tsrnn_status status = tsrnn_atomic_file_open(&af, csv->path);
+    if (status != TSRNN_OK)
+        goto out;
+    status = write_csv(csv->set, csv->id_name, csv->samples, af.file);
+    /* The writer's flush failed: its errno names the reason (a full disk), the message names
+     * the file. */
+    if (status != TSRNN_OK)
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno != 0 ? errno : EIO, "cannot write %s",
+                                   tsrnn_display_path(csv->path));
+out:
     if (status != TSRNN_OK) {
-        /* The writer's flush failed: its errno names the reason (a full disk), the message
-         * names the file. */
-        int err = errno != 0 ? errno : EIO;
         tsrnn_atomic_file_abort(&af);
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s",
-                                 tsrnn_display_path(csv->path));
+        return status;
     }
     return tsrnn_atomic_file_commit(&af);
 }

@@ -108,6 +108,37 @@ static enum tsrnn_status plot_backtests(const struct options *o, const struct ts
     return TSRNN_OK;
 }
 
+/* What a backtest reports once its files are written: the files on standard error, Darts'
+ * backtest() values on standard output (each series', then the mean over them; one series:
+ * its own value), and the quantile scores' mean with a likelihood. */
+static void print_backtests(const struct options *o, const struct tsrnn_backtest_part *parts,
+                            size_t count, const struct tsrnn_forecast_scores *mean, const char *dir,
+                            const char *csv, const char *errors, size_t drawn)
+{
+    bool named = parts[0].id != NULL;
+    fprintf(stderr, "Wrote %s, %s", tsrnn_display_path(csv), tsrnn_display_path(errors));
+    if (o->plot_path != NULL)
+        fprintf(stderr, ", %s", tsrnn_display_path(o->plot_path));
+    else if (drawn > 0 && !named)
+        fprintf(stderr, ", %s/backtest.png", tsrnn_display_path(dir));
+    else if (drawn > 0)
+        fprintf(stderr, " and the plots of the first %zu series (backtest_<series>.png)", drawn);
+    else
+        fprintf(stderr, " (no picture: see the warning above)");
+    fprintf(stderr, "\n");
+    for (size_t i = 0; i < count && named; i++)
+        print_backtest(parts[i].id, &parts[i].bt->overall);
+    print_backtest(NULL, mean);
+    if (parts[0].bt->has_quantile_scores) {
+        struct tsrnn_quantile_scores q;
+        tsrnn_backtest_quantile_mean(&q, parts, count);
+        printf("backtest quantiles:");
+        for (size_t k = 0; k < q.quantile_count; k++)
+            printf(" MQL_%g %.9g", q.quantiles[k], q.mql[k]);
+        printf(" MIC %.9g MIW %.9g\n", q.mic, q.miw);
+    }
+}
+
 /* The backtest of every source, its files in --out DIR (or the run folder), and Darts'
  * backtest values on standard output: each series', and their mean over several. */
 enum tsrnn_status predict_backtest(const struct options *o, const struct tsrnn_checkpoint *ck,
@@ -120,67 +151,53 @@ enum tsrnn_status predict_backtest(const struct options *o, const struct tsrnn_c
     struct tsrnn_backtest *bts = calloc(count, sizeof(*bts));
     struct tsrnn_backtest_part *parts = calloc(count, sizeof(*parts));
     struct tsrnn_forecast_scores *each = calloc(count, sizeof(*each)), mean;
+    struct tsrnn_forecast_options opt;
+    size_t drawn = 0;
     enum tsrnn_status status = TSRNN_OK;
-
-    if (bts == NULL || parts == NULL || each == NULL)
+    if (bts == NULL || parts == NULL || each == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-    else if (snprintf(csv, sizeof(csv), "%s/backtest.csv", dir) >= (int)sizeof(csv) ||
-             snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors))
+        goto out;
+    }
+    if (snprintf(csv, sizeof(csv), "%s/backtest.csv", dir) >= (int)sizeof(csv) ||
+        snprintf(errors, sizeof(errors), "%s/backtest_errors.csv", dir) >= (int)sizeof(errors)) {
         status = tsrnn_error(TSRNN_ERR_USAGE, "--out %s: the path is too long", dir);
+        goto out;
+    }
     /* A model with a likelihood: each series' forecasts sampled as historical_forecasts()
      * right after fit() draws them (its predict_from_dataset() is draw 4). */
-    struct tsrnn_forecast_options opt;
     predict_sampling_options(&opt, o, ck, TSRNN_DARTS_PREDICT_DRAW - 1);
-    for (size_t i = 0; i < count && status == TSRNN_OK; i++) {
+    for (size_t i = 0; i < count; i++) {
         status = tsrnn_forecast_error_series(
             tsrnn_backtest_run_sampled(&bts[i], model, &sources[i], firsts[i],
                                        (size_t)ck->input_chunk_length, (size_t)o->horizon,
                                        (size_t)o->stride, o->last_points_only, &opt),
             sources[i].id);
+        if (status != TSRNN_OK)
+            goto out;
         parts[i] = (struct tsrnn_backtest_part){ &bts[i], sources[i].series, sources[i].id };
         each[i] = bts[i].overall;
     }
-    if (status == TSRNN_OK) {
-        predict_print_loaded(ck, path);
-        for (size_t i = 0; i < count; i++)
-            print_plan(&bts[i], sources[i].series, sources[i].id);
-        tsrnn_forecast_scores_mean(&mean, each, count);
-        status = tsrnn_make_dirs(dir);
-    }
-    if (status == TSRNN_OK)
-        status = tsrnn_backtest_save_csv(parts, count, predict_id_name(ck), csv);
-    if (status == TSRNN_OK)
-        status = tsrnn_backtest_save_errors(parts, count, predict_id_name(ck),
-                                            count > 1 ? &mean : NULL, errors);
-    size_t drawn = 0;
-    if (status == TSRNN_OK)
-        status = plot_backtests(o, ck, parts, count, dir, &drawn);
-    if (status == TSRNN_OK) {
-        fprintf(stderr, "Wrote %s, %s", tsrnn_display_path(csv), tsrnn_display_path(errors));
-        if (o->plot_path != NULL)
-            fprintf(stderr, ", %s", tsrnn_display_path(o->plot_path));
-        else if (drawn > 0 && sources[0].id == NULL)
-            fprintf(stderr, ", %s/backtest.png", tsrnn_display_path(dir));
-        else if (drawn > 0)
-            fprintf(stderr, " and the plots of the first %zu series (backtest_<series>.png)",
-                    drawn);
-        else
-            fprintf(stderr, " (no picture: see the warning above)");
-        fprintf(stderr, "\n");
-        for (size_t i = 0; i < count && sources[0].id != NULL; i++)
-            print_backtest(sources[i].id, &bts[i].overall);
-        print_backtest(NULL, &mean); /* one series: its own value */
-        if (bts[0].has_quantile_scores) {
-            struct tsrnn_quantile_scores q;
-            tsrnn_backtest_quantile_mean(&q, parts, count);
-            printf("backtest quantiles:");
-            for (size_t k = 0; k < q.quantile_count; k++)
-                printf(" MQL_%g %.9g", q.quantiles[k], q.mql[k]);
-            printf(" MIC %.9g MIW %.9g\n", q.mic, q.miw);
-        }
-        if (fflush(stdout) != 0)
-            status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write to standard output");
-    }
+    predict_print_loaded(ck, path);
+    for (size_t i = 0; i < count; i++)
+        print_plan(&bts[i], sources[i].series, sources[i].id);
+    tsrnn_forecast_scores_mean(&mean, each, count);
+    status = tsrnn_make_dirs(dir);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_backtest_save_csv(parts, count, predict_id_name(ck), csv);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_backtest_save_errors(parts, count, predict_id_name(ck), count > 1 ? &mean : NULL,
+                                        errors);
+    if (status != TSRNN_OK)
+        goto out;
+    status = plot_backtests(o, ck, parts, count, dir, &drawn);
+    if (status != TSRNN_OK)
+        goto out;
+    print_backtests(o, parts, count, &mean, dir, csv, errors, drawn);
+    if (fflush(stdout) != 0)
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot write to standard output");
+out:
     for (size_t i = 0; bts != NULL && i < count; i++)
         tsrnn_backtest_finish(&bts[i]);
     free(bts);

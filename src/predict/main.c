@@ -360,6 +360,97 @@ static enum tsrnn_status check_memory(const struct options *o, const struct tsrn
     return tsrnn_memory_check(&need, compute, 1, "the forecast", advice);
 }
 
+/* Finds and reads the checkpoint --checkpoint names: best (by default, and then the last one
+ * where a run has no best), last, or a file. A shared lock on the run folder while its
+ * checkpoint is found and read: a training run of that folder (which prunes and replaces
+ * checkpoints, or deletes them all) is refused meanwhile, and this waits for none. */
+static enum tsrnn_status read_checkpoint(struct tsrnn_checkpoint *ck, char *path, size_t capacity,
+                                         const struct options *o)
+{
+    struct tsrnn_run_lock lock = { .fd = -1 };
+    char dir[PATH_MAX], last[PATH_MAX];
+    enum tsrnn_status status = TSRNN_OK;
+    if (strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0) {
+        status = tsrnn_run_lock_acquire(&lock, o->run_dir, TSRNN_RUN_LOCK_SHARED);
+        if (status == TSRNN_ERR_USAGE)
+            tsrnn_error_append(status, "; wait for it to end, or forecast from a copy of one of "
+                                       "its checkpoints with --checkpoint FILE (and --run DIR "
+                                       "for its data, or --series CSV)");
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir ? o->run_dir : ".");
+    status = tsrnn_checkpoint_locate(path, capacity, dir, o->checkpoint);
+    /* No best by default: a run without save_checkpoints' best, or an untrained one
+     * (max_steps = 0, an imported model) has only its last checkpoint. */
+    if (status != TSRNN_OK && !o->checkpoint_given &&
+        tsrnn_checkpoint_locate(last, sizeof(last), dir, "last") == TSRNN_OK) {
+        tsrnn_error_clear();
+        snprintf(path, capacity, "%s", last);
+        status = TSRNN_OK;
+        fprintf(stderr, "No best checkpoint in %s: using the last one\n", tsrnn_display_path(dir));
+    } else if (status != TSRNN_OK && !o->checkpoint_given) {
+        /* the message of the best one's search, not the last one's */
+        status = tsrnn_checkpoint_locate(path, capacity, dir, o->checkpoint);
+    }
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_checkpoint_read(ck, path);
+out:
+    tsrnn_run_lock_release(&lock);
+    return status;
+}
+
+/* What the sources must be before any work: one for --plot, forecast dates that tsrnn can
+ * write (stamps past the year 9999 are refused at once; a backtest forecasts inside its
+ * series), a backtest's first forecasts (firsts[], and how many windows a batch holds). */
+static enum tsrnn_status check_sources(const struct options *o, const struct tsrnn_checkpoint *ck,
+                                       const struct tsrnn_forecast_source *sources, size_t count,
+                                       size_t *firsts, size_t *batch)
+{
+    if (o->plot_path != NULL && count > 1)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "--plot %s draws one series; the model was trained on %zu: choose "
+                           "one with --id",
+                           o->plot_path, count);
+    if (o->backtest)
+        return predict_backtest_plan(o, ck, sources, count, firsts, batch);
+    for (size_t i = 0; i < count; i++)
+        TSRNN_TRY(tsrnn_forecast_error_series(tsrnn_forecast_check_range(&sources[i], (size_t)o->n),
+                                              sources[i].id));
+    return TSRNN_OK;
+}
+
+/* The checkpoint's model on the device that forecasts, for batches of `batch` windows (a
+ * model with a likelihood: at least batch_size, as Darts tiles its sampled paths), once the
+ * model and the forecasts are known to fit in memory. A forecast is one window at a time (a
+ * backtest a batch of them): the CPU serves it, whatever trained the model, unless
+ * --accelerator gpu asks for the CUDA backend. The caller finishes both. */
+static enum tsrnn_status load_model(struct tsrnn_compute **compute, struct tsrnn_model *model,
+                                    const struct options *o, const struct tsrnn_checkpoint *ck,
+                                    const struct tsrnn_forecast_source *sources, size_t count,
+                                    const size_t *firsts, size_t batch)
+{
+    struct tsrnn_compute_options device = {
+        .kind = o->gpu ? TSRNN_COMPUTE_CUDA : TSRNN_COMPUTE_CPU,
+        .thread_count = 1,
+    };
+    enum tsrnn_status status = tsrnn_compute_create(compute, &device);
+    if (status == TSRNN_ERR_USAGE && o->gpu)
+        return tsrnn_error_append(status, "; accepted here: --accelerator cpu");
+    TSRNN_TRY(status);
+    bool sampled = ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE;
+    if (sampled && (size_t)ck->config.batch_size > batch)
+        batch = (size_t)ck->config.batch_size;
+    TSRNN_TRY(check_memory(o, ck, *compute, sources, count, firsts, batch));
+    TSRNN_TRY(tsrnn_model_init(model, *compute, &ck->dims, batch, (size_t)ck->input_chunk_length));
+    TSRNN_TRY(tsrnn_checkpoint_restore(ck, model, NULL));
+    if (sampled)
+        TSRNN_TRY(tsrnn_model_likelihood(model, &ck->likelihood));
+    return TSRNN_OK;
+}
+
+/* The checkpoint, the series, the model, then the forecast or the backtest. */
 static enum tsrnn_status predict(const struct options *o)
 {
     char path[PATH_MAX];
@@ -370,90 +461,35 @@ static enum tsrnn_status predict(const struct options *o)
     size_t count = 0, batch = 1, *firsts = NULL;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
-    enum tsrnn_status status = ck ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-
-    /* A shared lock on the run folder while its checkpoint is found and read: a training run
-     * of that folder (which prunes and replaces checkpoints, or deletes them all) is refused
-     * meanwhile, and this waits for none. */
-    struct tsrnn_run_lock lock = { .fd = -1 };
-    bool named = strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0;
-    if (status == TSRNN_OK && named) {
-        status = tsrnn_run_lock_acquire(&lock, o->run_dir, TSRNN_RUN_LOCK_SHARED);
-        if (status == TSRNN_ERR_USAGE)
-            tsrnn_error_append(status, "; wait for it to end, or forecast from a copy of one of "
-                                       "its checkpoints with --checkpoint FILE (and --run DIR "
-                                       "for its data, or --series CSV)");
+    enum tsrnn_status status = TSRNN_OK;
+    if (ck == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+        goto out;
     }
-    if (status == TSRNN_OK) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir ? o->run_dir : ".");
-        status = tsrnn_checkpoint_locate(path, sizeof(path), dir, o->checkpoint);
-        /* No best by default: a run without save_checkpoints' best, or an untrained one
-         * (max_steps = 0, an imported model) has only its last checkpoint. */
-        if (status != TSRNN_OK && !o->checkpoint_given) {
-            char last[PATH_MAX];
-            if (tsrnn_checkpoint_locate(last, sizeof(last), dir, "last") == TSRNN_OK) {
-                tsrnn_error_clear();
-                snprintf(path, sizeof(path), "%s", last);
-                status = TSRNN_OK;
-                fprintf(stderr, "No best checkpoint in %s: using the last one\n",
-                        tsrnn_display_path(dir));
-            } else {
-                status = tsrnn_checkpoint_locate(path, sizeof(path), dir, o->checkpoint);
-            }
-        }
+    status = read_checkpoint(ck, path, sizeof(path), o);
+    if (status != TSRNN_OK)
+        goto out;
+    sources = calloc(ck->series_count, sizeof(*sources));
+    firsts = calloc(ck->series_count, sizeof(*firsts));
+    if (sources == NULL || firsts == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+        goto out;
     }
-    if (status == TSRNN_OK)
-        status = tsrnn_checkpoint_read(ck, path);
-    tsrnn_run_lock_release(&lock);
-    if (status == TSRNN_OK) {
-        sources = calloc(ck->series_count, sizeof(*sources));
-        firsts = calloc(ck->series_count, sizeof(*firsts));
-        if (sources == NULL || firsts == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-    }
-    if (status == TSRNN_OK)
-        status = apply_sampling_options(ck, o);
-    if (status == TSRNN_OK)
-        status = predict_load_sources(&ds, &own, sources, &count, ck, o, path);
-    if (status == TSRNN_OK && o->plot_path != NULL && count > 1)
-        status = tsrnn_error(TSRNN_ERR_USAGE,
-                             "--plot %s draws one series; the model was trained on %zu: choose "
-                             "one with --id",
-                             o->plot_path, count);
-    /* Every series' forecast dates before any work: stamps past the year 9999 are refused at
-     * once (a backtest forecasts inside its series). */
-    for (size_t i = 0; status == TSRNN_OK && !o->backtest && i < count; i++)
-        status = tsrnn_forecast_error_series(tsrnn_forecast_check_range(&sources[i], (size_t)o->n),
-                                             sources[i].id);
-    if (status == TSRNN_OK && o->backtest)
-        status = predict_backtest_plan(o, ck, sources, count, firsts, &batch);
-    /* A forecast is one window at a time (a backtest a batch of them): the CPU serves it,
-     * whatever trained the model, unless --accelerator gpu asks for the CUDA backend. */
-    struct tsrnn_compute_options device = {
-        .kind = o->gpu ? TSRNN_COMPUTE_CUDA : TSRNN_COMPUTE_CPU,
-        .thread_count = 1,
-    };
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_create(&compute, &device);
-    if (status == TSRNN_ERR_USAGE && o->gpu)
-        status = tsrnn_error_append(status, "; accepted here: --accelerator cpu");
-    /* Sampled paths go as Darts tiles them: up to batch_size windows at once. */
-    bool sampled = ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE;
-    if (sampled && (size_t)ck->config.batch_size > batch)
-        batch = (size_t)ck->config.batch_size;
-    if (status == TSRNN_OK)
-        status = check_memory(o, ck, compute, sources, count, firsts, batch);
-    if (status == TSRNN_OK)
-        status =
-            tsrnn_model_init(&model, compute, &ck->dims, batch, (size_t)ck->input_chunk_length);
-    if (status == TSRNN_OK)
-        status = tsrnn_checkpoint_restore(ck, &model, NULL);
-    if (status == TSRNN_OK && sampled)
-        status = tsrnn_model_likelihood(&model, &ck->likelihood);
-    if (status == TSRNN_OK)
-        status = o->backtest ? predict_backtest(o, ck, path, &model, sources, count, firsts)
-                             : predict_forecast(o, ck, path, &model, sources, count);
+    status = apply_sampling_options(ck, o);
+    if (status != TSRNN_OK)
+        goto out;
+    status = predict_load_sources(&ds, &own, sources, &count, ck, o, path);
+    if (status != TSRNN_OK)
+        goto out;
+    status = check_sources(o, ck, sources, count, firsts, &batch);
+    if (status != TSRNN_OK)
+        goto out;
+    status = load_model(&compute, &model, o, ck, sources, count, firsts, batch);
+    if (status != TSRNN_OK)
+        goto out;
+    status = o->backtest ? predict_backtest(o, ck, path, &model, sources, count, firsts)
+                         : predict_forecast(o, ck, path, &model, sources, count);
+out:
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     tsrnn_dataset_finish(&ds);

@@ -151,12 +151,11 @@ static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck,
     tsrnn_error_clear();
     if (named)
         return TSRNN_OK;
-    struct tsrnn_data_paths paths;
+    struct tsrnn_data_paths paths = { 0 };
     bool inside = tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint") == TSRNN_OK;
     for (size_t i = 0; inside && i < paths.count; i++)
         inside = lies_inside(paths.paths[i], run_dir);
-    if (paths.paths != NULL)
-        tsrnn_data_paths_finish(&paths);
+    tsrnn_data_paths_finish(&paths);
     tsrnn_error_clear();
     if (inside)
         return TSRNN_OK;
@@ -177,27 +176,28 @@ static enum tsrnn_status load_stored_data(struct tsrnn_dataset *dataset,
                                           const struct tsrnn_checkpoint *ck)
 {
     const struct tsrnn_config *cfg = &ck->config;
-    struct tsrnn_data_paths paths;
-    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
+    struct tsrnn_data_paths paths = { 0 };
     enum tsrnn_status status = TSRNN_OK;
-    for (size_t i = 0; i < paths.count && status == TSRNN_OK; i++) {
+    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
+    for (size_t i = 0; i < paths.count; i++) {
         int fd;
         status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
                                     TSRNN_ERR_USAGE, &fd);
-        if (status == TSRNN_OK)
-            close(fd);
-    }
-    tsrnn_data_paths_finish(&paths);
-    if (status == TSRNN_OK) {
-        status = tsrnn_dataset_load(dataset, cfg);
         if (status != TSRNN_OK)
-            tsrnn_error(status,
-                        "%s, the checkpoint's training data, cannot be read as the series the "
-                        "model was trained on (time column '%s', value columns from '%s'); what "
-                        "it holds is not shown, as the checkpoint named it",
-                        tsrnn_display_path(cfg->data_path), cfg->time_col,
-                        ck->series.component_names[0]);
+            goto out;
+        close(fd);
     }
+    status = tsrnn_dataset_load(dataset, cfg);
+    if (status != TSRNN_OK)
+        tsrnn_error(status,
+                    "%s, the checkpoint's training data, cannot be read as the series the model "
+                    "was trained on (time column '%s', value columns from '%s'); what it holds "
+                    "is not shown, as the checkpoint named it",
+                    tsrnn_display_path(cfg->data_path), cfg->time_col,
+                    ck->series.component_names[0]);
+out:
+    tsrnn_data_paths_finish(&paths);
+    /* every failure to read the files: the way around it */
     if (status != TSRNN_OK)
         tsrnn_error_append(status, "; pass the series to forecast from with --series CSV (its "
                                    "messages show what is wrong)");

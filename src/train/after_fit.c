@@ -283,7 +283,9 @@ enum tsrnn_status tsrnn_trainer_write_forecast(struct trainer *tr)
     };
     size_t drawn = 0;
     status = tsrnn_forecast_set_save(&set, &files, &drawn);
-    if (status == TSRNN_OK && tr->report.out != NULL)
+    if (status != TSRNN_OK)
+        goto out;
+    if (tr->report.out != NULL)
         print_forecast(tr, &set, &files, drawn);
 out:
     tsrnn_forecast_set_finish(&set);

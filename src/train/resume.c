@@ -42,40 +42,44 @@ static void warn_config_changes(const struct tsrnn_config *was, const struct tsr
 enum tsrnn_status tsrnn_trainer_resume(struct trainer *tr, const char *resume)
 {
     char path[PATH_MAX];
-    struct tsrnn_checkpoint *ck = malloc(sizeof(*ck));
-
-    if (ck == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
-    enum tsrnn_status status =
-        tsrnn_checkpoint_locate(path, sizeof(path), tr->folder.ckpt_dir, resume);
-    if (status == TSRNN_OK)
-        status = tsrnn_checkpoint_read(ck, path);
-    if (status == TSRNN_OK) {
-        status = tsrnn_checkpoint_restore(ck, &tr->model, &tr->adam);
-        if (status == TSRNN_OK) {
-            const struct tsrnn_train_state *st = &ck->state;
-            tr->pos.step = st->global_step;
-            tr->pos.start_epoch = st->epoch_complete ? st->epoch + 1 : st->epoch;
-            tr->pos.start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
-            tr->ckpt.state.best_value = st->best_value;
-            tr->ckpt.state.best_epoch = st->best_epoch;
-            if (st->has_controls) { /* checkpoints before the training controls lack them */
-                tr->adam.lr = st->lr;
-                tr->controls.scheduler.last_epoch = st->sched_last_epoch;
-                tr->controls.scheduler.best = st->sched_best;
-                tr->controls.scheduler.num_bad_epochs = st->sched_num_bad_epochs;
-                tr->controls.scheduler.cooldown_counter = st->sched_cooldown_counter;
-                tr->controls.early_stopping.wait_count = st->es_wait_count;
-                tr->controls.early_stopping.best_score = (float)st->es_best_score;
-            }
-            warn_config_changes(&ck->config, tr->cfg, path);
-            /* for the banner */
-            snprintf(tr->report.restored, sizeof(tr->report.restored), "%s", path);
-            tr->report.restored_epoch = st->epoch;
-            tr->report.restored_step = st->global_step;
-        }
-        tsrnn_checkpoint_finish(ck);
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    enum tsrnn_status status = TSRNN_OK;
+    if (ck == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
+        goto out;
     }
+    status = tsrnn_checkpoint_locate(path, sizeof(path), tr->folder.ckpt_dir, resume);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_checkpoint_read(ck, path);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_checkpoint_restore(ck, &tr->model, &tr->adam);
+    if (status != TSRNN_OK)
+        goto out;
+    const struct tsrnn_train_state *st = &ck->state;
+    tr->pos.step = st->global_step;
+    tr->pos.start_epoch = st->epoch_complete ? st->epoch + 1 : st->epoch;
+    tr->pos.start_batch = st->epoch_complete ? 0 : (size_t)st->batches_done;
+    tr->ckpt.state.best_value = st->best_value;
+    tr->ckpt.state.best_epoch = st->best_epoch;
+    if (st->has_controls) { /* checkpoints before the training controls lack them */
+        tr->adam.lr = st->lr;
+        tr->controls.scheduler.last_epoch = st->sched_last_epoch;
+        tr->controls.scheduler.best = st->sched_best;
+        tr->controls.scheduler.num_bad_epochs = st->sched_num_bad_epochs;
+        tr->controls.scheduler.cooldown_counter = st->sched_cooldown_counter;
+        tr->controls.early_stopping.wait_count = st->es_wait_count;
+        tr->controls.early_stopping.best_score = (float)st->es_best_score;
+    }
+    warn_config_changes(&ck->config, tr->cfg, path);
+    /* for the banner */
+    snprintf(tr->report.restored, sizeof(tr->report.restored), "%s", path);
+    tr->report.restored_epoch = st->epoch;
+    tr->report.restored_step = st->global_step;
+out:
+    if (ck != NULL)
+        tsrnn_checkpoint_finish(ck);
     free(ck);
     return status;
 }

@@ -17,11 +17,14 @@
 static enum tsrnn_status write_config(const struct trainer *tr)
 {
     char path[PATH_MAX + 16];
-    struct tsrnn_atomic_file af;
+    struct tsrnn_atomic_file af = { 0 };
     snprintf(path, sizeof(path), "%s/config.ini", tr->folder.dir);
-    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    enum tsrnn_status status = tsrnn_atomic_file_open(&af, path);
+    if (status != TSRNN_OK)
+        goto out;
     fprintf(af.file, "# tsrnn %s: the resolved configuration of this run\n", tsrnn_version());
-    enum tsrnn_status status = tsrnn_config_write(tr->cfg, af.file);
+    status = tsrnn_config_write(tr->cfg, af.file);
+out:
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
         return status;
@@ -50,10 +53,11 @@ enum tsrnn_status tsrnn_trainer_lock_folder(struct trainer *tr, bool make_parent
     if (status == TSRNN_ERR_USAGE)
         return tsrnn_error_append(status, "; wait for it to end, or choose another [output] "
                                           "model_name");
-    if (status == TSRNN_OK && make_parent && tr->folder.lock.fd < 0)
+    TSRNN_TRY(status);
+    if (make_parent && tr->folder.lock.fd < 0)
         return tsrnn_error(TSRNN_ERR_IO, "cannot lock %s: its folder vanished",
                            tsrnn_display_path(tr->folder.dir));
-    return status;
+    return TSRNN_OK;
 }
 
 /* --- beside the training ----------------------------------------------------------------

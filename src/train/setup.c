@@ -17,17 +17,22 @@
 static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_model_dims *dims)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    float *host = malloc(tr->model.table.total_count * sizeof(float) + 1);
-    if (host == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu parameters",
-                           tr->model.table.total_count);
     enum tsrnn_status status = TSRNN_OK;
-    if (cfg->init_weights[0] != '\0')
+    float *host = malloc(tr->model.table.total_count * sizeof(float) + 1);
+    if (host == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu parameters",
+                             tr->model.table.total_count);
+        goto out;
+    }
+    if (cfg->init_weights[0] != '\0') {
         status = tsrnn_model_load_params(host, &tr->model.table, cfg->init_weights);
-    else
+        if (status != TSRNN_OK)
+            goto out;
+    } else {
         tsrnn_model_init_params(host, &tr->model.table, dims, (uint32_t)cfg->random_state);
-    if (status == TSRNN_OK)
-        status = tsrnn_model_upload_params(&tr->model, host);
+    }
+    status = tsrnn_model_upload_params(&tr->model, host);
+out:
     free(host);
     return status;
 }
@@ -42,41 +47,51 @@ static enum tsrnn_status initial_params(struct trainer *tr, const struct tsrnn_m
 static enum tsrnn_status imported_moments(struct trainer *tr)
 {
     const char *path = tr->cfg->init_weights;
+    const struct tsrnn_param_table *table = &tr->model.table;
+    size_t count = table->total_count;
     struct tsrnn_safetensors st = { 0 };
-    TSRNN_TRY(tsrnn_safetensors_read(&st, path));
+    float *host = NULL;
+    enum tsrnn_status status = tsrnn_safetensors_read(&st, path);
+    if (status != TSRNN_OK)
+        goto out;
     const char *step_text = tsrnn_safetensors_metadata(&st, "darts.adam_step");
     char *end = NULL;
     unsigned long long step = step_text ? strtoull(step_text, &end, 10) : 0;
-    enum tsrnn_status status = TSRNN_OK;
-    if (step_text != NULL && (end == step_text || *end != '\0' || step > (1ull << 53)))
+    if (step_text != NULL && (end == step_text || *end != '\0' || step > (1ull << 53))) {
         status = tsrnn_error(TSRNN_ERR_DATA,
                              "%s: __metadata__ \"darts.adam_step\" = \"%s\"; expected an "
                              "integer from 0 to 2^53",
                              tsrnn_display_path(path), step_text);
-    if (status != TSRNN_OK || step == 0) {
-        tsrnn_safetensors_finish(&st);
-        return status;
+        goto out;
     }
-    size_t count = tr->model.table.total_count;
-    float *host = malloc(3 * count * sizeof(float) + 1);
-    if (host == NULL)
+    if (step == 0) /* weights only */
+        goto out;
+    host = malloc(3 * count * sizeof(float) + 1);
+    if (host == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for Adam's moments");
-    if (status == TSRNN_OK)
-        status = tsrnn_model_read_tensors(host, &tr->model.table, &st, "optim.exp_avg.", path);
-    if (status == TSRNN_OK)
-        status = tsrnn_model_read_tensors(host + count, &tr->model.table, &st, "optim.exp_avg_sq.",
-                                          path);
-    if (status == TSRNN_OK)
-        status = tsrnn_adam_import(&tr->adam, host, host + count);
+        goto out;
+    }
+    status = tsrnn_model_read_tensors(host, table, &st, "optim.exp_avg.", path);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_model_read_tensors(host + count, table, &st, "optim.exp_avg_sq.", path);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_adam_import(&tr->adam, host, host + count);
+    if (status != TSRNN_OK)
+        goto out;
     /* centered RMSprop's grad_avg, under its own name */
-    if (status == TSRNN_OK && tr->adam.grad_avg != NULL)
-        status = tsrnn_model_read_tensors(host + 2 * count, &tr->model.table, &st,
-                                          "optim.grad_avg.", path);
-    if (status == TSRNN_OK && tr->adam.grad_avg != NULL)
+    if (tr->adam.grad_avg != NULL) {
+        status = tsrnn_model_read_tensors(host + 2 * count, table, &st, "optim.grad_avg.", path);
+        if (status != TSRNN_OK)
+            goto out;
         status = tsrnn_compute_upload(tr->compute, tr->adam.grad_avg, host + 2 * count,
                                       count * sizeof(float));
-    if (status == TSRNN_OK)
-        tr->adam.step = step;
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    tr->adam.step = step;
+out:
     free(host);
     tsrnn_safetensors_finish(&st);
     return status;

@@ -318,15 +318,16 @@ static enum tsrnn_status fit(struct trainer *tr, struct tsrnn_train_result *r,
 {
     enum tsrnn_status status = TSRNN_OK;
     tsrnn_progress_init(&tr->report.progress, tr->report.out, progress);
-    for (int64_t epoch = tr->pos.start_epoch; status == TSRNN_OK && epoch < tr->cfg->n_epochs &&
-                                              !steps_done(tr) && !tr->controls.stop_early;
-         epoch++)
+    for (int64_t epoch = tr->pos.start_epoch;
+         epoch < tr->cfg->n_epochs && !steps_done(tr) && !tr->controls.stop_early; epoch++) {
         status = run_epoch(tr, epoch, epoch == tr->pos.start_epoch ? tr->pos.start_batch : 0, r);
+        if (status != TSRNN_OK)
+            break;
+    }
     tsrnn_progress_finish(&tr->report.progress);
+    TSRNN_TRY(status);
     /* Right after the last step, before rank 0 alone writes the forecast: no rank waits. */
-    if (status == TSRNN_OK)
-        status = tsrnn_trainer_gather_gpus(tr);
-    return status;
+    return tsrnn_trainer_gather_gpus(tr);
 }
 
 /* Why the fit ended: Lightning's EarlyStopping reason (it logs it with verbose=True; rank 0
