@@ -108,7 +108,7 @@ static uint32_t job_fingerprint(const struct trainer *tr)
     return crc;
 }
 
-/* Every rank starts from rank 0's parameters (and, resuming, its Adam moments), as DDP's
+/* Every rank starts from rank 0's parameters (and, resuming, its optimizer state), as DDP's
  * constructor broadcasts the module's state: identical replicas by construction, whatever
  * each rank initialised or read. A rank whose config or data differ from rank 0's would
  * train another model in lockstep, silently: it stops instead. */

@@ -76,7 +76,7 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
         tsrnn_progress_set_metric(&tr->report.progress, "train_loss", loss);
         tsrnn_progress_update(&tr->report.progress, first_batch + k + 1, now);
     }
-    /* Steps queued after a halt updated nothing: neither they nor Adam's count of them
+    /* Steps queued after a halt updated nothing: neither they nor the optimizer's count of them
      * happened, nor the scheduler's steps after them. */
     tr->adam.step -= (uint64_t)(res.taken - res.updated);
     if (res.updated < res.taken) {

@@ -69,8 +69,8 @@ struct train_pending {
 struct train_validation {
     size_t *idx; /* this rank's validation windows: rank, rank + W, ... */
     size_t local_count;
-    double *se;       /* (val count) each window's squared error, all ranks; then, with a
-                         metric, (val count) each window's metric sum */
+    double *se;       /* (val count) each window's summed loss (squared errors for MSELoss),
+                         all ranks; then, with a metric, (val count) each window's metric sum */
     double *batch_se; /* (B) the same for one batch, then (B) the metric's */
     /* [early_stopping] on a torchmetrics metric: its name, the loss whose window sums it is
      * (MeanAbsoluteError: L1Loss's; MeanSquaredError: MSELoss's), its last value */
