@@ -49,9 +49,54 @@ static void yaml_float(char *out, size_t size, double x)
     }
 }
 
-/* The kwargs of the optimizer and scheduler as Darts' hparams.yaml lists them: the keys the
- * user set, sorted as PyYAML sorts them (upper case first), two spaces in. */
-static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler)
+/* The optimizer's kwargs as Darts' hparams.yaml lists them: lr, and the keys the user set
+ * that the optimizer takes, sorted as PyYAML sorts them (upper case first), two spaces in. */
+static void write_optimizer_kwargs(FILE *f, const struct tsrnn_config *cfg)
+{
+    /* Which optimizers take each key (1 << enum tsrnn_optimizer_kind); lr is
+     * always written. 'g': the shortest repr digits; 'd': PyYAML's float; 'b': a bool. */
+    enum {
+        SGD = 1 << TSRNN_OPTIMIZER_SGD,
+        RMSPROP = 1 << TSRNN_OPTIMIZER_RMSPROP,
+        ADAGRAD = 1 << TSRNN_OPTIMIZER_ADAGRAD,
+        ALL = 0xff,
+    };
+    const struct {
+        const char *name;
+        char type;
+        const void *value;
+        unsigned takers;
+    } opt_keys[] = {
+        { "alpha", 'd', &cfg->alpha, RMSPROP },
+        { "centered", 'b', &cfg->centered, RMSPROP },
+        { "eps", 'd', &cfg->eps, ALL & ~SGD },
+        { "initial_accumulator_value", 'd', &cfg->initial_accumulator_value, ADAGRAD },
+        { "lr", 'g', &cfg->lr, ALL },
+        { "lr_decay", 'd', &cfg->lr_decay, ADAGRAD },
+        { "momentum", 'g', &cfg->momentum, SGD | RMSPROP },
+        { "nesterov", 'b', &cfg->nesterov, SGD },
+        { "weight_decay", 'g', &cfg->weight_decay, ALL },
+    };
+    char number[48];
+    for (size_t k = 0; k < sizeof(opt_keys) / sizeof(opt_keys[0]); k++) {
+        const void *v = opt_keys[k].value;
+        bool negative_default = v == &cfg->eps || v == &cfg->weight_decay; /* -1: default */
+        if (!(opt_keys[k].takers >> cfg->optimizer_cls & 1u) ||
+            (v != &cfg->lr && !given(cfg, "training", opt_keys[k].name)) ||
+            (negative_default && *(const double *)v < 0.0))
+            continue;
+        if (opt_keys[k].type == 'b')
+            snprintf(number, sizeof(number), "%s", *(const bool *)v ? "true" : "false");
+        else if (opt_keys[k].type == 'd')
+            yaml_float(number, sizeof(number), *(const double *)v);
+        else
+            shortest_double(number, sizeof(number), *(const double *)v);
+        fprintf(f, "  %s: %s\n", opt_keys[k].name, number);
+    }
+}
+
+/* The scheduler's kwargs likewise: the keys the user set. */
+static void write_scheduler_kwargs(FILE *f, const struct tsrnn_config *cfg)
 {
     static const char *const interval[] = { "epoch", "step" },
                              *const anneal[] = { "cos", "linear" },
@@ -95,49 +140,7 @@ static void write_kwargs(FILE *f, const struct tsrnn_config *cfg, bool scheduler
         { "total_iters", 'i', &cfg->lr_total_iters, NULL },
         { "total_steps", 'i', &cfg->lr_total_steps, NULL },
     };
-    /* The optimizer's: which optimizers take each (1 << enum tsrnn_optimizer_kind); lr is
-     * always written. 'g': the shortest repr digits; 'd': PyYAML's float; 'b': a bool. */
-    enum {
-        SGD = 1 << TSRNN_OPTIMIZER_SGD,
-        RMSPROP = 1 << TSRNN_OPTIMIZER_RMSPROP,
-        ADAGRAD = 1 << TSRNN_OPTIMIZER_ADAGRAD,
-        ALL = 0xff,
-    };
-    const struct {
-        const char *name;
-        char type;
-        const void *value;
-        unsigned takers;
-    } opt_keys[] = {
-        { "alpha", 'd', &cfg->alpha, RMSPROP },
-        { "centered", 'b', &cfg->centered, RMSPROP },
-        { "eps", 'd', &cfg->eps, ALL & ~SGD },
-        { "initial_accumulator_value", 'd', &cfg->initial_accumulator_value, ADAGRAD },
-        { "lr", 'g', &cfg->lr, ALL },
-        { "lr_decay", 'd', &cfg->lr_decay, ADAGRAD },
-        { "momentum", 'g', &cfg->momentum, SGD | RMSPROP },
-        { "nesterov", 'b', &cfg->nesterov, SGD },
-        { "weight_decay", 'g', &cfg->weight_decay, ALL },
-    };
     char number[48];
-    if (!scheduler) {
-        for (size_t k = 0; k < sizeof(opt_keys) / sizeof(opt_keys[0]); k++) {
-            const void *v = opt_keys[k].value;
-            bool negative_default = v == &cfg->eps || v == &cfg->weight_decay; /* -1: default */
-            if (!(opt_keys[k].takers >> cfg->optimizer_cls & 1u) ||
-                (v != &cfg->lr && !given(cfg, "training", opt_keys[k].name)) ||
-                (negative_default && *(const double *)v < 0.0))
-                continue;
-            if (opt_keys[k].type == 'b')
-                snprintf(number, sizeof(number), "%s", *(const bool *)v ? "true" : "false");
-            else if (opt_keys[k].type == 'd')
-                yaml_float(number, sizeof(number), *(const double *)v);
-            else
-                shortest_double(number, sizeof(number), *(const double *)v);
-            fprintf(f, "  %s: %s\n", opt_keys[k].name, number);
-        }
-        return;
-    }
     for (size_t k = 0; k < sizeof(sched_keys) / sizeof(sched_keys[0]); k++) {
         if (!given(cfg, "lr_scheduler_kwargs", sched_keys[k].name))
             continue;
@@ -206,14 +209,14 @@ enum tsrnn_status tsrnn_train_write_hparams(const char *logs_dir, const struct t
                         !given(cfg, "lr_scheduler_kwargs", "gamma")
                     ? " {}"
                     : "");
-        write_kwargs(af.file, cfg, true);
+        write_scheduler_kwargs(af.file, cfg);
     }
     fprintf(af.file,
             "name: %s\nnr_params: %zu\nnum_layers: %d\n"
             "optimizer_cls: !!python/name:torch.optim.%s ''\noptimizer_kwargs:\n",
             tsrnn_model_kind_name(cfg->model), tsrnn_likelihood_param_count(lik), cfg->n_rnn_layers,
             optimizers[cfg->optimizer_cls]);
-    write_kwargs(af.file, cfg, false);
+    write_optimizer_kwargs(af.file, cfg);
     fprintf(af.file,
             "output_chunk_length: 1\noutput_chunk_shift: 0\ntarget_size: %zu\n"
             "train_sample_shape:\n  future_covariates: %s\n"

@@ -149,64 +149,68 @@ static enum tsrnn_status check_support(const struct trainer *tr, const struct ts
     return TSRNN_OK;
 }
 
-enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
+/* The model's dimensions: RNNModel's input is the target's C components beside the K future
+ * covariates; a likelihood's P parameters per target come out of the head. */
+static void model_dims(const struct trainer *tr, const struct tsrnn_likelihood *likelihood,
+                       struct tsrnn_model_dims *dims)
 {
     const struct tsrnn_config *cfg = tr->cfg;
-    const struct tsrnn_dataset *ds = tr->ds;
-    size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
-    size_t B = (size_t)cfg->batch_size;
-    /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
-    size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world.size);
-    /* RNNModel's input: the target's C components beside the K future covariates. */
-    struct tsrnn_likelihood likelihood;
-    tsrnn_config_likelihood(cfg, &likelihood);
-    bool probabilistic = likelihood.kind != TSRNN_LIKELIHOOD_NONE;
-    struct tsrnn_model_dims dims = {
+    size_t C = tr->ds->component_count, K = tr->ds->covariates->count;
+    *dims = (struct tsrnn_model_dims){
         .kind = cfg->model,
         .input_count = C + K,
         .hidden_count = (size_t)cfg->hidden_dim,
         .layer_count = (size_t)cfg->n_rnn_layers,
         .output_count = C,
         .dropout = cfg->dropout,
-        .param_count = tsrnn_likelihood_param_count(&likelihood),
+        .param_count = tsrnn_likelihood_param_count(likelihood),
     };
+}
 
+/* What a run must pass before anything is allocated or written: the accelerator, the targets
+ * a likelihood models, a picture asked for, the device (made here unless the caller brought
+ * one), the memory it all needs; then rank 0 locks the run folder. */
+static enum tsrnn_status check_run(struct trainer *tr, const struct tsrnn_likelihood *likelihood,
+                                   const struct tsrnn_model_dims *dims, size_t batch_capacity)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_world *world = tr->world.info;
     TSRNN_TRY(tsrnn_train_check(cfg));
-    if (tsrnn_likelihood_support(likelihood.kind) != TSRNN_SUPPORT_REAL)
-        TSRNN_TRY(check_support(tr, &likelihood));
+    if (tsrnn_likelihood_support(likelihood->kind) != TSRNN_SUPPORT_REAL)
+        TSRNN_TRY(check_support(tr, likelihood));
     if (tr->world.writes_files)
         TSRNN_TRY(check_plot(cfg));
     if (tr->compute == NULL) {
-        TSRNN_TRY(tsrnn_train_compute_create(
-            &tr->compute, cfg, tr->world.info != NULL ? tr->world.info->device_index : 0));
+        TSRNN_TRY(
+            tsrnn_train_compute_create(&tr->compute, cfg, world != NULL ? world->device_index : 0));
         tr->owns_compute = true;
     }
-    /* Whether it fits, before anything is allocated or written. */
-    size_t local_processes = tr->world.info != NULL && tr->world.info->local_world_size_known
-                                 ? (size_t)tr->world.info->local_world_size
-                                 : 1;
+    size_t local_processes =
+        world != NULL && world->local_world_size_known ? (size_t)world->local_world_size : 1;
     TSRNN_TRY(
-        tsrnn_train_check_memory(cfg, ds, &dims, tr->compute, batch_capacity, local_processes));
-    tr->ckpt.state.random_state = (uint32_t)cfg->random_state;
-    tr->ckpt.state.monitor = ds->val.count > 0 ? "val_loss" : "train_loss";
-    tr->ckpt.state.best_value = NAN;
-    tr->ckpt.state.best_epoch = -1;
+        tsrnn_train_check_memory(cfg, tr->ds, dims, tr->compute, batch_capacity, local_processes));
     if ((size_t)snprintf(tr->folder.dir, sizeof(tr->folder.dir), "%s/%s", cfg->work_dir,
                          cfg->model_name) >= sizeof(tr->folder.dir) - 16)
         return tsrnn_error(TSRNN_ERR_USAGE, "[output] work_dir + model_name is too long");
     snprintf(tr->folder.ckpt_dir, sizeof(tr->folder.ckpt_dir), "%s/checkpoints", tr->folder.dir);
     if (tr->world.writes_files)
         TSRNN_TRY(tsrnn_trainer_lock_folder(tr, false));
+    return TSRNN_OK;
+}
 
-    /* Room for training and validation batches (B x T) and the forecast (1 x icl). */
-    /* What the backend must provide, asked once, before anything is allocated (the pjrt
-     * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers
-     * and early stopping run on the host and work everywhere. */
+/* What the backend must provide, asked once, before anything is allocated (the pjrt
+ * backend's compiled step has Adam and MSELoss only, ...); the learning-rate schedulers and
+ * early stopping run on the host and work everywhere. */
+static enum tsrnn_status check_needs(const struct trainer *tr,
+                                     const struct tsrnn_likelihood *likelihood)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    bool probabilistic = likelihood->kind != TSRNN_LIKELIHOOD_NONE;
     struct tsrnn_compute_needs needs = {
         .loss = probabilistic                                              ? TSRNN_LOSS_LIKELIHOOD
                 : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 && cfg->beta == 0.0 ? TSRNN_LOSS_L1
                                                                            : cfg->loss_fn,
-        .likelihood = tsrnn_likelihood_name(likelihood.kind),
+        .likelihood = tsrnn_likelihood_name(likelihood->kind),
         .likelihood_origin = tsrnn_config_origin(cfg, "model", "likelihood"),
         .other_optimizer = cfg->optimizer_cls != TSRNN_OPTIMIZER_ADAM,
         .rule = tsrnn_optimizer_rule(cfg->optimizer_cls, cfg->nesterov),
@@ -222,15 +226,26 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
         .abs_errors = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE,
         .monitor_origin = tsrnn_config_origin(cfg, "early_stopping", "monitor"),
     };
-    TSRNN_TRY(tsrnn_compute_check_needs(tr->compute, &needs));
-    TSRNN_TRY(tsrnn_model_init(&tr->model, tr->compute, &dims, batch_capacity, T));
+    return tsrnn_compute_check_needs(tr->compute, &needs);
+}
+
+/* The model with its loss and initial parameters, the optimizer bound to every step, the
+ * host-side controls, the gradients' reduction over the ranks, and how often the steps'
+ * results are read. */
+static enum tsrnn_status make_model(struct trainer *tr, const struct tsrnn_likelihood *likelihood,
+                                    const struct tsrnn_model_dims *dims, size_t batch_capacity)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    TSRNN_TRY(check_needs(tr, likelihood));
+    TSRNN_TRY(
+        tsrnn_model_init(&tr->model, tr->compute, dims, batch_capacity, tr->ds->training_length));
     tr->model.loss = cfg->loss_fn;
     tr->model.loss_delta = (float)(cfg->loss_fn == TSRNN_LOSS_HUBER       ? cfg->delta
                                    : cfg->loss_fn == TSRNN_LOSS_SMOOTH_L1 ? cfg->beta
                                                                           : 0.0);
-    if (probabilistic)
-        TSRNN_TRY(tsrnn_model_likelihood(&tr->model, &likelihood));
-    TSRNN_TRY(initial_params(tr, &dims));
+    if (likelihood->kind != TSRNN_LIKELIHOOD_NONE)
+        TSRNN_TRY(tsrnn_model_likelihood(&tr->model, likelihood));
+    TSRNN_TRY(initial_params(tr, dims));
     TSRNN_TRY(tsrnn_adam_init(&tr->adam, tr->compute, tr->model.table.total_count, cfg->lr));
     TSRNN_TRY(tsrnn_adam_set_rule(&tr->adam, cfg));
     /* What every training step updates: the model's parameters, the optimizer's state. */
@@ -251,11 +266,33 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     }
     if (cfg->init_weights[0] != '\0' && cfg->resume[0] == '\0')
         TSRNN_TRY(imported_moments(tr));
+    return TSRNN_OK;
+}
+
+/* Where the run starts: a new run at step 0; resuming, rank 0 restores the checkpoint; then
+ * every rank takes rank 0's state (resume.c). */
+static enum tsrnn_status start_position(struct trainer *tr)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    tr->ckpt.state.random_state = (uint32_t)cfg->random_state;
+    tr->ckpt.state.monitor = tr->ds->val.count > 0 ? "val_loss" : "train_loss";
+    tr->ckpt.state.best_value = NAN;
+    tr->ckpt.state.best_epoch = -1;
     if (cfg->resume[0] != '\0' && tr->world.writes_files)
         TSRNN_TRY(tsrnn_trainer_resume(tr, cfg->resume));
     TSRNN_TRY(tsrnn_trainer_share_rank0_state(tr));
-    tsrnn_lr_scheduler_apply_momentum(&tr->controls.scheduler,
-                                      &tr->adam); /* OneCycleLR's, at its step */
+    /* OneCycleLR's momentum, at its step */
+    tsrnn_lr_scheduler_apply_momentum(&tr->controls.scheduler, &tr->adam);
+    return TSRNN_OK;
+}
+
+/* The sampler (PyTorch's DistributedSampler over Darts' shuffle) and the dropout stream, both
+ * positioned for this random_state; a resumed epoch that had fewer batches is done. */
+static enum tsrnn_status make_sampler(struct trainer *tr, const struct tsrnn_model_dims *dims)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t W = (size_t)tr->world.size, rank = (size_t)tr->world.rank;
     /* Darts' shuffle for this random_state: the weight initialisation has drawn one number
      * per parameter before the loaders start (also when init_weights replaces it); whether
      * Lightning's sanity check drew one more is rng_compat's. */
@@ -268,9 +305,9 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     };
     /* Dropout draws inside each step from the same generator (dropout.h), which moves the
      * later epochs' shuffles on. */
-    size_t W = (size_t)tr->world.size;
-    tsrnn_dropout_stream_init(&tr->dropout, &fit, tsrnn_model_dropout_draws(&dims, T),
-                              (ds->train.count + W - 1) / W, (size_t)tr->world.rank, W);
+    tsrnn_dropout_stream_init(&tr->dropout, &fit,
+                              tsrnn_model_dropout_draws(dims, ds->training_length),
+                              (ds->train.count + W - 1) / W, rank, W);
     struct tsrnn_shuffle shuffle = {
         .random_state = fit.random_state,
         .param_count = fit.param_count,
@@ -278,18 +315,24 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
         .sanity_check_draws = fit.sanity_check_draws,
         .epoch_draws = tr->dropout.fit.epoch_draws,
     };
-    TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, B, cfg->shuffle ? &shuffle : NULL,
-                                 (size_t)tr->world.rank, (size_t)tr->world.size));
-    if (tr->pos.start_batch >= tsrnn_sampler_batch_count(&tr->sampler)) {
+    TSRNN_TRY(tsrnn_sampler_init(&tr->sampler, ds->train.count, (size_t)cfg->batch_size,
+                                 cfg->shuffle ? &shuffle : NULL, rank, W));
+    size_t batch_count = tsrnn_sampler_batch_count(&tr->sampler);
+    if (tr->pos.start_batch >= batch_count) {
         tr->pos.start_epoch++; /* the checkpoint's epoch had fewer batches: it is done */
         tr->pos.start_batch = 0;
     }
-    TSRNN_TRY(tsrnn_lr_scheduler_check_steps(&tr->controls.scheduler, cfg,
-                                             (int64_t)tsrnn_sampler_batch_count(&tr->sampler)));
+    return tsrnn_lr_scheduler_check_steps(&tr->controls.scheduler, cfg, (int64_t)batch_count);
+}
 
-    tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
-    tr->y = malloc(batch_capacity * T * C * sizeof(float));
-    tr->val.idx = malloc((ds->val.count + 1) * sizeof(size_t));
+/* The batch buffers (x, y) and the validation pass's: this rank's windows (each window
+ * evaluated exactly once: shards without padding) and their sums. */
+static enum tsrnn_status make_buffers(struct trainer *tr, size_t batch_capacity)
+{
+    const struct tsrnn_config *cfg = tr->cfg;
+    const struct tsrnn_dataset *ds = tr->ds;
+    size_t C = ds->component_count, T = ds->training_length, K = ds->covariates->count;
+    size_t V = ds->val.count;
     if (cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE ||
         cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MSE) {
         bool mae = cfg->es_monitor == TSRNN_EARLY_STOPPING_VAL_MAE;
@@ -298,27 +341,50 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     }
     size_t sums = tr->val.metric != NULL ? 2 : 1;
     tr->val.metric_value = NAN;
-    tr->val.se = malloc((sums * ds->val.count + 1) * sizeof(double));
+    tr->x = malloc(batch_capacity * T * (C + K) * sizeof(float));
+    tr->y = malloc(batch_capacity * T * C * sizeof(float));
+    tr->val.idx = malloc((V + 1) * sizeof(size_t));
+    tr->val.se = malloc((sums * V + 1) * sizeof(double));
     tr->val.batch_se = malloc(sums * batch_capacity * sizeof(double));
     if (tr->x == NULL || tr->y == NULL || tr->val.idx == NULL || tr->val.se == NULL ||
         tr->val.batch_se == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu windows",
                            batch_capacity);
-    /* Validation shards without padding: each window is evaluated exactly once. */
-    for (size_t i = (size_t)tr->world.rank; i < ds->val.count; i += (size_t)tr->world.size)
+    for (size_t i = (size_t)tr->world.rank; i < V; i += (size_t)tr->world.size)
         tr->val.idx[tr->val.local_count++] = i;
+    return TSRNN_OK;
+}
 
-    if (!tr->world.writes_files)
-        return TSRNN_OK;
+/* Rank 0's run folder, then its checkpoint writer. TSRNN_CHECKPOINT_SYNC=1 writes each
+ * epoch's checkpoints before the next epoch starts, as tsrnn did before the writer thread:
+ * for tests and comparisons (docs/run-folder.md). */
+static enum tsrnn_status open_run_folder(struct trainer *tr)
+{
     TSRNN_TRY(tsrnn_trainer_prepare_folder(tr));
     tsrnn_world_report(tr->world.info, "run_dir", "%s", tr->folder.dir);
-    /* TSRNN_CHECKPOINT_SYNC=1 writes each epoch's checkpoints before the next epoch starts,
-     * as tsrnn did before the writer thread: for tests and comparisons (docs/run-folder.md). */
+    if (!tr->cfg->save_checkpoints)
+        return TSRNN_OK;
     const char *sync = getenv("TSRNN_CHECKPOINT_SYNC");
-    if (cfg->save_checkpoints)
-        TSRNN_TRY(tsrnn_checkpoint_writer_create(&tr->ckpt.writer, tr->folder.ckpt_dir, &tr->model,
-                                                 cfg, ds, sync == NULL || strcmp(sync, "1") != 0));
-    return TSRNN_OK;
+    return tsrnn_checkpoint_writer_create(&tr->ckpt.writer, tr->folder.ckpt_dir, &tr->model,
+                                          tr->cfg, tr->ds, sync == NULL || strcmp(sync, "1") != 0);
+}
+
+enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
+{
+    struct tsrnn_likelihood likelihood;
+    struct tsrnn_model_dims dims;
+    /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
+    size_t batch_capacity = tsrnn_train_batch_capacity(tr->cfg, tr->ds, (size_t)tr->world.size);
+    tsrnn_config_likelihood(tr->cfg, &likelihood);
+    model_dims(tr, &likelihood, &dims);
+    TSRNN_TRY(check_run(tr, &likelihood, &dims, batch_capacity));
+    TSRNN_TRY(make_model(tr, &likelihood, &dims, batch_capacity));
+    TSRNN_TRY(start_position(tr));
+    TSRNN_TRY(make_sampler(tr, &dims));
+    TSRNN_TRY(make_buffers(tr, batch_capacity));
+    if (!tr->world.writes_files)
+        return TSRNN_OK;
+    return open_run_folder(tr);
 }
 
 void tsrnn_trainer_finish(struct trainer *tr)
