@@ -225,6 +225,43 @@ static enum tsrnn_status interrupt(struct trainer *tr, int64_t epoch, size_t bat
                        tsrnn_display_path(tr->folder.dir), (long long)tr->pos.step, saved);
 }
 
+/* The epoch's validation: its loss (a NaN or infinite one ends the run), logged where
+ * Lightning logs it (metrics.csv, TensorBoard with the monitored metric, the bar); it becomes
+ * *monitor_value. */
+static enum tsrnn_status validate_epoch(struct trainer *tr, int64_t epoch,
+                                        struct tsrnn_train_result *r, double *monitor_value)
+{
+    int64_t step = tr->pos.step - 1; /* the epoch's last */
+    double t0 = tsrnn_clock_now_s(), val_loss;
+    TSRNN_TRY(validate(tr, &val_loss));
+    r->val_s += tsrnn_clock_now_s() - t0;
+    if (!isfinite(val_loss))
+        return tsrnn_error(TSRNN_ERR_NUMERIC,
+                           "training diverged: the validation loss is %g after epoch %lld "
+                           "(step %lld); try a smaller [training] lr (the epoch's learning "
+                           "rate: %g)",
+                           val_loss, (long long)epoch, (long long)step, tr->adam.lr);
+    r->val_loss = val_loss;
+    *monitor_value = val_loss;
+    if (tr->world.writes_files) {
+        TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->folder.metrics, epoch, step, val_loss));
+        if (tr->folder.tb.fd >= 0) {
+            TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "val_loss", (float)val_loss, step));
+            if (tr->val.metric != NULL)
+                TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, tr->val.metric,
+                                          (float)tr->val.metric_value, step));
+            TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "epoch", (float)epoch, step));
+        }
+    }
+    tsrnn_progress_set_metric(&tr->report.progress, "val_loss", val_loss);
+    if (tr->val.metric != NULL)
+        tsrnn_progress_set_metric(&tr->report.progress, tr->val.metric, tr->val.metric_value);
+    return TSRNN_OK;
+}
+
+/* One epoch from batch `first_batch` on: its steps (their results read every read_every), the
+ * validation, the epoch's end (checkpoints, scheduler, early stopping); an agreed stop ends
+ * the run here with a checkpoint (interrupt()). */
 static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t first_batch,
                                    struct tsrnn_train_result *r)
 {
@@ -266,35 +303,8 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     r->epoch_mean_loss = loss_sum / (double)(tr->pos.step - first_step);
     double monitor_value = r->epoch_mean_loss;
 
-    if (tr->ds->val.count > 0) {
-        double t0 = tsrnn_clock_now_s(), val_loss;
-        TSRNN_TRY(validate(tr, &val_loss));
-        r->val_s += tsrnn_clock_now_s() - t0;
-        if (!isfinite(val_loss))
-            return tsrnn_error(TSRNN_ERR_NUMERIC,
-                               "training diverged: the validation loss is %g after epoch %lld "
-                               "(step %lld); try a smaller [training] lr (the epoch's learning "
-                               "rate: %g)",
-                               val_loss, (long long)epoch, (long long)tr->pos.step - 1,
-                               tr->adam.lr);
-        r->val_loss = val_loss;
-        monitor_value = val_loss;
-        if (tr->world.writes_files) {
-            TSRNN_TRY(
-                tsrnn_metrics_csv_epoch(&tr->folder.metrics, epoch, tr->pos.step - 1, val_loss));
-            if (tr->folder.tb.fd >= 0) {
-                TSRNN_TRY(
-                    tsrnn_tb_scalar(&tr->folder.tb, "val_loss", (float)val_loss, tr->pos.step - 1));
-                if (tr->val.metric != NULL)
-                    TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, tr->val.metric,
-                                              (float)tr->val.metric_value, tr->pos.step - 1));
-                TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "epoch", (float)epoch, tr->pos.step - 1));
-            }
-        }
-        tsrnn_progress_set_metric(&tr->report.progress, "val_loss", val_loss);
-        if (tr->val.metric != NULL)
-            tsrnn_progress_set_metric(&tr->report.progress, tr->val.metric, tr->val.metric_value);
-    }
+    if (tr->ds->val.count > 0)
+        TSRNN_TRY(validate_epoch(tr, epoch, r, &monitor_value));
     /* The bar's rate is the training's; checkpoints are written after it is done. */
     tsrnn_progress_end_epoch(&tr->report.progress, tsrnn_clock_now_s());
     TSRNN_TRY(end_epoch(tr, epoch, b, b == batch_count, monitor_value));
