@@ -321,12 +321,19 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     return TSRNN_OK;
 }
 
-/* The epochs, from where the run starts to n_epochs, max_steps or early stopping, under the
- * progress bar; then every rank's GPU for the summary. */
+/* The banner, then the epochs, from where the run starts to n_epochs, max_steps or early
+ * stopping, under the progress bar; then every rank's GPU for the summary. */
 static enum tsrnn_status fit(struct trainer *tr, struct tsrnn_train_result *r,
+                             const struct tsrnn_train_options *options,
                              enum tsrnn_progress_mode progress)
 {
     enum tsrnn_status status = TSRNN_OK;
+    r->param_count = tr->model.table.total_count;
+    r->first_step = r->step_count = tr->pos.step;
+    r->epoch_count = tr->pos.start_epoch;
+    r->final_lr = tr->adam.lr;
+    if (!options->quiet)
+        tsrnn_trainer_print_banner(tr, options);
     tsrnn_progress_init(&tr->report.progress, tr->report.out, progress);
     for (int64_t epoch = tr->pos.start_epoch;
          epoch < tr->cfg->n_epochs && !steps_done(tr) && !tr->controls.stop_early; epoch++) {
@@ -413,17 +420,10 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     if (status != TSRNN_OK)
         goto out;
     status = tsrnn_trainer_setup(&tr);
-    if (status != TSRNN_OK)
-        goto out;
-    r.param_count = tr.model.table.total_count;
-    r.first_step = r.step_count = tr.pos.step;
-    r.epoch_count = tr.pos.start_epoch;
-    r.final_lr = tr.adam.lr;
-    if (!options->quiet)
-        tsrnn_trainer_print_banner(&tr, options);
-    status = fit(&tr, &r, quiet ? TSRNN_PROGRESS_NONE : options->progress);
-    /* What the writer thread and the jobs beside the training still hold goes to disk: a
-     * failure there wins, as it happened earlier. */
+    if (status == TSRNN_OK)
+        status = fit(&tr, &r, options, quiet ? TSRNN_PROGRESS_NONE : options->progress);
+    /* What the set-up and the epochs left to the writer thread and to the jobs beside the
+     * training goes to disk: a failure there wins, as it happened earlier. */
     status = tsrnn_trainer_drain_checkpoints(&tr, status);
     status = tsrnn_trainer_finish_jobs(&tr, status);
     if (status != TSRNN_OK)
