@@ -106,7 +106,7 @@ static void forecast_options(const struct trainer *tr, unsigned call, bool param
     tsrnn_forecast_options_from_config(opt, tr->cfg, seed, parameters);
 }
 
-/* Every series of the run as a forecast source (sources_of(), malloc'd). */
+/* Every series of the run as a forecast source (forecast_source()), into a malloc'd array. */
 static enum tsrnn_status all_sources(const struct tsrnn_dataset *ds,
                                      struct tsrnn_forecast_source **sources)
 {
