@@ -306,9 +306,13 @@ char *tsrnn_config_text(const struct tsrnn_config *cfg);
  * parse (nothing is written then), TSRNN_ERR_IO when `out` fails, TSRNN_ERR_NOMEM. */
 enum tsrnn_status tsrnn_config_write_reference(FILE *out);
 
-/* The likelihood the config describes ([model] likelihood and [likelihood]): kind NONE
- * without one. The config was validated (tsrnn_config_validate), so this cannot fail. */
-void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likelihood *lik);
+/* [likelihood] quantiles as Darts' QuantileRegression takes them: a comma-separated list of
+ * numbers, each in (0, 1) and given once, 0.5 among them, symmetric around it (the i-th from
+ * each end summing to 1 within 1e-6), at most TSRNN_LIKELIHOOD_MAX_QUANTILES; into
+ * quantiles[] sorted ascending, as Darts sorts them, and their *count. TSRNN_ERR_USAGE with a
+ * sentence naming the bad value and what is accepted (the caller prefixes where it came
+ * from). */
+enum tsrnn_status tsrnn_config_parse_quantiles(double *quantiles, size_t *count, const char *text);
 
 /* [forecast] quantiles as numbers, in the order given: count (at most `capacity`) into out. */
 size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *out,

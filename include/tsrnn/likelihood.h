@@ -128,11 +128,16 @@ enum tsrnn_likelihood_support tsrnn_likelihood_support(enum tsrnn_likelihood_kin
 bool tsrnn_likelihood_supports(enum tsrnn_likelihood_support support, float y);
 const char *tsrnn_likelihood_support_text(enum tsrnn_likelihood_support support);
 
-/* Parses a comma-separated list of quantiles into lik (sorted ascending, as Darts sorts them)
- * and checks Darts' rules: each in (0, 1), 0.5 among them, symmetric around it; at most
- * TSRNN_LIKELIHOOD_MAX_QUANTILES. TSRNN_ERR_USAGE with a sentence naming the bad value and
- * what is accepted (the caller prefixes where it came from). */
+/* Parses a comma-separated list of quantiles into lik->quantiles and quantile_count, as the
+ * config parser reads [likelihood] quantiles (tsrnn_config_parse_quantiles(): sorted ascending
+ * as Darts sorts them, Darts' rules checked). TSRNN_ERR_USAGE as that. */
 enum tsrnn_status tsrnn_likelihood_parse_quantiles(struct tsrnn_likelihood *lik, const char *text);
+
+struct tsrnn_config; /* include/tsrnn/config.h */
+
+/* The likelihood the config describes ([model] likelihood and [likelihood]): kind NONE
+ * without one. The config was parsed (its quantile list checked), so this cannot fail. */
+void tsrnn_likelihood_from_config(struct tsrnn_likelihood *lik, const struct tsrnn_config *cfg);
 
 /* --- the loss ----------------------------------------------------------------------------- */
 

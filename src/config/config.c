@@ -1099,6 +1099,63 @@ static enum tsrnn_status set_freq(struct tsrnn_config *cfg, const struct key *k,
     return TSRNN_OK;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+enum tsrnn_status tsrnn_config_parse_quantiles(double *quantiles, size_t *count, const char *text)
+{
+    size_t n = 0;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        char *end;
+        double q = strtod(p, &end);
+        const char *after = end;
+        while (*after == ' ' || *after == '\t')
+            after++;
+        if (end == p || (*after != ',' && *after != '\0'))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "'%s' is not a comma-separated list of numbers; accepted: "
+                               "quantiles in (0, 1) such as 0.05, 0.5, 0.95",
+                               text);
+        if (!(q > 0.0 && q < 1.0))
+            return tsrnn_error(TSRNN_ERR_USAGE, "quantile %g is not in (0, 1)", q);
+        if (n == TSRNN_LIKELIHOOD_MAX_QUANTILES)
+            return tsrnn_error(TSRNN_ERR_USAGE, "more than %d quantiles",
+                               TSRNN_LIKELIHOOD_MAX_QUANTILES);
+        quantiles[n++] = q;
+        if (*after == '\0')
+            break;
+        p = after + 1;
+    }
+    qsort(quantiles, n, sizeof(double), compare_doubles);
+    for (size_t i = 1; i < n; i++)
+        if (quantiles[i] == quantiles[i - 1])
+            return tsrnn_error(TSRNN_ERR_USAGE, "quantile %g is given twice", quantiles[i]);
+    bool median = false;
+    for (size_t i = 0; i < n; i++) {
+        median |= quantiles[i] == 0.5;
+        /* Darts: (0.5 - left) + (0.5 - right) within 1e-6 for the i-th from each end. */
+        double asym = (0.5 - quantiles[i]) + (0.5 - quantiles[n - 1 - i]);
+        if (!(asym > -1e-6 && asym < 1e-6))
+            return tsrnn_error(TSRNN_ERR_USAGE,
+                               "quantiles %g and %g are not symmetric around 0.5 (Darts' "
+                               "QuantileRegression samples between them); accepted: each q "
+                               "below 0.5 with 1 - q above it",
+                               quantiles[i], quantiles[n - 1 - i]);
+    }
+    if (!median)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "the quantiles lack the median 0.5, which Darts' QuantileRegression "
+                           "requires");
+    *count = n;
+    return TSRNN_OK;
+}
+
 /* A list of quantiles: [likelihood] quantiles by Darts' QuantileRegression rules (nothing:
  * its default), any other each in [0, 1]. Kept as written. */
 static enum tsrnn_status set_quantiles(struct tsrnn_config *cfg, const struct key *k,
@@ -1107,8 +1164,10 @@ static enum tsrnn_status set_quantiles(struct tsrnn_config *cfg, const struct ke
     if (strlen(value) >= k->capacity)
         return bad_value(k, value, origin, "too long");
     if (strcmp(k->section, "likelihood") == 0) {
-        struct tsrnn_likelihood lik = { .kind = TSRNN_LIKELIHOOD_QUANTILE };
-        if (value[0] != '\0' && tsrnn_likelihood_parse_quantiles(&lik, value) != TSRNN_OK) {
+        double quantiles[TSRNN_LIKELIHOOD_MAX_QUANTILES];
+        size_t count;
+        if (value[0] != '\0' &&
+            tsrnn_config_parse_quantiles(quantiles, &count, value) != TSRNN_OK) {
             char why[512];
             snprintf(why, sizeof(why), "%s", tsrnn_last_error());
             return bad_value(k, value, origin, why);
@@ -1933,60 +1992,6 @@ static enum tsrnn_status check_likelihood(const struct tsrnn_config *cfg)
                    "Darts): the loss is the likelihood's",
                    tsrnn_config_origin(cfg, "training", "loss_fn"), name);
     return TSRNN_OK;
-}
-
-void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likelihood *lik)
-{
-    *lik = (struct tsrnn_likelihood){ .kind = cfg->likelihood,
-                                      .prior_strength = cfg->prior_strength,
-                                      .beta_nll = cfg->beta_nll };
-    double priors[TSRNN_LIKELIHOOD_MAX_PRIORS] = { NAN, NAN };
-    switch (cfg->likelihood) {
-    case TSRNN_LIKELIHOOD_GAUSSIAN:
-    case TSRNN_LIKELIHOOD_LOGNORMAL:
-        priors[0] = cfg->prior_mu;
-        priors[1] = cfg->prior_sigma;
-        break;
-    case TSRNN_LIKELIHOOD_LAPLACE:
-        priors[0] = cfg->prior_mu;
-        priors[1] = cfg->prior_b;
-        break;
-    case TSRNN_LIKELIHOOD_POISSON:
-    case TSRNN_LIKELIHOOD_EXPONENTIAL:
-        priors[0] = cfg->prior_lambda;
-        break;
-    case TSRNN_LIKELIHOOD_GUMBEL:
-        priors[0] = cfg->prior_mu;
-        priors[1] = cfg->prior_beta;
-        break;
-    case TSRNN_LIKELIHOOD_GEOMETRIC:
-    case TSRNN_LIKELIHOOD_BERNOULLI:
-        priors[0] = cfg->prior_p;
-        break;
-    case TSRNN_LIKELIHOOD_HALFNORMAL:
-        priors[0] = cfg->prior_sigma;
-        break;
-    case TSRNN_LIKELIHOOD_CAUCHY:
-        priors[0] = cfg->prior_xzero;
-        priors[1] = cfg->prior_gamma;
-        break;
-    case TSRNN_LIKELIHOOD_GAMMA:
-        priors[0] = cfg->prior_alpha;
-        priors[1] = cfg->prior_beta;
-        break;
-    case TSRNN_LIKELIHOOD_QUANTILE:
-        (void)tsrnn_likelihood_parse_quantiles(
-            lik, cfg->quantiles[0] != '\0' ? cfg->quantiles : TSRNN_LIKELIHOOD_DEFAULT_QUANTILES);
-        break;
-    case TSRNN_LIKELIHOOD_NONE:
-    case TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL:
-    case TSRNN_LIKELIHOOD_WEIBULL:
-        break;
-    }
-    for (size_t i = 0; i < TSRNN_LIKELIHOOD_MAX_PRIORS; i++) {
-        lik->has_prior[i] = !isnan(priors[i]);
-        lik->prior[i] = lik->has_prior[i] ? priors[i] : 0.0;
-    }
 }
 
 size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *out, size_t capacity)

@@ -864,7 +864,7 @@ static enum tsrnn_status setup(struct trainer *tr)
     size_t batch_capacity = tsrnn_train_batch_capacity(cfg, ds, (size_t)tr->world_size);
     /* RNNModel's input: the target's C components beside the K future covariates. */
     struct tsrnn_likelihood likelihood;
-    tsrnn_config_likelihood(cfg, &likelihood);
+    tsrnn_likelihood_from_config(&likelihood, cfg);
     bool probabilistic = likelihood.kind != TSRNN_LIKELIHOOD_NONE;
     struct tsrnn_model_dims dims = {
         .kind = cfg->model,
