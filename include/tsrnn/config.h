@@ -283,8 +283,13 @@ enum tsrnn_status tsrnn_config_apply_override(struct tsrnn_config *cfg, const ch
 enum tsrnn_status tsrnn_config_set(struct tsrnn_config *cfg, const char *section, const char *key,
                                    const char *value, const char *origin, const char *base_dir);
 
-/* Checks what single keys cannot: training_length >= input_chunk_length, split_after and
- * val_fraction not both set, the data file (and init_weights, when set) readable. */
+/* Checks what single keys cannot, as far as the config knows them: every path printable
+ * UTF-8, [data] path set, init_weights and resume readable, work_dir a folder, resume not
+ * deleted by force_reset, the optimizer's, loss's, scheduler's, early stopping's and
+ * likelihood's arguments belonging to the class chosen, training_length >=
+ * input_chunk_length, split_after and val_fraction not both set. What a key means to the
+ * module that reads it is that module's check: [data] and [covariates] are
+ * tsrnn_data_check_config()'s (include/tsrnn/data.h), run after this one. */
 enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg);
 
 /* All of the above in order: init, parse_file, each override, validate. */
@@ -322,5 +327,17 @@ size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *o
  * that does not exist. */
 const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *section,
                                 const char *key);
+
+/* For the module that interprets a key (a frequency, an encoder's attribute): refuses the
+ * value of `section.key` (a key of the schema) with the parser's message, "where: [section]
+ * key = 'value': why; accepted: what the key accepts". Returns TSRNN_ERR_USAGE. */
+enum tsrnn_status tsrnn_config_refuse(const struct tsrnn_config *cfg, const char *section,
+                                      const char *key, const char *why);
+
+/* Whether the file `path` that `section.key` names exists, is a regular file (a FIFO would
+ * block its reader, a device such as /dev/zero never ends) and can be read: TSRNN_ERR_USAGE
+ * led by where the key was set and the key, naming the file as `what` ("data file"). */
+enum tsrnn_status tsrnn_config_check_file(const struct tsrnn_config *cfg, const char *section,
+                                          const char *key, const char *path, const char *what);
 
 #endif

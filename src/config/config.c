@@ -28,9 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tsrnn/data.h" /* tsrnn_freq_parse(): [data] freq is checked where it is read */
-#include "tsrnn/encoders.h"
-
 enum key_type {
     KEY_INT,             /* int, range [min, max] */
     KEY_U64,             /* uint64_t, range [min, max] */
@@ -1067,38 +1064,6 @@ static bool valid_devices(const char *value)
     return true;
 }
 
-/* pandas 3 removed these aliases; a user coming from older code meets them first. */
-static const struct {
-    const char *old, *now;
-} renamed_aliases[] = {
-    { "M", "ME" },   { "Y", "YE" },  { "A", "YE" },    { "Q", "QE" },   { "H", "h" },
-    { "T", "min" },  { "S", "s" },   { "BM", "BME" },  { "BQ", "BQE" }, { "BY", "BYE" },
-    { "BA", "BYE" }, { "AS", "YS" }, { "BAS", "BYS" }, { "d", "D" },
-};
-
-static enum tsrnn_status set_freq(struct tsrnn_config *cfg, const struct key *k, const char *value,
-                                  const char *origin)
-{
-    struct tsrnn_freq f;
-    char why[96] = "not a frequency";
-    if (strlen(value) >= k->capacity)
-        return bad_value(k, value, origin, "too long");
-    if (value[0] != '\0' && !tsrnn_freq_parse(&f, value)) {
-        const char *base = value + strspn(value, "0123456789");
-        size_t len = strcspn(base, "-");
-        for (size_t i = 0; i < sizeof(renamed_aliases) / sizeof(renamed_aliases[0]); i++)
-            if (strlen(renamed_aliases[i].old) == len &&
-                strncmp(base, renamed_aliases[i].old, len) == 0)
-                snprintf(why, sizeof(why), "pandas 3 spells it %s", renamed_aliases[i].now);
-        if (strcmp(base, "ms") == 0 || strcmp(base, "us") == 0 || strcmp(base, "ns") == 0 ||
-            strcmp(base, "L") == 0 || strcmp(base, "U") == 0 || strcmp(base, "N") == 0)
-            snprintf(why, sizeof(why), "tsrnn's time stamps are whole seconds");
-        return bad_value(k, value, origin, why);
-    }
-    strcpy(field(cfg, k), value);
-    return TSRNN_OK;
-}
-
 static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -1266,6 +1231,7 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
     case KEY_STRING:
     case KEY_FOLDER:
     case KEY_DEVICES:
+    case KEY_FREQ:
         if (strlen(value) >= k->capacity)
             return bad_value(k, value, origin, "too long");
         if (k->type == KEY_FOLDER && (value[0] == '\0' || strchr(value, '/') != NULL ||
@@ -1289,9 +1255,6 @@ static enum tsrnn_status set_key(struct tsrnn_config *cfg, const struct key *k, 
         break;
     case KEY_COLUMNS:
         TSRNN_TRY(set_columns(cfg, k, value, origin));
-        break;
-    case KEY_FREQ:
-        TSRNN_TRY(set_freq(cfg, k, value, origin));
         break;
     }
     snprintf(cfg->origins[key_index(k)], TSRNN_ORIGIN_MAX, "%s", origin);
@@ -1590,11 +1553,20 @@ const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *sect
     return k ? cfg->origins[key_index(k)] : NULL;
 }
 
-/* The file a key names exists, is a regular file (a FIFO would block the reader or read as
- * empty; a device such as /dev/zero never ends) and can be read: refused here, before
- * anything is written, with the key that named it. */
-static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const char *section,
-                                        const char *key, const char *path, const char *what)
+static void format_value(const struct tsrnn_config *cfg, const struct key *k, char *out,
+                         size_t capacity);
+
+enum tsrnn_status tsrnn_config_refuse(const struct tsrnn_config *cfg, const char *section,
+                                      const char *key, const char *why)
+{
+    const struct key *k = find_key(section, key);
+    char value[TSRNN_MAX_COMPONENTS * TSRNN_NAME_MAX + PATH_MAX];
+    format_value(cfg, k, value, sizeof(value));
+    return bad_value(k, value, cfg->origins[key_index(k)], why);
+}
+
+enum tsrnn_status tsrnn_config_check_file(const struct tsrnn_config *cfg, const char *section,
+                                          const char *key, const char *path, const char *what)
 {
     int fd;
     char byte;
@@ -1611,31 +1583,6 @@ static enum tsrnn_status check_readable(const struct tsrnn_config *cfg, const ch
                            section, key, why);
     }
     return TSRNN_OK;
-}
-
-/* Every file [data] path names or matches is readable; a long-format file (id_col) is one
- * file with a time column. */
-static enum tsrnn_status check_data_files(const struct tsrnn_config *cfg)
-{
-    const char *origin = tsrnn_config_origin(cfg, "data", "path");
-    struct tsrnn_data_paths paths;
-    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, origin));
-    enum tsrnn_status status = TSRNN_OK;
-    for (size_t i = 0; i < paths.count && status == TSRNN_OK; i++)
-        status = check_readable(cfg, "data", "path", paths.paths[i], "data file");
-    if (status == TSRNN_OK && cfg->id_col[0] != '\0' && paths.count > 1)
-        status = tsrnn_error(TSRNN_ERR_USAGE,
-                             "%s: [data] id_col = '%s' reads one long-format file, but [data] "
-                             "path names %zu files; accepted: one file with id_col, or one "
-                             "series per file without it",
-                             tsrnn_config_origin(cfg, "data", "id_col"), cfg->id_col, paths.count);
-    if (status == TSRNN_OK && cfg->id_col[0] != '\0' && cfg->time_col[0] == '\0')
-        status = tsrnn_error(TSRNN_ERR_USAGE,
-                             "%s: [data] id_col = '%s' needs [data] time_col: each series of a "
-                             "long-format file takes its time index from its rows",
-                             tsrnn_config_origin(cfg, "data", "id_col"), cfg->id_col);
-    tsrnn_data_paths_finish(&paths);
-    return status;
 }
 
 /* The [lr_scheduler_kwargs] keys each scheduler's constructor takes (PyTorch's names), after
@@ -1677,9 +1624,6 @@ static const char *const *scheduler_keys(enum tsrnn_lr_scheduler_kind kind)
     }
     return linear;
 }
-
-static void format_value(const struct tsrnn_config *cfg, const struct key *k, char *out,
-                         size_t capacity);
 
 /* Whether key k holds a value other than its default: a resolved config file (a run's
  * config.ini) lists every key, so a key read from a file may still hold the default. */
@@ -2046,11 +1990,11 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
     if (cfg->data_path[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "[data] path is not set; add 'path = your_series.csv' under [data]");
-    TSRNN_TRY(check_data_files(cfg));
     if (cfg->init_weights[0] != '\0')
-        TSRNN_TRY(check_readable(cfg, "model", "init_weights", cfg->init_weights, "weights file"));
+        TSRNN_TRY(tsrnn_config_check_file(cfg, "model", "init_weights", cfg->init_weights,
+                                          "weights file"));
     if (cfg->resume[0] == '/')
-        TSRNN_TRY(check_readable(cfg, "training", "resume", cfg->resume, "checkpoint"));
+        TSRNN_TRY(tsrnn_config_check_file(cfg, "training", "resume", cfg->resume, "checkpoint"));
     /* The run folder's parent: a folder, or a path still to be made (by the run). */
     struct stat st;
     if (stat(cfg->work_dir, &st) == 0 && !S_ISDIR(st.st_mode))
@@ -2070,9 +2014,6 @@ enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg)
 
     TSRNN_TRY(check_training_controls(cfg));
     TSRNN_TRY(check_likelihood(cfg));
-    struct tsrnn_encoder encoders[TSRNN_MAX_ENCODERS];
-    size_t encoder_count, covariate_count;
-    TSRNN_TRY(tsrnn_encoders_from_config(encoders, &encoder_count, &covariate_count, cfg));
     /* Darts' RNNModel raises when training_length < input_chunk_length. */
     if (cfg->training_length < cfg->input_chunk_length)
         return tsrnn_error(TSRNN_ERR_USAGE,

@@ -63,19 +63,6 @@ static enum tsrnn_status check_part(const struct tsrnn_config *cfg, const char *
                        tsrnn_config_origin(cfg, "model", "training_length"), need);
 }
 
-void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
-                                      const struct tsrnn_config *cfg)
-{
-    memset(o, 0, sizeof(*o));
-    if (cfg->freq[0] != '\0' && !tsrnn_freq_parse(&o->freq, cfg->freq))
-        o->freq.kind = TSRNN_FREQ_NONE; /* cannot happen: the parser checked it */
-    o->freq_text = cfg->freq;
-    o->freq_origin = tsrnn_config_origin(cfg, "data", "freq");
-    o->fill_missing_dates = cfg->fill_missing_dates;
-    o->fill_dates_origin = tsrnn_config_origin(cfg, "data", "fill_missing_dates");
-    o->fill_missing_values = cfg->fill_missing_values;
-}
-
 /* Where a series' problems are: its file, or for one of a long-format file, the file and the
  * series' id. */
 static void series_label(const struct tsrnn_dataset_series *ds, const struct tsrnn_config *cfg,
@@ -364,7 +351,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
 
     struct tsrnn_data_paths paths;
     struct tsrnn_series_options options;
-    tsrnn_series_options_from_config(&options, cfg);
+    TSRNN_TRY(tsrnn_series_options_from_config(&options, cfg));
     TSRNN_TRY(
         tsrnn_data_paths_expand(&paths, cfg->data_path, tsrnn_config_origin(cfg, "data", "path")));
     enum tsrnn_status status = cfg->id_col[0] != '\0'
@@ -397,6 +384,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
 enum tsrnn_status tsrnn_dataset_load(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     memset(ds, 0, sizeof(*ds));
+    TSRNN_TRY(tsrnn_data_check_config(cfg));
     enum tsrnn_status status = build(ds, cfg);
     if (status != TSRNN_OK)
         tsrnn_dataset_finish(ds);

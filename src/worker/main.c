@@ -223,6 +223,8 @@ int main(int argc, char **argv)
         status = tsrnn_world_from_env(&world);
     if (status == TSRNN_OK)
         status = tsrnn_config_load(cfg, ini_path, overrides, override_count);
+    if (status == TSRNN_OK)
+        status = tsrnn_data_check_config(cfg);
     if (status == TSRNN_OK && print_config) {
         printf("# tsrnn %s: resolved configuration of %s\n", tsrnn_version(), ini_path);
         status = tsrnn_config_write(cfg, stdout);
