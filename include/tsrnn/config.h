@@ -23,13 +23,61 @@
 #include <stdio.h>
 
 #include "tsrnn/core.h"
-#include "tsrnn/likelihood.h" /* enum tsrnn_likelihood_kind */
-#include "tsrnn/model.h"      /* enum tsrnn_model_kind */
 
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
 #define TSRNN_CONFIG_MAX_KEYS 128 /* room in origins[] for the schema's keys */
+
+/* The values of the keys that choose a class are the enums below; the modules that interpret
+ * them include this header for them (model.h, likelihood.h, optim.h, ...), so that the config
+ * needs none of theirs. */
+
+/* [model] model: PyTorch's recurrent layer (include/tsrnn/model.h). */
+enum tsrnn_model_kind {
+    TSRNN_MODEL_RNN,
+    TSRNN_MODEL_LSTM,
+    TSRNN_MODEL_GRU,
+};
+
+/* The training loss ([training] loss_fn, or [model] likelihood; include/tsrnn/model.h).
+ * HuberLoss and SmoothL1Loss take an argument, passed beside the kind as `delta`: HuberLoss's
+ * delta (> 0), SmoothL1Loss's beta (>= 0; 0 is L1Loss, as torch.nn.functional.smooth_l1_loss
+ * calls l1_loss then). The first four are [training] loss_fn's choices in order. */
+enum tsrnn_loss_kind {
+    TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
+    TSRNN_LOSS_L1,         /* nn.L1Loss() */
+    TSRNN_LOSS_HUBER,      /* nn.HuberLoss(delta) */
+    TSRNN_LOSS_SMOOTH_L1,  /* nn.SmoothL1Loss(beta) */
+    TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
+                              the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
+};
+
+/* [model] likelihood: Darts' likelihood (include/tsrnn/likelihood.h). */
+enum tsrnn_likelihood_kind {
+    TSRNN_LIKELIHOOD_NONE, /* a point forecast: the loss is [training] loss_fn */
+    TSRNN_LIKELIHOOD_GAUSSIAN,
+    TSRNN_LIKELIHOOD_LAPLACE,
+    TSRNN_LIKELIHOOD_QUANTILE,
+    TSRNN_LIKELIHOOD_POISSON,
+    TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL,
+    TSRNN_LIKELIHOOD_LOGNORMAL,
+    TSRNN_LIKELIHOOD_HALFNORMAL,
+    TSRNN_LIKELIHOOD_CAUCHY,
+    TSRNN_LIKELIHOOD_GAMMA,
+    TSRNN_LIKELIHOOD_EXPONENTIAL,
+    TSRNN_LIKELIHOOD_WEIBULL,
+    TSRNN_LIKELIHOOD_GUMBEL,
+    TSRNN_LIKELIHOOD_GEOMETRIC,
+    TSRNN_LIKELIHOOD_BERNOULLI,
+};
+
+/* The most quantiles of [likelihood] quantiles (QuantileRegression's head outputs). */
+#define TSRNN_LIKELIHOOD_MAX_QUANTILES 99
+
+/* Darts' QuantileRegression() default: 17 quantiles from 0.01 to 0.99. */
+#define TSRNN_LIKELIHOOD_DEFAULT_QUANTILES                                                         \
+    "0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99"
 
 /* [covariates] position: Darts' 'position' encoder. */
 enum tsrnn_position_kind {

@@ -42,32 +42,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tsrnn/config.h" /* enum tsrnn_likelihood_kind, the quantiles' limits */
 #include "tsrnn/core.h"
 
-enum tsrnn_likelihood_kind {
-    TSRNN_LIKELIHOOD_NONE, /* a point forecast: the loss is [training] loss_fn */
-    TSRNN_LIKELIHOOD_GAUSSIAN,
-    TSRNN_LIKELIHOOD_LAPLACE,
-    TSRNN_LIKELIHOOD_QUANTILE,
-    TSRNN_LIKELIHOOD_POISSON,
-    TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL,
-    TSRNN_LIKELIHOOD_LOGNORMAL,
-    TSRNN_LIKELIHOOD_HALFNORMAL,
-    TSRNN_LIKELIHOOD_CAUCHY,
-    TSRNN_LIKELIHOOD_GAMMA,
-    TSRNN_LIKELIHOOD_EXPONENTIAL,
-    TSRNN_LIKELIHOOD_WEIBULL,
-    TSRNN_LIKELIHOOD_GUMBEL,
-    TSRNN_LIKELIHOOD_GEOMETRIC,
-    TSRNN_LIKELIHOOD_BERNOULLI,
-};
-
-#define TSRNN_LIKELIHOOD_MAX_QUANTILES 99
-#define TSRNN_LIKELIHOOD_MAX_PRIORS    2
-
-/* Darts' QuantileRegression() default: 17 quantiles from 0.01 to 0.99. */
-#define TSRNN_LIKELIHOOD_DEFAULT_QUANTILES                                                         \
-    "0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99"
+#define TSRNN_LIKELIHOOD_MAX_PRIORS 2
 
 struct tsrnn_likelihood {
     enum tsrnn_likelihood_kind kind;
@@ -132,8 +110,6 @@ const char *tsrnn_likelihood_support_text(enum tsrnn_likelihood_support support)
  * config parser reads [likelihood] quantiles (tsrnn_config_parse_quantiles(): sorted ascending
  * as Darts sorts them, Darts' rules checked). TSRNN_ERR_USAGE as that. */
 enum tsrnn_status tsrnn_likelihood_parse_quantiles(struct tsrnn_likelihood *lik, const char *text);
-
-struct tsrnn_config; /* include/tsrnn/config.h */
 
 /* The likelihood the config describes ([model] likelihood and [likelihood]): kind NONE
  * without one. The config was parsed (its quantile list checked), so this cannot fail. */
