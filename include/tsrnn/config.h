@@ -2,8 +2,8 @@
  *
  * A run is described by one INI file (libinih) with the sections [data] [model] [training]
  * [trainer] [output] [forecast]; option names are Darts' (DESIGN.md §6), and
- * docs/configuration.md, written from the schema by tsrnn_config_write_reference(), documents
- * every key. Values are resolved in this order, later wins:
+ * docs/configuration.md, written from the schema (src/config/config.c) by tools/config-doc,
+ * documents every key. Values are resolved in this order, later wins:
  *
  *     built-in defaults  <  the INI file  <  --set section.key=value (in command-line order)
  *
@@ -350,14 +350,6 @@ enum tsrnn_status tsrnn_config_write(const struct tsrnn_config *cfg, FILE *out);
 
 /* tsrnn_config_write()'s text in a malloc'd string; NULL when out of memory. */
 char *tsrnn_config_text(const struct tsrnn_config *cfg);
-
-/* Writes docs/configuration.md: the file's syntax, where values come from, then every key of
- * the schema with its type, default, accepted values (the text of the parser's messages), the
- * Darts / Lightning name it mirrors and an example; its sample error messages come from the
- * parser itself (and leave this thread's message cleared). The same schema always gives the
- * same bytes. TSRNN_ERR_USAGE when a schema line lacks its documentation or its example does not
- * parse (nothing is written then), TSRNN_ERR_IO when `out` fails, TSRNN_ERR_NOMEM. */
-enum tsrnn_status tsrnn_config_write_reference(FILE *out);
 
 /* [likelihood] quantiles as Darts' QuantileRegression takes them: a comma-separated list of
  * numbers, each in (0, 1) and given once, 0.5 among them, symmetric around it (the i-th from
