@@ -14,24 +14,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Opens `path` as a regular file and reads a byte of it. */
+static enum tsrnn_status read_a_byte(const char *path, const char *what)
+{
+    enum tsrnn_status status = TSRNN_OK;
+    int fd = -1;
+    char byte;
+    status = tsrnn_open_regular(path, O_RDONLY, what, TSRNN_ERR_USAGE, &fd);
+    if (status != TSRNN_OK)
+        goto out;
+    if (read(fd, &byte, 1) < 0)
+        status = tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "cannot read %s %s", what,
+                                   tsrnn_display_path(path));
+out:
+    if (fd >= 0)
+        close(fd);
+    return status;
+}
+
 enum tsrnn_status tsrnn_config_check_file(const struct tsrnn_config *cfg, const char *section,
                                           const char *key, const char *path, const char *what)
 {
-    int fd;
-    char byte;
-    enum tsrnn_status status = tsrnn_open_regular(path, O_RDONLY, what, TSRNN_ERR_USAGE, &fd);
-    if (status == TSRNN_OK && read(fd, &byte, 1) < 0)
-        status = tsrnn_error_errno(TSRNN_ERR_USAGE, errno, "cannot read %s %s", what,
-                                   tsrnn_display_path(path));
-    if (fd >= 0)
-        close(fd);
-    if (status != TSRNN_OK) { /* the message, led by the key that named the file */
-        char why[1024];
-        snprintf(why, sizeof(why), "%s", tsrnn_last_error());
-        return tsrnn_error(status, "%s: [%s] %s: %s", tsrnn_config_origin(cfg, section, key),
-                           section, key, why);
-    }
-    return TSRNN_OK;
+    enum tsrnn_status status = read_a_byte(path, what);
+    if (status == TSRNN_OK)
+        return TSRNN_OK;
+    /* the message, led by the key that named the file */
+    char why[1024];
+    snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+    return tsrnn_error(status, "%s: [%s] %s: %s", tsrnn_config_origin(cfg, section, key), section,
+                       key, why);
 }
 
 /* The [lr_scheduler_kwargs] keys each scheduler's constructor takes (PyTorch's names), after
@@ -80,17 +91,17 @@ static bool holds_other_than_default(const struct tsrnn_config *cfg, const struc
 {
     if (strcmp(cfg->origins[config_key_index(k)], "default") == 0 || k->default_text == NULL)
         return strcmp(cfg->origins[config_key_index(k)], "default") != 0;
-    struct tsrnn_config *scratch = calloc(1, sizeof(*scratch));
+    bool differs = true; /* when it cannot tell: as given */
     char mine[256], standard[256];
-    if (scratch == NULL ||
-        config_set_key(scratch, k, k->default_text, "default", NULL) != TSRNN_OK) {
-        free(scratch);
-        return true; /* cannot tell: as given */
-    }
+    struct tsrnn_config *scratch = calloc(1, sizeof(*scratch));
+    if (scratch == NULL || config_set_key(scratch, k, k->default_text, "default", NULL) != TSRNN_OK)
+        goto out;
     config_format_value(cfg, k, mine, sizeof(mine));
     config_format_value(scratch, k, standard, sizeof(standard));
+    differs = strcmp(mine, standard) != 0;
+out:
     free(scratch);
-    return strcmp(mine, standard) != 0;
+    return differs;
 }
 
 /* The chosen scheduler's keys: each one given belongs to it (PyTorch's constructor raises a

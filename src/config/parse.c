@@ -196,24 +196,29 @@ static enum tsrnn_status check_config_text(const char *text, size_t nbytes, cons
 
 enum tsrnn_status tsrnn_config_parse_file(struct tsrnn_config *cfg, const char *ini_path)
 {
+    enum tsrnn_status status = TSRNN_OK;
     char base_dir[PATH_MAX];
-    char *text;
-    size_t nbytes;
-
-    TSRNN_TRY(tsrnn_read_file(ini_path, MAX_CONFIG_NBYTES, "config file", TSRNN_ERR_USAGE, &text,
-                              &nbytes));
-    enum tsrnn_status status = check_config_text(text, nbytes, ini_path);
-    if (status == TSRNN_OK)
-        status = folder_of(ini_path, base_dir, sizeof(base_dir));
+    char *text = NULL;
+    size_t nbytes = 0;
     FILE *file = NULL;
-    if (status == TSRNN_OK) {
-        file = fmemopen(nbytes ? text : (char *)"\n", nbytes ? nbytes : 1, "r");
-        if (file == NULL)
-            status =
-                tsrnn_error_errno(TSRNN_ERR_NOMEM, errno, "cannot read config file %s", ini_path);
+
+    status = tsrnn_read_file(ini_path, MAX_CONFIG_NBYTES, "config file", TSRNN_ERR_USAGE, &text,
+                             &nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    status = check_config_text(text, nbytes, ini_path);
+    if (status != TSRNN_OK)
+        goto out;
+    status = folder_of(ini_path, base_dir, sizeof(base_dir));
+    if (status != TSRNN_OK)
+        goto out;
+    file = fmemopen(nbytes ? text : (char *)"\n", nbytes ? nbytes : 1, "r");
+    if (file == NULL) {
+        status = tsrnn_error_errno(TSRNN_ERR_NOMEM, errno, "cannot read config file %s", ini_path);
+        goto out;
     }
-    if (status == TSRNN_OK)
-        status = parse_stream(cfg, file, ini_path, base_dir);
+    status = parse_stream(cfg, file, ini_path, base_dir);
+out:
     if (file != NULL)
         fclose(file);
     free(text);

@@ -47,29 +47,30 @@ static enum tsrnn_status bad_byte(const struct csv_file *f, const char *buf, siz
  * grows meanwhile is read as it was. */
 static enum tsrnn_status read_all(struct csv_file *f)
 {
-    int fd;
+    enum tsrnn_status status = TSRNN_OK;
+    int fd = -1;
+    char *buf = NULL;
     struct stat st;
-    TSRNN_TRY(tsrnn_open_regular(f->path, O_RDONLY, "data file", TSRNN_ERR_DATA, &fd));
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        close(fd);
-        return tsrnn_error_errno(TSRNN_ERR_DATA, err, "cannot read data file %s", f->path);
-    }
     double available;
     char source[64];
+    status = tsrnn_open_regular(f->path, O_RDONLY, "data file", TSRNN_ERR_DATA, &fd);
+    if (status != TSRNN_OK)
+        goto out;
+    if (fstat(fd, &st) != 0) {
+        status = tsrnn_error_errno(TSRNN_ERR_DATA, errno, "cannot read data file %s", f->path);
+        goto out;
+    }
     if (tsrnn_memory_available(&available, source, sizeof(source)) &&
         (double)st.st_size > available) {
-        close(fd);
-        return tsrnn_error(TSRNN_ERR_DATA,
-                           "data file %s is %.3g GB, more than the %.3g GB of memory this "
-                           "process can have (%s); accepted: a file that fits in memory",
-                           f->path, (double)st.st_size * 1e-9, available * 1e-9, source);
+        status = tsrnn_error(TSRNN_ERR_DATA,
+                             "data file %s is %.3g GB, more than the %.3g GB of memory this "
+                             "process can have (%s); accepted: a file that fits in memory",
+                             f->path, (double)st.st_size * 1e-9, available * 1e-9, source);
+        goto out;
     }
     /* The buffer grows with what was read and checked, doubling, up to the file's size. */
     size_t total = (size_t)st.st_size, done = 0, checked = 0, capacity = 0;
-    char *buf = NULL;
-    enum tsrnn_status status = TSRNN_OK;
-    for (bool end = false; status == TSRNN_OK && !end;) {
+    for (bool end = false; !end;) {
         if (done == capacity && capacity < total) {
             size_t grown = capacity < READ_CHUNK_NBYTES ? READ_CHUNK_NBYTES : 2 * capacity;
             grown = grown < total ? grown : total;
@@ -78,13 +79,13 @@ static enum tsrnn_status read_all(struct csv_file *f)
                 status =
                     tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading data file %s (%zu bytes)",
                                 f->path, total);
-                break;
+                goto out;
             }
             buf = more;
             capacity = grown;
         } else if (buf == NULL && (buf = malloc(1)) == NULL) { /* an empty file */
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading data file %s", f->path);
-            break;
+            goto out;
         }
         size_t want = capacity - done < READ_CHUNK_NBYTES ? capacity - done : READ_CHUNK_NBYTES;
         ssize_t n = want > 0 ? read(fd, buf + done, want) : 0;
@@ -92,29 +93,31 @@ static enum tsrnn_status read_all(struct csv_file *f)
             continue;
         if (n < 0) {
             status = tsrnn_error_errno(TSRNN_ERR_DATA, errno, "cannot read data file %s", f->path);
-            break;
+            goto out;
         }
         done += (size_t)n;
         end = n == 0 || done == total; /* the end, or shrunk meanwhile: what is there */
         buf[done] = '\0';
         /* A sequence cut by the piece's end is checked with the next piece. */
         size_t valid = checked + tsrnn_utf8_prefix(buf + checked, done - checked);
-        if (valid < done && (end || buf[valid] == '\0' || done - valid >= 4))
+        if (valid < done && (end || buf[valid] == '\0' || done - valid >= 4)) {
             status = bad_byte(f, buf, valid);
+            goto out;
+        }
         checked = valid;
     }
-    close(fd);
-    if (status != TSRNN_OK) {
-        free(buf);
-        return status;
-    }
-    f->buf = buf;
+    f->buf = buf; /* the file's now */
+    buf = NULL;
     f->nbytes = done;
     f->pos = 0;
     /* A UTF-8 byte order mark (Excel writes one) is not part of the first column's name. */
     if (done >= 3 && memcmp(f->buf, "\xEF\xBB\xBF", 3) == 0)
         f->pos = 3;
-    return TSRNN_OK;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return status;
 }
 
 static void trim_field(struct field *fld)

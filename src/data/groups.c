@@ -107,9 +107,11 @@ static enum tsrnn_status make_group(const struct loader *all, const struct tsrnn
     series->component_names = malloc(C * sizeof(*series->component_names));
     enum tsrnn_status status = TSRNN_OK;
     if (g.values == NULL || g.time_text == NULL || g.time_line == NULL || g.time_column == NULL ||
-        series->component_names == NULL)
+        series->component_names == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", all->file.path);
-    for (size_t k = 0; k < n && status == TSRNN_OK; k++) {
+        goto out;
+    }
+    for (size_t k = 0; k < n; k++) {
         size_t r = keys[k].row;
         memcpy(g.values + k * C, all->values + r * C, C * sizeof(double));
         g.time_text[k] = all->time_text[r];
@@ -125,12 +127,10 @@ static enum tsrnn_status make_group(const struct loader *all, const struct tsrnn
             g.missing_text = m->text;
         }
     }
-    if (status == TSRNN_OK) {
-        memcpy(series->component_names, header->component_names,
-               C * sizeof(*series->component_names));
-        memcpy(series->time_name, header->time_name, sizeof(series->time_name));
-        status = data_make_series(&g, series);
-    }
+    memcpy(series->component_names, header->component_names, C * sizeof(*series->component_names));
+    memcpy(series->time_name, header->time_name, sizeof(series->time_name));
+    status = data_make_series(&g, series);
+out:
     data_loader_free(&g, false);
     return status;
 }
@@ -147,8 +147,10 @@ tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_M
         .options = options ? options : &defaults,
         .id_col = id_col,
     };
+    enum tsrnn_status status = TSRNN_OK;
     struct tsrnn_series header = { 0 };
     struct id_key *keys = NULL;
+    size_t rows = 0, groups = 0;
     *series = NULL;
     *ids = NULL;
     *count = 0;
@@ -161,41 +163,48 @@ tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_M
                            "long-format file takes its time index from its rows",
                            id_col);
 
-    enum tsrnn_status status = data_read_table(&ld, time_col, value_cols, value_col_count, &header);
-    size_t rows = header.length;
-    if (status == TSRNN_OK && rows == 0)
+    status = data_read_table(&ld, time_col, value_cols, value_col_count, &header);
+    if (status != TSRNN_OK)
+        goto out;
+    rows = header.length;
+    if (rows == 0) {
         status = tsrnn_error(TSRNN_ERR_DATA, "%s: no rows after the header, so no series", path);
-    if (status == TSRNN_OK) {
-        keys = malloc(rows * sizeof(*keys));
-        if (keys == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", path);
+        goto out;
     }
-    if (status == TSRNN_OK)
-        status = sort_ids(&ld, rows, keys);
-    size_t groups = 0;
-    for (size_t r = 0; status == TSRNN_OK && r < rows; r++)
+    keys = malloc(rows * sizeof(*keys));
+    if (keys == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", path);
+        goto out;
+    }
+    status = sort_ids(&ld, rows, keys);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t r = 0; r < rows; r++)
         groups += r == 0 || compare_ids(&keys[r - 1], &keys[r]) != 0;
-    if (status == TSRNN_OK) {
-        *series = calloc(groups, sizeof(**series));
-        *ids = calloc(groups, sizeof(**ids));
-        if (*series == NULL || *ids == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series", groups);
+    *series = calloc(groups, sizeof(**series));
+    *ids = calloc(groups, sizeof(**ids));
+    if (*series == NULL || *ids == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu series", groups);
+        goto out;
     }
-    for (size_t first = 0; status == TSRNN_OK && first < rows; (*count)++) {
+    for (size_t first = 0; first < rows; (*count)++) {
         size_t end = first + 1;
         while (end < rows && compare_ids(&keys[first], &keys[end]) == 0)
             end++;
         snprintf((*ids)[*count], TSRNN_NAME_MAX, "%s", keys[first].text);
         status = make_group(&ld, &header, keys + first, end - first, &(*series)[*count]);
-        if (status != TSRNN_OK)
+        if (status != TSRNN_OK) {
             tsrnn_error_append(status, " (series '%s' of id column '%s')", keys[first].text,
                                id_col);
+            goto out;
+        }
         first = end;
     }
+out:
     free(keys);
     data_loader_free(&ld, true);
     tsrnn_series_finish(&header);
-    if (status != TSRNN_OK) {
+    if (status != TSRNN_OK) { /* nothing of the series is the caller's */
         for (size_t i = 0; *series != NULL && i < groups; i++)
             tsrnn_series_finish(&(*series)[i]);
         free(*series);
@@ -206,34 +215,42 @@ tsrnn_series_load_groups(struct tsrnn_series **series, char (**ids)[TSRNN_NAME_M
     }
     return status;
 }
+
 enum tsrnn_status tsrnn_series_load_groups_covariates(
     struct tsrnn_series **series, char (**ids)[TSRNN_NAME_MAX], size_t *count, const char *path,
     const char *id_col, const char *time_col, const char (*value_cols)[TSRNN_NAME_MAX],
     size_t value_col_count, const char (*covariate_cols)[TSRNN_NAME_MAX],
     size_t covariate_col_count, const struct tsrnn_series_options *options)
 {
+    enum tsrnn_status status = TSRNN_OK;
     size_t C = value_col_count, Kc = covariate_col_count;
-    char(*all)[TSRNN_NAME_MAX] = data_join_columns(value_cols, C, covariate_cols, Kc);
     *series = NULL;
     *ids = NULL;
     *count = 0;
+    char(*all)[TSRNN_NAME_MAX] = data_join_columns(value_cols, C, covariate_cols, Kc);
     if (all == NULL)
         return TSRNN_ERR_NOMEM;
     struct tsrnn_series_options labelled = options ? *options : (struct tsrnn_series_options){ 0 };
     labelled.target_col_count = C;
-    enum tsrnn_status status =
-        tsrnn_series_load_groups(series, ids, count, path, id_col, time_col,
-                                 (const char(*)[TSRNN_NAME_MAX])all, C + Kc, &labelled);
-    free(all);
-    for (size_t i = 0; status == TSRNN_OK && i < *count; i++)
+    status = tsrnn_series_load_groups(series, ids, count, path, id_col, time_col,
+                                      (const char(*)[TSRNN_NAME_MAX])all, C + Kc, &labelled);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t i = 0; i < *count; i++) {
         status = data_split_covariates(&(*series)[i], C, Kc);
-    if (status != TSRNN_OK && *series != NULL) {
+        if (status != TSRNN_OK)
+            goto out;
+    }
+out:
+    free(all);
+    if (status != TSRNN_OK && *series != NULL) { /* nothing of the series is the caller's */
         for (size_t i = 0; i < *count; i++)
             tsrnn_series_finish(&(*series)[i]);
         free(*series);
         free(*ids);
         *series = NULL;
         *ids = NULL;
+        *count = 0;
     }
     return status;
 }

@@ -251,15 +251,15 @@ static enum tsrnn_status off_grid(const struct loader *ld, const struct tsrnn_se
 static enum tsrnn_status insert_dates(struct loader *ld, struct tsrnn_series *s,
                                       const struct tsrnn_freq *f, size_t points)
 {
+    enum tsrnn_status status = TSRNN_OK;
     size_t C = s->component_count, L = s->length;
     int64_t *times = malloc(points * sizeof(*times));
     double *values = malloc(points * C * sizeof(*values));
-    ld->position = malloc(L * sizeof(*ld->position));
+    ld->position = malloc(L * sizeof(*ld->position)); /* the loader's: freed with it */
     if (times == NULL || values == NULL || ld->position == NULL) {
-        free(times);
-        free(values);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory inserting %zu missing dates into %s",
-                           points - L, ld->file.path);
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory inserting %zu missing dates into %s",
+                             points - L, ld->file.path);
+        goto out;
     }
     for (size_t j = 0; j < points; j++) {
         /* On the grid up to the last stamp, so no step can fail. */
@@ -285,10 +285,15 @@ static enum tsrnn_status insert_dates(struct loader *ld, struct tsrnn_series *s,
     }
     free(s->times);
     free(ld->values);
-    s->times = times;
+    s->times = times; /* the series' and the loader's now */
     ld->values = values;
+    times = NULL;
+    values = NULL;
     s->length = points;
-    return TSRNN_OK;
+out:
+    free(times);
+    free(values);
+    return status;
 }
 
 static enum tsrnn_status make_regular(struct loader *ld, struct tsrnn_series *s)
@@ -507,8 +512,10 @@ enum tsrnn_status tsrnn_series_load_csv(struct tsrnn_series *series, const char 
     memset(series, 0, sizeof(*series));
 
     enum tsrnn_status status = data_read_table(&ld, time_col, value_cols, value_col_count, series);
-    if (status == TSRNN_OK)
-        status = data_make_series(&ld, series);
+    if (status != TSRNN_OK)
+        goto out;
+    status = data_make_series(&ld, series);
+out:
     data_loader_free(&ld, true);
     if (status != TSRNN_OK)
         tsrnn_series_finish(series);

@@ -326,10 +326,11 @@ enum tsrnn_status config_doc_write(FILE *out)
     if (scratch == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
 
-    for (size_t i = 0; i < config_key_count && status == TSRNN_OK; i++)
+    for (size_t i = 0; i < config_key_count; i++) {
         status = check_key_doc(&config_keys[i], scratch);
-    if (status != TSRNN_OK)
-        goto out;
+        if (status != TSRNN_OK)
+            goto out;
+    }
     status = write_intro(out, scratch);
     if (status != TSRNN_OK)
         goto out;
