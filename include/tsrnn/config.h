@@ -368,7 +368,7 @@ size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *o
 const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *section,
                                 const char *key);
 
-/* For the module that interprets a key (a frequency, an encoder's attribute): refuses the
+/* For the module that interprets a key (data/ reads [data] freq as a frequency): refuses the
  * value of `section.key` (a key of the schema) with the parser's message, "where: [section]
  * key = 'value': why; accepted: what the key accepts". Returns TSRNN_ERR_USAGE. */
 enum tsrnn_status tsrnn_config_refuse(const struct tsrnn_config *cfg, const char *section,
