@@ -27,18 +27,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsrnn/config.h" /* enum tsrnn_model_kind, enum tsrnn_loss_kind */
 #include "tsrnn/core.h"
 #include "tsrnn/likelihood.h"
 #include "tsrnn/torch_rng.h"
 
 #define TSRNN_MODEL_MAX_LAYERS 64 /* the config's n_rnn_layers limit */
 #define TSRNN_PARAM_NAME_MAX   40
-
-enum tsrnn_model_kind {
-    TSRNN_MODEL_RNN,
-    TSRNN_MODEL_LSTM,
-    TSRNN_MODEL_GRU,
-};
 
 /* "RNN", "LSTM", "GRU": PyTorch's module name, and Darts' RNNModel(model=...). */
 const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind);
@@ -131,19 +126,6 @@ enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param
 
 struct tsrnn_compute;   /* include/tsrnn/compute.h */
 struct tsrnn_workspace; /* the device's activations, gradients and step results (compute.h) */
-
-/* The training loss ([training] loss_fn, or [model] likelihood). HuberLoss and SmoothL1Loss
- * take an argument, passed beside the kind as `delta`: HuberLoss's delta (> 0), SmoothL1Loss's
- * beta (>= 0; 0 is L1Loss, as torch.nn.functional.smooth_l1_loss calls l1_loss then). The
- * first four are [training] loss_fn's choices in order. */
-enum tsrnn_loss_kind {
-    TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
-    TSRNN_LOSS_L1,         /* nn.L1Loss() */
-    TSRNN_LOSS_HUBER,      /* nn.HuberLoss(delta) */
-    TSRNN_LOSS_SMOOTH_L1,  /* nn.SmoothL1Loss(beta) */
-    TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
-                              the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
-};
 
 /* How many training steps may pass between two reads of their results (the trainer reads at
  * least this often: include/tsrnn/compute.h tsrnn_compute_step_results). */

@@ -774,7 +774,7 @@ enum tsrnn_status tsrnn_checkpoint_read(struct tsrnn_checkpoint *ck, const char 
         status = tsrnn_config_parse_text(&ck->config, text, path);
     if (status == TSRNN_OK) {
         /* A probabilistic model's head: P outputs per target, as its config's likelihood. */
-        tsrnn_config_likelihood(&ck->config, &ck->likelihood);
+        tsrnn_likelihood_from_config(&ck->likelihood, &ck->config);
         ck->dims.param_count = tsrnn_likelihood_param_count(&ck->likelihood);
     }
     if (status == TSRNN_OK) {

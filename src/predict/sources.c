@@ -222,7 +222,7 @@ enum tsrnn_status predict_load_sources(struct tsrnn_dataset *dataset, struct tsr
          * model's frequency when the series is too short to show its own. */
         const struct tsrnn_checkpoint_series *cs = &ck->series_list[first];
         struct tsrnn_series_options options;
-        tsrnn_series_options_from_config(&options, cfg);
+        TSRNN_TRY(tsrnn_series_options_from_config(&options, cfg));
         options.short_series_freq = cs->freq;
         const struct tsrnn_covariates *cov = &ck->covariates;
         if (cov->column_count > 0)

@@ -375,7 +375,7 @@ enum tsrnn_status tsrnn_trainer_setup(struct trainer *tr)
     struct tsrnn_model_dims dims;
     /* Buffers for the largest batch this rank meets: batch_size, or its windows if fewer. */
     size_t batch_capacity = tsrnn_train_batch_capacity(tr->cfg, tr->ds, (size_t)tr->world.size);
-    tsrnn_config_likelihood(tr->cfg, &likelihood);
+    tsrnn_likelihood_from_config(&likelihood, tr->cfg);
     model_dims(tr, &likelihood, &dims);
     TSRNN_TRY(check_run(tr, &likelihood, &dims, batch_capacity));
     TSRNN_TRY(make_model(tr, &likelihood, &dims, batch_capacity));

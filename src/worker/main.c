@@ -228,6 +228,7 @@ static enum tsrnn_status set_up(struct worker *w, const struct args *a)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
     TSRNN_TRY(tsrnn_world_from_env(&w->world));
     TSRNN_TRY(tsrnn_config_load(w->cfg, a->ini_path, a->overrides, a->override_count));
+    TSRNN_TRY(tsrnn_data_check_config(w->cfg));
     if (a->print_config) {
         printf("# tsrnn %s: resolved configuration of %s\n", tsrnn_version(), a->ini_path);
         return tsrnn_config_write(w->cfg, stdout);
