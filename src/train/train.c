@@ -1098,7 +1098,7 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
         if (tr->writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_step(&tr->metrics, epoch, step, loss));
             /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
-            if (tr->tb.fd >= 0 && (step + 1) % tr->cfg->log_every_n_steps == 0) {
+            if (tsrnn_tb_is_open(&tr->tb) && (step + 1) % tr->cfg->log_every_n_steps == 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "train_loss", loss, step));
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "epoch", (float)epoch, step));
             }
@@ -1274,7 +1274,7 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
     if (tsrnn_jobs_failed(&tr->jobs))
         return tsrnn_jobs_finish(&tr->jobs);
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->metrics));
-    if (tr->tb.fd >= 0) {
+    if (tsrnn_tb_is_open(&tr->tb)) {
         TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "lr", (float)tr->epoch_lr, tr->step - 1));
         TSRNN_TRY(tsrnn_tb_flush(&tr->tb));
     }
@@ -1354,7 +1354,7 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
         monitor_value = val_loss;
         if (tr->writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->metrics, epoch, tr->step - 1, val_loss));
-            if (tr->tb.fd >= 0) {
+            if (tsrnn_tb_is_open(&tr->tb)) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, "val_loss", (float)val_loss, tr->step - 1));
                 if (tr->metric != NULL)
                     TSRNN_TRY(tsrnn_tb_scalar(&tr->tb, tr->metric, (float)tr->metric_value,
