@@ -398,8 +398,9 @@ void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const floa
                               size_t B, size_t T, size_t H, size_t O);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
- * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the
- * optimizer's elementwise ops. */
+ * model.c: the workspace, the recurrent layers, the head and the outputs; loss.c: the losses
+ * and their per-window sums; backend.c: the table, memory, the gradients' scale check and the
+ * optimizers' elementwise updates. */
 enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **ws,
                                              const struct tsrnn_model_dims *dims,
                                              size_t batch_capacity, size_t step_capacity,
