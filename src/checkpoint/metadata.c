@@ -394,19 +394,22 @@ static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
                     "columns", &columns, "scaler", &scaler) != 0 ||
         !json_is_array(encoders) || json_array_size(encoders) >= TSRNN_MAX_ENCODERS ||
         !json_is_array(data_columns) || json_array_size(data_columns) > TSRNN_MAX_COMPONENTS ||
-        columns != (json_int_t)K)
+        columns != (json_int_t)K) {
         status = bad_json(ck, key, "a field is missing or does not fit the model's inputs");
-    for (size_t k = 0; status == TSRNN_OK && k < json_array_size(data_columns); k++) {
+        goto out;
+    }
+    for (size_t k = 0; k < json_array_size(data_columns); k++) {
         const char *name = json_string_value(json_array_get(data_columns, k));
         if (name == NULL || name[0] == '\0' || strlen(name) >= TSRNN_NAME_MAX ||
-            !tsrnn_text_printable(name))
+            !tsrnn_text_printable(name)) {
             status = bad_json(ck, key, "a data column is not a short printable string");
-        else
-            snprintf(cov->column_names[k], TSRNN_NAME_MAX, "%s", name);
+            goto out;
+        }
+        snprintf(cov->column_names[k], TSRNN_NAME_MAX, "%s", name);
         cov->column_count = k + 1;
         cov->count++;
     }
-    for (size_t e = 0; status == TSRNN_OK && e < json_array_size(encoders); e++) {
+    for (size_t e = 0; e < json_array_size(encoders); e++) {
         const char *text = json_string_value(json_array_get(encoders, e)), *why;
         const char *colon = text != NULL ? strchr(text, ':') : NULL;
         enum tsrnn_encoder_kind kinds[] = { TSRNN_ENCODER_CYCLIC, TSRNN_ENCODER_ATTRIBUTE,
@@ -417,15 +420,19 @@ static enum tsrnn_status read_covariates(struct tsrnn_checkpoint *ck)
             ok = strlen(name) == (size_t)(colon - text) && strncmp(text, name, strlen(name)) == 0 &&
                  tsrnn_encoder_parse(&cov->encoders[e], kinds[k], colon + 1, &why);
         }
-        if (!ok)
+        if (!ok) {
             status = bad_json(ck, key, "an encoder is not kind:attribute as tsrnn writes it");
-        cov->count += ok ? tsrnn_encoder_width(&cov->encoders[e]) : 0;
+            goto out;
+        }
+        cov->count += tsrnn_encoder_width(&cov->encoders[e]);
         cov->encoder_count = e + 1;
     }
-    if (status == TSRNN_OK && cov->count != K)
+    if (cov->count != K) {
         status = bad_json(ck, key, "the encoders' columns do not fill the model's inputs");
-    if (status == TSRNN_OK)
-        status = parse_scaler(ck, key, scaler, &cov->scaler, K);
+        goto out;
+    }
+    status = parse_scaler(ck, key, scaler, &cov->scaler, K);
+out:
     json_decref(o);
     return status;
 }
@@ -476,29 +483,35 @@ static enum tsrnn_status parse_list_entry(const struct tsrnn_checkpoint *ck, jso
 /* Every series of the run: tsrnn.series_list, or the one of tsrnn.scaler and tsrnn.series. */
 static enum tsrnn_status read_series_list(struct tsrnn_checkpoint *ck)
 {
+    enum tsrnn_status status = TSRNN_OK;
     json_t *o = NULL, *list = NULL;
     bool named = tsrnn_safetensors_metadata(&ck->file, "tsrnn.series_list") != NULL;
     if (named) {
         TSRNN_TRY(need_json(ck, "tsrnn.series_list", &o));
         list = json_object_get(o, "series");
         if (!json_is_array(list) || json_array_size(list) == 0) {
-            json_decref(o);
-            return bad_json(ck, "tsrnn.series_list", "expected a non-empty array \"series\"");
+            status = bad_json(ck, "tsrnn.series_list", "expected a non-empty array \"series\"");
+            goto out;
         }
     }
     size_t S = named ? json_array_size(list) : 1;
     ck->series_list = calloc(S, sizeof(*ck->series_list));
-    enum tsrnn_status status = TSRNN_OK;
-    if (ck->series_list == NULL)
+    if (ck->series_list == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s", ck->path);
-    ck->series_count = ck->series_list ? S : 0;
-    for (size_t i = 0; named && status == TSRNN_OK && i < S; i++) {
-        status = parse_list_entry(ck, json_array_get(list, i), &ck->series_list[i]);
-        for (size_t j = 0; status == TSRNN_OK && j < i; j++)
-            if (strcmp(ck->series_list[j].id, ck->series_list[i].id) == 0)
-                status = bad_json(ck, "tsrnn.series_list", "two series have one id");
+        goto out;
     }
-    if (status == TSRNN_OK && !named)
+    ck->series_count = S;
+    for (size_t i = 0; named && i < S; i++) {
+        status = parse_list_entry(ck, json_array_get(list, i), &ck->series_list[i]);
+        if (status != TSRNN_OK)
+            goto out;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ck->series_list[j].id, ck->series_list[i].id) == 0) {
+                status = bad_json(ck, "tsrnn.series_list", "two series have one id");
+                goto out;
+            }
+    }
+    if (!named)
         ck->series_list[0] = (struct tsrnn_checkpoint_series){
             .scaler = ck->scaler,
             .cov_scaler = ck->covariates.scaler,
@@ -507,6 +520,7 @@ static enum tsrnn_status read_series_list(struct tsrnn_checkpoint *ck)
             .train_length = ck->series.train_length,
             .train_end = ck->series.train_end,
         };
+out:
     json_decref(o);
     return status;
 }
@@ -524,31 +538,37 @@ static enum tsrnn_status read_series(struct tsrnn_checkpoint *ck)
     enum tsrnn_status status = TSRNN_OK;
     if (rc != 0 || strlen(time_col) >= TSRNN_NAME_MAX || !tsrnn_text_printable(time_col) ||
         train_length < 1 || train_length > TSRNN_CHECKPOINT_MAX_COUNT || !json_is_array(names) ||
-        json_array_size(names) != ck->dims.output_count)
+        json_array_size(names) != ck->dims.output_count) {
         status = bad_json(ck, "tsrnn.series", "a field is missing or does not fit the model");
-    if (status == TSRNN_OK) {
-        snprintf(s->time_name, sizeof(s->time_name), "%s", time_col);
-        s->time_unit = TSRNN_TIME_INDEX;
-        if (!parse_time_unit(unit, &s->time_unit))
-            status = bad_json(ck, "tsrnn.series", "unknown time_unit");
-        s->component_count = ck->dims.output_count;
-        s->train_length = (size_t)train_length;
-        s->train_end = train_end;
-        /* Checkpoints written before tsrnn recorded the frequency have none: the series
-         * tsrnn-predict reads then brings its own. */
-        const char *freq = json_string_value(json_object_get(o, "freq"));
-        s->freq.kind = TSRNN_FREQ_NONE;
-        if (freq != NULL && !tsrnn_freq_parse(&s->freq, freq))
-            status = bad_json(ck, "tsrnn.series", "freq is not a frequency");
+        goto out;
     }
-    for (size_t c = 0; status == TSRNN_OK && c < s->component_count; c++) {
+    snprintf(s->time_name, sizeof(s->time_name), "%s", time_col);
+    s->time_unit = TSRNN_TIME_INDEX;
+    if (!parse_time_unit(unit, &s->time_unit)) {
+        status = bad_json(ck, "tsrnn.series", "unknown time_unit");
+        goto out;
+    }
+    s->component_count = ck->dims.output_count;
+    s->train_length = (size_t)train_length;
+    s->train_end = train_end;
+    /* Checkpoints written before tsrnn recorded the frequency have none: the series
+     * tsrnn-predict reads then brings its own. */
+    const char *freq = json_string_value(json_object_get(o, "freq"));
+    s->freq.kind = TSRNN_FREQ_NONE;
+    if (freq != NULL && !tsrnn_freq_parse(&s->freq, freq)) {
+        status = bad_json(ck, "tsrnn.series", "freq is not a frequency");
+        goto out;
+    }
+    for (size_t c = 0; c < s->component_count; c++) {
         const char *name = json_string_value(json_array_get(names, c));
-        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX || !tsrnn_text_printable(name))
+        if (name == NULL || strlen(name) >= TSRNN_NAME_MAX || !tsrnn_text_printable(name)) {
             status =
                 bad_json(ck, "tsrnn.series", "a component name is not a short printable string");
-        else
-            snprintf(s->component_names[c], TSRNN_NAME_MAX, "%s", name);
+            goto out;
+        }
+        snprintf(s->component_names[c], TSRNN_NAME_MAX, "%s", name);
     }
+out:
     json_decref(o);
     return status;
 }
