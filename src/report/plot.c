@@ -1,6 +1,6 @@
-/* Forecast pictures (include/tsrnn/plot.h), drawn with cairo's image surface and toy text
- * API ("DejaVu Sans", from fonts-dejavu-core) and written as PNG (zlib, "PNG" below) through
- * tsrnn_atomic_file.
+/* Forecast pictures (include/tsrnn/plot.h): the chart, laid out and drawn with cairo's image
+ * surface and toy text API ("DejaVu Sans", from fonts-dejavu-core). Its neighbours: cairo
+ * and fontconfig, loaded when first needed (plot_libs.c), and the PNG file (png.c).
  *
  * The look follows Darts' TimeSeries.plot() on matplotlib's defaults: tab10 lines about
  * 1.5-2 px wide, a light grid, ticks at round values (1-2-5 steps on the value axis,
@@ -20,15 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsrnn/atomic_file.h"
-#include "tsrnn/dynlib.h"
-
 #if TSRNN_HAVE_PLOTS
-#include <cairo.h>
-#include <fontconfig/fontconfig.h>
-#include <pthread.h>
-#include <unistd.h>
-#include <zlib.h>
+#include "plot_libs.h"
+#include "png.h"
 #endif
 
 bool tsrnn_plot_available(void)
@@ -48,157 +42,15 @@ bool tsrnn_plot_available(void)
 #define TITLE_SCALE  1.3
 #define LEGEND_SCALE 0.95
 
-/* --- cairo and fontconfig, loaded on first use ------------------------------------------
- * Linked, cairo and fontconfig (with pixman, FreeType, libpng, the X libraries: 20 more
- * libraries) cost every process ~1.7 ms of start-up for a picture drawn, if at all, at its
- * end. They are loaded by soname when the first picture needs them, or before, on the thread
- * of tsrnn_plot_warmup(). zlib, small and cairo's own dependency, stays linked. Every cairo
- * and fontconfig function called is listed here and called as LIB(name)(...). */
-#define CAIRO_SONAME      "libcairo.so.2"
-#define FONTCONFIG_SONAME "libfontconfig.so.1"
-/* clang-format off */
-#define CAIRO_FUNCTIONS(X)                \
-    X(cairo_arc)                          \
-    X(cairo_clip)                         \
-    X(cairo_create)                       \
-    X(cairo_destroy)                      \
-    X(cairo_fill)                         \
-    X(cairo_fill_preserve)                \
-    X(cairo_font_extents)                 \
-    X(cairo_image_surface_create)         \
-    X(cairo_image_surface_get_data)       \
-    X(cairo_image_surface_get_height)     \
-    X(cairo_image_surface_get_stride)     \
-    X(cairo_image_surface_get_width)      \
-    X(cairo_line_to)                      \
-    X(cairo_move_to)                      \
-    X(cairo_new_path)                     \
-    X(cairo_paint)                        \
-    X(cairo_rectangle)                    \
-    X(cairo_restore)                      \
-    X(cairo_rotate)                       \
-    X(cairo_save)                         \
-    X(cairo_select_font_face)             \
-    X(cairo_set_antialias)                \
-    X(cairo_set_font_size)                \
-    X(cairo_set_line_cap)                 \
-    X(cairo_set_line_join)                \
-    X(cairo_set_line_width)               \
-    X(cairo_set_source_rgb)               \
-    X(cairo_set_source_rgba)              \
-    X(cairo_show_text)                    \
-    X(cairo_status)                       \
-    X(cairo_status_to_string)             \
-    X(cairo_stroke)                       \
-    X(cairo_surface_destroy)              \
-    X(cairo_surface_flush)                \
-    X(cairo_text_extents)                 \
-    X(cairo_translate)
-#define FONTCONFIG_FUNCTIONS(X)           \
-    X(FcConfigAppFontAddFile)             \
-    X(FcConfigCreate)                     \
-    X(FcConfigDestroy)                    \
-    X(FcConfigParseAndLoadFromMemory)     \
-    X(FcConfigSetCurrent)
-/* clang-format on */
-
-#define LIB_POINTER(name) __typeof__(name) *name;
-static struct {
-    CAIRO_FUNCTIONS(LIB_POINTER)
-    FONTCONFIG_FUNCTIONS(LIB_POINTER)
-} lib;
-#define LIB(name)        (lib.name)
-
-#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(lib, fn),
-static const struct tsrnn_dynlib_symbol cairo_symbols[] = { CAIRO_FUNCTIONS(TABLE_SYMBOL) };
-static const struct tsrnn_dynlib_symbol fontconfig_symbols[] = { FONTCONFIG_FUNCTIONS(
-    TABLE_SYMBOL) };
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static bool loaded;
-static char load_why[1024];
-
-static void load_libraries(void)
-{
-    /* Handles stay open for the life of the process. */
-    loaded =
-        tsrnn_dynlib_open(CAIRO_SONAME, NULL, cairo_symbols,
-                          sizeof(cairo_symbols) / sizeof(cairo_symbols[0]),
-                          "install it (Debian: libcairo2)", ": not the library of the build",
-                          load_why, sizeof(load_why)) != NULL &&
-        tsrnn_dynlib_open(FONTCONFIG_SONAME, NULL, fontconfig_symbols,
-                          sizeof(fontconfig_symbols) / sizeof(fontconfig_symbols[0]),
-                          "install it (Debian: libfontconfig1)", ": not the library of the build",
-                          load_why, sizeof(load_why)) != NULL;
-    /* read after pthread_once, which orders it */
-}
+/* --- text ------------------------------------------------------------------------------ */
 
 /* The libraries for a picture at `path`: loaded, or why not. */
 static enum tsrnn_status load_for(const char *path)
 {
-    pthread_once(&load_once, load_libraries);
-    if (!loaded)
-        return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: %s", tsrnn_display_path(path), load_why);
+    const char *why;
+    if (!tsrnn_plot_libs_load(&why))
+        return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: %s", tsrnn_display_path(path), why);
     return TSRNN_OK;
-}
-
-/* --- text ------------------------------------------------------------------------------ */
-
-/* Where fonts-dejavu-core (Debian, Ubuntu) and other distributions' DejaVu packages put the
- * two faces drawn: regular, then bold. */
-static const char *const dejavu_files[][2] = {
-    { "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-      "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf" },
-    { "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-      "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans-Bold.ttf" },
-    { "/usr/share/fonts/TTF/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans-Bold.ttf" },
-    { "/usr/share/fonts/dejavu/DejaVuSans.ttf", "/usr/share/fonts/dejavu/DejaVuSans-Bold.ttf" },
-};
-
-/* How fontconfig's stock configuration renders DejaVu Sans: slight hinting, grey
- * antialiasing, FreeType's default LCD filter, and no hinting under 7.5 pixels. */
-static const char dejavu_rendering[] =
-    "<fontconfig>"
-    "<match target=\"pattern\"><edit name=\"hintstyle\" mode=\"append\">"
-    "<const>hintslight</const></edit></match>"
-    "<match target=\"pattern\"><edit name=\"antialias\" mode=\"append\">"
-    "<bool>true</bool></edit></match>"
-    "<match target=\"pattern\"><edit name=\"lcdfilter\" mode=\"append\">"
-    "<const>lcddefault</const></edit></match>"
-    "<match target=\"font\"><test name=\"pixelsize\" compare=\"less\"><double>7.5</double>"
-    "</test><edit name=\"hinting\"><bool>false</bool></edit></match>"
-    "</fontconfig>";
-
-/* cairo's toy text API finds FONT through fontconfig, whose first use parses the system's
- * whole configuration (some 40 XML files) and maps every font's cache: 24 M instructions,
- * ~4 ms (this set-up: 4 M). Where the DejaVu files are at a known place,
- * fontconfig gets a configuration of those two files and the stock rendering settings
- * instead: the same glyphs (a user's own fontconfig settings no longer apply to the
- * pictures). Elsewhere it loads its own as before. Once per process; the process draws
- * nothing else with fontconfig. */
-static void use_dejavu_files(void)
-{
-    for (size_t i = 0; i < sizeof(dejavu_files) / sizeof(dejavu_files[0]); i++) {
-        if (access(dejavu_files[i][0], R_OK) != 0 || access(dejavu_files[i][1], R_OK) != 0)
-            continue;
-        FcConfig *config = LIB(FcConfigCreate)();
-        if (config != NULL &&
-            LIB(FcConfigParseAndLoadFromMemory)(config, (const FcChar8 *)dejavu_rendering,
-                                                FcTrue) &&
-            LIB(FcConfigAppFontAddFile)(config, (const FcChar8 *)dejavu_files[i][0]) &&
-            LIB(FcConfigAppFontAddFile)(config, (const FcChar8 *)dejavu_files[i][1]) &&
-            LIB(FcConfigSetCurrent)(config)) {
-            LIB(FcConfigDestroy)(config); /* the current configuration holds its own reference */
-            return;
-        }
-        LIB(FcConfigDestroy)(config);
-    }
-}
-
-static void setup_fonts(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, use_dejavu_files);
 }
 
 enum valign {
@@ -1079,127 +931,12 @@ static void draw_chart(const struct chart *ch)
     }
 }
 
-/* --- PNG ------------------------------------------------------------------------------- */
-
-/* cairo's own writer (libpng, zlib's default level 6, each row's filter chosen by trying
- * them all) spent 220 M instructions (~20 ms) on the seed config's 1000x500 picture, a third
- * of its 2,100 optimizer steps' time. These pictures are lines and text on white: long runs
- * of one byte, which zlib's run-length strategy codes in 38 M (~4 ms), into a file about a
- * quarter larger (64 KB instead of 50). Rows go unfiltered: Sub, Up and Paeth, made for
- * photographs, cost time here and gain at most a tenth. */
-#define PNG_IDAT_MAX (64 * 1024) /* bytes of zlib stream per IDAT chunk */
-
-struct png_out {
-    FILE *file; /* errors: ferror(), which tsrnn_atomic_file_commit() reports */
-    z_stream z;
-    unsigned char idat[PNG_IDAT_MAX];
-};
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-/* One chunk: its length, type and data, and the CRC-32 of type and data. */
-static void png_chunk(FILE *file, const char *type, const unsigned char *data, size_t length)
-{
-    unsigned char head[8], crc[4];
-    put_be32(head, (uint32_t)length);
-    memcpy(head + 4, type, 4);
-    uLong sum = crc32(0, head + 4, 4);
-    if (length > 0)
-        sum = crc32(sum, data, (uInt)length);
-    put_be32(crc, (uint32_t)sum);
-    fwrite(head, 1, sizeof(head), file);
-    if (length > 0)
-        fwrite(data, 1, length, file);
-    fwrite(crc, 1, sizeof(crc), file);
-}
-
-/* Compresses what is pending in `out->z` (`flush` Z_FINISH: to the stream's end), writing
- * each full buffer as an IDAT chunk (the last one too when finishing). */
-static void png_deflate(struct png_out *out, int flush)
-{
-    for (;;) {
-        int rc = deflate(&out->z, flush);
-        bool done = flush == Z_FINISH ? rc == Z_STREAM_END : out->z.avail_in == 0;
-        if (out->z.avail_out == 0 || (done && flush == Z_FINISH) || rc == Z_STREAM_ERROR) {
-            png_chunk(out->file, "IDAT", out->idat, PNG_IDAT_MAX - out->z.avail_out);
-            out->z.next_out = out->idat;
-            out->z.avail_out = PNG_IDAT_MAX;
-        }
-        if (done || rc == Z_STREAM_ERROR) /* the latter: a misuse, never seen */
-            return;
-    }
-}
-
-/* `surface` (RGB24: 0x00RRGGBB words) as an 8-bit RGB PNG into `file`. */
-static enum tsrnn_status encode_png(cairo_surface_t *surface, FILE *file, const char *path)
-{
-    int width = LIB(cairo_image_surface_get_width)(surface);
-    int height = LIB(cairo_image_surface_get_height)(surface);
-    int stride = LIB(cairo_image_surface_get_stride)(surface);
-    const unsigned char *pixels = LIB(cairo_image_surface_get_data)(surface);
-    size_t row_bytes = 1 + 3 * (size_t)width; /* the filter type (0: None), then R G B ... */
-    unsigned char *row = malloc(row_bytes);
-    struct png_out *out = calloc(1, sizeof(*out));
-    if (row == NULL || out == NULL ||
-        deflateInit2(&out->z, Z_BEST_SPEED, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK) {
-        free(row);
-        free(out);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
-    }
-    out->file = file;
-    out->z.next_out = out->idat;
-    out->z.avail_out = PNG_IDAT_MAX;
-
-    unsigned char ihdr[13] = { [8] = 8, [9] = 2 }; /* 8 bits per sample, RGB */
-    put_be32(ihdr, (uint32_t)width);
-    put_be32(ihdr + 4, (uint32_t)height);
-    fwrite("\x89PNG\r\n\x1a\n", 1, 8, file);
-    png_chunk(file, "IHDR", ihdr, sizeof(ihdr));
-    row[0] = 0;
-    for (int y = 0; y < height; y++) {
-        const uint32_t *px = (const uint32_t *)(const void *)(pixels + (size_t)y * stride);
-        unsigned char *rgb = row + 1;
-        for (int x = 0; x < width; x++) {
-            rgb[3 * x] = (unsigned char)(px[x] >> 16);
-            rgb[3 * x + 1] = (unsigned char)(px[x] >> 8);
-            rgb[3 * x + 2] = (unsigned char)px[x];
-        }
-        out->z.next_in = row;
-        out->z.avail_in = (uInt)row_bytes;
-        png_deflate(out, Z_NO_FLUSH);
-    }
-    png_deflate(out, Z_FINISH);
-    png_chunk(file, "IEND", NULL, 0);
-    deflateEnd(&out->z);
-    free(out);
-    free(row);
-    return TSRNN_OK;
-}
-
 static enum tsrnn_status cairo_failed(cairo_status_t cs, const char *path)
 {
     if (cs == CAIRO_STATUS_NO_MEMORY)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
     return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: cairo: %s", tsrnn_display_path(path),
                        LIB(cairo_status_to_string)(cs));
-}
-
-static enum tsrnn_status write_png(cairo_surface_t *surface, const char *path)
-{
-    struct tsrnn_atomic_file af;
-    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
-    enum tsrnn_status status = encode_png(surface, af.file, path);
-    if (status != TSRNN_OK) {
-        tsrnn_atomic_file_abort(&af);
-        return status;
-    }
-    return tsrnn_atomic_file_commit(&af);
 }
 
 static enum tsrnn_status check_plot(const struct tsrnn_plot *plot, const char *path)
@@ -1233,30 +970,37 @@ static enum tsrnn_status plot_png(const struct tsrnn_plot *plot, const char *pat
 
     enum tsrnn_status status = TSRNN_OK;
     struct chart ch = { .plot = plot };
+    cairo_surface_t *surface = NULL;
     ch.y = calloc(plot->component_count, sizeof(*ch.y));
-    if (ch.y == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
-    setup_fonts();
-    cairo_surface_t *surface =
-        LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, plot->width, plot->height);
+    if (ch.y == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+        goto out;
+    }
+    tsrnn_plot_fonts_setup();
+    surface = LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, plot->width, plot->height);
     ch.cr = LIB(cairo_create)(surface); /* an error surface gives an error context */
     cairo_status_t cs = LIB(cairo_status)(ch.cr);
     if (cs != CAIRO_STATUS_SUCCESS) {
         status = cairo_failed(cs, path);
-        goto done;
+        goto out;
     }
     chart_layout(&ch);
     draw_chart(&ch);
     cs = LIB(cairo_status)(ch.cr);
     if (cs != CAIRO_STATUS_SUCCESS) {
         status = cairo_failed(cs, path);
-        goto done;
+        goto out;
     }
     LIB(cairo_surface_flush)(surface);
-    status = write_png(surface, path);
-done:
-    LIB(cairo_destroy)(ch.cr);
-    LIB(cairo_surface_destroy)(surface);
+    status = tsrnn_png_write(
+        path, (const uint32_t *)(const void *)LIB(cairo_image_surface_get_data)(surface),
+        LIB(cairo_image_surface_get_width)(surface), LIB(cairo_image_surface_get_height)(surface),
+        (size_t)LIB(cairo_image_surface_get_stride)(surface));
+out:
+    if (ch.cr != NULL)
+        LIB(cairo_destroy)(ch.cr);
+    if (surface != NULL)
+        LIB(cairo_surface_destroy)(surface);
     free(ch.y);
     return status;
 }
@@ -1285,10 +1029,10 @@ static void warm_glyphs(cairo_t *cr, double size_px, bool bold, double angle)
 
 static void plot_warmup(int width, int height)
 {
-    pthread_once(&load_once, load_libraries);
-    if (!loaded)
+    const char *why;
+    if (!tsrnn_plot_libs_load(&why))
         return; /* the picture says why */
-    setup_fonts();
+    tsrnn_plot_fonts_setup();
     double font = FONT_PX * picture_scale(width, height), largest = TITLE_SCALE * font;
     int side = (int)ceil(4 * largest);
     cairo_surface_t *surface = LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, side, side);
@@ -1307,7 +1051,8 @@ static void plot_warmup(int width, int height)
 bool tsrnn_plot_usable(char *why, size_t why_nbytes)
 {
 #if TSRNN_HAVE_PLOTS
-    pthread_once(&load_once, load_libraries);
+    const char *load_why;
+    bool loaded = tsrnn_plot_libs_load(&load_why);
     if (!loaded && why != NULL && why_nbytes > 0)
         snprintf(why, why_nbytes, "%s", load_why);
     return loaded;

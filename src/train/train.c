@@ -62,7 +62,7 @@ static enum tsrnn_status read_steps(struct trainer *tr, int64_t epoch, size_t fi
         if (tr->world.writes_files) {
             TSRNN_TRY(tsrnn_metrics_csv_step(&tr->folder.metrics, epoch, step, loss));
             /* Lightning logs a step's metrics, with the epoch, every log_every_n_steps. */
-            if (tr->folder.tb.fd >= 0 && (step + 1) % tr->cfg->log_every_n_steps == 0) {
+            if (tsrnn_tb_is_open(&tr->folder.tb) && (step + 1) % tr->cfg->log_every_n_steps == 0) {
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "train_loss", loss, step));
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "epoch", (float)epoch, step));
             }
@@ -199,7 +199,7 @@ static enum tsrnn_status end_epoch(struct trainer *tr, int64_t epoch, size_t bat
     if (tsrnn_jobs_failed(&tr->folder.jobs))
         return tsrnn_jobs_finish(&tr->folder.jobs);
     TSRNN_TRY(tsrnn_metrics_csv_flush(&tr->folder.metrics));
-    if (tr->folder.tb.fd >= 0) {
+    if (tsrnn_tb_is_open(&tr->folder.tb)) {
         TSRNN_TRY(
             tsrnn_tb_scalar(&tr->folder.tb, "lr", (float)tr->controls.epoch_lr, tr->pos.step - 1));
         TSRNN_TRY(tsrnn_tb_flush(&tr->folder.tb));
@@ -245,7 +245,7 @@ static enum tsrnn_status validate_epoch(struct trainer *tr, int64_t epoch,
     *monitor_value = val_loss;
     if (tr->world.writes_files) {
         TSRNN_TRY(tsrnn_metrics_csv_epoch(&tr->folder.metrics, epoch, step, val_loss));
-        if (tr->folder.tb.fd >= 0) {
+        if (tsrnn_tb_is_open(&tr->folder.tb)) {
             TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, "val_loss", (float)val_loss, step));
             if (tr->val.metric != NULL)
                 TSRNN_TRY(tsrnn_tb_scalar(&tr->folder.tb, tr->val.metric,

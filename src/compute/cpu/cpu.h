@@ -156,6 +156,15 @@ void tsrnn_cpu_parallel(struct tsrnn_cpu *cpu,
                         void (*fn)(void *arg, size_t part, size_t part_count), void *arg,
                         size_t part_count);
 
+/* The products' intrinsic kernels (AVX2, AVX-512: gemm.c, gemm_packed.c), compiled on
+ * x86-64 by GCC and clang and chosen at each call by tsrnn_cpu_isa. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TSRNN_CPU_X86_KERNELS      1
+#define TSRNN_TARGET_AVX512_KERNEL __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#else
+#define TSRNN_CPU_X86_KERNELS 0
+#endif
+
 /* --- GEMM --------------------------------------------------------------------------------
  *
  * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
@@ -216,6 +225,14 @@ bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, si
 void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
                             size_t n, size_t k, const float *a, size_t lda, const float *b,
                             size_t ldb, float beta, float *c, size_t ldc);
+
+/* The reference loops behind tsrnn_cpu_gemm() (gemm.c), whatever the context's path: the
+ * same arguments, and the bits of tsrnn_cpu_gemm() where it takes the loops; and C = beta C
+ * (beta 0 overwrites, as in BLAS). For the blocked products where their kernel cannot run. */
+void tsrnn_cpu_gemm_loops(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
+                          const float *a, size_t lda, const float *b, size_t ldb, float beta,
+                          float *c, size_t ldc);
+void tsrnn_cpu_scale_rows(float *c, size_t ldc, size_t m, size_t n, float beta);
 
 /* What the BLAS of this process runs (blas.c, which loads OpenBLAS to ask; noblas.c, or
  * OpenBLAS not loadable: no BLAS, level baseline, names NULL). OpenBLAS built for many CPUs
@@ -381,8 +398,9 @@ void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const floa
                               size_t B, size_t T, size_t H, size_t O);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
- * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the
- * optimizer's elementwise ops. */
+ * model.c: the workspace, the recurrent layers, the head and the outputs; loss.c: the losses
+ * and their per-window sums; backend.c: the table, memory, the gradients' scale check and the
+ * optimizers' elementwise updates. */
 enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **ws,
                                              const struct tsrnn_model_dims *dims,
                                              size_t batch_capacity, size_t step_capacity,
