@@ -24,7 +24,7 @@
 
 #include "tsrnn/core.h"
 #include "tsrnn/likelihood.h" /* enum tsrnn_likelihood_kind */
-#include "tsrnn/model.h"      /* enum tsrnn_model_kind */
+#include "tsrnn/nn.h"         /* enum tsrnn_model_kind */
 
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
