@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tsrnn/memory.h"
+#include "tsrnn/core.h"
 
 struct field {
     char *text;
