@@ -1,9 +1,12 @@
 /* The CPU compute backend, private to src/compute/cpu/ (and the tests and benchmarks that
  * check its kernels): its context, the thread pool, the GEMM it is written in, the cells.
+ * Its files: backend.c (the table, memory, the optimizers' elementwise updates), model.c (the
+ * workspace, the layers, the head and the losses), rnn.c / lstm.c / gru.c (the cells),
+ * gemm.c (the products), blas.c / noblas.c (OpenBLAS, loaded when first needed), isa.c (the
+ * vector level), pool.c (the helper threads).
  *
- * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
- * reference, obviously right, and fastest for the tiny matrices of small models) and
- * OpenBLAS cblas_sgemm (when built with it) for large ones. Both compute, per element,
+ * tsrnn_cpu_gemm() is one entry point for the reference loops, tsrnn's own blocked AVX-512
+ * kernels and OpenBLAS's cblas_sgemm (below, "GEMM"). All compute, per element,
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits).
  */
@@ -158,10 +161,11 @@ void tsrnn_cpu_parallel(struct tsrnn_cpu *cpu,
 
 /* --- GEMM --------------------------------------------------------------------------------
  *
- * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
- * reference, obviously right, and fastest for the tiny matrices of small models) and
- * OpenBLAS cblas_sgemm (when built with it) for large ones, split by rows among the
- * context's threads. Both compute, per element,
+ * tsrnn_cpu_gemm() has three implementations behind one entry point, chosen by the
+ * context's gemm_path and the vector level: plain loops (the reference, obviously right, and
+ * fastest for the tiny matrices of small models), tsrnn's blocked kernels on packed A and B
+ * (AVX-512) and OpenBLAS cblas_sgemm (blas.c, when built with it) for large ones, split by
+ * rows among the context's threads. All compute, per element,
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits). */
 
@@ -381,8 +385,8 @@ void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const floa
                               size_t B, size_t T, size_t H, size_t O);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
- * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the
- * optimizer's elementwise ops. */
+ * model.c: the workspace, the recurrent layers, the head and the losses; backend.c: the
+ * optimizers' elementwise updates and the gradients' scale and check. */
 enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **ws,
                                              const struct tsrnn_model_dims *dims,
                                              size_t batch_capacity, size_t step_capacity,
