@@ -50,7 +50,7 @@ LAYERS = [
     ("launcher", []),
 ]
 
-# Uses that break the layering today and are being removed, each (user, used, why). One
+# Uses that still break the layering and are being removed, each (user, used, why). One
 # entry is one pair of modules: every include and symbol between them is allowed while it
 # is here, reported as allowed, and the check fails once nothing uses the pair any more (so
 # the list cannot outlive its reason). Empty is the goal: then the check is strict.
