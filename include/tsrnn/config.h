@@ -33,14 +33,14 @@
  * them include this header for them (model.h, likelihood.h, optim.h, ...), so that the config
  * needs none of theirs. */
 
-/* [model] model: PyTorch's recurrent layer (include/tsrnn/model.h). */
+/* [model] model: PyTorch's recurrent layer (include/tsrnn/nn.h). */
 enum tsrnn_model_kind {
     TSRNN_MODEL_RNN,
     TSRNN_MODEL_LSTM,
     TSRNN_MODEL_GRU,
 };
 
-/* The training loss ([training] loss_fn, or [model] likelihood; include/tsrnn/model.h).
+/* The training loss ([training] loss_fn, or [model] likelihood; include/tsrnn/nn.h).
  * HuberLoss and SmoothL1Loss take an argument, passed beside the kind as `delta`: HuberLoss's
  * delta (> 0), SmoothL1Loss's beta (>= 0; 0 is L1Loss, as torch.nn.functional.smooth_l1_loss
  * calls l1_loss then). The first four are [training] loss_fn's choices in order. */

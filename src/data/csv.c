@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tsrnn/memory.h"
+#include "tsrnn/core.h"
 
 /* Bytes read at a time: each piece is checked before the next is read. */
 #define READ_CHUNK_NBYTES ((size_t)1 << 20)

@@ -1,9 +1,12 @@
 /* The CPU compute backend, private to src/compute/cpu/ (and the tests and benchmarks that
  * check its kernels): its context, the thread pool, the GEMM it is written in, the cells.
+ * Its files: backend.c (the table, memory, the optimizers' elementwise updates), model.c (the
+ * workspace, the layers, the head and the losses), rnn.c / lstm.c / gru.c (the cells),
+ * gemm.c (the products), blas.c / noblas.c (OpenBLAS, loaded when first needed), isa.c (the
+ * vector level), pool.c (the helper threads).
  *
- * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
- * reference, obviously right, and fastest for the tiny matrices of small models) and
- * OpenBLAS cblas_sgemm (when built with it) for large ones. Both compute, per element,
+ * tsrnn_cpu_gemm() is one entry point for the reference loops, tsrnn's own blocked AVX-512
+ * kernels and OpenBLAS's cblas_sgemm (below, "GEMM"). All compute, per element,
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits).
  */
@@ -167,10 +170,11 @@ void tsrnn_cpu_parallel(struct tsrnn_cpu *cpu,
 
 /* --- GEMM --------------------------------------------------------------------------------
  *
- * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
- * reference, obviously right, and fastest for the tiny matrices of small models) and
- * OpenBLAS cblas_sgemm (when built with it) for large ones, split by rows among the
- * context's threads. Both compute, per element,
+ * tsrnn_cpu_gemm() has three implementations behind one entry point, chosen by the
+ * context's gemm_path and the vector level: plain loops (the reference, obviously right, and
+ * fastest for the tiny matrices of small models), tsrnn's blocked kernels on packed A and B
+ * (AVX-512) and OpenBLAS cblas_sgemm (blas.c, when built with it) for large ones, split by
+ * rows among the context's threads. All compute, per element,
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits). */
 
