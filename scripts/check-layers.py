@@ -11,7 +11,8 @@ headers of include/tsrnn/ that LAYERS gives it. Module A uses module B when
     defines (`nm`: a U in A, a strong definition in B).
 It fails on
   (a) a cycle: modules that use each other, directly or through others;
-  (b) an upward use: a module using one that LAYERS puts above it.
+  (b) an upward use: a module using one that LAYERS puts above it;
+  (c) a private header (one under src/MODULE/) included from another module.
 Each finding names the files and symbols behind it. Python 3's standard library and `nm`.
 
 Usage: scripts/check-layers.py BUILD_FOLDER
@@ -30,7 +31,7 @@ import sys
 # with the public headers (include/tsrnn/) it owns. docs/architecture.md's modules table
 # lists the same modules, top first.
 LAYERS = [
-    ("core", ["core.h", "arena.h", "atomic_file.h", "crc32c.h", "dynlib.h", "fs.h", "rng.h",
+    ("core", ["core.h", "arena.h", "atomic_file.h", "crc32c.h", "dynlib.h", "fs.h",
               "thread.h", "torch_dist.h", "torch_rng.h"]),
     ("config", ["config.h"]),
     ("nn", ["nn.h", "likelihood.h"]),
@@ -95,13 +96,14 @@ class Layers:
 
 
 def read_includes(layers):
-    """{(user, used): [evidence]} from the #include lines; the number of files read."""
+    """{(user, used): [evidence]} from the #include lines; [evidence] of a private header
+    (one under src/MODULE/) included from another module; the number of files read."""
     root = layers.root
     files = [os.path.relpath(os.path.join(d, f), root)
              for d, _, names in os.walk(os.path.join(root, "src"))
              for f in names if f.endswith(SOURCE_SUFFIXES)]
     files += list(layers.header_module)
-    uses = {}
+    uses, private = {}, []
     for rel in sorted(files):
         user = layers.module_of(rel)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
@@ -110,7 +112,8 @@ def read_includes(layers):
                 if m is None:
                     continue
                 quoted, name = m.group(1) == '"', m.group(2)
-                places = ([os.path.dirname(rel)] if quoted else []) + ["include", ""]
+                # As meson's include path has it: the file's folder, then include/ alone.
+                places = ([os.path.dirname(rel)] if quoted else []) + ["include"]
                 for place in places:
                     target = os.path.normpath(os.path.join(place, name))
                     if os.path.isfile(os.path.join(root, target)):
@@ -121,7 +124,9 @@ def read_includes(layers):
                 if used is not None and used != user:
                     uses.setdefault((user, used), []).append(
                         f"{rel}:{number} includes {target}")
-    return uses, len(files)
+                    if target.startswith("src" + os.sep):
+                        private.append(f"{rel}:{number} includes {target}")
+    return uses, private, len(files)
 
 
 def objects_of(layers, build):
@@ -253,7 +258,7 @@ def main(argv):
     layers = Layers(root)
     modules = [name for name, _ in LAYERS]
 
-    include_uses, file_count = read_includes(layers)
+    include_uses, private, file_count = read_includes(layers)
     symbol_uses, object_count = read_symbols(layers, build)
     uses = {}
     for pair, evidence in list(include_uses.items()) + list(symbol_uses.items()):
@@ -287,6 +292,10 @@ def main(argv):
         print(f"FAIL upward: {user} uses {used}, which LAYERS puts above it:")
         print_evidence(evidence)
 
+    for evidence in private:
+        failures += 1
+        print(f"FAIL private header: {evidence}, another module's private header (what other "
+              f"modules use goes to include/tsrnn/)")
     if not check_docs(layers):
         failures += 1
     if failures:

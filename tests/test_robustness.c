@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
+#include "src/core/rng.h"
 #include "testutil.h"
 #include "tsrnn/config.h"
 #include "tsrnn/data.h"
-#include "tsrnn/rng.h"
 
 #define ROUNDS 1500
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/compute/backend.h"
+#include "../backend.h"
 
 /* Hot loops are compiled twice, for AVX2 and for the x86-64 baseline, and the CPU picks at
  * load time (GCC target_clones, an ifunc). The loops are written so that the vector width
