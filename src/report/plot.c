@@ -1,6 +1,7 @@
 /* Forecast pictures (include/tsrnn/plot.h): the chart, laid out and drawn with cairo's image
- * surface and toy text API ("DejaVu Sans", from fonts-dejavu-core). Its neighbours: cairo
- * and fontconfig, loaded when first needed (plot_libs.c), and the PNG file (png.c).
+ * surface and toy text API ("DejaVu Sans", from fonts-dejavu-core). Its neighbours: where
+ * the axes' ticks go (plot_axes.c), cairo and fontconfig, loaded when first needed
+ * (plot_libs.c), and the PNG file (png.c).
  *
  * The look follows Darts' TimeSeries.plot() on matplotlib's defaults: tab10 lines about
  * 1.5-2 px wide, a light grid, ticks at round values (1-2-5 steps on the value axis,
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #if TSRNN_HAVE_PLOTS
+#include "plot_axes.h"
 #include "plot_libs.h"
 #include "png.h"
 #endif
@@ -32,9 +34,8 @@ bool tsrnn_plot_available(void)
 
 #if TSRNN_HAVE_PLOTS
 
-#define TICKS_MAX 32
-#define FONT      "DejaVu Sans"
-#define TEXT_MAX  512 /* bytes of a title or label drawn, "..." included */
+#define FONT     "DejaVu Sans"
+#define TEXT_MAX 512 /* bytes of a title or label drawn, "..." included */
 
 /* Font sizes: the tick labels', axis names' and (at most) the component names' at 1000x500
  * pixels; the title's (bold, at most) and the legend's relative to it. */
@@ -74,6 +75,12 @@ static double text_width(cairo_t *cr, const char *text)
 
 /* Draws `text` at (x, y): `halign` 0 puts x at its left end, 0.5 at its centre, 1 at its
  * right end. */
+/* text_width() as the axes measure their labels (plot_axes.h): in the current font. */
+static double measure_label(void *cr, const char *text)
+{
+    return text_width(cr, text);
+}
+
 static void draw_text(cairo_t *cr, const char *text, double x, double y, double halign,
                       enum valign valign)
 {
@@ -166,291 +173,6 @@ static void set_rgb(cairo_t *cr, uint32_t rgb)
     (cr, ((rgb >> 16) & 0xff) / 255.0, ((rgb >> 8) & 0xff) / 255.0, (rgb & 0xff) / 255.0);
 }
 
-/* --- integer helpers ------------------------------------------------------------------- */
-
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) == (b < 0)) ? q + 1 : q;
-}
-
-/* Months since year 0 (year * 12 + month - 1) of the month holding `t`. The calendar lives
- * in src/data/time.c; going through its public format and parse keeps one copy of it. */
-static int64_t month_of(int64_t t)
-{
-    char text[64];
-    long long year = 0;
-    int month = 1;
-    tsrnn_time_format(t, TSRNN_TIME_MONTH, text, sizeof(text));
-    if (sscanf(text, "%lld-%d", &year, &month) != 2)
-        return 0;
-    return (int64_t)year * 12 + month - 1;
-}
-
-/* The first second of month `m` (months since year 0); false outside years 0000..9999. */
-static bool month_start(int64_t m, int64_t *t)
-{
-    char text[32];
-    int64_t year = floor_div(m, 12);
-    enum tsrnn_time_unit unit;
-    if (year < 0 || year > 9999)
-        return false;
-    snprintf(text, sizeof(text), "%04d-%02d", (int)year, (int)(m - year * 12 + 1));
-    return tsrnn_time_parse(text, t, &unit);
-}
-
-/* --- the time axis --------------------------------------------------------------------- */
-
-struct x_axis {
-    int64_t t0, t1; /* the range drawn, t0 < t1: seconds, or the integer index */
-    enum tsrnn_time_unit label_unit;
-    int64_t ticks[TICKS_MAX];
-    int tick_count;
-};
-
-/* A tick spacing: either a fixed number of `seconds` (aligned on its multiples since
- * 1970-01-01, a week on Mondays) or a number of calendar `months` (aligned on multiples since
- * year 0, so 3 gives quarters, 12 years, 120 decades). */
-struct time_step {
-    int64_t seconds;
-    int64_t months;
-};
-
-static const struct time_step time_steps[] = {
-    { 1, 0 },         { 2, 0 },         { 5, 0 },          { 10, 0 },    { 15, 0 },    { 30, 0 },
-    { 60, 0 },        { 120, 0 },       { 300, 0 },        { 600, 0 },   { 900, 0 },   { 1800, 0 },
-    { 3600, 0 },      { 7200, 0 },      { 10800, 0 },      { 21600, 0 }, { 43200, 0 }, { 86400, 0 },
-    { 2 * 86400, 0 }, { 7 * 86400, 0 }, { 14 * 86400, 0 }, { 0, 1 },     { 0, 2 },     { 0, 3 },
-    { 0, 6 },         { 0, 12 },        { 0, 24 },         { 0, 60 },    { 0, 120 },   { 0, 240 },
-    { 0, 600 },       { 0, 1200 },      { 0, 2400 },       { 0, 6000 },  { 0, 12000 },
-};
-
-/* The spacing of one tick step and where ticks sit: t = offset + k * step for k in
- * [k0, k1] (seconds and index), or month_start(k * months) (calendar). */
-struct tick_run {
-    struct time_step step;
-    int64_t offset;
-    int64_t k0, k1;
-};
-
-static double tick_run_count(const struct tick_run *run)
-{
-    return run->k1 < run->k0 ? 0 : (double)run->k1 - (double)run->k0 + 1;
-}
-
-static void tick_run_fixed(struct tick_run *run, int64_t step, int64_t offset, int64_t t0,
-                           int64_t t1)
-{
-    run->step = (struct time_step){ .seconds = step };
-    run->offset = offset;
-    run->k0 = ceil_div(t0 - offset, step);
-    run->k1 = floor_div(t1 - offset, step);
-}
-
-static void tick_run_months(struct tick_run *run, int64_t months, int64_t t0, int64_t t1)
-{
-    int64_t first = month_of(t0), start;
-    if (!month_start(first, &start) || start < t0)
-        first++;
-    run->step = (struct time_step){ .months = months };
-    run->offset = 0;
-    run->k0 = ceil_div(first, months);
-    run->k1 = floor_div(month_of(t1), months);
-}
-
-/* How ticks of a time axis with `step` are written: in the series' own precision, or, for a
- * series finer than months, the coarsest one that still tells the ticks apart (as
- * matplotlib's date labels): "1995" for whole years, "2020-03" for months, "2020-03-01"
- * rather than "2020-03-01 00:00" for days. A monthly or yearly series keeps its own form. */
-static enum tsrnn_time_unit label_unit_for(enum tsrnn_time_unit unit, struct time_step step)
-{
-    if (unit == TSRNN_TIME_INDEX || unit == TSRNN_TIME_YEAR || unit == TSRNN_TIME_MONTH)
-        return unit;
-    if (step.months > 0)
-        return step.months % 12 == 0 ? TSRNN_TIME_YEAR : TSRNN_TIME_MONTH;
-    if (step.seconds % 86400 == 0)
-        return TSRNN_TIME_DAY;
-    if (unit == TSRNN_TIME_SECOND && step.seconds % 60 == 0)
-        return TSRNN_TIME_MINUTE;
-    return unit;
-}
-
-/* The most ticks that fit `width_px` with labels as wide as `label_px` and a gap of
- * 2.5 font sizes between them. */
-static double x_ticks_max(double width_px, double label_px, double font_px)
-{
-    double n = floor(width_px / (label_px + 2.5 * font_px)) + 1;
-    return fmin(fmax(n, 2), 12);
-}
-
-static double label_width(cairo_t *cr, int64_t t, enum tsrnn_time_unit unit)
-{
-    char text[64];
-    tsrnn_time_format(t, unit, text, sizeof(text));
-    return text_width(cr, text);
-}
-
-/* Picks the finest tick spacing whose labels do not crowd `width_px`, and lists the ticks.
- * The current font is the tick label font. */
-static void x_axis_ticks(struct x_axis *ax, cairo_t *cr, enum tsrnn_time_unit unit, double width_px,
-                         double font_px)
-{
-    struct tick_run run = { 0 };
-    ax->label_unit = unit;
-    if (unit == TSRNN_TIME_INDEX) {
-        double label_px = fmax(label_width(cr, ax->t0, unit), label_width(cr, ax->t1, unit));
-        double most = x_ticks_max(width_px, label_px, font_px);
-        static const int64_t mantissas[] = { 1, 2, 5 };
-        for (int64_t decade = 1;; decade *= 10) {
-            bool done = false;
-            for (int i = 0; i < 3 && !done; i++) {
-                tick_run_fixed(&run, mantissas[i] * decade, 0, ax->t0, ax->t1);
-                done = tick_run_count(&run) <= most;
-            }
-            if (done || decade > INT64_MAX / 100)
-                break;
-        }
-    } else {
-        int64_t finest = unit == TSRNN_TIME_SECOND   ? 1
-                         : unit == TSRNN_TIME_MINUTE ? 60
-                         : unit == TSRNN_TIME_DAY    ? 86400
-                                                     : 0;
-        int64_t finest_months = unit == TSRNN_TIME_YEAR ? 12 : 1;
-        size_t count = sizeof(time_steps) / sizeof(time_steps[0]);
-        for (size_t i = 0; i < count; i++) {
-            struct time_step step = time_steps[i];
-            if (step.seconds > 0 && (finest == 0 || step.seconds < finest))
-                continue;
-            if (step.months > 0 && step.months < finest_months)
-                continue;
-            if (step.seconds > 0)
-                tick_run_fixed(&run, step.seconds, step.seconds % (7 * 86400) == 0 ? 4 * 86400 : 0,
-                               ax->t0, ax->t1);
-            else
-                tick_run_months(&run, step.months, ax->t0, ax->t1);
-            ax->label_unit = label_unit_for(unit, step);
-            double label_px = label_width(cr, ax->t1, ax->label_unit);
-            if (tick_run_count(&run) <= x_ticks_max(width_px, label_px, font_px))
-                break;
-        }
-    }
-
-    ax->tick_count = 0;
-    for (int64_t k = run.k0; k <= run.k1 && ax->tick_count < TICKS_MAX; k++) {
-        int64_t t;
-        if (run.step.months > 0) {
-            if (!month_start(k * run.step.months, &t))
-                continue;
-        } else {
-            t = run.offset + k * run.step.seconds;
-        }
-        ax->ticks[ax->tick_count++] = t;
-    }
-}
-
-/* --- a value axis ---------------------------------------------------------------------- */
-
-struct y_axis {
-    double lo, hi;  /* the range drawn, lo < hi */
-    double step;    /* between ticks: 1, 2 or 5 times a power of ten */
-    double k0;      /* the first tick is k0 * step */
-    int tick_count; /* ticks k0 .. k0 + tick_count - 1 */
-};
-
-/* 1, 2 or 5 times 10^(n / 3). */
-static double nice_step(int n)
-{
-    static const double mantissas[] = { 1, 2, 5 };
-    int decade = n >= 0 ? n / 3 : -((-n + 2) / 3);
-    return mantissas[n - decade * 3] * pow(10, decade);
-}
-
-static double y_ticks_in(double lo, double hi, double step, double *k0)
-{
-    *k0 = ceil(lo / step);
-    return floor(hi / step) - *k0 + 1;
-}
-
-/* Range of component `c` over all lines, padded by 5%; a single value gets +-5% of itself
- * (or +-1 around 0). Ticks: the finest nice step giving at most `most` of them, but at
- * least 2. */
-static void y_axis_init(struct y_axis *ax, const struct tsrnn_plot *plot, size_t c, int most)
-{
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t l = 0; l < plot->line_count; l++) {
-        const struct tsrnn_plot_line *line = &plot->lines[l];
-        for (size_t i = 0; i < line->length; i++) {
-            size_t at = i * plot->component_count + c;
-            double v[3] = { line->values[at], line->band_low ? line->band_low[at] : NAN,
-                            line->band_high ? line->band_high[at] : NAN };
-            for (size_t k = 0; k < 3; k++)
-                if (isfinite(v[k])) {
-                    lo = fmin(lo, v[k]);
-                    hi = fmax(hi, v[k]);
-                }
-        }
-    }
-    if (lo > hi) { /* no finite value */
-        lo = 0;
-        hi = 1;
-    }
-    double span = hi - lo, mid = lo / 2 + hi / 2;
-    if (span <= fabs(mid) * 1e-7) {
-        double pad = fabs(mid) > 0 ? fabs(mid) * 0.05 : 1;
-        lo = mid - pad;
-        hi = mid + pad;
-    } else {
-        lo -= span * 0.05;
-        hi += span * 0.05;
-    }
-    ax->lo = lo;
-    ax->hi = hi;
-
-    /* from a decade below the step that gives `most` ticks upwards; bounded, as rounding of
-     * huge values can make the tick counts jitter */
-    int n = 3 * (int)floor(log10((hi - lo) / most)) - 3;
-    double k0;
-    for (int tries = 0; tries < 12 && y_ticks_in(lo, hi, nice_step(n), &k0) > most; tries++)
-        n++;
-    for (int tries = 0; tries < 6 && y_ticks_in(lo, hi, nice_step(n), &k0) < 2; tries++)
-        n--;
-    ax->step = nice_step(n);
-    double count = y_ticks_in(lo, hi, ax->step, &ax->k0);
-    ax->tick_count = (int)fmax(0, fmin(count, TICKS_MAX));
-}
-
-/* Tick `i` as text: fixed decimals enough for the step (100, 150, 0.25), or the shortest
- * exponent form for very large or small numbers. */
-static void y_tick_label(const struct y_axis *ax, int i, char *out, size_t capacity)
-{
-    double v = (ax->k0 + i) * ax->step + 0.0; /* + 0.0: no "-0" */
-    double magnitude = fmax(fabs(ax->lo), fabs(ax->hi));
-    if (magnitude >= 1e6 || ax->step < 1e-4) {
-        int digits = (int)floor(log10(magnitude)) - (int)floor(log10(ax->step)) + 1;
-        snprintf(out, capacity, "%.*g", digits < 1 ? 1 : digits > 12 ? 12 : digits, v);
-        /* "2e+07" -> "2e7", "5e-05" -> "5e-5" */
-        char *e = strchr(out, 'e');
-        if (e != NULL) {
-            char *digit = e + 1 + (e[1] == '+' || e[1] == '-');
-            char *first = digit;
-            while (*first == '0' && first[1] != '\0')
-                first++;
-            memmove(digit, first, strlen(first) + 1);
-            if (e[1] == '+')
-                memmove(e + 1, e + 2, strlen(e + 2) + 1);
-        }
-    } else {
-        int decimals = ax->step >= 1 ? 0 : (int)ceil(-log10(ax->step) - 1e-9);
-        snprintf(out, capacity, "%.*f", decimals, v);
-    }
-}
-
 /* --- layout ---------------------------------------------------------------------------- */
 
 /* Pixel positions; panels have whole-pixel edges so that 1 px rules stay crisp. */
@@ -472,8 +194,8 @@ struct chart {
     const struct tsrnn_plot *plot;
     cairo_t *cr;
     struct layout lo;
-    struct x_axis x;
-    struct y_axis *y; /* (component_count) */
+    struct tsrnn_plot_x_axis x;
+    struct tsrnn_plot_y_axis *y; /* (component_count) */
 };
 
 static double panel_top(const struct layout *lo, size_t c)
@@ -483,39 +205,16 @@ static double panel_top(const struct layout *lo, size_t c)
 
 static double map_x(const struct chart *ch, int64_t t)
 {
-    const struct x_axis *ax = &ch->x;
+    const struct tsrnn_plot_x_axis *ax = &ch->x;
     return ch->lo.left + ((double)t - (double)ax->t0) / ((double)ax->t1 - (double)ax->t0) *
                              (ch->lo.right - ch->lo.left);
 }
 
 static double map_y(const struct chart *ch, size_t c, double v)
 {
-    const struct y_axis *ax = &ch->y[c];
+    const struct tsrnn_plot_y_axis *ax = &ch->y[c];
     double bottom = panel_top(&ch->lo, c) + ch->lo.panel_h;
     return bottom - (v - ax->lo) / (ax->hi - ax->lo) * ch->lo.panel_h;
-}
-
-/* The time range of all lines; a single instant is widened by one step of its unit. */
-static void x_axis_range(struct x_axis *ax, const struct tsrnn_plot *plot)
-{
-    ax->t0 = INT64_MAX;
-    ax->t1 = INT64_MIN;
-    for (size_t l = 0; l < plot->line_count; l++) {
-        const struct tsrnn_plot_line *line = &plot->lines[l];
-        for (size_t i = 0; i < line->length; i++) {
-            ax->t0 = line->times[i] < ax->t0 ? line->times[i] : ax->t0;
-            ax->t1 = line->times[i] > ax->t1 ? line->times[i] : ax->t1;
-        }
-    }
-    if (ax->t0 == ax->t1) {
-        int64_t pad = plot->time_unit == TSRNN_TIME_YEAR     ? 366 * 86400
-                      : plot->time_unit == TSRNN_TIME_MONTH  ? 31 * 86400
-                      : plot->time_unit == TSRNN_TIME_DAY    ? 86400
-                      : plot->time_unit == TSRNN_TIME_MINUTE ? 60
-                                                             : 1;
-        ax->t0 = ax->t0 >= INT64_MIN + pad ? ax->t0 - pad : ax->t0;
-        ax->t1 = ax->t1 <= INT64_MAX - pad ? ax->t1 + pad : ax->t1;
-    }
 }
 
 static const char *component_name(const struct tsrnn_plot *plot, size_t c)
@@ -575,10 +274,10 @@ static void chart_layout(struct chart *ch)
     double label_px = 0;
     bool named = false;
     for (size_t c = 0; c < count; c++) {
-        y_axis_init(&ch->y[c], plot, c, most);
+        tsrnn_plot_y_axis_init(&ch->y[c], plot, c, most);
         for (int i = 0; i < ch->y[c].tick_count; i++) {
             char text[64];
-            y_tick_label(&ch->y[c], i, text, sizeof(text));
+            tsrnn_plot_y_tick_label(&ch->y[c], i, text, sizeof(text));
             label_px = fmax(label_px, text_width(cr, text));
         }
         named = named || component_name(plot, c)[0] != '\0';
@@ -589,10 +288,13 @@ static void chart_layout(struct chart *ch)
     lo->left = round(lo->left);
 
     /* room on the right for half of a time label centred on the last tick */
-    x_axis_range(&ch->x, plot);
-    double last_px = label_width(cr, ch->x.t1, plot->time_unit);
+    tsrnn_plot_x_axis_range(&ch->x, plot);
+    char last[64];
+    tsrnn_time_format(ch->x.t1, plot->time_unit, last, sizeof(last));
+    double last_px = text_width(cr, last);
     lo->right = round(width - fmax(1.5 * font, last_px / 2 + 0.3 * font));
-    x_axis_ticks(&ch->x, cr, plot->time_unit, lo->right - lo->left, font);
+    struct tsrnn_plot_text_width measure = { .px = measure_label, .ctx = cr };
+    tsrnn_plot_x_axis_ticks(&ch->x, &measure, plot->time_unit, lo->right - lo->left, font);
 }
 
 /* --- drawing --------------------------------------------------------------------------- */
@@ -600,7 +302,7 @@ static void chart_layout(struct chart *ch)
 static void draw_grid(const struct chart *ch, size_t c)
 {
     cairo_t *cr = ch->cr;
-    const struct y_axis *ya = &ch->y[c];
+    const struct tsrnn_plot_y_axis *ya = &ch->y[c];
     double top = panel_top(&ch->lo, c), bottom = top + ch->lo.panel_h;
 
     LIB(cairo_set_line_width)(cr, 1);
@@ -624,7 +326,7 @@ static void draw_value_axis(const struct chart *ch, size_t c)
 {
     cairo_t *cr = ch->cr;
     const struct layout *lo = &ch->lo;
-    const struct y_axis *ya = &ch->y[c];
+    const struct tsrnn_plot_y_axis *ya = &ch->y[c];
     double top = panel_top(lo, c);
 
     LIB(cairo_set_line_width)(cr, 1);
@@ -639,7 +341,7 @@ static void draw_value_axis(const struct chart *ch, size_t c)
         LIB(cairo_move_to)(cr, lo->left - lo->tick_px, y);
         LIB(cairo_line_to)(cr, lo->left, y);
         LIB(cairo_stroke)(cr);
-        y_tick_label(ya, i, text, sizeof(text));
+        tsrnn_plot_y_tick_label(ya, i, text, sizeof(text));
         draw_text(cr, text, lo->left - lo->tick_px - 0.35 * lo->font_px, y, 1, VALIGN_MIDDLE);
     }
 
