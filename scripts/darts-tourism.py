@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The second example (examples/tourism_monthly.ini) in real Darts: the reference numbers of
-docs/benchmarks.md "Many series" and of the README's "Second example: many series".
+docs/benchmarks.md "Many series" and of docs/examples.md "Many series: the Tourism example".
 
     darts-tourism.py baseline [--csv OUT]    NaiveSeasonal(K=12) fitted on each series'
                                              training part, forecasting its 24 validation

@@ -1,7 +1,7 @@
 /* The compute backends' conformance test (DESIGN.md §9; ggml's test-backend-ops): every
  * operation of every compiled backend's table (src/compute/backend.h) against a plain
  * reference written here, in double precision, on random shapes and inputs from a seeded
- * generator (include/tsrnn/rng.h).
+ * generator (src/core/rng.h).
  *
  * Every backend registered in compute.c runs through the compute door (compute.h's
  * per-operation calls, which check their arguments and reach the table), so a
@@ -54,10 +54,10 @@
 #include <cmocka.h>
 
 #include "src/compute/cpu/cpu.h" /* the CPU configurations: gemm_path, packed products */
+#include "src/core/rng.h"
 #include "testutil.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
-#include "tsrnn/rng.h"
 
 /* |got - want| <= RTOL * m + ATOL, m the magnitude of the terms (struct dm). RTOL is ~80 float
  * ulps of m: room for the order of summation (the CPU's plain loops sum a weight gradient's

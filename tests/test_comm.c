@@ -280,19 +280,21 @@ static int broadcast_barrier_rank(const struct world *w, int rank)
     if (rc == 0)
         rc = broadcast_from(comm, rank, w->size - 1, 3);
     /* The first barrier lines the ranks up; at the second, the last rank comes 300 ms late
-     * and nobody may leave before it. */
+     * and nobody may leave before it: it leaves a file just before it enters, which every
+     * other rank must find once it is out (the event, not the time waited). */
     if (rc == 0 && tsrnn_comm_barrier(comm) != TSRNN_OK)
         rc = FAIL("barrier: %s", tsrnn_last_error());
     if (rc == 0) {
-        if (rank == w->size - 1)
+        if (rank == w->size - 1) {
             sleep_s(0.3);
+            tu_write(w->dir, "late-rank-arrived", "");
+        }
         double start = tsrnn_clock_now_s();
         if (tsrnn_comm_barrier(comm) != TSRNN_OK)
             rc = FAIL("barrier: %s", tsrnn_last_error());
-        double waited = tsrnn_clock_now_s() - start;
-        printf("rank %d: waited %.3f s at the barrier\n", rank, waited);
-        if (rc == 0 && rank != w->size - 1 && waited < 0.25)
-            rc = FAIL("left the barrier after %.3f s, before the late rank arrived", waited);
+        printf("rank %d: waited %.3f s at the barrier\n", rank, tsrnn_clock_now_s() - start);
+        if (rc == 0 && access(tu_path(w->dir, "late-rank-arrived"), F_OK) != 0)
+            rc = FAIL("left the barrier before the late rank arrived");
     }
     tsrnn_comm_close(comm);
     return rc;
@@ -581,10 +583,20 @@ static void test_rendezvous_through_the_store(void **state)
     free(dir);
 }
 
-/* 4. failures, with a 2 s timeout */
+/* 4. failures
 
-/* Rank 1 joins, then dies before the allreduce; rank 0 must hear of it at once, refuse
- * further collectives, and abort and close promptly. */
+   Each is reported by an event: a peer's death or abort before the timeout, the timeout
+   itself otherwise, told apart by the message. Times are bounded only to tell "reported"
+   from "kept waiting": by the timeout a prompt report must beat (wide, so that no load
+   reaches it), or by LATE_S past a timeout that must have run out. */
+
+/* How long past its deadline a rank may take to report it: an idle machine takes
+ * milliseconds (the lines printed show it); a rank that kept waiting (a hang) never reports
+ * it. */
+#define LATE_S 10.0
+
+/* Rank 1 joins, then dies before the allreduce; rank 0 must hear of it at once (not at its
+ * 10 s timeout), refuse further collectives, and abort and close without waiting for one. */
 static int peer_exits_rank(const struct world *w, int rank)
 {
     struct tsrnn_comm *comm;
@@ -599,11 +611,14 @@ static int peer_exits_rank(const struct world *w, int rank)
     enum tsrnn_status status = tsrnn_comm_allreduce_sum(comm, buf, 1000, TSRNN_COMM_F32);
     double took = tsrnn_clock_now_s() - start;
     printf("rank 0: allreduce failed after %.3f s: %s\n", took, tsrnn_last_error());
-    if (status != TSRNN_ERR_COMM || took >= 1.5)
-        return FAIL("allreduce gave %d after %.3f s, expected a comm error within 1.5 s", status,
-                    took);
+    if (status != TSRNN_ERR_COMM || took >= w->timeout_s)
+        return FAIL("allreduce gave %d after %.3f s, expected a comm error before the %g s "
+                    "timeout",
+                    status, took, w->timeout_s);
     if (!strstr(tsrnn_last_error(), "rank 0: allreduce of 1000 floats failed"))
         return FAIL("message does not name the collective: %s", tsrnn_last_error());
+    if (strstr(tsrnn_last_error(), "timeout ["))
+        return FAIL("the timeout reported, not the peer's exit: %s", tsrnn_last_error());
     start = tsrnn_clock_now_s();
     if (tsrnn_comm_barrier(comm) != TSRNN_ERR_COMM ||
         !strstr(tsrnn_last_error(), "after an earlier collective failed"))
@@ -614,8 +629,8 @@ static int peer_exits_rank(const struct world *w, int rank)
     tsrnn_comm_close(comm);
     took = tsrnn_clock_now_s() - start;
     printf("rank 0: barrier, abort, allreduce and close took %.3f s\n", took);
-    if (took >= 1)
-        return FAIL("abort and close took %.3f s", took);
+    if (took >= w->timeout_s)
+        return FAIL("abort and close took %.3f s, the %g s timeout", took, w->timeout_s);
     return 0;
 }
 
@@ -623,24 +638,25 @@ static void test_peer_exits(void **state)
 {
     (void)state;
     skip_without_gloo();
-    run_world(2, 2, peer_exits_rank, 20);
+    run_world(2, 10, peer_exits_rank, 30);
 }
 
-/* Rank 1 stays alive but never calls the allreduce: rank 0 waits out its timeout. */
+/* Rank 1 stays alive but never calls the allreduce: rank 0 waits out its 2 s timeout, says
+ * so, and then aborts and closes without waiting for another. */
 static int peer_stalls_rank(const struct world *w, int rank)
 {
     struct tsrnn_comm *comm;
     if (open_rank(&comm, w, rank) != TSRNN_OK || tsrnn_comm_barrier(comm) != TSRNN_OK)
         return FAIL("open or barrier: %s", tsrnn_last_error());
     if (rank == 1) {
-        wait_for_flag(w, "rank0-done", 6);
+        wait_for_flag(w, "rank0-done", 20);
         /* rank 0 is gone by now. Its unread allreduce data holds up this rank's connection,
          * so the closing barrier notices the reset only at its timeout: bounded, not prompt. */
         double start = tsrnn_clock_now_s();
         tsrnn_comm_close(comm);
         double took = tsrnn_clock_now_s() - start;
         printf("rank 1: close after the peer aborted took %.3f s\n", took);
-        return took < 3 ? 0 : FAIL("close took %.3f s", took);
+        return took < w->timeout_s + LATE_S ? 0 : FAIL("close took %.3f s", took);
     }
     float buf[7] = { 0 };
     double start = tsrnn_clock_now_s();
@@ -648,9 +664,11 @@ static int peer_stalls_rank(const struct world *w, int rank)
     double took = tsrnn_clock_now_s() - start;
     printf("rank 0: allreduce failed after %.3f s: %s\n", took, tsrnn_last_error());
     int rc = 0;
-    if (status != TSRNN_ERR_COMM || took < 1.8 || took >= 4)
-        rc = FAIL("allreduce gave %d after %.3f s, expected a comm error after 1.8-4 s", status,
-                  took);
+    /* The timeout starts after `start`: no load makes it shorter (0.2 s of slack for Gloo's
+     * own clock). */
+    if (status != TSRNN_ERR_COMM || took < w->timeout_s - 0.2 || took >= w->timeout_s + LATE_S)
+        rc = FAIL("allreduce gave %d after %.3f s, expected a comm error at the %g s timeout",
+                  status, took, w->timeout_s);
     else if (!strstr(tsrnn_last_error(), "rank 0: allreduce of 7 floats failed (timeout 2 s)"))
         rc = FAIL("message does not name the collective: %s", tsrnn_last_error());
     start = tsrnn_clock_now_s();
@@ -659,8 +677,8 @@ static int peer_stalls_rank(const struct world *w, int rank)
     took = tsrnn_clock_now_s() - start;
     printf("rank 0: abort and close took %.3f s\n", took);
     tu_write(w->dir, "rank0-done", "");
-    if (rc == 0 && took >= 1)
-        rc = FAIL("abort and close took %.3f s", took);
+    if (rc == 0 && took >= w->timeout_s)
+        rc = FAIL("abort and close took %.3f s, the %g s timeout", took, w->timeout_s);
     return rc;
 }
 
@@ -668,11 +686,11 @@ static void test_peer_stalls(void **state)
 {
     (void)state;
     skip_without_gloo();
-    run_world(2, 2, peer_stalls_rank, 20);
+    run_world(2, 2, peer_stalls_rank, 40);
 }
 
-/* Ranks that came when others never do: each must fail within the timeout (plus the poll)
- * and name the missing ones. */
+/* Ranks that came when others never do: each must fail at the timeout (not before it, and
+ * then without waiting on) and name the missing ones. */
 static const char *missing_needle;
 
 static int missing_peer_rank(const struct world *w, int rank)
@@ -682,8 +700,9 @@ static int missing_peer_rank(const struct world *w, int rank)
     enum tsrnn_status status = open_rank(&comm, w, rank);
     double took = tsrnn_clock_now_s() - start;
     printf("rank %d: open failed after %.3f s: %s\n", rank, took, tsrnn_last_error());
-    if (status != TSRNN_ERR_COMM || took < 1.8 || took > 4)
-        return FAIL("open gave %d after %.3f s, expected a comm error after 1.8-4 s", status, took);
+    if (status != TSRNN_ERR_COMM || took < w->timeout_s - 0.2 || took >= w->timeout_s + LATE_S)
+        return FAIL("open gave %d after %.3f s, expected a comm error at the %g s timeout", status,
+                    took, w->timeout_s);
     char want[256];
     snprintf(want, sizeof(want), "rank %d: %s did not join the rendezvous in %s within 2 s", rank,
              missing_needle, w->dir);
@@ -695,7 +714,7 @@ static int missing_peer_rank(const struct world *w, int rank)
 static void run_missing(int size, const int *present, int count, const char *needle)
 {
     missing_needle = needle;
-    run_case(size, present, count, 2, missing_peer_rank, 20);
+    run_case(size, present, count, 2, missing_peer_rank, 30);
 }
 
 static void test_missing_rank_1(void **state)
@@ -734,7 +753,9 @@ static int peer_aborts_rank(const struct world *w, int rank)
         tsrnn_comm_close(comm);
         double took = tsrnn_clock_now_s() - start;
         printf("rank 1: abort and close took %.3f s\n", took);
-        return took < 1 ? 0 : FAIL("abort and close took %.3f s", took);
+        return took < w->timeout_s
+                   ? 0
+                   : FAIL("abort and close took %.3f s, the %g s timeout", took, w->timeout_s);
     }
     double buf[7] = { 0 };
     double start = tsrnn_clock_now_s();
@@ -743,9 +764,12 @@ static int peer_aborts_rank(const struct world *w, int rank)
     printf("rank 0: allreduce failed after %.3f s: %s\n", took, tsrnn_last_error());
     tsrnn_comm_abort(comm);
     tsrnn_comm_close(comm);
-    if (status != TSRNN_ERR_COMM || took >= 1.5)
-        return FAIL("allreduce gave %d after %.3f s, expected a comm error within 1.5 s", status,
-                    took);
+    if (status != TSRNN_ERR_COMM || took >= w->timeout_s)
+        return FAIL("allreduce gave %d after %.3f s, expected a comm error before the %g s "
+                    "timeout",
+                    status, took, w->timeout_s);
+    if (strstr(tsrnn_last_error(), "timeout ["))
+        return FAIL("the timeout reported, not the peer's abort: %s", tsrnn_last_error());
     return 0;
 }
 
@@ -799,7 +823,7 @@ static void test_peer_aborts(void **state)
 {
     (void)state;
     skip_without_gloo();
-    run_world(2, 10, peer_aborts_rank, 20);
+    run_world(2, 10, peer_aborts_rank, 30);
 }
 
 /* A rank that fails right after the rendezvous (tsrnn-launch's rank 0 refused the run

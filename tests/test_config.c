@@ -13,6 +13,7 @@
 
 #include "testutil.h"
 #include "tsrnn/config.h"
+#include "tsrnn/data.h"
 
 struct fixture {
     char *dir;
@@ -39,12 +40,15 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The file and --set arguments checked as tsrnn-worker checks them before it reads anything:
+ * the config's own checks, then data's ([data] freq, the data files). */
 static enum tsrnn_status load(struct fixture *f, const char *text, const char *const *sets,
                               size_t set_count)
 {
     char ini[PATH_MAX];
     snprintf(ini, sizeof(ini), "%s", tu_write(f->dir, "c.ini", text));
-    return tsrnn_config_load(f->cfg, ini, sets, set_count);
+    TSRNN_TRY(tsrnn_config_load(f->cfg, ini, sets, set_count));
+    return tsrnn_data_check_config(f->cfg);
 }
 
 static void test_defaults_are_darts(void **state)

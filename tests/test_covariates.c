@@ -26,6 +26,7 @@
 #include "tsrnn/data.h"
 #include "tsrnn/encoders.h"
 #include "tsrnn/model.h"
+#include "tsrnn/safetensors.h"
 #include "tsrnn_build.h"
 
 #define MAX_WIDTH 32

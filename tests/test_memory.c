@@ -220,7 +220,7 @@ static void test_predict_sizes_its_forecasts(void **state)
     assert_int_equal(tu_run(argv, 120, &result), 0);
     printf("# %s", result.err);
     assert_int_equal(result.exit_code, 2);
-    tu_expect_in(result.err, "the forecast needs about 2.");
+    tu_expect_in(result.err, "the forecast needs about 1.2 GB");
     tu_expect_in(result.err, "the largest part, the forecasts, grows with --n: forecast fewer "
                              "steps");
     assert_string_equal(result.out, "");

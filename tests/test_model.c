@@ -16,10 +16,10 @@
 
 #include "src/compute/cpu/activation.h"
 #include "src/compute/cpu/cpu.h"
+#include "src/core/rng.h"
 #include "testutil.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
-#include "tsrnn/rng.h"
 #include "tsrnn/safetensors.h"
 #include "tsrnn_build.h"
 

@@ -552,7 +552,9 @@ static void test_world_mismatch_ends_the_job_at_once(void **state)
            "(timeout_s 30)\n",
            rc, took_s);
     assert_int_equal(rc, 2);
-    assert_true(took_s < 15.0);
+    /* Before its ranks' 30 s timeout, which the old exit waited out (exit 3 then); how much
+     * before is the machine's load (mpirun's own start takes seconds on a busy one). */
+    assert_true(took_s < 30.0);
     tu_expect_in(res->err, "tsrnn-worker: error: rank 1: MPI says this process is rank 1 of 2, "
                            "but its launcher's variables said rank 1 of 3");
     free(res);

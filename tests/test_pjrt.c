@@ -31,11 +31,11 @@
 
 #include <cmocka.h>
 
+#include "src/core/rng.h"
 #include "testutil.h"
 #include "tsrnn/compute.h"
 #include "tsrnn/model.h"
 #include "tsrnn/optim.h"
-#include "tsrnn/rng.h"
 #include "tsrnn_build.h"
 
 #if TSRNN_HAVE_PJRT_BACKEND

@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
+#include "src/core/rng.h"
 #include "testutil.h"
 #include "tsrnn/config.h"
 #include "tsrnn/data.h"
-#include "tsrnn/rng.h"
 
 #define ROUNDS 1500
 
@@ -357,8 +357,9 @@ struct ini_round {
     struct ini_extra extras[4];
     size_t extra_count;
     int line_of[INI_KEY_COUNT]; /* the line the key was written on; 0: not written */
-    /* The first error the parser must report: its line (a parse error) or 1000000 + its
-     * place in tsrnn_config_validate()'s order (a cross-key or file error); 0: none. */
+    /* The first error the worker must report: its line (a parse error) or 1000000 + its
+     * place in the order of the checks after parsing (tsrnn_config_validate()'s, then
+     * tsrnn_data_check_config()'s: a cross-key, file or frequency error); 0: none. */
     int cause_line;
     char cause[192];
 };
@@ -540,7 +541,8 @@ static void write_round(struct ini_round *r, struct tsrnn_rng *rng, char *text, 
             char entry[256];
             snprintf(entry, sizeof(entry), spelling, name, r->value[k]);
             r->line_of[k] = emit(text, capacity, &used, &line, "%s", entry);
-            if (r->invalid[k] && key->kind != INI_PATH) {
+            /* paths and the frequency are checked after parsing */
+            if (r->invalid[k] && key->kind != INI_PATH && strcmp(key->name, "freq") != 0) {
                 char needle[128];
                 snprintf(needle, sizeof(needle), "[%s] %s = '", key->section, key->name);
                 note_cause(r, r->line_of[k], needle);
@@ -568,11 +570,12 @@ static bool invalid_value(const struct ini_round *r, const char *name)
     return false;
 }
 
-/* What tsrnn_config_validate() refuses, in its order: files that cannot be read, and the
- * rules that span keys. */
+/* What the checks after parsing refuse, in their order: tsrnn_config_validate()'s (a path
+ * not set, files that cannot be read, the rules that span keys), then
+ * tsrnn_data_check_config()'s (the frequency, the data files). */
 static void note_validation_causes(struct ini_round *r)
 {
-    if (final_value(r, "path")[0] == '\0' || invalid_value(r, "path"))
+    if (final_value(r, "path")[0] == '\0')
         note_cause(r, 1000001, "[data] path");
     if (invalid_value(r, "init_weights"))
         note_cause(r, 1000002, "[model] init_weights: cannot");
@@ -587,6 +590,10 @@ static void note_validation_causes(struct ini_round *r)
     if (final_value(r, "split_after")[0] != '\0' &&
         strtod(final_value(r, "val_fraction"), NULL) > 0)
         note_cause(r, 1000006, "[data] val_fraction = ");
+    if (invalid_value(r, "freq"))
+        note_cause(r, 1000007, "[data] freq = '");
+    if (invalid_value(r, "path"))
+        note_cause(r, 1000008, "[data] path");
 }
 
 /* The value tsrnn_config_write() printed for [section] name. */
@@ -746,7 +753,7 @@ static char *check_accepted(const struct tsrnn_config *cfg)
     assert_non_null(again);
     assert_int_equal(tsrnn_config_init(again), TSRNN_OK);
     if (tsrnn_config_parse_text(again, text, "printed") != TSRNN_OK ||
-        tsrnn_config_validate(again) != TSRNN_OK)
+        tsrnn_config_validate(again) != TSRNN_OK || tsrnn_data_check_config(again) != TSRNN_OK)
         fail_msg("the printed config does not parse back: %s\n%s", tsrnn_last_error(), text);
     char *text_again = tsrnn_config_text(again);
     assert_non_null(text_again);
@@ -850,7 +857,10 @@ static void test_random_ini(void **state)
                         sizeof(words) / sizeof(words[0]), text, sizeof(text) / 2);
         }
         tu_write(dir, "r.ini", text);
+        /* as tsrnn-worker checks it before anything else */
         enum tsrnn_status status = tsrnn_config_load(cfg, ini, NULL, 0);
+        if (status == TSRNN_OK)
+            status = tsrnn_data_check_config(cfg);
         if (structured && (status == TSRNN_OK) != (r.cause_line == 0))
             fail_msg("round %d: expected %s%s, got %s (%s) for:\n%s", round,
                      r.cause_line ? "the error " : "the file accepted", r.cause,

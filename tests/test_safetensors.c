@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
+#include "src/core/rng.h"
 #include "testutil.h"
 #include "tsrnn/atomic_file.h"
-#include "tsrnn/rng.h"
 #include "tsrnn/safetensors.h"
 
 /* --- helpers --------------------------------------------------------------------------- */

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
+#include "src/core/rng.h"
 #include "tsrnn/data.h"
-#include "tsrnn/rng.h"
 #include "tsrnn/torch_rng.h"
 
 /* The Darts guide's run: random_state 42, 481 parameters, validated every epoch. */

@@ -198,7 +198,7 @@ static void test_encode_file_version_vector(void **state)
     assert_int_equal(tsrnn_tb_encode_file_version(payload, n, 1700000000.0), n);
     assert_int_equal(tsrnn_tb_encode_file_version(payload, n - 1, 1700000000.0), 0);
 
-    struct tsrnn_tb_writer w = { .fd = -1 };
+    struct tsrnn_tb_writer w = { 0 };
     assert_int_equal(tsrnn_tb_append_record(&w, payload, n), TSRNN_OK);
     n = parse_hex(expected, sizeof(expected), vector_file_version_record);
     assert_int_equal(w.len, n);
@@ -219,7 +219,7 @@ static void test_encode_scalar_vector(void **state)
     assert_int_equal(tsrnn_tb_encode_scalar(payload, n - 1, 1700000000.25, 10, "train_loss", 0.5f),
                      0);
 
-    struct tsrnn_tb_writer w = { .fd = -1 };
+    struct tsrnn_tb_writer w = { 0 };
     assert_int_equal(tsrnn_tb_append_record(&w, payload, n), TSRNN_OK);
     n = parse_hex(expected, sizeof(expected), vector_scalar_record);
     assert_int_equal(w.len, n);
@@ -256,7 +256,7 @@ static void test_encode_steps(void **state)
         0, 1, 127, 128, 16383, 16384, (int64_t)1 << 40, INT64_MAX, -1
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-        struct tsrnn_tb_writer w = { .fd = -1 };
+        struct tsrnn_tb_writer w = { 0 };
         unsigned char payload[128];
         size_t n = tsrnn_tb_encode_scalar(payload, sizeof(payload), 1.5, steps[i], "t", -2.25f);
         assert_true(n > 0);
@@ -301,7 +301,7 @@ static void test_decoder_rejects_damage(void **state)
     tu_expect_in(err, "offset 40: partial record header");
 
     /* A valid frame around an Event with wire type 3 (start group). */
-    struct tsrnn_tb_writer w = { .fd = -1 };
+    struct tsrnn_tb_writer w = { 0 };
     const unsigned char bad[] = { 0x0B, 0x0C };
     assert_int_equal(tsrnn_tb_append_record(&w, bad, sizeof(bad)), TSRNN_OK);
     assert_int_equal(tfev_parse(w.buf, w.len, &events, &count, err, sizeof(err)), -1);
@@ -387,9 +387,10 @@ static void test_writer_round_trip(void **state)
         NPOINTS = sizeof(points) / sizeof(points[0])
     };
     double before = now_s();
-    struct tsrnn_tb_writer w;
+    struct tsrnn_tb_writer w = { 0 };
+    assert_false(tsrnn_tb_is_open(&w)); /* a zeroed writer: no TensorBoard */
     assert_int_equal(tsrnn_tb_open(&w, dir, 0, false), TSRNN_OK);
-    assert_true(w.fd >= 0);
+    assert_true(tsrnn_tb_is_open(&w));
 
     /* The file_version event is on disk at once, before any scalar or flush. */
     struct tfev_event *events;
@@ -405,7 +406,7 @@ static void test_writer_round_trip(void **state)
     assert_int_equal(w.len, 0);
     char *path = strdup(w.path);
     assert_int_equal(tsrnn_tb_close(&w), TSRNN_OK);
-    assert_int_equal(w.fd, -1);
+    assert_false(tsrnn_tb_is_open(&w));
     assert_null(w.path);
     double after = now_s();
 

@@ -227,38 +227,44 @@ void tsrnn_checkpoint_prune(const char *checkpoint_dir, const char *which, const
 
 /* --- a run's epoch checkpoints, written behind the training ----------------------------- */
 
-/* The writer of one run's epoch checkpoints in `checkpoint_dir`: for each snapshot handed
- * over, last-epoch=N.safetensors, and best-epoch=N-<monitor>=X.XXXX.safetensors (a hard link
- * to it, or a copy) when the epoch improved the monitored loss (tsrnn.best_epoch = tsrnn.epoch);
- * each durable before it is visible, the previous ones pruned only after
- * (docs/run-folder.md "Checkpoints"). */
+/* The writer of one run's epoch checkpoints in `checkpoint_dir`. It writes at write points
+ * fixed by the epochs: every epoch whose number + 1 is a multiple of K, K fixed when it is
+ * made (1 unthreaded; threaded, the fewest epochs whose training work, windows x
+ * training_length x parameters, reaches 5e7: src/checkpoint/writer.c), and each drain. There
+ * it writes the newest snapshot handed over and, first, the newest improving one since the
+ * previous write point when that is an earlier epoch: for each, last-epoch=N.safetensors,
+ * and best-epoch=N-<monitor>=X.XXXX.safetensors (a hard link to it, or a copy) when the
+ * epoch improved the monitored loss (tsrnn.best_epoch = tsrnn.epoch); each durable before
+ * it is visible, the previous ones pruned only after (docs/run-folder.md "Checkpoints"). */
 struct tsrnn_checkpoint_writer;
 
 /* `threaded`: the writes run on a thread of the writer's own, with every signal blocked,
- * while training goes on; else (or where no thread can be made) in put(). `model`, `cfg` and
- * `ds` must stay unchanged until destroy (the model's table and dims are read, nothing on the
- * device). Errors: TSRNN_ERR_NOMEM. */
+ * while training goes on; else (or where no thread can be made) in put() and drain().
+ * `model`, `cfg` and `ds` must stay unchanged until destroy (the model's table and dims are
+ * read, nothing on the device). Errors: TSRNN_ERR_NOMEM. */
 enum tsrnn_status tsrnn_checkpoint_writer_create(struct tsrnn_checkpoint_writer **out,
                                                  const char *checkpoint_dir,
                                                  const struct tsrnn_model *model,
                                                  const struct tsrnn_config *cfg,
                                                  const struct tsrnn_dataset *ds, bool threaded);
 
-/* Hands an epoch's snapshot over (the writer owns and frees it) and returns at once. Latest
- * wins: a snapshot still waiting is dropped for a newer one, except an improving one whose
- * best-... file a newer, not improving, one does not replace: at most two wait, besides the
- * one being written. Returns the failure of an earlier write (its message, as the
+/* Hands an epoch's snapshot over (the writer owns and frees it). At a write point it first
+ * waits until the previous write point's files are on disk, then hands the snapshots held
+ * since to the thread and returns; elsewhere it returns at once (unless the thread is still
+ * writing an improving epoch and two are held: the writer holds three snapshots at most).
+ * Returns, at a write point, the failure of an earlier write (its message, as the
  * synchronous write would have returned it): the run stops; nothing more is written. */
 enum tsrnn_status tsrnn_checkpoint_writer_put(struct tsrnn_checkpoint_writer *w,
                                               struct tsrnn_checkpoint_snapshot *snap);
 
-/* Waits until everything handed over is on disk (or a write failed: that failure is
- * returned), then copies the paths of the newest last and best checkpoints written into
- * `last` and `best` (each left as it is when none was). */
+/* Writes the snapshots held (as at a write point) and waits until everything handed over is
+ * on disk (or a write failed: that failure is returned), then copies the paths of the newest
+ * last and best checkpoints written into `last` and `best` (each left as it is when none
+ * was). */
 enum tsrnn_status tsrnn_checkpoint_writer_drain(struct tsrnn_checkpoint_writer *w, char *last,
                                                 char *best, size_t capacity);
 
-/* Writes what is still queued, ends the thread and frees the writer; accepts NULL. */
+/* Writes what a drain would, ends the thread and frees the writer; accepts NULL. */
 void tsrnn_checkpoint_writer_destroy(struct tsrnn_checkpoint_writer *w);
 
 #endif

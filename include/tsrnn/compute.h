@@ -33,7 +33,7 @@
 #include <stddef.h>
 
 #include "tsrnn/core.h"
-#include "tsrnn/model.h"
+#include "tsrnn/nn.h"
 
 enum tsrnn_compute_kind {
     TSRNN_COMPUTE_CPU,
@@ -302,7 +302,7 @@ struct tsrnn_step_args {
     size_t batch_count, step_count;
     const float *dropout_masks; /* host: (L-1, T, B, H) 0 or 1/(1-p); NULL without dropout */
     enum tsrnn_loss_kind loss;
-    float loss_delta;    /* HuberLoss's delta, SmoothL1Loss's beta (model.h) */
+    float loss_delta;    /* HuberLoss's delta, SmoothL1Loss's beta (nn.h) */
     float clip_max_norm; /* torch.nn.utils.clip_grad_norm_'s max_norm; 0: no clipping */
     struct tsrnn_step_update update;
     const struct tsrnn_step_reduce *reduce; /* NULL: a world of one */
@@ -356,7 +356,7 @@ enum tsrnn_status tsrnn_compute_forward(struct tsrnn_workspace *ws, const float 
 
 /* Each window's sum over t, then o of the loss's error of the last forward against y, in
  * double, into the host array sums (B): squared errors (MSELoss), absolute errors (L1Loss),
- * each element's Huber / smooth L1 loss (`delta` their argument, model.h) or the likelihood's
+ * each element's Huber / smooth L1 loss (`delta` their argument, nn.h) or the likelihood's
  * terms (tsrnn_likelihood_term), each term rounded to float first. Independent of the other
  * windows of the batch. */
 enum tsrnn_status tsrnn_compute_window_errors(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
@@ -388,7 +388,7 @@ enum tsrnn_status tsrnn_compute_head_forward(struct tsrnn_workspace *ws, const f
 enum tsrnn_status tsrnn_compute_head_backward(struct tsrnn_workspace *ws, const float *v_w,
                                               float *g_v_w, float *g_v_b);
 /* The loss of the last forward into *loss (a device float) and dLoss/d(out); `delta` is the
- * loss's argument (model.h). */
+ * loss's argument (nn.h). */
 enum tsrnn_status tsrnn_compute_loss_forward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,
                                              float delta, float *device_loss);
 enum tsrnn_status tsrnn_compute_loss_backward(struct tsrnn_workspace *ws, enum tsrnn_loss_kind loss,

@@ -2,8 +2,8 @@
  *
  * A run is described by one INI file (libinih) with the sections [data] [model] [training]
  * [trainer] [output] [forecast]; option names are Darts' (DESIGN.md §6), and
- * docs/configuration.md, written from the schema by tsrnn_config_write_reference(), documents
- * every key. Values are resolved in this order, later wins:
+ * docs/configuration.md, written from the schema (src/config/config.c) by tools/config-doc,
+ * documents every key. Values are resolved in this order, later wins:
  *
  *     built-in defaults  <  the INI file  <  --set section.key=value (in command-line order)
  *
@@ -23,13 +23,61 @@
 #include <stdio.h>
 
 #include "tsrnn/core.h"
-#include "tsrnn/likelihood.h" /* enum tsrnn_likelihood_kind */
-#include "tsrnn/model.h"      /* enum tsrnn_model_kind */
 
 #define TSRNN_MAX_COMPONENTS  64  /* value columns of one series */
 #define TSRNN_NAME_MAX        128 /* bytes of a column name or model name, NUL included */
 #define TSRNN_ORIGIN_MAX      320 /* bytes of "file:line" or "--set a.b=c", NUL included */
 #define TSRNN_CONFIG_MAX_KEYS 128 /* room in origins[] for the schema's keys */
+
+/* The values of the keys that choose a class are the enums below; the modules that interpret
+ * them include this header for them (model.h, likelihood.h, optim.h, ...), so that the config
+ * needs none of theirs. */
+
+/* [model] model: PyTorch's recurrent layer (include/tsrnn/nn.h). */
+enum tsrnn_model_kind {
+    TSRNN_MODEL_RNN,
+    TSRNN_MODEL_LSTM,
+    TSRNN_MODEL_GRU,
+};
+
+/* The training loss ([training] loss_fn, or [model] likelihood; include/tsrnn/nn.h).
+ * HuberLoss and SmoothL1Loss take an argument, passed beside the kind as `delta`: HuberLoss's
+ * delta (> 0), SmoothL1Loss's beta (>= 0; 0 is L1Loss, as torch.nn.functional.smooth_l1_loss
+ * calls l1_loss then). The first four are [training] loss_fn's choices in order. */
+enum tsrnn_loss_kind {
+    TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
+    TSRNN_LOSS_L1,         /* nn.L1Loss() */
+    TSRNN_LOSS_HUBER,      /* nn.HuberLoss(delta) */
+    TSRNN_LOSS_SMOOTH_L1,  /* nn.SmoothL1Loss(beta) */
+    TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
+                              the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
+};
+
+/* [model] likelihood: Darts' likelihood (include/tsrnn/likelihood.h). */
+enum tsrnn_likelihood_kind {
+    TSRNN_LIKELIHOOD_NONE, /* a point forecast: the loss is [training] loss_fn */
+    TSRNN_LIKELIHOOD_GAUSSIAN,
+    TSRNN_LIKELIHOOD_LAPLACE,
+    TSRNN_LIKELIHOOD_QUANTILE,
+    TSRNN_LIKELIHOOD_POISSON,
+    TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL,
+    TSRNN_LIKELIHOOD_LOGNORMAL,
+    TSRNN_LIKELIHOOD_HALFNORMAL,
+    TSRNN_LIKELIHOOD_CAUCHY,
+    TSRNN_LIKELIHOOD_GAMMA,
+    TSRNN_LIKELIHOOD_EXPONENTIAL,
+    TSRNN_LIKELIHOOD_WEIBULL,
+    TSRNN_LIKELIHOOD_GUMBEL,
+    TSRNN_LIKELIHOOD_GEOMETRIC,
+    TSRNN_LIKELIHOOD_BERNOULLI,
+};
+
+/* The most quantiles of [likelihood] quantiles (QuantileRegression's head outputs). */
+#define TSRNN_LIKELIHOOD_MAX_QUANTILES 99
+
+/* Darts' QuantileRegression() default: 17 quantiles from 0.01 to 0.99. */
+#define TSRNN_LIKELIHOOD_DEFAULT_QUANTILES                                                         \
+    "0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99"
 
 /* [covariates] position: Darts' 'position' encoder. */
 enum tsrnn_position_kind {
@@ -283,8 +331,13 @@ enum tsrnn_status tsrnn_config_apply_override(struct tsrnn_config *cfg, const ch
 enum tsrnn_status tsrnn_config_set(struct tsrnn_config *cfg, const char *section, const char *key,
                                    const char *value, const char *origin, const char *base_dir);
 
-/* Checks what single keys cannot: training_length >= input_chunk_length, split_after and
- * val_fraction not both set, the data file (and init_weights, when set) readable. */
+/* Checks what single keys cannot, as far as the config knows them: every path printable
+ * UTF-8, [data] path set, init_weights and resume readable, work_dir a folder, resume not
+ * deleted by force_reset, the optimizer's, loss's, scheduler's, early stopping's and
+ * likelihood's arguments belonging to the class chosen, training_length >=
+ * input_chunk_length, split_after and val_fraction not both set. What a key means to the
+ * module that reads it is that module's check: [data] and [covariates] are
+ * tsrnn_data_check_config()'s (include/tsrnn/data.h), run after this one. */
 enum tsrnn_status tsrnn_config_validate(const struct tsrnn_config *cfg);
 
 /* All of the above in order: init, parse_file, each override, validate. */
@@ -298,17 +351,13 @@ enum tsrnn_status tsrnn_config_write(const struct tsrnn_config *cfg, FILE *out);
 /* tsrnn_config_write()'s text in a malloc'd string; NULL when out of memory. */
 char *tsrnn_config_text(const struct tsrnn_config *cfg);
 
-/* Writes docs/configuration.md: the file's syntax, where values come from, then every key of
- * the schema with its type, default, accepted values (the text of the parser's messages), the
- * Darts / Lightning name it mirrors and an example; its sample error messages come from the
- * parser itself (and leave this thread's message cleared). The same schema always gives the
- * same bytes. TSRNN_ERR_USAGE when a schema line lacks its documentation or its example does not
- * parse (nothing is written then), TSRNN_ERR_IO when `out` fails, TSRNN_ERR_NOMEM. */
-enum tsrnn_status tsrnn_config_write_reference(FILE *out);
-
-/* The likelihood the config describes ([model] likelihood and [likelihood]): kind NONE
- * without one. The config was validated (tsrnn_config_validate), so this cannot fail. */
-void tsrnn_config_likelihood(const struct tsrnn_config *cfg, struct tsrnn_likelihood *lik);
+/* [likelihood] quantiles as Darts' QuantileRegression takes them: a comma-separated list of
+ * numbers, each in (0, 1) and given once, 0.5 among them, symmetric around it (the i-th from
+ * each end summing to 1 within 1e-6), at most TSRNN_LIKELIHOOD_MAX_QUANTILES; into
+ * quantiles[] sorted ascending, as Darts sorts them, and their *count. TSRNN_ERR_USAGE with a
+ * sentence naming the bad value and what is accepted (the caller prefixes where it came
+ * from). */
+enum tsrnn_status tsrnn_config_parse_quantiles(double *quantiles, size_t *count, const char *text);
 
 /* [forecast] quantiles as numbers, in the order given: count (at most `capacity`) into out. */
 size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *out,
@@ -318,5 +367,17 @@ size_t tsrnn_config_forecast_quantiles(const struct tsrnn_config *cfg, double *o
  * that does not exist. */
 const char *tsrnn_config_origin(const struct tsrnn_config *cfg, const char *section,
                                 const char *key);
+
+/* For the module that interprets a key (data/ reads [data] freq as a frequency): refuses the
+ * value of `section.key` (a key of the schema) with the parser's message, "where: [section]
+ * key = 'value': why; accepted: what the key accepts". Returns TSRNN_ERR_USAGE. */
+enum tsrnn_status tsrnn_config_refuse(const struct tsrnn_config *cfg, const char *section,
+                                      const char *key, const char *why);
+
+/* Whether the file `path` that `section.key` names exists, is a regular file (a FIFO would
+ * block its reader, a device such as /dev/zero never ends) and can be read: TSRNN_ERR_USAGE
+ * led by where the key was set and the key, naming the file as `what` ("data file"). */
+enum tsrnn_status tsrnn_config_check_file(const struct tsrnn_config *cfg, const char *section,
+                                          const char *key, const char *path, const char *what);
 
 #endif

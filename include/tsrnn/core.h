@@ -104,6 +104,13 @@ const char *tsrnn_printable(const char *text, char *out, size_t capacity);
  * character. What names from data files and checkpoints (columns, series ids) must be. */
 bool tsrnn_text_printable(const char *text);
 
+/* The memory this process can still have, in bytes: the least of /proc/meminfo's
+ * MemAvailable + SwapFree, its cgroup's limit less its usage (v2 memory.max, v1
+ * memory.limit_in_bytes) and RLIMIT_AS / RLIMIT_DATA less what it maps. `source` names the
+ * limit that gave it ("MemAvailable", "the cgroup's memory.max", ...). Returns false when none
+ * can be read (then nothing is refused). src/core/memory.c. */
+bool tsrnn_memory_available(double *nbytes, char *source, size_t source_nbytes);
+
 /* Seconds on the monotonic clock (CLOCK_MONOTONIC): for durations only. */
 double tsrnn_clock_now_s(void);
 

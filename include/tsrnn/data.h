@@ -163,9 +163,11 @@ struct tsrnn_series_options {
     size_t target_col_count;
 };
 
-/* The options [data] asks for; cfg->freq was checked by the config parser. */
-void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
-                                      const struct tsrnn_config *cfg);
+/* The options [data] asks for (src/data/check.c). TSRNN_ERR_USAGE, led by where it was set,
+ * when [data] freq is not a frequency (tsrnn_freq_parse(); the aliases pandas 3 renamed are
+ * named). */
+enum tsrnn_status tsrnn_series_options_from_config(struct tsrnn_series_options *o,
+                                                   const struct tsrnn_config *cfg);
 
 /* Reads a CSV file as Darts' TimeSeries.from_csv(path, time_col, value_cols, freq,
  * fill_missing_dates) followed by MissingValuesFiller() when asked: a header row, then one row
@@ -388,6 +390,15 @@ struct tsrnn_dataset {
     struct tsrnn_window_list val;        /* its validation dataset; count 0 without validation */
     struct tsrnn_covariates *covariates; /* the encoders and their scaler; count 0: none */
 };
+
+/* What data/ makes of the run's [data] and [covariates] keys, checked before anything is read
+ * or written (src/data/check.c): [data] freq is a frequency, every file [data] path names or
+ * matches can be read, a long-format file (id_col) is one file with a time column, and
+ * [covariates] asks for encoders and columns data/ can make (tsrnn_encoders_from_config()).
+ * TSRNN_ERR_USAGE led by where the key was set, as the config parser's messages. tsrnn-worker
+ * and tsrnn-launch run it right after the config's own checks (tsrnn_config_validate());
+ * tsrnn_dataset_load() runs it first. */
+enum tsrnn_status tsrnn_data_check_config(const struct tsrnn_config *cfg);
 
 /* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last
  * val_fraction of the points, fits the scaler on the training part, and builds the windows.

@@ -311,4 +311,53 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
                                       const struct tsrnn_series *series, const char *title,
                                       int width, int height, const char *path);
 
+/* --- a forecast of every series and its files ------------------------------------------
+ * The one orchestration of the training's forecasts after the fit and tsrnn-predict's
+ * forecast: every source forecast in one Darts predict() call (tsrnn_forecast_predict()),
+ * then the files the caller names: the CSV (tsrnn_forecast_write_set()), the sample paths
+ * (tsrnn_forecast_write_samples()) and the pictures (tsrnn_forecast_plot()). */
+struct tsrnn_forecast_set {
+    const struct tsrnn_forecast_source *sources; /* (count) not owned */
+    size_t count;
+    struct tsrnn_forecast *f;                  /* (count) owned */
+    const struct tsrnn_likelihood *likelihood; /* the model's */
+    struct tsrnn_forecast_options opt;         /* as forecast; zeroed without */
+};
+
+/* tsrnn_forecast_predict() of sources[0..count) into set->f, with `opt` (NULL for a model
+ * without a likelihood) copied into the set. Errors as tsrnn_forecast_predict(), and
+ * TSRNN_ERR_NOMEM; the set needs tsrnn_forecast_set_finish() in every case. */
+enum tsrnn_status tsrnn_forecast_set_predict(struct tsrnn_forecast_set *set,
+                                             struct tsrnn_model *model,
+                                             const struct tsrnn_forecast_source *sources,
+                                             size_t count, size_t input_chunk_length, size_t n,
+                                             const size_t *lengths,
+                                             const struct tsrnn_forecast_options *opt);
+
+/* Accepts a zeroed struct. */
+void tsrnn_forecast_set_finish(struct tsrnn_forecast_set *set);
+
+/* Where a set's files go; NULL: not written. Each file is replaced atomically. */
+struct tsrnn_forecast_files {
+    const char *csv_path;     /* the forecasts' CSV */
+    FILE *csv_stream;         /* or, without csv_path, the CSV into this stream (standard output) */
+    const char *id_name;      /* the id column of named sources */
+    const char *samples_path; /* every sample path (S > 1) */
+    /* The pictures: the first source's at plot_path, or, without it, each of the first
+     * TSRNN_FORECAST_PLOTS sources' in the folder plot_dir: forecast.png for the one source
+     * without an id, forecast_<id>.png (tsrnn_forecast_plot_file_id()) for named ones. Their
+     * title: `title` (", series <id>" after it for named sources); width x height pixels. */
+    const char *plot_path;
+    const char *plot_dir;
+    const char *title;
+    int width, height;
+};
+
+/* Writes the files `files` names from set (tsrnn_forecast_set_predict()): the stream first,
+ * the CSV files on a helper thread while this thread draws the pictures; *drawn gets how many
+ * pictures were drawn. Errors: TSRNN_ERR_IO naming the file that could not be written (a
+ * file's failure wins over a picture's), the pictures' errors (tsrnn_forecast_plot()). */
+enum tsrnn_status tsrnn_forecast_set_save(const struct tsrnn_forecast_set *set,
+                                          const struct tsrnn_forecast_files *files, size_t *drawn);
+
 #endif

@@ -42,32 +42,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tsrnn/config.h" /* enum tsrnn_likelihood_kind, the quantiles' limits */
 #include "tsrnn/core.h"
 
-enum tsrnn_likelihood_kind {
-    TSRNN_LIKELIHOOD_NONE, /* a point forecast: the loss is [training] loss_fn */
-    TSRNN_LIKELIHOOD_GAUSSIAN,
-    TSRNN_LIKELIHOOD_LAPLACE,
-    TSRNN_LIKELIHOOD_QUANTILE,
-    TSRNN_LIKELIHOOD_POISSON,
-    TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL,
-    TSRNN_LIKELIHOOD_LOGNORMAL,
-    TSRNN_LIKELIHOOD_HALFNORMAL,
-    TSRNN_LIKELIHOOD_CAUCHY,
-    TSRNN_LIKELIHOOD_GAMMA,
-    TSRNN_LIKELIHOOD_EXPONENTIAL,
-    TSRNN_LIKELIHOOD_WEIBULL,
-    TSRNN_LIKELIHOOD_GUMBEL,
-    TSRNN_LIKELIHOOD_GEOMETRIC,
-    TSRNN_LIKELIHOOD_BERNOULLI,
-};
-
-#define TSRNN_LIKELIHOOD_MAX_QUANTILES 99
-#define TSRNN_LIKELIHOOD_MAX_PRIORS    2
-
-/* Darts' QuantileRegression() default: 17 quantiles from 0.01 to 0.99. */
-#define TSRNN_LIKELIHOOD_DEFAULT_QUANTILES                                                         \
-    "0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.99"
+#define TSRNN_LIKELIHOOD_MAX_PRIORS 2
 
 struct tsrnn_likelihood {
     enum tsrnn_likelihood_kind kind;
@@ -128,11 +106,14 @@ enum tsrnn_likelihood_support tsrnn_likelihood_support(enum tsrnn_likelihood_kin
 bool tsrnn_likelihood_supports(enum tsrnn_likelihood_support support, float y);
 const char *tsrnn_likelihood_support_text(enum tsrnn_likelihood_support support);
 
-/* Parses a comma-separated list of quantiles into lik (sorted ascending, as Darts sorts them)
- * and checks Darts' rules: each in (0, 1), 0.5 among them, symmetric around it; at most
- * TSRNN_LIKELIHOOD_MAX_QUANTILES. TSRNN_ERR_USAGE with a sentence naming the bad value and
- * what is accepted (the caller prefixes where it came from). */
+/* Parses a comma-separated list of quantiles into lik->quantiles and quantile_count, as the
+ * config parser reads [likelihood] quantiles (tsrnn_config_parse_quantiles(): sorted ascending
+ * as Darts sorts them, Darts' rules checked). TSRNN_ERR_USAGE as that. */
 enum tsrnn_status tsrnn_likelihood_parse_quantiles(struct tsrnn_likelihood *lik, const char *text);
+
+/* The likelihood the config describes ([model] likelihood and [likelihood]): kind NONE
+ * without one. The config was parsed (its quantile list checked), so this cannot fail. */
+void tsrnn_likelihood_from_config(struct tsrnn_likelihood *lik, const struct tsrnn_config *cfg);
 
 /* --- the loss ----------------------------------------------------------------------------- */
 

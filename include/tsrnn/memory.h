@@ -1,5 +1,5 @@
 /* What a run needs in memory, sized before anything big is allocated, and what the machine has
- * (src/train/memory.c).
+ * (src/train/memory.c; the machine's side, tsrnn_memory_available(), is include/tsrnn/core.h).
  *
  * A model too large for the machine used to allocate until the kernel killed it (LSTM
  * hidden_dim = 20000: 41.6 s, then exit 137 at 24.3 GB, no message), and batch buffers were
@@ -58,13 +58,6 @@ void tsrnn_memory_need_training(struct tsrnn_memory_need *need, const struct tsr
 void tsrnn_memory_need_predict(struct tsrnn_memory_need *need, const struct tsrnn_model_dims *dims,
                                enum tsrnn_compute_kind kind, size_t batch_capacity, size_t icl,
                                double forecast_values);
-
-/* The memory this process can still have, in bytes: the least of /proc/meminfo's
- * MemAvailable + SwapFree, its cgroup's limit less its usage (v2 memory.max, v1
- * memory.limit_in_bytes) and RLIMIT_AS / RLIMIT_DATA less what it maps. `source` names the
- * limit that gave it ("MemAvailable", "the cgroup's memory.max", ...). Returns false when none
- * can be read (then nothing is refused). */
-bool tsrnn_memory_available(double *nbytes, char *source, size_t source_nbytes);
 
 /* Compares `need` with the host memory (`processes` processes of the run on this machine,
  * each needing as much) and, when `compute` is a GPU whose driver says, with that GPU's free

@@ -1,149 +1,29 @@
-/* The model: torch.nn.RNN | LSTM | GRU (batch_first=True, num_layers=L, dropout=p) followed
- * by the linear head V applied at every time step, exactly as Darts' _RNNModule, with its
- * MSE loss; numerics follow PyTorch (DESIGN.md §4).
+/* The model of one rank: torch.nn.RNN | LSTM | GRU (batch_first=True, num_layers=L,
+ * dropout=p) followed by the linear head V applied at every time step, exactly as Darts'
+ * _RNNModule, with its loss; numerics follow PyTorch (DESIGN.md §4).
  *
- * This module is device-independent: the dimensions, the parameter table (PyTorch's names,
- * order and shapes), initialisation, loading, the layer stack and the dropout policy. The
- * arithmetic runs on a compute backend (include/tsrnn/compute.h): the model's parameters,
- * gradients and activations live in its memory, and the host sees them through
- * tsrnn_model_upload_params() / tsrnn_model_download_params() and friends.
- *
- * Shape letters, used in every shape comment of tsrnn:
- *   B  batch (samples of one step)        T  time steps of a window
- *   I  inputs of a layer (C at layer 0,   H  hidden units
- *      H above)                           L  layers
- *   G  gates: RNN 1, GRU 3 (r,z,n),       O  targets of the head (= C, the components)
- *      LSTM 4 (i,f,g,o)                   C  components of the series
- *   P  the head's outputs per target: a likelihood's parameters (Darts' nr_params; 1 without
- *      one), so the head V has O*P outputs
- *
- * Activations are time-major, (T, B, .), so one GEMM covers the input projection of all
- * steps and one covers each weight gradient; only the recurrence walks the steps.
+ * What the model is (its kind, dimensions, parameter table and views, initialisation, losses
+ * and likelihoods) is include/tsrnn/nn.h, below the compute door; this module is the model
+ * running on a compute backend (include/tsrnn/compute.h): its parameters, gradients and
+ * activations live in the backend's memory, and the host sees them through
+ * tsrnn_model_upload_params() / tsrnn_model_download_params() and friends. The dropout
+ * masks are drawn here, on the host. Shape letters: include/tsrnn/nn.h.
  */
 #ifndef TSRNN_MODEL_H
 #define TSRNN_MODEL_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tsrnn/core.h"
 #include "tsrnn/likelihood.h"
+#include "tsrnn/nn.h"
 #include "tsrnn/torch_rng.h"
-
-#define TSRNN_MODEL_MAX_LAYERS 64 /* the config's n_rnn_layers limit */
-#define TSRNN_PARAM_NAME_MAX   40
-
-enum tsrnn_model_kind {
-    TSRNN_MODEL_RNN,
-    TSRNN_MODEL_LSTM,
-    TSRNN_MODEL_GRU,
-};
-
-/* "RNN", "LSTM", "GRU": PyTorch's module name, and Darts' RNNModel(model=...). */
-const char *tsrnn_model_kind_name(enum tsrnn_model_kind kind);
-
-struct tsrnn_model_dims {
-    enum tsrnn_model_kind kind;
-    size_t input_count;  /* I of layer 0 */
-    size_t hidden_count; /* H */
-    size_t layer_count;  /* L */
-    size_t output_count; /* O: targets */
-    double dropout;      /* between layers, training only: Darts' float, as torch gets it */
-    size_t param_count;  /* P: the head's outputs per target (Darts' nr_params, a likelihood's
-                            parameters, include/tsrnn/likelihood.h); 0 and 1 both mean one */
-};
-
-/* G for a model kind. */
-size_t tsrnn_model_gate_count(enum tsrnn_model_kind kind);
-
-/* O*P: the head's outputs (V.weight's rows), dims->param_count 0 counting as 1. */
-size_t tsrnn_model_head_count(const struct tsrnn_model_dims *dims);
-
-/* --- parameters ------------------------------------------------------------------------ */
-
-/* One tensor of the state_dict: its PyTorch name, shape and place in the flat buffer. */
-struct tsrnn_param_entry {
-    char name[TSRNN_PARAM_NAME_MAX]; /* "rnn.weight_ih_l0", ..., "V.weight", "V.bias" */
-    size_t rank;                     /* 1 or 2 */
-    int64_t shape[2];
-    size_t offset; /* in floats, into the flat buffer */
-    size_t count;  /* floats */
-};
-
-/* PyTorch's state_dict order: per layer weight_ih, weight_hh, bias_ih, bias_hh; then V. */
-struct tsrnn_param_table {
-    size_t entry_count;
-    struct tsrnn_param_entry entries[4 * TSRNN_MODEL_MAX_LAYERS + 2];
-    size_t total_count; /* floats in the flat buffer */
-    size_t rnn_count;   /* floats of the recurrent part ("rnn" in the summary) */
-    size_t head_count;  /* floats of V */
-};
-
-void tsrnn_param_table_init(struct tsrnn_param_table *table, const struct tsrnn_model_dims *dims);
-
-/* The entry called `name`, or NULL. */
-const struct tsrnn_param_entry *tsrnn_param_table_find(const struct tsrnn_param_table *table,
-                                                       const char *name);
-
-/* Typed views into one flat buffer laid out by the table. The same layout serves the
- * parameters, their gradients and both Adam moments. */
-struct tsrnn_layer_params {
-    float *w_ih; /* (G*H, I) */
-    float *w_hh; /* (G*H, H) */
-    float *b_ih; /* (G*H) */
-    float *b_hh; /* (G*H) */
-};
-
-struct tsrnn_model_params {
-    struct tsrnn_layer_params layers[TSRNN_MODEL_MAX_LAYERS];
-    float *v_w; /* (O, H) */
-    float *v_b; /* (O) */
-};
-
-void tsrnn_model_params_view(struct tsrnn_model_params *view, const struct tsrnn_model_dims *dims,
-                             float *flat);
-
-/* The initial weights Darts' RNNModel(random_state=random_state).fit() creates, bit for bit:
- * PyTorch's default initialisation (every recurrent tensor U(-1/sqrt(H), 1/sqrt(H)), V's
- * weight and bias U(-1/sqrt(H), 1/sqrt(H))) in state_dict order, drawn from torch's generator
- * as Darts seeds it (tsrnn_darts_init_params() in include/tsrnn/torch_rng.h). */
-void tsrnn_model_init_params(float *flat, const struct tsrnn_param_table *table,
-                             const struct tsrnn_model_dims *dims, uint32_t random_state);
-
-/* Loads every tensor of the table from a safetensors file by PyTorch name, checking that
- * each is present, F32 and of the right shape, and that the file holds no other tensor
- * (names under "optim." are skipped: they belong to checkpoints). TSRNN_ERR_DATA names the
- * file, the tensor, what was expected and what was found. */
-enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_table *table,
-                                          const char *path);
-
-struct tsrnn_safetensors;
-
-/* Copies the table's tensors named `prefix` + PyTorch name ("" for the weights,
- * "optim.exp_avg." for Adam's first moments) from a file already read (`path` names it in
- * messages), with the checks above; other tensors in the file are not looked at. */
-enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param_table *table,
-                                           const struct tsrnn_safetensors *st, const char *prefix,
-                                           const char *path);
 
 /* --- the whole model ------------------------------------------------------------------- */
 
 struct tsrnn_compute;   /* include/tsrnn/compute.h */
 struct tsrnn_workspace; /* the device's activations, gradients and step results (compute.h) */
-
-/* The training loss ([training] loss_fn, or [model] likelihood). HuberLoss and SmoothL1Loss
- * take an argument, passed beside the kind as `delta`: HuberLoss's delta (> 0), SmoothL1Loss's
- * beta (>= 0; 0 is L1Loss, as torch.nn.functional.smooth_l1_loss calls l1_loss then). The
- * first four are [training] loss_fn's choices in order. */
-enum tsrnn_loss_kind {
-    TSRNN_LOSS_MSE,        /* nn.MSELoss(): the default, 0 */
-    TSRNN_LOSS_L1,         /* nn.L1Loss() */
-    TSRNN_LOSS_HUBER,      /* nn.HuberLoss(delta) */
-    TSRNN_LOSS_SMOOTH_L1,  /* nn.SmoothL1Loss(beta) */
-    TSRNN_LOSS_LIKELIHOOD, /* the workspace's likelihood (tsrnn_compute_workspace_likelihood):
-                              the NLL of Darts' likelihood, include/tsrnn/likelihood.h */
-};
 
 /* How many training steps may pass between two reads of their results (the trainer reads at
  * least this often: include/tsrnn/compute.h tsrnn_compute_step_results). */

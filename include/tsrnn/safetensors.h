@@ -128,6 +128,24 @@ void tsrnn_safetensors_finish(struct tsrnn_safetensors *st);
  * TSRNN_DTYPE_F32. */
 enum tsrnn_status tsrnn_tensor_copy_f32(float *dst, const struct tsrnn_tensor_info *t);
 
+/* --- the model's weights by name (src/checkpoint/weights.c) ----------------------------- */
+
+struct tsrnn_param_table; /* include/tsrnn/nn.h */
+
+/* Loads every tensor of the table from a safetensors file by PyTorch name, checking that
+ * each is present, F32 and of the right shape, and that the file holds no other tensor
+ * (names under "optim." are skipped: they belong to checkpoints). TSRNN_ERR_DATA names the
+ * file, the tensor, what was expected and what was found. */
+enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_table *table,
+                                          const char *path);
+
+/* Copies the table's tensors named `prefix` + PyTorch name ("" for the weights,
+ * "optim.exp_avg." for Adam's first moments) from a file already read (`path` names it in
+ * messages), with the checks above; other tensors in the file are not looked at. */
+enum tsrnn_status tsrnn_model_read_tensors(float *flat, const struct tsrnn_param_table *table,
+                                           const struct tsrnn_safetensors *st, const char *prefix,
+                                           const char *path);
+
 /* --- writing --------------------------------------------------------------------------- */
 
 /* One tensor to write: `data` holds prod(shape) elements of `dtype`, row-major, in the host's

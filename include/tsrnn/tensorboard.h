@@ -19,9 +19,10 @@
 
 #include "tsrnn/core.h"
 
+/* A zeroed writer is a closed one: tsrnn_tb_is_open() says whether it has a file. */
 struct tsrnn_tb_writer {
-    int fd;             /* -1 when closed */
-    char *path;         /* the event file (owned) */
+    int fd;             /* the event file's descriptor while open */
+    char *path;         /* the event file (owned); NULL exactly when closed */
     unsigned char *buf; /* encoded records not yet written */
     size_t len, cap;
 };
@@ -34,6 +35,10 @@ struct tsrnn_tb_writer {
 enum tsrnn_status tsrnn_tb_open(struct tsrnn_tb_writer *w, const char *log_dir, int64_t start_step,
                                 bool resumed);
 
+/* Whether `w` has an event file (tsrnn_tb_open() succeeded and no close since): whether the
+ * run logs to TensorBoard. */
+bool tsrnn_tb_is_open(const struct tsrnn_tb_writer *w);
+
 /* Adds one scalar (tag, value) at `step`, stamped with the current wall time
  * (CLOCK_REALTIME). Allocates nothing once the buffer has grown. Errors: tsrnn_tb_flush()'s,
  * when the buffer is written out to make room; TSRNN_ERR_NOMEM. */
@@ -41,18 +46,19 @@ enum tsrnn_status tsrnn_tb_scalar(struct tsrnn_tb_writer *w, const char *tag, fl
                                   int64_t step);
 
 /* Writes the buffered records to the file (no fsync), retrying short writes and EINTR.
- * TSRNN_ERR_IO naming the path and strerror; what was not written stays buffered. */
+ * TSRNN_ERR_IO naming the path and strerror; what was not written stays buffered.
+ * TSRNN_ERR_USAGE on a writer without a file. */
 enum tsrnn_status tsrnn_tb_flush(struct tsrnn_tb_writer *w);
 
-/* Flushes, closes and frees; accepts a closed or zeroed writer (fd -1 or 0 with path NULL).
- * Returns the flush's or close's error, if any. */
+/* Flushes, closes and frees; accepts a closed or zeroed writer. Returns the flush's or
+ * close's error, if any. */
 enum tsrnn_status tsrnn_tb_close(struct tsrnn_tb_writer *w);
 
 /* --- encoding, exposed for tests ----------------------------------------------------- */
 
 /* Appends one framed record holding `payload` to the writer's buffer, first writing the
  * buffer out if the record would take it past 64 KiB and the writer has a file. Works on a
- * writer without a file ({ .fd = -1 }), whose buffer then holds the framed bytes. */
+ * writer without a file (zeroed), whose buffer then holds the framed bytes. */
 enum tsrnn_status tsrnn_tb_append_record(struct tsrnn_tb_writer *w, const void *payload,
                                          size_t nbytes);
 

@@ -1,18 +1,22 @@
-/* The training loop of one rank: Darts' RNNModel.fit(train, val_series=val) followed by the
- * forecast of the validation horizon, on the CPU, as PyTorch Lightning would run it with
- * max_epochs = n_epochs (DESIGN.md §3), on the compute backend the config's accelerator asks
- * for.
+/* The training loop of one rank: Darts' RNNModel.fit(train, val_series=val) as PyTorch
+ * Lightning runs it with max_epochs = n_epochs (DESIGN.md section 3), on the compute backend
+ * the config's accelerator asks for (CPU, CUDA or pjrt), followed by the forecast of the
+ * validation horizon and the [forecast] section's.
  *
- * Per epoch: the sampler's batches; per batch forward, MSE, backward, Adam; then the
- * validation loss over every validation window (sum of squared errors / count: Lightning's
- * batch-size-weighted mean of batch MSEs). Rank 0's files go to the run folder
- * {work_dir}/{model_name}/ (DESIGN.md §5):
+ * Per epoch: the sampler's batches; per batch one step behind the compute door (forward, the
+ * [training] loss_fn or the likelihood's negative log-likelihood, backward, the gradients'
+ * reduction over the ranks, clipping, the optimizer_cls update), the learning-rate scheduler
+ * and EarlyStopping on the host; then the validation loss over every validation window (the
+ * sum of the windows' losses / their count: Lightning's batch-size-weighted mean of the batch
+ * losses). Rank 0's files go to the run folder {work_dir}/{model_name}/ (DESIGN.md section 5,
+ * docs/run-folder.md):
  *
  *     config.ini        the resolved config
  *     metrics.csv       every step's train_loss, every epoch's val_loss
  *     checkpoints/      last-epoch=N.safetensors, best-epoch=N-val_loss=X.XXXX.safetensors
- *     logs/             events.out.tfevents.* (TensorBoard)
- *     forecast.csv, forecast.png
+ *     logs/             events.out.tfevents.* (TensorBoard) and hparams.yaml
+ *     validation.csv    each series' validation scores (several series)
+ *     forecast.csv, forecast_samples.csv, forecast.png (or forecast_<series>.png)
  */
 #ifndef TSRNN_TRAIN_H
 #define TSRNN_TRAIN_H
@@ -59,7 +63,14 @@ struct tsrnn_train_options {
     FILE *out;                         /* where the run's report goes (stdout) */
     enum tsrnn_progress_mode progress; /* the epoch bar */
     bool quiet;                        /* print the final summary only */
-    bool print_devices;                /* the "GPU available: ..." lines (not under a launcher) */
+    /* The banner's first line: "<program> <version>: <config_path>, model <kind>". */
+    const char *program;
+    const char *config_path;
+    bool print_devices; /* the "GPU available: ..." lines (not under a launcher) */
+    /* Every rank's output meets on one terminal (mpirun, srun): rank 0 speaks for all, as
+     * Lightning's rank_zero_only; the others print their "Initializing distributed" line and
+     * their errors only. */
+    bool rank_zero_only;
     /* The data-parallel world: NULL trains alone. Its rank 0 writes the run folder; other
      * ranks write nothing. */
     struct tsrnn_comm *comm;
@@ -94,7 +105,7 @@ struct tsrnn_train_result {
      * forecast's samples (the mean over the series); has_quantile_scores false otherwise. */
     bool has_quantile_scores;
     struct tsrnn_quantile_scores quantile_scores;
-    double train_s; /* the optimizer steps: batch gather, forward, backward, Adam */
+    double train_s; /* the optimizer steps: batch gather, forward, backward, update */
     double val_s;   /* validation passes */
     double total_s; /* the whole fit, outputs and forecast included */
     double comm_s;  /* in collectives: gradient allreduce, validation sums */
@@ -117,18 +128,22 @@ enum tsrnn_compute_kind tsrnn_train_compute_kind(const struct tsrnn_config *cfg)
 enum tsrnn_status tsrnn_train_compute_create(struct tsrnn_compute **compute,
                                              const struct tsrnn_config *cfg, int device_index);
 
-/* Trains the model `cfg` describes on `ds` and writes the run's files. Errors: TSRNN_ERR_DATA
- * (bad init_weights), TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch
- * and step), TSRNN_ERR_INTERRUPTED (*options->stop_requested was set: the run stopped between
- * two steps, metrics.csv holds every finished step and, with save_checkpoints, rank 0 wrote a
- * last checkpoint to resume from), TSRNN_ERR_COMM (a peer failed or timed out: the caller
- * aborts the communicator), TSRNN_ERR_IO (run folder), TSRNN_ERR_NOMEM.
+/* Trains the model `cfg` describes on `ds`, writes the run's files and prints, to
+ * options->out, the banner (once, after the set-up), the epochs and the summary. Errors:
+ * TSRNN_ERR_USAGE (what cannot be trained here: an earlier run's folder, a run folder another
+ * run holds, an accelerator or a feature the backend lacks, a model that does not fit in
+ * memory), TSRNN_ERR_DATA (bad init_weights, targets a likelihood does not model),
+ * TSRNN_ERR_NUMERIC (a NaN/inf loss or gradient: the message names epoch and step),
+ * TSRNN_ERR_INTERRUPTED (*options->stop_requested was set: the run stopped between two steps,
+ * metrics.csv holds every finished step and, with save_checkpoints, rank 0 wrote a last
+ * checkpoint to resume from), TSRNN_ERR_COMM (a peer failed or timed out: the caller aborts
+ * the communicator), TSRNN_ERR_IO (run folder), TSRNN_ERR_NOMEM.
  *
- * Data-parallel (DESIGN.md §3): rank 0's initial parameters are broadcast; each rank trains on
- * its shard of every epoch (DistributedSampler), the gradients are summed over the ranks and
- * scaled by 1/W before the same Adam update everywhere; train_loss is the mean over the ranks
- * (Darts logs it with sync_dist=True); val_loss adds every validation window's squared error
- * over the ranks, so it equals a single process's value. */
+ * Data-parallel (DESIGN.md section 3): rank 0's initial parameters are broadcast; each rank
+ * trains on its shard of every epoch (DistributedSampler), the gradients are summed over the
+ * ranks and scaled by 1/W before the same optimizer update everywhere; train_loss is the mean
+ * over the ranks (Darts logs it with sync_dist=True); val_loss adds every validation window's
+ * loss over the ranks, so it equals a single process's value. */
 enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct tsrnn_config *cfg,
                               const struct tsrnn_dataset *ds,
                               const struct tsrnn_train_options *options);

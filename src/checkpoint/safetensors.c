@@ -532,12 +532,16 @@ static enum tsrnn_status parse_owned(struct tsrnn_safetensors *st, unsigned char
     st->nbytes = nbytes;
     struct reader r = { .label = label, .st = st };
     enum tsrnn_status status = check_lengths(&r);
-    if (status == TSRNN_OK)
-        status = load_header(&r);
-    if (status == TSRNN_OK)
-        status = read_entries(&r);
-    if (status == TSRNN_OK)
-        status = check_layout(&r);
+    if (status != TSRNN_OK)
+        goto out;
+    status = load_header(&r);
+    if (status != TSRNN_OK)
+        goto out;
+    status = read_entries(&r);
+    if (status != TSRNN_OK)
+        goto out;
+    status = check_layout(&r);
+out:
     json_decref(r.root);
     free(r.spans);
     if (status != TSRNN_OK)
@@ -755,55 +759,61 @@ static enum tsrnn_status build_header(const char *shown, const struct tsrnn_tens
     enum tsrnn_status status = TSRNN_OK;
     char *text = NULL;
     json_t *root = json_object();
-    if (root == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
-    if (metadata_count > 0)
+    if (root == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
+        goto out;
+    }
+    if (metadata_count > 0) {
         status = add_metadata(root, shown, metadata, metadata_count);
+        if (status != TSRNN_OK)
+            goto out;
+    }
     uint64_t offset = 0;
-    for (size_t i = 0; i < tensor_count && status == TSRNN_OK; i++) {
+    for (size_t i = 0; i < tensor_count; i++) {
         uint64_t nbytes = 0;
         status = check_desc(shown, &tensors[i], i, root, &nbytes);
         if (status != TSRNN_OK)
-            break;
+            goto out;
         if (nbytes > (uint64_t)INT64_MAX - offset) {
             status =
                 tsrnn_error(TSRNN_ERR_DATA, "%s: the tensors hold more than 2^63 bytes", shown);
-            break;
+            goto out;
         }
         json_t *entry = tensor_entry(&tensors[i], offset, offset + nbytes);
-        if (json_object_set_new_nocheck(root, tensors[i].name, entry) != 0)
+        if (json_object_set_new_nocheck(root, tensors[i].name, entry) != 0) {
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
+            goto out;
+        }
         offset += nbytes;
     }
-    if (status == TSRNN_OK) {
-        text = json_dumps(root, JSON_COMPACT);
-        if (text == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
+    text = json_dumps(root, JSON_COMPACT);
+    if (text == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
+        goto out;
     }
-    json_decref(root);
-    if (status != TSRNN_OK)
-        return status;
 
     size_t text_nbytes = strlen(text);
     size_t padded = (text_nbytes + 7) / 8 * 8;
     if (padded > HEADER_MAX_NBYTES) {
-        free(text);
-        return tsrnn_error(TSRNN_ERR_DATA,
-                           "%s: the header would have %zu bytes, over the %u that readers accept",
-                           shown, padded, HEADER_MAX_NBYTES);
+        status = tsrnn_error(TSRNN_ERR_DATA,
+                             "%s: the header would have %zu bytes, over the %u that readers accept",
+                             shown, padded, HEADER_MAX_NBYTES);
+        goto out;
     }
     *head = malloc(8 + padded);
     if (*head == NULL) {
-        free(text);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", shown);
+        goto out;
     }
     for (int i = 0; i < 8; i++)
         (*head)[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     memcpy(*head + 8, text, text_nbytes);
     memset(*head + 8 + text_nbytes, ' ', padded - text_nbytes);
     *head_nbytes = 8 + padded;
+out:
+    json_decref(root);
     free(text);
-    return TSRNN_OK;
+    return status;
 }
 
 /* Header, then each tensor's bytes, into an atomic file. */

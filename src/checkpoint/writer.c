@@ -1,8 +1,18 @@
-/* The epoch checkpoints of a run, written behind the training (include/tsrnn/checkpoint.h):
- * the trainer hands each epoch's snapshot over and goes on; a thread of the writer's own does
- * the same writes, fsyncs, links and prunes the trainer did itself before, one snapshot at a
- * time. Only the newest snapshot and the newest improving one wait: every file the writer
- * makes is one the synchronous sequence makes too, so after a drain the folder is the same. */
+/* The epoch checkpoints of a run, written behind the training (include/tsrnn/checkpoint.h).
+ *
+ * Which epochs get files is a function of the epochs, never of thread timing
+ * (docs/run-folder.md "Checkpoints"). The writer writes at its write points: every epoch
+ * whose number + 1 is a multiple of `every` (K, fixed when the writer is made, from the work
+ * of one epoch: see epochs_per_write()), and wherever the trainer drains it (the end of
+ * training, an interrupt, an error). There it writes the newest snapshot handed over and,
+ * before it, the newest improving one since the previous write point when that is an
+ * earlier epoch (its best-... file is due): the files the synchronous sequence makes for
+ * those epochs, in the same order, so the folder after a drain is the same, byte for byte.
+ *
+ * A thread of the writer's own writes a write point's files while the next epochs train; the
+ * trainer waits at the next write point until they are on disk. So the thread is never more
+ * than one write point behind, and a failed write is reported at a fixed epoch: the next
+ * write point, or the drain. */
 #include "tsrnn/checkpoint.h"
 
 #include <math.h>
@@ -18,20 +28,38 @@
 #define DIR_MAX             (PATH_MAX + 16)
 #define CHECKPOINT_PATH_MAX (DIR_MAX + 256)
 
+/* The training work between two write points: K is the fewest epochs whose work is at least
+ * this, the work of an epoch counted as training windows x training_length x parameters (the
+ * forward pass's multiply-adds, about). 5e7 is about 10 ms of one core of the benchmark
+ * machine: a write point's two or three fsyncs (0.3-3 ms each there) then cost the training
+ * nothing, and a kill loses at most that much of it. The seed example (0.97 M per epoch)
+ * writes every 52 epochs, a 64-unit LSTM on it every 2, any model of 5e7 or more per epoch
+ * every epoch. */
+#define WORK_PER_WRITE 5e7
+
+/* Snapshots the writer holds at most, besides the one the trainer is taking: the memory
+ * estimate counts four in all (src/train/memory.c). */
+#define HELD_MAX 3
+
 struct tsrnn_checkpoint_writer {
     char dir[DIR_MAX];
     const struct tsrnn_model *model; /* its table and dims; the device is not touched */
     const struct tsrnn_config *cfg;
     const struct tsrnn_dataset *ds;
-    bool threaded; /* false: put() writes before it returns */
+    int64_t every; /* K: epoch e is a write point when (e + 1) % K == 0 */
+    bool threaded; /* false: write points write before put() returns */
     pthread_t thread;
     pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t work;  /* a snapshot queued, or stopping */
-    pthread_cond_t idle;  /* a snapshot written (or dropped after a failure) */
-    /* The queue: the newest snapshot, and the newest improving one when a later epoch
-     * superseded it (its best-... file is still due). NULL when none. */
+    pthread_cond_t work;  /* snapshots due, or stopping */
+    pthread_cond_t done;  /* a due snapshot written (or dropped after a failure) */
+    /* Held since the previous write point: the newest snapshot, and the newest improving one
+     * when a later epoch came after it (its best-... file is still due). NULL when none. */
     struct tsrnn_checkpoint_snapshot *latest, *best;
-    bool writing, stopping;
+    /* Handed to the thread at a write point, written best first; `pending` counts them with
+     * the one being written. */
+    struct tsrnn_checkpoint_snapshot *due_latest, *due_best;
+    size_t pending;
+    bool stopping;
     enum tsrnn_status failed; /* a write failed: the run stops; message holds the reason */
     char message[2048];
     char last_path[CHECKPOINT_PATH_MAX], best_path[CHECKPOINT_PATH_MAX]; /* on disk; "" before */
@@ -40,6 +68,17 @@ struct tsrnn_checkpoint_writer {
 static bool improved(const struct tsrnn_checkpoint_snapshot *snap)
 {
     return snap->state.best_epoch == snap->state.epoch && !isnan(snap->state.monitor_value);
+}
+
+/* K for a run of `model` on `ds` (WORK_PER_WRITE above); 1 when an epoch's work is unknown. */
+static int64_t epochs_per_write(const struct tsrnn_model *model, const struct tsrnn_dataset *ds)
+{
+    double work =
+        (double)ds->train.count * (double)ds->training_length * (double)model->table.total_count;
+    if (!(work > 0.0))
+        return 1;
+    double k = ceil(WORK_PER_WRITE / work);
+    return k < 1.0 ? 1 : (int64_t)k;
 }
 
 /* One epoch's checkpoints: last-epoch=N always, best-... when the monitored loss improved;
@@ -54,8 +93,7 @@ static enum tsrnn_status save_epoch(const struct tsrnn_checkpoint_writer *w,
     bool better = improved(snap);
 
     /* An improving epoch's two names share one sync of the folder, after both (one fsync of
-     * three per such epoch: 77 of AirPassengers' 300 epochs); the previous checkpoints are
-     * pruned only after it. */
+     * three per such epoch); the previous checkpoints are pruned only after it. */
     tsrnn_checkpoint_name_last(last_name, sizeof(last_name), st->epoch);
     snprintf(last, capacity, "%s/%s", w->dir, last_name);
     best[0] = '\0';
@@ -83,27 +121,37 @@ static enum tsrnn_status save_epoch(const struct tsrnn_checkpoint_writer *w,
     return TSRNN_OK;
 }
 
-/* save_epoch() and what it leaves: the paths on disk, or the failure for the trainer. Called
- * with the lock held; writes without it when `unlock`. */
-static void write_one(struct tsrnn_checkpoint_writer *w, struct tsrnn_checkpoint_snapshot *snap,
-                      bool unlock)
+static void drop(struct tsrnn_checkpoint_snapshot **snap)
 {
+    free(*snap);
+    *snap = NULL;
+}
+
+/* Writes the next due snapshot (the improving one first) and records what it left: the paths
+ * on disk, or the failure for the trainer, after which nothing more is written. Called with
+ * the lock held and a snapshot due; writes without the lock when `unlock`. */
+static void write_next(struct tsrnn_checkpoint_writer *w, bool unlock)
+{
+    struct tsrnn_checkpoint_snapshot **slot = w->due_best != NULL ? &w->due_best : &w->due_latest;
+    struct tsrnn_checkpoint_snapshot *snap = *slot;
     char last[sizeof(w->last_path)], best[sizeof(w->best_path)];
-    w->writing = true;
+    *slot = NULL;
     if (unlock)
         pthread_mutex_unlock(&w->lock);
     enum tsrnn_status status = save_epoch(w, snap, last, best, sizeof(last));
     free(snap);
     if (unlock)
         pthread_mutex_lock(&w->lock);
-    w->writing = false;
+    w->pending--;
     if (status != TSRNN_OK) {
         /* The synchronous run would have stopped here: nothing after it is written. */
         w->failed = status;
         snprintf(w->message, sizeof(w->message), "%s", tsrnn_last_error());
-        free(w->latest);
-        free(w->best);
-        w->latest = w->best = NULL;
+        w->pending -= (w->due_latest != NULL) + (w->due_best != NULL);
+        drop(&w->due_latest);
+        drop(&w->due_best);
+        drop(&w->latest);
+        drop(&w->best);
         return;
     }
     snprintf(w->last_path, sizeof(w->last_path), "%s", last);
@@ -116,22 +164,31 @@ static void *writer_main(void *arg)
     struct tsrnn_checkpoint_writer *w = arg;
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        while (w->latest == NULL && w->best == NULL && !w->stopping)
+        while (w->pending == 0 && !w->stopping)
             pthread_cond_wait(&w->work, &w->lock);
-        if (w->latest == NULL && w->best == NULL)
+        if (w->pending == 0)
             break; /* stopping, and everything handed over is written */
-        /* The superseded best first: the files then appear in the order of their epochs,
-         * as the synchronous sequence makes them. */
-        struct tsrnn_checkpoint_snapshot *snap = w->best != NULL ? w->best : w->latest;
-        if (snap == w->best)
-            w->best = NULL;
-        else
-            w->latest = NULL;
-        write_one(w, snap, true);
-        pthread_cond_broadcast(&w->idle);
+        write_next(w, true);
+        pthread_cond_broadcast(&w->done);
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
+}
+
+/* Makes the held snapshots due: the thread writes them, or, without one, they are written
+ * here. Called with the lock held and no snapshot due. */
+static void hand_over(struct tsrnn_checkpoint_writer *w)
+{
+    w->due_best = w->best;
+    w->due_latest = w->latest;
+    w->best = w->latest = NULL;
+    w->pending = (w->due_best != NULL) + (w->due_latest != NULL);
+    if (w->threaded) {
+        pthread_cond_signal(&w->work);
+        return;
+    }
+    while (w->pending > 0 && w->failed == TSRNN_OK)
+        write_next(w, false);
 }
 
 enum tsrnn_status tsrnn_checkpoint_writer_create(struct tsrnn_checkpoint_writer **out,
@@ -148,10 +205,13 @@ enum tsrnn_status tsrnn_checkpoint_writer_create(struct tsrnn_checkpoint_writer 
     w->model = model;
     w->cfg = cfg;
     w->ds = ds;
+    /* Unthreaded (TSRNN_CHECKPOINT_SYNC=1): every epoch before the next one starts, as tsrnn
+     * wrote them before the writer. */
+    w->every = threaded ? epochs_per_write(model, ds) : 1;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->work, NULL);
-    pthread_cond_init(&w->idle, NULL);
-    /* Without a thread (none left to make) the writes are the trainer's, as before. */
+    pthread_cond_init(&w->done, NULL);
+    /* Without a thread (none left to make) the trainer writes at the same write points. */
     if (threaded)
         w->threaded = tsrnn_thread_start(&w->thread, writer_main, w);
     *out = w;
@@ -165,31 +225,55 @@ static enum tsrnn_status failure(const struct tsrnn_checkpoint_writer *w)
     return w->failed == TSRNN_OK ? TSRNN_OK : tsrnn_error(w->failed, "%s", w->message);
 }
 
+/* How many snapshots the writer holds once `snap` joins the held ones (hold() below). */
+static size_t held_with(const struct tsrnn_checkpoint_writer *w,
+                        const struct tsrnn_checkpoint_snapshot *snap)
+{
+    if (improved(snap))
+        return 1;
+    return w->best != NULL || (w->latest != NULL && improved(w->latest)) ? 2 : 1;
+}
+
+/* Keeps `snap` as the newest held snapshot. An improving snapshot makes the held ones
+ * redundant: its own best-... supersedes theirs. Otherwise a held improving one stays as the
+ * best still due, and a held plain one is dropped. */
+static void hold(struct tsrnn_checkpoint_writer *w, struct tsrnn_checkpoint_snapshot *snap)
+{
+    if (improved(snap)) {
+        drop(&w->best);
+    } else if (w->latest != NULL && improved(w->latest)) {
+        drop(&w->best);
+        w->best = w->latest;
+        w->latest = NULL;
+    }
+    drop(&w->latest);
+    w->latest = snap;
+}
+
 enum tsrnn_status tsrnn_checkpoint_writer_put(struct tsrnn_checkpoint_writer *w,
                                               struct tsrnn_checkpoint_snapshot *snap)
 {
+    bool point = (snap->state.epoch + 1) % w->every == 0;
+    enum tsrnn_status status = TSRNN_OK;
     pthread_mutex_lock(&w->lock);
-    enum tsrnn_status status = failure(w);
-    if (status != TSRNN_OK) {
-        free(snap);
-    } else if (!w->threaded) {
-        write_one(w, snap, false);
+    /* At a write point, the previous one's files first: on disk, or failed. Elsewhere only
+     * when the writer would hold more than HELD_MAX (the thread still writing the previous
+     * write point's improving epoch). Waiting changes when, never what, is written. */
+    if (point) {
+        while (w->pending > 0)
+            pthread_cond_wait(&w->done, &w->lock);
         status = failure(w);
+    }
+    while (w->pending + held_with(w, snap) > HELD_MAX)
+        pthread_cond_wait(&w->done, &w->lock);
+    if (w->failed != TSRNN_OK) {
+        free(snap); /* nothing is written after a failure */
     } else {
-        /* Latest wins. An improving snapshot makes every queued one redundant: its own
-         * best-... supersedes theirs. Otherwise a queued improving one keeps its place as
-         * the best still due, and a queued plain one is dropped. */
-        if (improved(snap)) {
-            free(w->best);
-            w->best = NULL;
-        } else if (w->latest != NULL && improved(w->latest)) {
-            free(w->best);
-            w->best = w->latest;
-            w->latest = NULL;
+        hold(w, snap);
+        if (point) {
+            hand_over(w);
+            status = failure(w);
         }
-        free(w->latest);
-        w->latest = snap;
-        pthread_cond_signal(&w->work);
     }
     pthread_mutex_unlock(&w->lock);
     return status;
@@ -199,8 +283,12 @@ enum tsrnn_status tsrnn_checkpoint_writer_drain(struct tsrnn_checkpoint_writer *
                                                 char *best, size_t capacity)
 {
     pthread_mutex_lock(&w->lock);
-    while (w->latest != NULL || w->best != NULL || w->writing)
-        pthread_cond_wait(&w->idle, &w->lock);
+    while (w->pending > 0)
+        pthread_cond_wait(&w->done, &w->lock);
+    if (w->failed == TSRNN_OK && (w->latest != NULL || w->best != NULL))
+        hand_over(w);
+    while (w->pending > 0)
+        pthread_cond_wait(&w->done, &w->lock);
     enum tsrnn_status status = failure(w);
     if (w->last_path[0] != '\0')
         snprintf(last, capacity, "%s", w->last_path);
@@ -214,17 +302,23 @@ void tsrnn_checkpoint_writer_destroy(struct tsrnn_checkpoint_writer *w)
 {
     if (w == NULL)
         return;
-    if (w->threaded) {
-        /* The thread writes what is still queued before it ends. */
-        pthread_mutex_lock(&w->lock);
-        w->stopping = true;
-        pthread_cond_signal(&w->work);
-        pthread_mutex_unlock(&w->lock);
+    /* What a drain would write is written (the trainer drains first; this is for a caller
+     * that did not), then the thread ends. */
+    pthread_mutex_lock(&w->lock);
+    while (w->pending > 0)
+        pthread_cond_wait(&w->done, &w->lock);
+    if (w->failed == TSRNN_OK && (w->latest != NULL || w->best != NULL))
+        hand_over(w);
+    w->stopping = true;
+    pthread_cond_signal(&w->work);
+    pthread_mutex_unlock(&w->lock);
+    if (w->threaded)
         pthread_join(w->thread, NULL);
-    }
     free(w->latest);
     free(w->best);
-    pthread_cond_destroy(&w->idle);
+    free(w->due_latest);
+    free(w->due_best);
+    pthread_cond_destroy(&w->done);
     pthread_cond_destroy(&w->work);
     pthread_mutex_destroy(&w->lock);
     free(w);

@@ -37,7 +37,7 @@
 #include <stddef.h>
 
 #include "tsrnn/compute.h"
-#include "tsrnn/model.h"
+#include "tsrnn/nn.h"
 
 /* What the step hands a backend's own step: the state it updates and the workspace's
  * gradient buffer, (table.total_count + 2) floats: the gradients, then the loss and the stop

@@ -193,7 +193,7 @@ enum tsrnn_status tsrnn_compute_synchronize(struct tsrnn_compute *compute)
     return compute->backend->synchronize(compute);
 }
 
-/* [training] loss_fn's names of the loss kinds (include/tsrnn/model.h). */
+/* [training] loss_fn's names of the loss kinds (include/tsrnn/nn.h). */
 static const char *loss_name(enum tsrnn_loss_kind loss)
 {
     static const char *const names[] = { "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss",

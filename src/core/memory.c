@@ -1,6 +1,6 @@
-/* What memory this process can still have (include/tsrnn/memory.h): the machine's, its
+/* What memory this process can still have (include/tsrnn/core.h): the machine's, its
  * cgroup's and its own limits. In core/ because the data reader bounds a file by it too. */
-#include "tsrnn/memory.h"
+#include "tsrnn/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* SplitMix64 streams and bounded integers (include/tsrnn/rng.h). */
-#include "tsrnn/rng.h"
+/* SplitMix64 streams and bounded integers (rng.h). */
+#include "rng.h"
 
 static uint64_t mix64(uint64_t z)
 {

@@ -63,19 +63,6 @@ static enum tsrnn_status check_part(const struct tsrnn_config *cfg, const char *
                        tsrnn_config_origin(cfg, "model", "training_length"), need);
 }
 
-void tsrnn_series_options_from_config(struct tsrnn_series_options *o,
-                                      const struct tsrnn_config *cfg)
-{
-    memset(o, 0, sizeof(*o));
-    if (cfg->freq[0] != '\0' && !tsrnn_freq_parse(&o->freq, cfg->freq))
-        o->freq.kind = TSRNN_FREQ_NONE; /* cannot happen: the parser checked it */
-    o->freq_text = cfg->freq;
-    o->freq_origin = tsrnn_config_origin(cfg, "data", "freq");
-    o->fill_missing_dates = cfg->fill_missing_dates;
-    o->fill_dates_origin = tsrnn_config_origin(cfg, "data", "fill_missing_dates");
-    o->fill_missing_values = cfg->fill_missing_values;
-}
-
 /* Where a series' problems are: its file, or for one of a long-format file, the file and the
  * series' id. */
 static void series_label(const struct tsrnn_dataset_series *ds, const struct tsrnn_config *cfg,
@@ -170,6 +157,40 @@ static void column_scaler(struct tsrnn_scaler *scaler, const struct tsrnn_datase
     }
 }
 
+/* add_encoders' transformer (build_covariates()), fitted once on the training encodings of
+ * every series (train_points points in all), or with [covariates] columns on every point of
+ * each series; cyclic's columns kept unscaled. */
+static enum tsrnn_status fit_encoder_scaler(struct tsrnn_dataset *ds, size_t train_points)
+{
+    enum tsrnn_status status = TSRNN_OK;
+    struct tsrnn_covariates *cov = ds->covariates;
+    size_t K = cov->count, Kc = cov->column_count;
+    size_t fit_points = Kc > 0 ? 0 : train_points;
+    for (size_t i = 0; i < ds->series_count && Kc > 0; i++)
+        fit_points += ds->items[i].series.length;
+    float *rows = malloc(fit_points * K * sizeof(float)); /* (fit_points, K) */
+    if (rows == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", fit_points);
+    for (size_t i = 0, at = 0; i < ds->series_count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        size_t n = Kc > 0 ? item->series.length : item->train_length;
+        if (Kc > 0) {
+            status = tsrnn_covariates_compute(rows + at, cov, NULL, &item->series, item->id, 0, n,
+                                              item->train_length - 1);
+            if (status != TSRNN_OK)
+                goto out;
+        } else {
+            memcpy(rows + at, item->covariates, n * K * sizeof(float));
+        }
+        at += n * K;
+    }
+    tsrnn_scaler_fit(&cov->scaler, rows, fit_points, K);
+    tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, Kc);
+out:
+    free(rows);
+    return status;
+}
+
 /* Darts' add_encoders at fit(): each series' training and validation parts encoded apart
  * (fit() encodes series and val_series), the transformer fitted once on the training
  * encodings of all series, then applied to every part. What "the training encodings" span
@@ -201,32 +222,10 @@ static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct
                                                item->val_length, L - 1));
         train_points += item->train_length;
     }
-    if (cfg->cov_scaler == TSRNN_SCALER_MINMAX) {
-        size_t fit_points = Kc > 0 ? 0 : train_points;
-        for (size_t i = 0; i < ds->series_count && Kc > 0; i++)
-            fit_points += ds->items[i].series.length;
-        float *rows = malloc(fit_points * K * sizeof(float)); /* (fit_points, K) */
-        if (rows == NULL)
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", fit_points);
-        enum tsrnn_status status = TSRNN_OK;
-        for (size_t i = 0, at = 0; i < ds->series_count && status == TSRNN_OK; i++) {
-            const struct tsrnn_dataset_series *item = &ds->items[i];
-            size_t n = Kc > 0 ? item->series.length : item->train_length;
-            if (Kc > 0)
-                status = tsrnn_covariates_compute(rows + at, cov, NULL, &item->series, item->id, 0,
-                                                  n, item->train_length - 1);
-            else
-                memcpy(rows + at, item->covariates, n * K * sizeof(float));
-            at += n * K;
-        }
-        if (status == TSRNN_OK)
-            tsrnn_scaler_fit(&cov->scaler, rows, fit_points, K);
-        free(rows);
-        TSRNN_TRY(status);
-        tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, Kc);
-    } else {
+    if (cfg->cov_scaler == TSRNN_SCALER_MINMAX)
+        TSRNN_TRY(fit_encoder_scaler(ds, train_points));
+    else
         tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);
-    }
     for (size_t i = 0; i < ds->series_count; i++) {
         struct tsrnn_dataset_series *item = &ds->items[i];
         item->cov_scaler = cov->scaler;
@@ -270,14 +269,16 @@ static enum tsrnn_status read_groups(struct tsrnn_dataset *ds, const struct tsrn
                                            cfg->time_col, cfg->value_cols, cfg->value_col_count,
                                            options));
     enum tsrnn_status status = alloc_items(ds, S);
+    if (status != TSRNN_OK)
+        goto out;
     for (size_t i = 0; i < S; i++) {
-        if (status == TSRNN_OK) {
-            ds->items[i].series = series[i];
-            memcpy(ds->items[i].id, ids[i], sizeof(ids[i]));
-        } else {
-            tsrnn_series_finish(&series[i]);
-        }
+        ds->items[i].series = series[i]; /* the dataset's now */
+        series[i] = (struct tsrnn_series){ 0 };
+        memcpy(ds->items[i].id, ids[i], sizeof(ids[i]));
     }
+out:
+    for (size_t i = 0; i < S; i++)
+        tsrnn_series_finish(&series[i]);
     free(series);
     free(ids);
     return status;
@@ -350,6 +351,35 @@ static enum tsrnn_status check_components(const struct tsrnn_dataset *ds,
     return TSRNN_OK;
 }
 
+/* The series of [data] path, each read, split and scaled (prepare_series()). */
+static enum tsrnn_status read_series(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+{
+    enum tsrnn_status status = TSRNN_OK;
+    struct tsrnn_data_paths paths = { 0 };
+    struct tsrnn_series_options options;
+    TSRNN_TRY(tsrnn_series_options_from_config(&options, cfg));
+    status =
+        tsrnn_data_paths_expand(&paths, cfg->data_path, tsrnn_config_origin(cfg, "data", "path"));
+    if (status != TSRNN_OK)
+        goto out;
+    status = cfg->id_col[0] != '\0' ? read_groups(ds, cfg, paths.paths[0], &options)
+                                    : read_files(ds, cfg, &paths, &options);
+    if (status != TSRNN_OK)
+        goto out;
+    status = check_components(ds, &paths);
+    if (status != TSRNN_OK)
+        goto out;
+    size_t S = ds->series_count;
+    for (size_t i = 0; i < S; i++) {
+        status = prepare_series(&ds->items[i], cfg, paths.paths[paths.count > 1 ? i : 0], S > 1);
+        if (status != TSRNN_OK)
+            goto out;
+    }
+out:
+    tsrnn_data_paths_finish(&paths);
+    return status;
+}
+
 /* The list of the run's series and the samples over it (Darts' training and validation
  * datasets over a list). */
 static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
@@ -362,22 +392,8 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
     TSRNN_TRY(tsrnn_encoders_from_config(cov->encoders, &cov->encoder_count, &cov->count, cfg));
     TSRNN_TRY(tsrnn_covariate_columns_from_config(cov, cfg));
 
-    struct tsrnn_data_paths paths;
-    struct tsrnn_series_options options;
-    tsrnn_series_options_from_config(&options, cfg);
-    TSRNN_TRY(
-        tsrnn_data_paths_expand(&paths, cfg->data_path, tsrnn_config_origin(cfg, "data", "path")));
-    enum tsrnn_status status = cfg->id_col[0] != '\0'
-                                   ? read_groups(ds, cfg, paths.paths[0], &options)
-                                   : read_files(ds, cfg, &paths, &options);
-    if (status == TSRNN_OK)
-        status = check_components(ds, &paths);
+    TSRNN_TRY(read_series(ds, cfg));
     size_t S = ds->series_count;
-    for (size_t i = 0; i < S && status == TSRNN_OK; i++)
-        status = prepare_series(&ds->items[i], cfg, paths.paths[paths.count > 1 ? i : 0], S > 1);
-    tsrnn_data_paths_finish(&paths);
-    TSRNN_TRY(status);
-
     ds->component_count = ds->items[0].series.component_count;
     ds->training_length = (size_t)cfg->training_length;
     TSRNN_TRY(build_covariates(ds, cfg));
@@ -397,6 +413,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
 enum tsrnn_status tsrnn_dataset_load(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
 {
     memset(ds, 0, sizeof(*ds));
+    TSRNN_TRY(tsrnn_data_check_config(cfg));
     enum tsrnn_status status = build(ds, cfg);
     if (status != TSRNN_OK)
         tsrnn_dataset_finish(ds);

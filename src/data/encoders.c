@@ -424,16 +424,17 @@ enum tsrnn_status tsrnn_encoders_compute(float *out, size_t row_stride,
                                "the %s encoder '%s' needs dates, but the series has an "
                                "integer index; accepted there: position = relative",
                                tsrnn_encoder_kind_name(encoders[e].kind), encoders[e].name);
+    enum tsrnn_status status = TSRNN_OK;
     int64_t *times = malloc((length > 0 ? length : 1) * sizeof(*times));
     if (times == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate stamps", length);
     for (size_t i = 0; i < length; i++)
         if (!tsrnn_freq_advance(freq, first, (int64_t)i, &times[i])) {
-            free(times);
-            return tsrnn_error(TSRNN_ERR_DATA,
-                               "the covariates' %zu stamps pass the last one tsrnn writes (the "
-                               "year 9999 or the largest integer index)",
-                               length);
+            status = tsrnn_error(TSRNN_ERR_DATA,
+                                 "the covariates' %zu stamps pass the last one tsrnn writes (the "
+                                 "year 9999 or the largest integer index)",
+                                 length);
+            goto out;
         }
     struct index_facts facts;
     index_facts(&facts, times, unit == TSRNN_TIME_INDEX ? 0 : length);
@@ -464,8 +465,9 @@ enum tsrnn_status tsrnn_encoders_compute(float *out, size_t row_stride,
             row += width;
         }
     }
+out:
     free(times);
-    return TSRNN_OK;
+    return status;
 }
 
 /* The user's covariate columns of points [first, first + length) into out's first Kc

@@ -43,26 +43,30 @@ static enum tsrnn_status push_path(struct tsrnn_data_paths *p, const char *path,
 static enum tsrnn_status expand_pattern(struct tsrnn_data_paths *p, const char *pattern,
                                         const char *origin)
 {
-    glob_t g;
+    enum tsrnn_status status = TSRNN_OK;
+    glob_t g = { 0 };
     int rc = glob(pattern, GLOB_NOSORT | GLOB_ERR, NULL, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
-        globfree(&g);
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "%s: [data] path: the pattern '%s' matches no file; accepted: a CSV "
-                           "file, a comma-separated list of them, or a pattern such as "
-                           "data/*.csv that matches at least one",
-                           origin, tsrnn_display_path(pattern));
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "%s: [data] path: the pattern '%s' matches no file; accepted: a CSV "
+                             "file, a comma-separated list of them, or a pattern such as "
+                             "data/*.csv that matches at least one",
+                             origin, tsrnn_display_path(pattern));
+        goto out;
     }
     if (rc != 0) {
-        globfree(&g);
-        return tsrnn_error(rc == GLOB_NOSPACE ? TSRNN_ERR_NOMEM : TSRNN_ERR_USAGE,
-                           "%s: [data] path: cannot list the files of the pattern '%s'", origin,
-                           tsrnn_display_path(pattern));
+        status = tsrnn_error(rc == GLOB_NOSPACE ? TSRNN_ERR_NOMEM : TSRNN_ERR_USAGE,
+                             "%s: [data] path: cannot list the files of the pattern '%s'", origin,
+                             tsrnn_display_path(pattern));
+        goto out;
     }
     qsort(g.gl_pathv, g.gl_pathc, sizeof(*g.gl_pathv), compare_names);
-    enum tsrnn_status status = TSRNN_OK;
-    for (size_t i = 0; i < g.gl_pathc && status == TSRNN_OK; i++)
+    for (size_t i = 0; i < g.gl_pathc; i++) {
         status = push_path(p, g.gl_pathv[i], strlen(g.gl_pathv[i]));
+        if (status != TSRNN_OK)
+            goto out;
+    }
+out:
     globfree(&g);
     return status;
 }
@@ -79,28 +83,35 @@ void tsrnn_data_path_stem(const char *path, char *out, size_t capacity)
 enum tsrnn_status tsrnn_data_paths_expand(struct tsrnn_data_paths *p, const char *spec,
                                           const char *origin)
 {
-    memset(p, 0, sizeof(*p));
     enum tsrnn_status status = TSRNN_OK;
-    for (const char *item = spec; status == TSRNN_OK;) {
+    char *one = NULL;
+    memset(p, 0, sizeof(*p));
+    for (const char *item = spec;;) {
         const char *comma = strchr(item, ',');
         size_t len = comma ? (size_t)(comma - item) : strlen(item);
-        char *one = strndup(item, len);
-        if (one == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the data file names");
-        else if (len == 0)
+        if (len == 0) {
             status = tsrnn_error(TSRNN_ERR_USAGE,
                                  "%s: [data] path = '%s' has an empty entry; accepted: CSV "
                                  "files or patterns separated by single commas",
                                  origin, spec);
-        else if (is_pattern(one))
-            status = expand_pattern(p, one, origin);
-        else
-            status = push_path(p, one, len);
+            goto out;
+        }
+        one = strndup(item, len);
+        if (one == NULL) {
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the data file names");
+            goto out;
+        }
+        status = is_pattern(one) ? expand_pattern(p, one, origin) : push_path(p, one, len);
+        if (status != TSRNN_OK)
+            goto out;
         free(one);
+        one = NULL;
         if (comma == NULL)
             break;
         item = comma + 1;
     }
+out:
+    free(one);
     if (status != TSRNN_OK)
         tsrnn_data_paths_finish(p);
     return status;

@@ -133,9 +133,10 @@ enum tsrnn_status tsrnn_forecast_predict(struct tsrnn_forecast *f, struct tsrnn_
                                                    "with sampling options")
                     : tsrnn_forecast_run(&f[i], model, &sources[i], icl, lengths ? lengths[i] : n);
             if (status != TSRNN_OK) {
+                const char *id = sources[i].id; /* before i counts down past 0 */
                 while (i-- > 0)
                     tsrnn_forecast_finish(&f[i]);
-                return tsrnn_forecast_error_series(status, sources[i].id);
+                return tsrnn_forecast_error_series(status, id);
             }
         }
         return TSRNN_OK;

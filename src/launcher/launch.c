@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "tsrnn/data.h"
 
 static enum tsrnn_status load_config(struct launch *l)
 {
@@ -41,7 +42,8 @@ static enum tsrnn_status load_config(struct launch *l)
                                        options[i].origin, "."));
     snprintf(l->model_name_arg, sizeof(l->model_name_arg), "output.model_name=%s",
              l->cfg->model_name);
-    return tsrnn_config_validate(l->cfg);
+    TSRNN_TRY(tsrnn_config_validate(l->cfg));
+    return tsrnn_data_check_config(l->cfg);
 }
 
 enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *exit_code)

@@ -77,40 +77,51 @@ static enum tsrnn_status keep_rows(const struct tsrnn_metrics_csv *m, int64_t ke
 {
     if (access(m->path, F_OK) != 0 && errno == ENOENT)
         return TSRNN_OK;
+    enum tsrnn_status status = TSRNN_OK;
+    struct tsrnn_atomic_file af = { 0 };
+    FILE *in = NULL;
     int fd = open_regular(m, O_RDONLY);
-    FILE *in = fd >= 0 ? fdopen(fd, "r") : NULL;
-    if (in == NULL) {
-        if (fd >= 0) {
-            close(fd);
-            return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read %s",
-                                     tsrnn_display_path(m->path));
-        }
-        return TSRNN_ERR_IO;
+    if (fd < 0) {
+        status = TSRNN_ERR_IO; /* open_regular() said why */
+        goto out;
     }
-    struct tsrnn_atomic_file af;
-    enum tsrnn_status status = tsrnn_atomic_file_open(&af, m->path);
+    in = fdopen(fd, "r");
+    if (in == NULL) {
+        status =
+            tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read %s", tsrnn_display_path(m->path));
+        close(fd);
+        goto out;
+    }
+    status = tsrnn_atomic_file_open(&af, m->path);
+    if (status != TSRNN_OK)
+        goto out;
     char line[512];
     bool first = true;
-    while (status == TSRNN_OK && fgets(line, sizeof(line), in) != NULL) {
+    while (fgets(line, sizeof(line), in) != NULL) {
         long long epoch, step;
         bool keep = first ? strcmp(line, HEADER) == 0
                           : sscanf(line, "%lld,%lld,", &epoch, &step) == 2 &&
                                 step < keep_before_step && strchr(line, '\n') != NULL;
-        if (first && !keep)
+        if (first && !keep) {
             status = tsrnn_error(TSRNN_ERR_DATA,
                                  "%s: not a tsrnn metrics file (its header is not %.*s); move it "
                                  "away to resume here",
                                  tsrnn_display_path(m->path), (int)strlen(HEADER) - 1, HEADER);
-        else if (keep)
+            goto out;
+        }
+        if (keep)
             fputs(line, af.file);
         first = false;
     }
-    if (status == TSRNN_OK && ferror(in))
+    if (ferror(in)) {
         status = tsrnn_error(TSRNN_ERR_IO, "cannot read %s", tsrnn_display_path(m->path));
-    fclose(in);
-    if (status == TSRNN_OK)
-        return tsrnn_atomic_file_commit(&af);
+        goto out;
+    }
+    status = tsrnn_atomic_file_commit(&af); /* frees af: the abort below does nothing */
+out:
     tsrnn_atomic_file_abort(&af);
+    if (in != NULL)
+        fclose(in);
     return status;
 }
 

@@ -1,6 +1,7 @@
-/* Forecast pictures (include/tsrnn/plot.h), drawn with cairo's image surface and toy text
- * API ("DejaVu Sans", from fonts-dejavu-core) and written as PNG (zlib, "PNG" below) through
- * tsrnn_atomic_file.
+/* Forecast pictures (include/tsrnn/plot.h): the chart, laid out and drawn with cairo's image
+ * surface and toy text API ("DejaVu Sans", from fonts-dejavu-core). Its neighbours: where
+ * the axes' ticks go (plot_axes.c), cairo and fontconfig, loaded when first needed
+ * (plot_libs.c), and the PNG file (png.c).
  *
  * The look follows Darts' TimeSeries.plot() on matplotlib's defaults: tab10 lines about
  * 1.5-2 px wide, a light grid, ticks at round values (1-2-5 steps on the value axis,
@@ -20,15 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsrnn/atomic_file.h"
-#include "tsrnn/dynlib.h"
-
 #if TSRNN_HAVE_PLOTS
-#include <cairo.h>
-#include <fontconfig/fontconfig.h>
-#include <pthread.h>
-#include <unistd.h>
-#include <zlib.h>
+#include "plot_axes.h"
+#include "plot_libs.h"
+#include "png.h"
 #endif
 
 bool tsrnn_plot_available(void)
@@ -38,9 +34,8 @@ bool tsrnn_plot_available(void)
 
 #if TSRNN_HAVE_PLOTS
 
-#define TICKS_MAX 32
-#define FONT      "DejaVu Sans"
-#define TEXT_MAX  512 /* bytes of a title or label drawn, "..." included */
+#define FONT     "DejaVu Sans"
+#define TEXT_MAX 512 /* bytes of a title or label drawn, "..." included */
 
 /* Font sizes: the tick labels', axis names' and (at most) the component names' at 1000x500
  * pixels; the title's (bold, at most) and the legend's relative to it. */
@@ -48,157 +43,15 @@ bool tsrnn_plot_available(void)
 #define TITLE_SCALE  1.3
 #define LEGEND_SCALE 0.95
 
-/* --- cairo and fontconfig, loaded on first use ------------------------------------------
- * Linked, cairo and fontconfig (with pixman, FreeType, libpng, the X libraries: 20 more
- * libraries) cost every process ~1.7 ms of start-up for a picture drawn, if at all, at its
- * end. They are loaded by soname when the first picture needs them, or before, on the thread
- * of tsrnn_plot_warmup(). zlib, small and cairo's own dependency, stays linked. Every cairo
- * and fontconfig function called is listed here and called as LIB(name)(...). */
-#define CAIRO_SONAME      "libcairo.so.2"
-#define FONTCONFIG_SONAME "libfontconfig.so.1"
-/* clang-format off */
-#define CAIRO_FUNCTIONS(X)                \
-    X(cairo_arc)                          \
-    X(cairo_clip)                         \
-    X(cairo_create)                       \
-    X(cairo_destroy)                      \
-    X(cairo_fill)                         \
-    X(cairo_fill_preserve)                \
-    X(cairo_font_extents)                 \
-    X(cairo_image_surface_create)         \
-    X(cairo_image_surface_get_data)       \
-    X(cairo_image_surface_get_height)     \
-    X(cairo_image_surface_get_stride)     \
-    X(cairo_image_surface_get_width)      \
-    X(cairo_line_to)                      \
-    X(cairo_move_to)                      \
-    X(cairo_new_path)                     \
-    X(cairo_paint)                        \
-    X(cairo_rectangle)                    \
-    X(cairo_restore)                      \
-    X(cairo_rotate)                       \
-    X(cairo_save)                         \
-    X(cairo_select_font_face)             \
-    X(cairo_set_antialias)                \
-    X(cairo_set_font_size)                \
-    X(cairo_set_line_cap)                 \
-    X(cairo_set_line_join)                \
-    X(cairo_set_line_width)               \
-    X(cairo_set_source_rgb)               \
-    X(cairo_set_source_rgba)              \
-    X(cairo_show_text)                    \
-    X(cairo_status)                       \
-    X(cairo_status_to_string)             \
-    X(cairo_stroke)                       \
-    X(cairo_surface_destroy)              \
-    X(cairo_surface_flush)                \
-    X(cairo_text_extents)                 \
-    X(cairo_translate)
-#define FONTCONFIG_FUNCTIONS(X)           \
-    X(FcConfigAppFontAddFile)             \
-    X(FcConfigCreate)                     \
-    X(FcConfigDestroy)                    \
-    X(FcConfigParseAndLoadFromMemory)     \
-    X(FcConfigSetCurrent)
-/* clang-format on */
-
-#define LIB_POINTER(name) __typeof__(name) *name;
-static struct {
-    CAIRO_FUNCTIONS(LIB_POINTER)
-    FONTCONFIG_FUNCTIONS(LIB_POINTER)
-} lib;
-#define LIB(name)        (lib.name)
-
-#define TABLE_SYMBOL(fn) TSRNN_DYNLIB_SYMBOL(lib, fn),
-static const struct tsrnn_dynlib_symbol cairo_symbols[] = { CAIRO_FUNCTIONS(TABLE_SYMBOL) };
-static const struct tsrnn_dynlib_symbol fontconfig_symbols[] = { FONTCONFIG_FUNCTIONS(
-    TABLE_SYMBOL) };
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static bool loaded;
-static char load_why[1024];
-
-static void load_libraries(void)
-{
-    /* Handles stay open for the life of the process. */
-    loaded =
-        tsrnn_dynlib_open(CAIRO_SONAME, NULL, cairo_symbols,
-                          sizeof(cairo_symbols) / sizeof(cairo_symbols[0]),
-                          "install it (Debian: libcairo2)", ": not the library of the build",
-                          load_why, sizeof(load_why)) != NULL &&
-        tsrnn_dynlib_open(FONTCONFIG_SONAME, NULL, fontconfig_symbols,
-                          sizeof(fontconfig_symbols) / sizeof(fontconfig_symbols[0]),
-                          "install it (Debian: libfontconfig1)", ": not the library of the build",
-                          load_why, sizeof(load_why)) != NULL;
-    /* read after pthread_once, which orders it */
-}
+/* --- text ------------------------------------------------------------------------------ */
 
 /* The libraries for a picture at `path`: loaded, or why not. */
 static enum tsrnn_status load_for(const char *path)
 {
-    pthread_once(&load_once, load_libraries);
-    if (!loaded)
-        return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: %s", tsrnn_display_path(path), load_why);
+    const char *why;
+    if (!tsrnn_plot_libs_load(&why))
+        return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: %s", tsrnn_display_path(path), why);
     return TSRNN_OK;
-}
-
-/* --- text ------------------------------------------------------------------------------ */
-
-/* Where fonts-dejavu-core (Debian, Ubuntu) and other distributions' DejaVu packages put the
- * two faces drawn: regular, then bold. */
-static const char *const dejavu_files[][2] = {
-    { "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-      "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf" },
-    { "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-      "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans-Bold.ttf" },
-    { "/usr/share/fonts/TTF/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans-Bold.ttf" },
-    { "/usr/share/fonts/dejavu/DejaVuSans.ttf", "/usr/share/fonts/dejavu/DejaVuSans-Bold.ttf" },
-};
-
-/* How fontconfig's stock configuration renders DejaVu Sans: slight hinting, grey
- * antialiasing, FreeType's default LCD filter, and no hinting under 7.5 pixels. */
-static const char dejavu_rendering[] =
-    "<fontconfig>"
-    "<match target=\"pattern\"><edit name=\"hintstyle\" mode=\"append\">"
-    "<const>hintslight</const></edit></match>"
-    "<match target=\"pattern\"><edit name=\"antialias\" mode=\"append\">"
-    "<bool>true</bool></edit></match>"
-    "<match target=\"pattern\"><edit name=\"lcdfilter\" mode=\"append\">"
-    "<const>lcddefault</const></edit></match>"
-    "<match target=\"font\"><test name=\"pixelsize\" compare=\"less\"><double>7.5</double>"
-    "</test><edit name=\"hinting\"><bool>false</bool></edit></match>"
-    "</fontconfig>";
-
-/* cairo's toy text API finds FONT through fontconfig, whose first use parses the system's
- * whole configuration (some 40 XML files) and maps every font's cache: 24 M instructions,
- * ~4 ms (this set-up: 4 M). Where the DejaVu files are at a known place,
- * fontconfig gets a configuration of those two files and the stock rendering settings
- * instead: the same glyphs (a user's own fontconfig settings no longer apply to the
- * pictures). Elsewhere it loads its own as before. Once per process; the process draws
- * nothing else with fontconfig. */
-static void use_dejavu_files(void)
-{
-    for (size_t i = 0; i < sizeof(dejavu_files) / sizeof(dejavu_files[0]); i++) {
-        if (access(dejavu_files[i][0], R_OK) != 0 || access(dejavu_files[i][1], R_OK) != 0)
-            continue;
-        FcConfig *config = LIB(FcConfigCreate)();
-        if (config != NULL &&
-            LIB(FcConfigParseAndLoadFromMemory)(config, (const FcChar8 *)dejavu_rendering,
-                                                FcTrue) &&
-            LIB(FcConfigAppFontAddFile)(config, (const FcChar8 *)dejavu_files[i][0]) &&
-            LIB(FcConfigAppFontAddFile)(config, (const FcChar8 *)dejavu_files[i][1]) &&
-            LIB(FcConfigSetCurrent)(config)) {
-            LIB(FcConfigDestroy)(config); /* the current configuration holds its own reference */
-            return;
-        }
-        LIB(FcConfigDestroy)(config);
-    }
-}
-
-static void setup_fonts(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, use_dejavu_files);
 }
 
 enum valign {
@@ -222,6 +75,12 @@ static double text_width(cairo_t *cr, const char *text)
 
 /* Draws `text` at (x, y): `halign` 0 puts x at its left end, 0.5 at its centre, 1 at its
  * right end. */
+/* text_width() as the axes measure their labels (plot_axes.h): in the current font. */
+static double measure_label(void *cr, const char *text)
+{
+    return text_width(cr, text);
+}
+
 static void draw_text(cairo_t *cr, const char *text, double x, double y, double halign,
                       enum valign valign)
 {
@@ -314,291 +173,6 @@ static void set_rgb(cairo_t *cr, uint32_t rgb)
     (cr, ((rgb >> 16) & 0xff) / 255.0, ((rgb >> 8) & 0xff) / 255.0, (rgb & 0xff) / 255.0);
 }
 
-/* --- integer helpers ------------------------------------------------------------------- */
-
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) == (b < 0)) ? q + 1 : q;
-}
-
-/* Months since year 0 (year * 12 + month - 1) of the month holding `t`. The calendar lives
- * in src/data/time.c; going through its public format and parse keeps one copy of it. */
-static int64_t month_of(int64_t t)
-{
-    char text[64];
-    long long year = 0;
-    int month = 1;
-    tsrnn_time_format(t, TSRNN_TIME_MONTH, text, sizeof(text));
-    if (sscanf(text, "%lld-%d", &year, &month) != 2)
-        return 0;
-    return (int64_t)year * 12 + month - 1;
-}
-
-/* The first second of month `m` (months since year 0); false outside years 0000..9999. */
-static bool month_start(int64_t m, int64_t *t)
-{
-    char text[32];
-    int64_t year = floor_div(m, 12);
-    enum tsrnn_time_unit unit;
-    if (year < 0 || year > 9999)
-        return false;
-    snprintf(text, sizeof(text), "%04d-%02d", (int)year, (int)(m - year * 12 + 1));
-    return tsrnn_time_parse(text, t, &unit);
-}
-
-/* --- the time axis --------------------------------------------------------------------- */
-
-struct x_axis {
-    int64_t t0, t1; /* the range drawn, t0 < t1: seconds, or the integer index */
-    enum tsrnn_time_unit label_unit;
-    int64_t ticks[TICKS_MAX];
-    int tick_count;
-};
-
-/* A tick spacing: either a fixed number of `seconds` (aligned on its multiples since
- * 1970-01-01, a week on Mondays) or a number of calendar `months` (aligned on multiples since
- * year 0, so 3 gives quarters, 12 years, 120 decades). */
-struct time_step {
-    int64_t seconds;
-    int64_t months;
-};
-
-static const struct time_step time_steps[] = {
-    { 1, 0 },         { 2, 0 },         { 5, 0 },          { 10, 0 },    { 15, 0 },    { 30, 0 },
-    { 60, 0 },        { 120, 0 },       { 300, 0 },        { 600, 0 },   { 900, 0 },   { 1800, 0 },
-    { 3600, 0 },      { 7200, 0 },      { 10800, 0 },      { 21600, 0 }, { 43200, 0 }, { 86400, 0 },
-    { 2 * 86400, 0 }, { 7 * 86400, 0 }, { 14 * 86400, 0 }, { 0, 1 },     { 0, 2 },     { 0, 3 },
-    { 0, 6 },         { 0, 12 },        { 0, 24 },         { 0, 60 },    { 0, 120 },   { 0, 240 },
-    { 0, 600 },       { 0, 1200 },      { 0, 2400 },       { 0, 6000 },  { 0, 12000 },
-};
-
-/* The spacing of one tick step and where ticks sit: t = offset + k * step for k in
- * [k0, k1] (seconds and index), or month_start(k * months) (calendar). */
-struct tick_run {
-    struct time_step step;
-    int64_t offset;
-    int64_t k0, k1;
-};
-
-static double tick_run_count(const struct tick_run *run)
-{
-    return run->k1 < run->k0 ? 0 : (double)run->k1 - (double)run->k0 + 1;
-}
-
-static void tick_run_fixed(struct tick_run *run, int64_t step, int64_t offset, int64_t t0,
-                           int64_t t1)
-{
-    run->step = (struct time_step){ .seconds = step };
-    run->offset = offset;
-    run->k0 = ceil_div(t0 - offset, step);
-    run->k1 = floor_div(t1 - offset, step);
-}
-
-static void tick_run_months(struct tick_run *run, int64_t months, int64_t t0, int64_t t1)
-{
-    int64_t first = month_of(t0), start;
-    if (!month_start(first, &start) || start < t0)
-        first++;
-    run->step = (struct time_step){ .months = months };
-    run->offset = 0;
-    run->k0 = ceil_div(first, months);
-    run->k1 = floor_div(month_of(t1), months);
-}
-
-/* How ticks of a time axis with `step` are written: in the series' own precision, or, for a
- * series finer than months, the coarsest one that still tells the ticks apart (as
- * matplotlib's date labels): "1995" for whole years, "2020-03" for months, "2020-03-01"
- * rather than "2020-03-01 00:00" for days. A monthly or yearly series keeps its own form. */
-static enum tsrnn_time_unit label_unit_for(enum tsrnn_time_unit unit, struct time_step step)
-{
-    if (unit == TSRNN_TIME_INDEX || unit == TSRNN_TIME_YEAR || unit == TSRNN_TIME_MONTH)
-        return unit;
-    if (step.months > 0)
-        return step.months % 12 == 0 ? TSRNN_TIME_YEAR : TSRNN_TIME_MONTH;
-    if (step.seconds % 86400 == 0)
-        return TSRNN_TIME_DAY;
-    if (unit == TSRNN_TIME_SECOND && step.seconds % 60 == 0)
-        return TSRNN_TIME_MINUTE;
-    return unit;
-}
-
-/* The most ticks that fit `width_px` with labels as wide as `label_px` and a gap of
- * 2.5 font sizes between them. */
-static double x_ticks_max(double width_px, double label_px, double font_px)
-{
-    double n = floor(width_px / (label_px + 2.5 * font_px)) + 1;
-    return fmin(fmax(n, 2), 12);
-}
-
-static double label_width(cairo_t *cr, int64_t t, enum tsrnn_time_unit unit)
-{
-    char text[64];
-    tsrnn_time_format(t, unit, text, sizeof(text));
-    return text_width(cr, text);
-}
-
-/* Picks the finest tick spacing whose labels do not crowd `width_px`, and lists the ticks.
- * The current font is the tick label font. */
-static void x_axis_ticks(struct x_axis *ax, cairo_t *cr, enum tsrnn_time_unit unit, double width_px,
-                         double font_px)
-{
-    struct tick_run run = { 0 };
-    ax->label_unit = unit;
-    if (unit == TSRNN_TIME_INDEX) {
-        double label_px = fmax(label_width(cr, ax->t0, unit), label_width(cr, ax->t1, unit));
-        double most = x_ticks_max(width_px, label_px, font_px);
-        static const int64_t mantissas[] = { 1, 2, 5 };
-        for (int64_t decade = 1;; decade *= 10) {
-            bool done = false;
-            for (int i = 0; i < 3 && !done; i++) {
-                tick_run_fixed(&run, mantissas[i] * decade, 0, ax->t0, ax->t1);
-                done = tick_run_count(&run) <= most;
-            }
-            if (done || decade > INT64_MAX / 100)
-                break;
-        }
-    } else {
-        int64_t finest = unit == TSRNN_TIME_SECOND   ? 1
-                         : unit == TSRNN_TIME_MINUTE ? 60
-                         : unit == TSRNN_TIME_DAY    ? 86400
-                                                     : 0;
-        int64_t finest_months = unit == TSRNN_TIME_YEAR ? 12 : 1;
-        size_t count = sizeof(time_steps) / sizeof(time_steps[0]);
-        for (size_t i = 0; i < count; i++) {
-            struct time_step step = time_steps[i];
-            if (step.seconds > 0 && (finest == 0 || step.seconds < finest))
-                continue;
-            if (step.months > 0 && step.months < finest_months)
-                continue;
-            if (step.seconds > 0)
-                tick_run_fixed(&run, step.seconds, step.seconds % (7 * 86400) == 0 ? 4 * 86400 : 0,
-                               ax->t0, ax->t1);
-            else
-                tick_run_months(&run, step.months, ax->t0, ax->t1);
-            ax->label_unit = label_unit_for(unit, step);
-            double label_px = label_width(cr, ax->t1, ax->label_unit);
-            if (tick_run_count(&run) <= x_ticks_max(width_px, label_px, font_px))
-                break;
-        }
-    }
-
-    ax->tick_count = 0;
-    for (int64_t k = run.k0; k <= run.k1 && ax->tick_count < TICKS_MAX; k++) {
-        int64_t t;
-        if (run.step.months > 0) {
-            if (!month_start(k * run.step.months, &t))
-                continue;
-        } else {
-            t = run.offset + k * run.step.seconds;
-        }
-        ax->ticks[ax->tick_count++] = t;
-    }
-}
-
-/* --- a value axis ---------------------------------------------------------------------- */
-
-struct y_axis {
-    double lo, hi;  /* the range drawn, lo < hi */
-    double step;    /* between ticks: 1, 2 or 5 times a power of ten */
-    double k0;      /* the first tick is k0 * step */
-    int tick_count; /* ticks k0 .. k0 + tick_count - 1 */
-};
-
-/* 1, 2 or 5 times 10^(n / 3). */
-static double nice_step(int n)
-{
-    static const double mantissas[] = { 1, 2, 5 };
-    int decade = n >= 0 ? n / 3 : -((-n + 2) / 3);
-    return mantissas[n - decade * 3] * pow(10, decade);
-}
-
-static double y_ticks_in(double lo, double hi, double step, double *k0)
-{
-    *k0 = ceil(lo / step);
-    return floor(hi / step) - *k0 + 1;
-}
-
-/* Range of component `c` over all lines, padded by 5%; a single value gets +-5% of itself
- * (or +-1 around 0). Ticks: the finest nice step giving at most `most` of them, but at
- * least 2. */
-static void y_axis_init(struct y_axis *ax, const struct tsrnn_plot *plot, size_t c, int most)
-{
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t l = 0; l < plot->line_count; l++) {
-        const struct tsrnn_plot_line *line = &plot->lines[l];
-        for (size_t i = 0; i < line->length; i++) {
-            size_t at = i * plot->component_count + c;
-            double v[3] = { line->values[at], line->band_low ? line->band_low[at] : NAN,
-                            line->band_high ? line->band_high[at] : NAN };
-            for (size_t k = 0; k < 3; k++)
-                if (isfinite(v[k])) {
-                    lo = fmin(lo, v[k]);
-                    hi = fmax(hi, v[k]);
-                }
-        }
-    }
-    if (lo > hi) { /* no finite value */
-        lo = 0;
-        hi = 1;
-    }
-    double span = hi - lo, mid = lo / 2 + hi / 2;
-    if (span <= fabs(mid) * 1e-7) {
-        double pad = fabs(mid) > 0 ? fabs(mid) * 0.05 : 1;
-        lo = mid - pad;
-        hi = mid + pad;
-    } else {
-        lo -= span * 0.05;
-        hi += span * 0.05;
-    }
-    ax->lo = lo;
-    ax->hi = hi;
-
-    /* from a decade below the step that gives `most` ticks upwards; bounded, as rounding of
-     * huge values can make the tick counts jitter */
-    int n = 3 * (int)floor(log10((hi - lo) / most)) - 3;
-    double k0;
-    for (int tries = 0; tries < 12 && y_ticks_in(lo, hi, nice_step(n), &k0) > most; tries++)
-        n++;
-    for (int tries = 0; tries < 6 && y_ticks_in(lo, hi, nice_step(n), &k0) < 2; tries++)
-        n--;
-    ax->step = nice_step(n);
-    double count = y_ticks_in(lo, hi, ax->step, &ax->k0);
-    ax->tick_count = (int)fmax(0, fmin(count, TICKS_MAX));
-}
-
-/* Tick `i` as text: fixed decimals enough for the step (100, 150, 0.25), or the shortest
- * exponent form for very large or small numbers. */
-static void y_tick_label(const struct y_axis *ax, int i, char *out, size_t capacity)
-{
-    double v = (ax->k0 + i) * ax->step + 0.0; /* + 0.0: no "-0" */
-    double magnitude = fmax(fabs(ax->lo), fabs(ax->hi));
-    if (magnitude >= 1e6 || ax->step < 1e-4) {
-        int digits = (int)floor(log10(magnitude)) - (int)floor(log10(ax->step)) + 1;
-        snprintf(out, capacity, "%.*g", digits < 1 ? 1 : digits > 12 ? 12 : digits, v);
-        /* "2e+07" -> "2e7", "5e-05" -> "5e-5" */
-        char *e = strchr(out, 'e');
-        if (e != NULL) {
-            char *digit = e + 1 + (e[1] == '+' || e[1] == '-');
-            char *first = digit;
-            while (*first == '0' && first[1] != '\0')
-                first++;
-            memmove(digit, first, strlen(first) + 1);
-            if (e[1] == '+')
-                memmove(e + 1, e + 2, strlen(e + 2) + 1);
-        }
-    } else {
-        int decimals = ax->step >= 1 ? 0 : (int)ceil(-log10(ax->step) - 1e-9);
-        snprintf(out, capacity, "%.*f", decimals, v);
-    }
-}
-
 /* --- layout ---------------------------------------------------------------------------- */
 
 /* Pixel positions; panels have whole-pixel edges so that 1 px rules stay crisp. */
@@ -620,8 +194,8 @@ struct chart {
     const struct tsrnn_plot *plot;
     cairo_t *cr;
     struct layout lo;
-    struct x_axis x;
-    struct y_axis *y; /* (component_count) */
+    struct tsrnn_plot_x_axis x;
+    struct tsrnn_plot_y_axis *y; /* (component_count) */
 };
 
 static double panel_top(const struct layout *lo, size_t c)
@@ -631,39 +205,16 @@ static double panel_top(const struct layout *lo, size_t c)
 
 static double map_x(const struct chart *ch, int64_t t)
 {
-    const struct x_axis *ax = &ch->x;
+    const struct tsrnn_plot_x_axis *ax = &ch->x;
     return ch->lo.left + ((double)t - (double)ax->t0) / ((double)ax->t1 - (double)ax->t0) *
                              (ch->lo.right - ch->lo.left);
 }
 
 static double map_y(const struct chart *ch, size_t c, double v)
 {
-    const struct y_axis *ax = &ch->y[c];
+    const struct tsrnn_plot_y_axis *ax = &ch->y[c];
     double bottom = panel_top(&ch->lo, c) + ch->lo.panel_h;
     return bottom - (v - ax->lo) / (ax->hi - ax->lo) * ch->lo.panel_h;
-}
-
-/* The time range of all lines; a single instant is widened by one step of its unit. */
-static void x_axis_range(struct x_axis *ax, const struct tsrnn_plot *plot)
-{
-    ax->t0 = INT64_MAX;
-    ax->t1 = INT64_MIN;
-    for (size_t l = 0; l < plot->line_count; l++) {
-        const struct tsrnn_plot_line *line = &plot->lines[l];
-        for (size_t i = 0; i < line->length; i++) {
-            ax->t0 = line->times[i] < ax->t0 ? line->times[i] : ax->t0;
-            ax->t1 = line->times[i] > ax->t1 ? line->times[i] : ax->t1;
-        }
-    }
-    if (ax->t0 == ax->t1) {
-        int64_t pad = plot->time_unit == TSRNN_TIME_YEAR     ? 366 * 86400
-                      : plot->time_unit == TSRNN_TIME_MONTH  ? 31 * 86400
-                      : plot->time_unit == TSRNN_TIME_DAY    ? 86400
-                      : plot->time_unit == TSRNN_TIME_MINUTE ? 60
-                                                             : 1;
-        ax->t0 = ax->t0 >= INT64_MIN + pad ? ax->t0 - pad : ax->t0;
-        ax->t1 = ax->t1 <= INT64_MAX - pad ? ax->t1 + pad : ax->t1;
-    }
 }
 
 static const char *component_name(const struct tsrnn_plot *plot, size_t c)
@@ -723,10 +274,10 @@ static void chart_layout(struct chart *ch)
     double label_px = 0;
     bool named = false;
     for (size_t c = 0; c < count; c++) {
-        y_axis_init(&ch->y[c], plot, c, most);
+        tsrnn_plot_y_axis_init(&ch->y[c], plot, c, most);
         for (int i = 0; i < ch->y[c].tick_count; i++) {
             char text[64];
-            y_tick_label(&ch->y[c], i, text, sizeof(text));
+            tsrnn_plot_y_tick_label(&ch->y[c], i, text, sizeof(text));
             label_px = fmax(label_px, text_width(cr, text));
         }
         named = named || component_name(plot, c)[0] != '\0';
@@ -737,10 +288,13 @@ static void chart_layout(struct chart *ch)
     lo->left = round(lo->left);
 
     /* room on the right for half of a time label centred on the last tick */
-    x_axis_range(&ch->x, plot);
-    double last_px = label_width(cr, ch->x.t1, plot->time_unit);
+    tsrnn_plot_x_axis_range(&ch->x, plot);
+    char last[64];
+    tsrnn_time_format(ch->x.t1, plot->time_unit, last, sizeof(last));
+    double last_px = text_width(cr, last);
     lo->right = round(width - fmax(1.5 * font, last_px / 2 + 0.3 * font));
-    x_axis_ticks(&ch->x, cr, plot->time_unit, lo->right - lo->left, font);
+    struct tsrnn_plot_text_width measure = { .px = measure_label, .ctx = cr };
+    tsrnn_plot_x_axis_ticks(&ch->x, &measure, plot->time_unit, lo->right - lo->left, font);
 }
 
 /* --- drawing --------------------------------------------------------------------------- */
@@ -748,7 +302,7 @@ static void chart_layout(struct chart *ch)
 static void draw_grid(const struct chart *ch, size_t c)
 {
     cairo_t *cr = ch->cr;
-    const struct y_axis *ya = &ch->y[c];
+    const struct tsrnn_plot_y_axis *ya = &ch->y[c];
     double top = panel_top(&ch->lo, c), bottom = top + ch->lo.panel_h;
 
     LIB(cairo_set_line_width)(cr, 1);
@@ -772,7 +326,7 @@ static void draw_value_axis(const struct chart *ch, size_t c)
 {
     cairo_t *cr = ch->cr;
     const struct layout *lo = &ch->lo;
-    const struct y_axis *ya = &ch->y[c];
+    const struct tsrnn_plot_y_axis *ya = &ch->y[c];
     double top = panel_top(lo, c);
 
     LIB(cairo_set_line_width)(cr, 1);
@@ -787,7 +341,7 @@ static void draw_value_axis(const struct chart *ch, size_t c)
         LIB(cairo_move_to)(cr, lo->left - lo->tick_px, y);
         LIB(cairo_line_to)(cr, lo->left, y);
         LIB(cairo_stroke)(cr);
-        y_tick_label(ya, i, text, sizeof(text));
+        tsrnn_plot_y_tick_label(ya, i, text, sizeof(text));
         draw_text(cr, text, lo->left - lo->tick_px - 0.35 * lo->font_px, y, 1, VALIGN_MIDDLE);
     }
 
@@ -1079,127 +633,12 @@ static void draw_chart(const struct chart *ch)
     }
 }
 
-/* --- PNG ------------------------------------------------------------------------------- */
-
-/* cairo's own writer (libpng, zlib's default level 6, each row's filter chosen by trying
- * them all) spent 220 M instructions (~20 ms) on the seed config's 1000x500 picture, a third
- * of its 2,100 optimizer steps' time. These pictures are lines and text on white: long runs
- * of one byte, which zlib's run-length strategy codes in 38 M (~4 ms), into a file about a
- * quarter larger (64 KB instead of 50). Rows go unfiltered: Sub, Up and Paeth, made for
- * photographs, cost time here and gain at most a tenth. */
-#define PNG_IDAT_MAX (64 * 1024) /* bytes of zlib stream per IDAT chunk */
-
-struct png_out {
-    FILE *file; /* errors: ferror(), which tsrnn_atomic_file_commit() reports */
-    z_stream z;
-    unsigned char idat[PNG_IDAT_MAX];
-};
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-/* One chunk: its length, type and data, and the CRC-32 of type and data. */
-static void png_chunk(FILE *file, const char *type, const unsigned char *data, size_t length)
-{
-    unsigned char head[8], crc[4];
-    put_be32(head, (uint32_t)length);
-    memcpy(head + 4, type, 4);
-    uLong sum = crc32(0, head + 4, 4);
-    if (length > 0)
-        sum = crc32(sum, data, (uInt)length);
-    put_be32(crc, (uint32_t)sum);
-    fwrite(head, 1, sizeof(head), file);
-    if (length > 0)
-        fwrite(data, 1, length, file);
-    fwrite(crc, 1, sizeof(crc), file);
-}
-
-/* Compresses what is pending in `out->z` (`flush` Z_FINISH: to the stream's end), writing
- * each full buffer as an IDAT chunk (the last one too when finishing). */
-static void png_deflate(struct png_out *out, int flush)
-{
-    for (;;) {
-        int rc = deflate(&out->z, flush);
-        bool done = flush == Z_FINISH ? rc == Z_STREAM_END : out->z.avail_in == 0;
-        if (out->z.avail_out == 0 || (done && flush == Z_FINISH) || rc == Z_STREAM_ERROR) {
-            png_chunk(out->file, "IDAT", out->idat, PNG_IDAT_MAX - out->z.avail_out);
-            out->z.next_out = out->idat;
-            out->z.avail_out = PNG_IDAT_MAX;
-        }
-        if (done || rc == Z_STREAM_ERROR) /* the latter: a misuse, never seen */
-            return;
-    }
-}
-
-/* `surface` (RGB24: 0x00RRGGBB words) as an 8-bit RGB PNG into `file`. */
-static enum tsrnn_status encode_png(cairo_surface_t *surface, FILE *file, const char *path)
-{
-    int width = LIB(cairo_image_surface_get_width)(surface);
-    int height = LIB(cairo_image_surface_get_height)(surface);
-    int stride = LIB(cairo_image_surface_get_stride)(surface);
-    const unsigned char *pixels = LIB(cairo_image_surface_get_data)(surface);
-    size_t row_bytes = 1 + 3 * (size_t)width; /* the filter type (0: None), then R G B ... */
-    unsigned char *row = malloc(row_bytes);
-    struct png_out *out = calloc(1, sizeof(*out));
-    if (row == NULL || out == NULL ||
-        deflateInit2(&out->z, Z_BEST_SPEED, Z_DEFLATED, 15, 8, Z_RLE) != Z_OK) {
-        free(row);
-        free(out);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
-    }
-    out->file = file;
-    out->z.next_out = out->idat;
-    out->z.avail_out = PNG_IDAT_MAX;
-
-    unsigned char ihdr[13] = { [8] = 8, [9] = 2 }; /* 8 bits per sample, RGB */
-    put_be32(ihdr, (uint32_t)width);
-    put_be32(ihdr + 4, (uint32_t)height);
-    fwrite("\x89PNG\r\n\x1a\n", 1, 8, file);
-    png_chunk(file, "IHDR", ihdr, sizeof(ihdr));
-    row[0] = 0;
-    for (int y = 0; y < height; y++) {
-        const uint32_t *px = (const uint32_t *)(const void *)(pixels + (size_t)y * stride);
-        unsigned char *rgb = row + 1;
-        for (int x = 0; x < width; x++) {
-            rgb[3 * x] = (unsigned char)(px[x] >> 16);
-            rgb[3 * x + 1] = (unsigned char)(px[x] >> 8);
-            rgb[3 * x + 2] = (unsigned char)px[x];
-        }
-        out->z.next_in = row;
-        out->z.avail_in = (uInt)row_bytes;
-        png_deflate(out, Z_NO_FLUSH);
-    }
-    png_deflate(out, Z_FINISH);
-    png_chunk(file, "IEND", NULL, 0);
-    deflateEnd(&out->z);
-    free(out);
-    free(row);
-    return TSRNN_OK;
-}
-
 static enum tsrnn_status cairo_failed(cairo_status_t cs, const char *path)
 {
     if (cs == CAIRO_STATUS_NO_MEMORY)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
     return tsrnn_error(TSRNN_ERR_IO, "cannot draw %s: cairo: %s", tsrnn_display_path(path),
                        LIB(cairo_status_to_string)(cs));
-}
-
-static enum tsrnn_status write_png(cairo_surface_t *surface, const char *path)
-{
-    struct tsrnn_atomic_file af;
-    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
-    enum tsrnn_status status = encode_png(surface, af.file, path);
-    if (status != TSRNN_OK) {
-        tsrnn_atomic_file_abort(&af);
-        return status;
-    }
-    return tsrnn_atomic_file_commit(&af);
 }
 
 static enum tsrnn_status check_plot(const struct tsrnn_plot *plot, const char *path)
@@ -1233,30 +672,37 @@ static enum tsrnn_status plot_png(const struct tsrnn_plot *plot, const char *pat
 
     enum tsrnn_status status = TSRNN_OK;
     struct chart ch = { .plot = plot };
+    cairo_surface_t *surface = NULL;
     ch.y = calloc(plot->component_count, sizeof(*ch.y));
-    if (ch.y == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
-    setup_fonts();
-    cairo_surface_t *surface =
-        LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, plot->width, plot->height);
+    if (ch.y == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+        goto out;
+    }
+    tsrnn_plot_fonts_setup();
+    surface = LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, plot->width, plot->height);
     ch.cr = LIB(cairo_create)(surface); /* an error surface gives an error context */
     cairo_status_t cs = LIB(cairo_status)(ch.cr);
     if (cs != CAIRO_STATUS_SUCCESS) {
         status = cairo_failed(cs, path);
-        goto done;
+        goto out;
     }
     chart_layout(&ch);
     draw_chart(&ch);
     cs = LIB(cairo_status)(ch.cr);
     if (cs != CAIRO_STATUS_SUCCESS) {
         status = cairo_failed(cs, path);
-        goto done;
+        goto out;
     }
     LIB(cairo_surface_flush)(surface);
-    status = write_png(surface, path);
-done:
-    LIB(cairo_destroy)(ch.cr);
-    LIB(cairo_surface_destroy)(surface);
+    status = tsrnn_png_write(
+        path, (const uint32_t *)(const void *)LIB(cairo_image_surface_get_data)(surface),
+        LIB(cairo_image_surface_get_width)(surface), LIB(cairo_image_surface_get_height)(surface),
+        (size_t)LIB(cairo_image_surface_get_stride)(surface));
+out:
+    if (ch.cr != NULL)
+        LIB(cairo_destroy)(ch.cr);
+    if (surface != NULL)
+        LIB(cairo_surface_destroy)(surface);
     free(ch.y);
     return status;
 }
@@ -1285,10 +731,10 @@ static void warm_glyphs(cairo_t *cr, double size_px, bool bold, double angle)
 
 static void plot_warmup(int width, int height)
 {
-    pthread_once(&load_once, load_libraries);
-    if (!loaded)
+    const char *why;
+    if (!tsrnn_plot_libs_load(&why))
         return; /* the picture says why */
-    setup_fonts();
+    tsrnn_plot_fonts_setup();
     double font = FONT_PX * picture_scale(width, height), largest = TITLE_SCALE * font;
     int side = (int)ceil(4 * largest);
     cairo_surface_t *surface = LIB(cairo_image_surface_create)(CAIRO_FORMAT_RGB24, side, side);
@@ -1307,7 +753,8 @@ static void plot_warmup(int width, int height)
 bool tsrnn_plot_usable(char *why, size_t why_nbytes)
 {
 #if TSRNN_HAVE_PLOTS
-    pthread_once(&load_once, load_libraries);
+    const char *load_why;
+    bool loaded = tsrnn_plot_libs_load(&load_why);
     if (!loaded && why != NULL && why_nbytes > 0)
         snprintf(why, why_nbytes, "%s", load_why);
     return loaded;

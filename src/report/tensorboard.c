@@ -187,7 +187,7 @@ static const char *writer_name(const struct tsrnn_tb_writer *w)
  * TB_BUFFER_NBYTES, then grows it if one record needs more. */
 static enum tsrnn_status reserve(struct tsrnn_tb_writer *w, size_t nbytes)
 {
-    if (w->len > 0 && w->len + nbytes > TB_BUFFER_NBYTES && w->fd >= 0 && w->path != NULL)
+    if (w->len > 0 && w->len + nbytes > TB_BUFFER_NBYTES && tsrnn_tb_is_open(w))
         TSRNN_TRY(tsrnn_tb_flush(w));
     if (w->cap - w->len >= nbytes)
         return TSRNN_OK;
@@ -246,6 +246,8 @@ enum tsrnn_status tsrnn_tb_scalar(struct tsrnn_tb_writer *w, const char *tag, fl
 
 enum tsrnn_status tsrnn_tb_flush(struct tsrnn_tb_writer *w)
 {
+    if (!tsrnn_tb_is_open(w))
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s has no event file to write to", writer_name(w));
     int err = 0;
     size_t done = tsrnn_write_all(w->fd, w->buf, w->len, &err);
     enum tsrnn_status status = TSRNN_OK;
@@ -257,10 +259,15 @@ enum tsrnn_status tsrnn_tb_flush(struct tsrnn_tb_writer *w)
     return status;
 }
 
+bool tsrnn_tb_is_open(const struct tsrnn_tb_writer *w)
+{
+    return w->path != NULL;
+}
+
 enum tsrnn_status tsrnn_tb_close(struct tsrnn_tb_writer *w)
 {
     enum tsrnn_status status = TSRNN_OK;
-    if (w->path != NULL && w->fd >= 0) {
+    if (tsrnn_tb_is_open(w)) {
         status = tsrnn_tb_flush(w);
         if (close(w->fd) != 0 && status == TSRNN_OK)
             status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot close %s", writer_name(w));
@@ -324,12 +331,16 @@ enum tsrnn_status tsrnn_tb_open(struct tsrnn_tb_writer *w, const char *log_dir, 
     unsigned char event[64];
     size_t nbytes = tsrnn_tb_encode_file_version(event, sizeof(event), wall_time);
     enum tsrnn_status status = tsrnn_tb_append_record(w, event, nbytes);
-    if (status == TSRNN_OK && resumed) {
+    if (status != TSRNN_OK)
+        goto out;
+    if (resumed) {
         nbytes = encode_session_start(event, sizeof(event), wall_time, start_step);
         status = tsrnn_tb_append_record(w, event, nbytes);
+        if (status != TSRNN_OK)
+            goto out;
     }
-    if (status == TSRNN_OK)
-        status = tsrnn_tb_flush(w);
+    status = tsrnn_tb_flush(w);
+out:
     if (status != TSRNN_OK) {
         unlink(w->path); /* leave no empty or torn file behind */
         close(w->fd);

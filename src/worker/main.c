@@ -21,7 +21,6 @@
 #include "tsrnn/config.h"
 #include "tsrnn/core.h"
 #include "tsrnn/data.h"
-#include "tsrnn/model.h"
 #include "tsrnn/report.h"
 #include "tsrnn/train.h"
 #include "tsrnn/world.h"
@@ -97,20 +96,153 @@ static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
     return false;
 }
 
-static enum tsrnn_status join_world(struct tsrnn_comm **comm, const struct tsrnn_world *world,
-                                    const struct tsrnn_config *cfg, struct tsrnn_compute *compute)
+/* The command line. */
+struct args {
+    const char **overrides; /* (argc) the --set values and --resume's, in their order */
+    size_t override_count;
+    /* "training.resume=..." for --resume; a later --resume rewrites it, and wins. */
+    char resume_override[PATH_MAX + 32];
+    bool print_config;
+    bool quiet;
+    enum tsrnn_progress_mode progress;
+    const char *ini_path;
+};
+
+/* "<program>: error: <message>" through tsrnn_error(), which shows the argument escaped as
+ * every message does; the usage exit code. */
+static int usage_error(const char *fmt, const char *arg)
+{
+    tsrnn_error(TSRNN_ERR_USAGE, fmt, arg);
+    fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
+    return TSRNN_EXIT_USAGE;
+}
+
+/* Fills `a` from the command line: -1 to go on, else the exit code (--help, --version, a
+ * usage error: printed). a->overrides is freed unless the worker goes on. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    static const struct option options[] = {
+        { "set", required_argument, NULL, 's' },      { "resume", required_argument, NULL, 'r' },
+        { "print-config", no_argument, NULL, 'p' },   { "quiet", no_argument, NULL, 'q' },
+        { "progress", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
+    };
+    int opt, code = -1;
+    *a = (struct args){ .overrides = calloc((size_t)argc, sizeof(*a->overrides)) };
+    if (a->overrides == NULL) {
+        fprintf(stderr, PROGRAM ": error: out of memory\n");
+        return TSRNN_EXIT_RUNTIME;
+    }
+    while (code < 0 && (opt = getopt_long(argc, argv, "s:r:pqhV", options, NULL)) != -1) {
+        switch (opt) {
+        case 's':
+            a->overrides[a->override_count++] = optarg;
+            break;
+        case 'r':
+            if ((size_t)snprintf(a->resume_override, sizeof(a->resume_override),
+                                 "training.resume=%s", optarg) >= sizeof(a->resume_override))
+                code = usage_error("--resume %s: path too long", optarg);
+            else
+                a->overrides[a->override_count++] = a->resume_override;
+            break;
+        case 'p':
+            a->print_config = true;
+            break;
+        case 'q':
+            a->quiet = true;
+            break;
+        case 'P':
+            if (!parse_progress(optarg, &a->progress))
+                code = usage_error("--progress=%s: accepted: auto, bar, plain, none", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            code = TSRNN_EXIT_OK;
+            break;
+        case 'V':
+            printf(PROGRAM " %s\n", tsrnn_version());
+            code = TSRNN_EXIT_OK;
+            break;
+        default:
+            usage(stderr);
+            code = TSRNN_EXIT_USAGE;
+            break;
+        }
+    }
+    if (code < 0 && argc - optind != 1) {
+        fprintf(stderr, PROGRAM ": error: expected one config file, got %d\n", argc - optind);
+        usage(stderr);
+        code = TSRNN_EXIT_USAGE;
+    }
+    if (code >= 0)
+        free(a->overrides);
+    else
+        a->ini_path = argv[optind];
+    return code;
+}
+
+/* What the worker sets up for the trainer. */
+struct worker {
+    struct tsrnn_config *cfg;
+    struct tsrnn_world world; /* which rank of which world, from the environment */
+    struct tsrnn_compute *compute;
+    struct tsrnn_comm *comm; /* NULL: alone */
+    struct tsrnn_dataset ds;
+};
+
+/* Under mpirun or srun this rank chooses its comm backend and GPU itself (world.h). */
+static enum tsrnn_status choose_mpi_devices(struct worker *w)
+{
+    const struct tsrnn_config *cfg = w->cfg;
+    struct tsrnn_rank_devices devices = {
+        .comm = cfg->comm,
+        .comm_origin = tsrnn_config_origin(cfg, "trainer", "comm"),
+        .gpu = tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_CUDA,
+    };
+    tsrnn_world_rank_devices_from_env(&devices, &w->world);
+    return tsrnn_world_choose_mpi_comm(&w->world, &devices);
+}
+
+static enum tsrnn_status join_world(struct worker *w)
 {
     struct tsrnn_comm_options opt = {
-        .rank = world->rank,
-        .world_size = world->world_size,
-        .rendezvous = world->rendezvous[0] != '\0' ? world->rendezvous : NULL, /* MPI: none */
-        .timeout_s = cfg->timeout_s,
-        .backend = world->comm_backend, /* the launcher's choice, never derived here */
-        .compute = compute,
+        .rank = w->world.rank,
+        .world_size = w->world.world_size,
+        .rendezvous = w->world.rendezvous[0] != '\0' ? w->world.rendezvous : NULL, /* MPI: none */
+        .timeout_s = w->cfg->timeout_s,
+        .backend = w->world.comm_backend, /* the launcher's choice, never derived here */
+        .compute = w->compute,
         /* Under srun a SIGTERM may also mean a peer died (comm.h): mpi then ends the job. */
         .stop_requested = &stop_requested,
     };
-    return tsrnn_comm_open(comm, &opt);
+    return tsrnn_comm_open(&w->comm, &opt);
+}
+
+/* Everything before the training: which rank of which world this is, the config (with
+ * --print-config: printed, and nothing more set up), the comm backend and GPU of an MPI rank,
+ * the device, the world joined, the data read. */
+static enum tsrnn_status set_up(struct worker *w, const struct args *a)
+{
+    w->cfg = malloc(sizeof(*w->cfg));
+    if (w->cfg == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+    TSRNN_TRY(tsrnn_world_from_env(&w->world));
+    TSRNN_TRY(tsrnn_config_load(w->cfg, a->ini_path, a->overrides, a->override_count));
+    TSRNN_TRY(tsrnn_data_check_config(w->cfg));
+    if (a->print_config) {
+        printf("# tsrnn %s: resolved configuration of %s\n", tsrnn_version(), a->ini_path);
+        return tsrnn_config_write(w->cfg, stdout);
+    }
+    if (w->world.mpi)
+        TSRNN_TRY(choose_mpi_devices(w));
+    /* The device first: the comm orders its device collectives on it. */
+    TSRNN_TRY(tsrnn_train_compute_create(&w->compute, w->cfg, w->world.device_index));
+    /* Join the world before reading the data: a missing peer shows in timeout_s. A world of
+     * one joins too where it was told nccl (comm = nccl: the NCCL path on one GPU). */
+    install_stop_handlers();
+    if (strcmp(w->world.comm_backend, "local") != 0)
+        TSRNN_TRY(join_world(w));
+    return tsrnn_dataset_load(&w->ds, w->cfg);
 }
 
 /* ddp_spawn's rank 0 puts the fit's outcome on a queue for the main process; ours writes it
@@ -133,190 +265,65 @@ static void report_result(const struct tsrnn_world *world, const struct tsrnn_tr
     tsrnn_world_report(world, "done", "1");
 }
 
-static int fail(enum tsrnn_status status)
+/* Trains (src/train/: it prints the banner, the epochs and the summary); rank 0 reports the
+ * result to the launcher. */
+static enum tsrnn_status train(struct worker *w, const struct args *a)
 {
-    fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
-    return tsrnn_status_exit_code(status);
+    struct tsrnn_train_options options = {
+        .out = stdout,
+        .progress = a->progress,
+        .quiet = a->quiet,
+        .program = PROGRAM,
+        .config_path = a->ini_path,
+        .print_devices = w->world.report_fd < 0 && w->world.world_size == 1,
+        /* Under mpirun or srun every rank's output meets on one terminal. */
+        .rank_zero_only = w->world.mpi,
+        .comm = w->comm,
+        .compute = w->compute,
+        .world = &w->world,
+        .stop_requested = &stop_requested,
+    };
+    struct tsrnn_train_result result;
+    enum tsrnn_status status = tsrnn_train(&result, w->cfg, &w->ds, &options);
+    fflush(stdout);
+    if (status == TSRNN_OK)
+        report_result(&w->world, &result);
+    return status;
+}
+
+/* The exit code of `status`, after its message, and everything torn down. */
+static int finish(struct worker *w, enum tsrnn_status status)
+{
+    int code = tsrnn_status_exit_code(status);
+    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
+     * their logs, not to the launcher's error stream). */
+    if (status == TSRNN_ERR_INTERRUPTED && w->world.rank > 0)
+        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
+    else if (status != TSRNN_OK)
+        fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
+    /* After a failure no rank waits for this one: tear down, do not say goodbye. Under MPI
+     * that ends the whole job (MPI_Abort does not return), hence the message first. At an
+     * interrupt every rank stops after the same step: they close as after a success. */
+    if (status != TSRNN_OK && status != TSRNN_ERR_INTERRUPTED && w->comm != NULL)
+        tsrnn_comm_abort_job(w->comm, code);
+    tsrnn_comm_close(w->comm);
+    tsrnn_compute_destroy(w->compute);
+    tsrnn_dataset_finish(&w->ds);
+    free(w->cfg);
+    return code;
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option options[] = {
-        { "set", required_argument, NULL, 's' },      { "resume", required_argument, NULL, 'r' },
-        { "print-config", no_argument, NULL, 'p' },   { "quiet", no_argument, NULL, 'q' },
-        { "progress", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
-    };
-    const char **overrides = calloc((size_t)argc, sizeof(*overrides));
-    /* "training.resume=..." for --resume; a later --resume rewrites it, and wins. */
-    static char resume_override[PATH_MAX + 32];
-    size_t override_count = 0;
-    int print_config = 0;
-    struct tsrnn_train_options train_options = { .out = stdout, .stop_requested = &stop_requested };
-    int opt;
-
-    if (overrides == NULL) {
-        fprintf(stderr, PROGRAM ": error: out of memory\n");
-        return TSRNN_EXIT_RUNTIME;
-    }
-    while ((opt = getopt_long(argc, argv, "s:r:pqhV", options, NULL)) != -1) {
-        switch (opt) {
-        case 's':
-            overrides[override_count++] = optarg;
-            break;
-        case 'r':
-            if ((size_t)snprintf(resume_override, sizeof(resume_override), "training.resume=%s",
-                                 optarg) >= sizeof(resume_override)) {
-                tsrnn_error(TSRNN_ERR_USAGE, "--resume %s: path too long", optarg);
-                fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
-                free(overrides);
-                return TSRNN_EXIT_USAGE;
-            }
-            overrides[override_count++] = resume_override;
-            break;
-        case 'p':
-            print_config = 1;
-            break;
-        case 'q':
-            train_options.quiet = true;
-            break;
-        case 'P':
-            if (!parse_progress(optarg, &train_options.progress)) {
-                tsrnn_error(TSRNN_ERR_USAGE, "--progress=%s: accepted: auto, bar, plain, none",
-                            optarg);
-                fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
-                free(overrides);
-                return TSRNN_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            free(overrides);
-            return TSRNN_EXIT_OK;
-        case 'V':
-            printf(PROGRAM " %s\n", tsrnn_version());
-            free(overrides);
-            return TSRNN_EXIT_OK;
-        default:
-            usage(stderr);
-            free(overrides);
-            return TSRNN_EXIT_USAGE;
-        }
-    }
-    if (argc - optind != 1) {
-        fprintf(stderr, PROGRAM ": error: expected one config file, got %d\n", argc - optind);
-        usage(stderr);
-        free(overrides);
-        return TSRNN_EXIT_USAGE;
-    }
-    const char *ini_path = argv[optind];
-
-    struct tsrnn_config *cfg = malloc(sizeof(*cfg));
-    struct tsrnn_dataset ds = { 0 };
-    struct tsrnn_sampler sampler = { 0 };
-    struct tsrnn_world world = { .world_size = 1 };
-    struct tsrnn_compute *compute = NULL;
-    struct tsrnn_comm *comm = NULL;
-    enum tsrnn_status status = cfg ? TSRNN_OK : tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-
-    if (status == TSRNN_OK)
-        status = tsrnn_world_from_env(&world);
-    if (status == TSRNN_OK)
-        status = tsrnn_config_load(cfg, ini_path, overrides, override_count);
-    if (status == TSRNN_OK && print_config) {
-        printf("# tsrnn %s: resolved configuration of %s\n", tsrnn_version(), ini_path);
-        status = tsrnn_config_write(cfg, stdout);
-        goto done;
-    }
-    /* Under mpirun or srun this rank chooses its comm backend and GPU itself (world.h). */
-    if (status == TSRNN_OK && world.mpi) {
-        struct tsrnn_rank_devices devices = {
-            .comm = cfg->comm,
-            .comm_origin = tsrnn_config_origin(cfg, "trainer", "comm"),
-            .gpu = tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_CUDA,
-        };
-        tsrnn_world_rank_devices_from_env(&devices, &world);
-        status = tsrnn_world_choose_mpi_comm(&world, &devices);
-    }
-    /* The device first: the comm orders its device collectives on it. */
-    if (status == TSRNN_OK)
-        status = tsrnn_train_compute_create(&compute, cfg, world.device_index);
-    /* Join the world before reading the data: a missing peer shows in timeout_s. A world of
-     * one joins too where it was told nccl (comm = nccl: the NCCL path on one GPU). */
-    install_stop_handlers();
-    if (status == TSRNN_OK && strcmp(world.comm_backend, "local") != 0)
-        status = join_world(&comm, &world, cfg, compute);
-    /* Under mpirun or srun every rank's output meets on one terminal: rank 0 speaks for all,
-     * as Lightning's rank_zero_only (the others print their banner line and errors only). */
-    bool rank_quiet = world.mpi && world.rank > 0;
-    if (status == TSRNN_OK)
-        status = tsrnn_dataset_load(&ds, cfg);
-    /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
-    struct tsrnn_shuffle summary_shuffle = { 0 };
-    if (status == TSRNN_OK)
-        status = tsrnn_sampler_init(&sampler, ds.train.count, (size_t)cfg->batch_size,
-                                    cfg->shuffle ? &summary_shuffle : NULL, (size_t)world.rank,
-                                    (size_t)world.world_size);
-    if (status == TSRNN_OK && !train_options.quiet && rank_quiet)
-        printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, %s; "
-               "started by %s)\n",
-               world.rank, world.rank + 1, world.world_size, world.local_rank,
-               tsrnn_comm_backend_name(comm), world.launcher);
-    if (rank_quiet)
-        train_options.quiet = true;
-    if (status == TSRNN_OK && !train_options.quiet) {
-        printf(PROGRAM " %s: %s, model %s\n", tsrnn_version(), ini_path,
-               tsrnn_model_kind_name(cfg->model));
-        if (world.world_size > 1)
-            printf("Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, "
-                   "%s; started by %s)\n",
-                   world.rank, world.rank + 1, world.world_size, world.local_rank,
-                   tsrnn_comm_backend_name(comm), world.launcher);
-        char kernels[1024];
-        tsrnn_compute_describe(compute, kernels, sizeof(kernels));
-        printf("Compute: %s\n", kernels);
-        /* Models below 128 x 128 recurrent weights (the Darts guide's) keep their products in
-         * tsrnn's loops and never reach BLAS: no warning for them. */
-        size_t weights =
-            tsrnn_model_gate_count(cfg->model) * (size_t)cfg->hidden_dim * (size_t)cfg->hidden_dim;
-        const char *blas_warning = tsrnn_compute_host_memory(compute) && weights >= 128 * 128
-                                       ? tsrnn_compute_cpu_blas_warning()
-                                       : NULL;
-        if (blas_warning != NULL)
-            fprintf(stderr, PROGRAM ": warning: %s\n", blas_warning);
-        tsrnn_report_dataset(stdout, cfg, &ds, &sampler);
-        fflush(stdout);
-    }
-    if (status == TSRNN_OK) {
-        struct tsrnn_train_result result;
-        train_options.comm = comm;
-        train_options.compute = compute;
-        train_options.world = &world;
-        train_options.print_devices = world.report_fd < 0 && world.world_size == 1;
-        status = tsrnn_train(&result, cfg, &ds, &train_options);
-        fflush(stdout);
-        if (status == TSRNN_OK)
-            report_result(&world, &result);
-    }
-
-done:;
-    /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
-     * their logs, not to the launcher's error stream). */
-    int code = tsrnn_status_exit_code(status);
-    if (status == TSRNN_ERR_INTERRUPTED && world.rank > 0)
-        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
-    else if (status != TSRNN_OK)
-        fail(status);
-    /* After a failure no rank waits for this one: tear down, do not say goodbye. Under MPI
-     * that ends the whole job (MPI_Abort does not return), hence the message first. At an
-     * interrupt every rank stops after the same step: they close as after a success. */
-    if (status != TSRNN_OK && status != TSRNN_ERR_INTERRUPTED && comm != NULL)
-        tsrnn_comm_abort_job(comm, code);
-    tsrnn_comm_close(comm);
-    tsrnn_compute_destroy(compute);
-    tsrnn_sampler_finish(&sampler);
-    tsrnn_dataset_finish(&ds);
-    free(cfg);
-    free(overrides);
+    struct args args;
+    int code = parse_args(argc, argv, &args);
+    if (code >= 0)
+        return code;
+    struct worker w = { .world = { .world_size = 1 } };
+    enum tsrnn_status status = set_up(&w, &args);
+    if (status == TSRNN_OK && !args.print_config)
+        status = train(&w, &args);
+    code = finish(&w, status);
+    free(args.overrides);
     return code;
 }

@@ -1,5 +1,6 @@
 /* Fuzz target: a run's configuration, as tsrnn-worker and tsrnn-launch load it
- * (tsrnn_config_load(): defaults, the INI file, --set overrides, validation).
+ * (tsrnn_config_load(): defaults, the INI file, --set overrides, validation; then
+ * tsrnn_data_check_config(): what data/ makes of [data] and [covariates]).
  *
  * Input: the INI file, then optionally FUZZ_SEPARATOR and up to 8 overrides separated by it,
  * each as one argument after --set (fuzz.h). The file's folder holds s.csv and
@@ -7,7 +8,7 @@
  *
  * Checks: a refused input is TSRNN_ERR_USAGE with a message; an accepted config prints as
  * text (tsrnn_config_text(), what config.ini and every checkpoint hold) that parses again
- * and validates, to a config that prints the same text. */
+ * and passes both checks, to a config that prints the same text. */
 #include "fuzz.h"
 
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "tsrnn/config.h"
+#include "tsrnn/data.h"
 
 #define MAX_OVERRIDES 8
 
@@ -53,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     enum tsrnn_status status =
         tsrnn_config_load(cfg, path, (const char *const *)overrides, override_count);
+    if (status == TSRNN_OK)
+        status = tsrnn_data_check_config(cfg);
     if (status != TSRNN_OK) {
         FUZZ_CHECK(status == TSRNN_ERR_USAGE, "status %s", tsrnn_status_name(status));
         FUZZ_CHECK(tsrnn_last_error()[0] != '\0', "a refusal without a message");
@@ -67,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         status = tsrnn_config_parse_text(again, text, "the printed config");
     if (status == TSRNN_OK)
         status = tsrnn_config_validate(again);
+    if (status == TSRNN_OK)
+        status = tsrnn_data_check_config(again);
     FUZZ_CHECK(status == TSRNN_OK, "the printed config is refused:\n%s", text);
     char *text_again = tsrnn_config_text(again);
     FUZZ_CHECK(text_again != NULL, "tsrnn_config_text() failed");

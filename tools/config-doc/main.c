@@ -1,5 +1,5 @@
 /* tsrnn-config-doc: writes docs/configuration.md, the reference of every config key, from the
- * schema in src/config/config.c (tsrnn_config_write_reference()).
+ * schema in src/config/config.c (reference.c).
  *
  *     tsrnn-config-doc            the page on standard output
  *     tsrnn-config-doc FILE.md    the page into FILE.md, whole or not at all
@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "reference.h"
 #include "tsrnn/atomic_file.h"
-#include "tsrnn/config.h"
 #include "tsrnn/core.h"
 
 #define PROGRAM "tsrnn-config-doc"
@@ -27,7 +27,7 @@ static enum tsrnn_status write_file(const char *path)
 {
     struct tsrnn_atomic_file af;
     TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
-    enum tsrnn_status status = tsrnn_config_write_reference(af.file);
+    enum tsrnn_status status = config_doc_write(af.file);
     if (status != TSRNN_OK) {
         tsrnn_atomic_file_abort(&af);
         return status;
@@ -44,8 +44,7 @@ int main(int argc, char **argv)
                 "schema, into FILE.md or on standard output.\n");
         return argc > 2 ? TSRNN_EXIT_USAGE : TSRNN_EXIT_OK;
     }
-    enum tsrnn_status status =
-        argc == 2 ? write_file(argv[1]) : tsrnn_config_write_reference(stdout);
+    enum tsrnn_status status = argc == 2 ? write_file(argv[1]) : config_doc_write(stdout);
     if (status != TSRNN_OK) {
         fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
         return tsrnn_status_exit_code(status);

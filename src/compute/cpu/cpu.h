@@ -1,9 +1,12 @@
 /* The CPU compute backend, private to src/compute/cpu/ (and the tests and benchmarks that
  * check its kernels): its context, the thread pool, the GEMM it is written in, the cells.
+ * Its files: backend.c (the table, memory, the optimizers' elementwise updates), model.c (the
+ * workspace, the layers, the head and the losses), rnn.c / lstm.c / gru.c (the cells),
+ * gemm.c (the products), blas.c / noblas.c (OpenBLAS, loaded when first needed), isa.c (the
+ * vector level), pool.c (the helper threads).
  *
- * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
- * reference, obviously right, and fastest for the tiny matrices of small models) and
- * OpenBLAS cblas_sgemm (when built with it) for large ones. Both compute, per element,
+ * tsrnn_cpu_gemm() is one entry point for the reference loops, tsrnn's own blocked AVX-512
+ * kernels and OpenBLAS's cblas_sgemm (below, "GEMM"). All compute, per element,
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits).
  */
@@ -15,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/compute/backend.h"
+#include "../backend.h"
 
 /* Hot loops are compiled twice, for AVX2 and for the x86-64 baseline, and the CPU picks at
  * load time (GCC target_clones, an ifunc). The loops are written so that the vector width
@@ -156,12 +159,22 @@ void tsrnn_cpu_parallel(struct tsrnn_cpu *cpu,
                         void (*fn)(void *arg, size_t part, size_t part_count), void *arg,
                         size_t part_count);
 
+/* The products' intrinsic kernels (AVX2, AVX-512: gemm.c, gemm_packed.c), compiled on
+ * x86-64 by GCC and clang and chosen at each call by tsrnn_cpu_isa. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TSRNN_CPU_X86_KERNELS      1
+#define TSRNN_TARGET_AVX512_KERNEL __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#else
+#define TSRNN_CPU_X86_KERNELS 0
+#endif
+
 /* --- GEMM --------------------------------------------------------------------------------
  *
- * tsrnn_cpu_gemm() has two implementations behind one entry point: plain loops (the
- * reference, obviously right, and fastest for the tiny matrices of small models) and
- * OpenBLAS cblas_sgemm (when built with it) for large ones, split by rows among the
- * context's threads. Both compute, per element,
+ * tsrnn_cpu_gemm() has three implementations behind one entry point, chosen by the
+ * context's gemm_path and the vector level: plain loops (the reference, obviously right, and
+ * fastest for the tiny matrices of small models), tsrnn's blocked kernels on packed A and B
+ * (AVX-512) and OpenBLAS cblas_sgemm (blas.c, when built with it) for large ones, split by
+ * rows among the context's threads. All compute, per element,
  *     C = alpha * sum_k op(A)[i][k] * op(B)[k][j] + beta * C
  * in float32; they differ only in the order of the k-sum (so in the last bits). */
 
@@ -216,6 +229,14 @@ bool tsrnn_cpu_blocked_takes(const struct tsrnn_cpu *cpu, size_t m, size_t n, si
 void tsrnn_cpu_gemm_blocked(const struct tsrnn_cpu *cpu, bool trans_a, bool trans_b, size_t m,
                             size_t n, size_t k, const float *a, size_t lda, const float *b,
                             size_t ldb, float beta, float *c, size_t ldc);
+
+/* The reference loops behind tsrnn_cpu_gemm() (gemm.c), whatever the context's path: the
+ * same arguments, and the bits of tsrnn_cpu_gemm() where it takes the loops; and C = beta C
+ * (beta 0 overwrites, as in BLAS). For the blocked products where their kernel cannot run. */
+void tsrnn_cpu_gemm_loops(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
+                          const float *a, size_t lda, const float *b, size_t ldb, float beta,
+                          float *c, size_t ldc);
+void tsrnn_cpu_scale_rows(float *c, size_t ldc, size_t m, size_t n, float beta);
 
 /* What the BLAS of this process runs (blas.c, which loads OpenBLAS to ask; noblas.c, or
  * OpenBLAS not loadable: no BLAS, level baseline, names NULL). OpenBLAS built for many CPUs
@@ -381,8 +402,9 @@ void tsrnn_cpu_rnn_lanes_head(const float *h_lanes, const float *v_w, const floa
                               size_t B, size_t T, size_t H, size_t O);
 
 /* --- the backend's operations (backend.h), by file ---------------------------------------
- * layer.c: the workspace and the recurrent layers; head.c: the head, the loss, the
- * optimizer's elementwise ops. */
+ * model.c: the workspace, the recurrent layers, the head and the outputs; loss.c: the losses
+ * and their per-window sums; backend.c: the table, memory, the gradients' scale check and the
+ * optimizers' elementwise updates. */
 enum tsrnn_status tsrnn_cpu_workspace_create(struct tsrnn_compute *ctx, void **ws,
                                              const struct tsrnn_model_dims *dims,
                                              size_t batch_capacity, size_t step_capacity,

@@ -1,14 +1,15 @@
-/* The CPU backend's workspace, recurrent layers, head and loss (backend.h): activations
+/* The CPU backend's workspace, recurrent layers and head (backend.h): activations
  * time-major, (T, B, .), so that one GEMM covers the input projection of all steps and one
  * covers each weight gradient; only the recurrence walks the steps, split by batch rows among
- * the context's threads for large layers. The cell math lives in rnn.c / lstm.c / gru.c. */
+ * the context's threads for large layers. The cell math lives in rnn.c / lstm.c / gru.c, the
+ * losses over the head's outputs in loss.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
 #include "tsrnn/arena.h"
-#include "tsrnn/likelihood.h"
+#include "workspace.h"
 
 /* Activations above this are refused up front (and size_t products below cannot overflow). */
 #define MAX_CACHE_NBYTES (1ull << 40)
@@ -21,68 +22,6 @@
 /* From this many recurrent weights (H x G*H) on, the per-step products run on packed weights;
  * below it they stay in the reference loops (the Darts guide's model among them). */
 #define PACKED_MIN_WEIGHTS (128 * 128)
-
-/* What a layer's forward keeps for its backward, for one window of T steps. */
-struct layer_cache {
-    const float *input;         /* (T, B, I) the layer's input (after dropout of the layer below) */
-    bool input_masked;          /* input = the layer below's outputs times mask */
-    float *mask;                /* l > 0 with dropout: (T, B, H) 0 or 1/(1-p); else NULL */
-    float *dropped;             /* likewise: the masked outputs of the layer below */
-    float *gates;               /* (T, B, G*H) activated gates; RNN: the new h (not written by
-                           tsrnn_cpu_rnn_lanes_forward(): nothing reads an RNN's) */
-    float *h;                   /* (T+1, B, H) h[0] = initial state */
-    float *c;                   /* LSTM (T+1, B, H) c[0] = initial cell state; else NULL */
-    float *aux;                 /* LSTM tanh(c[t+1]); GRU W_hn h[t] + b_hn; (T, B, H); RNN NULL */
-    float *w_ih_t;              /* (I, G*H) W_ih transposed at the start of each forward, so that */
-    float *w_hh_t;              /* (H, G*H) the GEMM loops run along contiguous gate rows */
-    float *w_hh_packed;         /* W_hh^T packed for tsrnn_cpu_gemm_packed(); NULL unless the model
-                           uses packed products */
-    bool rows_weights_current;  /* w_ih_t, w_hh_t / w_hh_packed hold the current weights */
-    bool lanes_weights_current; /* w_lanes does */
-    float *w_lanes;             /* the weights packed for tsrnn_cpu_rnn_lanes_forward(); NULL unless
-                           the layer is small enough (rnn_lanes_fits) */
-    float *h_lanes;             /* (T, H, B) h[1..T] transposed by tsrnn_cpu_rnn_lanes_forward() */
-    bool lanes_ran;             /* the last forward ran it (so h_lanes holds that forward's h) */
-};
-
-struct cpu_workspace {
-    struct tsrnn_cpu *cpu;
-    struct tsrnn_model_dims dims;
-    const struct tsrnn_cell *cell;
-    bool packed_recurrence; /* large H on an AVX2 + FMA CPU: the per-step products use packed
-                               weights (tsrnn_cpu_gemm_packed) instead of BLAS or the loops */
-    struct tsrnn_arena arena;
-
-    size_t batch_count, step_count; /* B, T of the batch loaded */
-    bool zero_initial_state;        /* the last forward started from h = 0 */
-    bool packed_products;           /* the last forward used the packed recurrent products */
-    bool lanes_top;                 /* the last forward's top layer ran the lanes kernel, so
-                                       its h_lanes holds its outputs */
-    struct layer_cache layers[TSRNN_MODEL_MAX_LAYERS];
-    float *x;               /* (T, B, C) input, time-major */
-    float *y;               /* (T, B, O) target, time-major */
-    float *out;             /* (T, B, O) head output */
-    float *d_out;           /* (T, B, O) */
-    float *d_h;             /* (T, B, H) dLoss/d(outputs of the layer being walked back) */
-    const float *d_h_head;  /* V_w (O, H) when the head's backward left d_h = d_out V_w of the
-                               top layer to its packed backward (head_d_h_deferred); else NULL */
-    float *d_xg;            /* (T, B, G*H) */
-    float *d_hg;            /* (T, B, G*H) GRU; aliases d_xg otherwise */
-    float *d_w_ih_t;        /* (I, G*H) dW_ih^T gathered step by step for layers with few inputs */
-    float *hg;              /* (B, G*H) scratch: W_hh h_prev + b_hh */
-    float *dh_step;         /* (B, H) scratch: dLoss/dh at the current step */
-    float *dh_carry;        /* (B, H) dLoss/dh_prev flowing from step t to t-1 */
-    float *dh_direct;       /* (B, H) scratch: GRU's bypass part of dLoss/dh_prev */
-    float *dc;              /* (B, H) LSTM dLoss/dc running backwards */
-    float *w_hh_packed_bwd; /* W_hh packed for the backward's d_hg W_hh; NULL likewise */
-    /* The sum of the likelihood's terms the last likelihood_backward computed with the
-     * gradients (the composed step asks for the loss after the backward): valid until the
-     * next head_forward. */
-    bool likelihood_sum_valid;
-    double likelihood_sum;
-    float *state_h; /* (L, B, H) carried state between predict steps */
-    float *state_c; /* (L, B, H) LSTM, likewise; NULL otherwise */
-};
 
 /* Whether layer l can run tsrnn_cpu_rnn_lanes_forward(): an RNN layer of few units and inputs
  * (the input projection step by step). */
@@ -768,12 +707,11 @@ enum tsrnn_status tsrnn_cpu_layer_backward(struct tsrnn_compute *ctx, void *work
     return TSRNN_OK;
 }
 
-/* --- the head and the loss: over the workspace's top layer ---------------------------------
+/* --- the head: over the workspace's top layer ---------------------------------------------
  *
  * The head V = torch.nn.Linear(H, O), applied to the hidden state of every step:
  *     out = h V_w^T + V_b        over all T*B rows at once;
- * the loss nn.MSELoss() (reduction "mean"), the loss of Darts' RNNModel: over batch x steps
- * x targets, every step of the window counts. */
+ * its outputs go to the loss (loss.c), which leaves d_out for the head's backward. */
 
 static const float *top_outputs(const struct cpu_workspace *ws)
 {
@@ -845,227 +783,6 @@ enum tsrnn_status tsrnn_cpu_head_backward(struct tsrnn_compute *ctx, void *works
         return TSRNN_OK;
     }
     head_d_h(ws, v_w);
-    return TSRNN_OK;
-}
-
-enum tsrnn_status tsrnn_cpu_mse_forward(struct tsrnn_compute *ctx, void *workspace, float *loss)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    double sum = 0.0;
-    (void)ctx;
-    for (size_t i = 0; i < n; i++) {
-        float e = ws->out[i] - ws->y[i];
-        sum += (double)(e * e);
-    }
-    *loss = (float)(sum / (double)n);
-    return TSRNN_OK;
-}
-
-/* PyTorch's mse_loss_backward with grad_output 1. */
-enum tsrnn_status tsrnn_cpu_mse_backward(struct tsrnn_compute *ctx, void *workspace)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    float norm = (float)(2.0 / (double)n);
-    (void)ctx;
-    for (size_t i = 0; i < n; i++)
-        ws->d_out[i] = (ws->out[i] - ws->y[i]) * norm;
-    return TSRNN_OK;
-}
-
-enum tsrnn_status tsrnn_cpu_window_squared_errors(struct tsrnn_compute *ctx, void *workspace,
-                                                  double *se)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
-    (void)ctx;
-    for (size_t b = 0; b < B; b++) {
-        double sum = 0.0;
-        for (size_t t = 0; t < T; t++)
-            for (size_t o = 0; o < O; o++) {
-                float e = ws->out[(t * B + b) * O + o] - ws->y[(t * B + b) * O + o];
-                sum += (double)(e * e);
-            }
-        se[b] = sum;
-    }
-    return TSRNN_OK;
-}
-
-/* nn.L1Loss(): (out - y).abs().mean(). */
-enum tsrnn_status tsrnn_cpu_l1_forward(struct tsrnn_compute *ctx, void *workspace, float *loss)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    double sum = 0.0;
-    (void)ctx;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)fabsf(ws->out[i] - ws->y[i]);
-    *loss = (float)(sum / (double)n);
-    return TSRNN_OK;
-}
-
-/* Autograd's mean backward (grad / numel) then abs backward (grad * sgn(out - y)). */
-enum tsrnn_status tsrnn_cpu_l1_backward(struct tsrnn_compute *ctx, void *workspace)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    float inv = 1.0f / (float)n;
-    (void)ctx;
-    for (size_t i = 0; i < n; i++) {
-        float e = ws->out[i] - ws->y[i];
-        ws->d_out[i] = e > 0.0f ? inv : e < 0.0f ? -inv : 0.0f;
-    }
-    return TSRNN_OK;
-}
-
-enum tsrnn_status tsrnn_cpu_window_abs_errors(struct tsrnn_compute *ctx, void *workspace,
-                                              double *ae)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
-    (void)ctx;
-    for (size_t b = 0; b < B; b++) {
-        double sum = 0.0;
-        for (size_t t = 0; t < T; t++)
-            for (size_t o = 0; o < O; o++)
-                sum += (double)fabsf(ws->out[(t * B + b) * O + o] - ws->y[(t * B + b) * O + o]);
-        ae[b] = sum;
-    }
-    return TSRNN_OK;
-}
-
-/* --- Darts' likelihoods (include/tsrnn/likelihood.h): the head's P outputs per target ---
- *
- * The loss is the mean of each target's term over B*T*O, summed in double and rounded once,
- * like the MSE above; its gradient is each term's times 1/n in float, as autograd's mean
- * backward hands it down. */
-
-enum tsrnn_status tsrnn_cpu_likelihood_forward(struct tsrnn_compute *ctx, void *workspace,
-                                               const struct tsrnn_likelihood *lik, float *loss)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    size_t P = tsrnn_likelihood_param_count(lik);
-    double sum = 0.0;
-    (void)ctx;
-    if (ws->likelihood_sum_valid) {
-        sum = ws->likelihood_sum; /* the same terms, summed in the same order */
-    } else {
-        for (size_t i = 0; i < n; i++)
-            sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
-    }
-    *loss = (float)(sum / (double)n);
-    return TSRNN_OK;
-}
-
-enum tsrnn_status tsrnn_cpu_likelihood_backward(struct tsrnn_compute *ctx, void *workspace,
-                                                const struct tsrnn_likelihood *lik)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    size_t P = tsrnn_likelihood_param_count(lik);
-    float inv = 1.0f / (float)n;
-    double sum = 0.0;
-    (void)ctx;
-    for (size_t i = 0; i < n; i++) {
-        float *d = ws->d_out + i * P;
-        sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], d);
-        for (size_t p = 0; p < P; p++)
-            d[p] *= inv;
-    }
-    ws->likelihood_sum = sum;
-    ws->likelihood_sum_valid = true;
-    return TSRNN_OK;
-}
-
-enum tsrnn_status tsrnn_cpu_window_likelihood_losses(struct tsrnn_compute *ctx, void *workspace,
-                                                     const struct tsrnn_likelihood *lik,
-                                                     double *sums)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
-    size_t P = tsrnn_likelihood_param_count(lik);
-    (void)ctx;
-    for (size_t b = 0; b < B; b++) {
-        double sum = 0.0;
-        for (size_t t = 0; t < T; t++)
-            for (size_t o = 0; o < O; o++) {
-                size_t i = (t * B + b) * O + o;
-                sum += (double)tsrnn_likelihood_term(lik, ws->out + i * P, ws->y[i], NULL);
-            }
-        sums[b] = sum;
-    }
-    return TSRNN_OK;
-}
-
-/* One element's loss as ATen's huber and smooth_l1 kernels compute it in float32, z = |out -
- * y|: HuberLoss z < delta ? 0.5 z z : delta (z - 0.5 delta); SmoothL1Loss z < beta ? 0.5 z z
- * / beta : z - 0.5 beta (beta > 0: the door runs beta 0 as L1Loss). */
-static inline float huber_element(enum tsrnn_loss_kind loss, float delta, float out, float y)
-{
-    float z = fabsf(out - y);
-    if (loss == TSRNN_LOSS_HUBER)
-        return z < delta ? 0.5f * z * z : delta * (z - 0.5f * delta);
-    return z < delta ? 0.5f * z * z / delta : z - 0.5f * delta;
-}
-
-/* nn.HuberLoss(delta) / nn.SmoothL1Loss(beta) with reduction "mean". */
-enum tsrnn_status tsrnn_cpu_huber_forward(struct tsrnn_compute *ctx, void *workspace,
-                                          enum tsrnn_loss_kind loss, float delta, float *loss_out)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    double sum = 0.0;
-    (void)ctx;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)huber_element(loss, delta, ws->out[i], ws->y[i]);
-    *loss_out = (float)(sum / (double)n);
-    return TSRNN_OK;
-}
-
-/* ATen's huber_backward and smooth_l1_backward (their vector paths) with grad_output 1 and
- * norm = 1 / numel: norm * (|x| >= delta ? +-delta : x), norm * (|x| >= beta ? +-1 : x / beta),
- * the sign + where x > 0. */
-enum tsrnn_status tsrnn_cpu_huber_backward(struct tsrnn_compute *ctx, void *workspace,
-                                           enum tsrnn_loss_kind loss, float delta)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t n = ws->step_count * ws->batch_count * ws->dims.output_count;
-    float norm = (float)(1.0 / (double)n);
-    (void)ctx;
-    if (loss == TSRNN_LOSS_HUBER) {
-        for (size_t i = 0; i < n; i++) {
-            float x = ws->out[i] - ws->y[i];
-            float outer = x > 0.0f ? delta : -delta;
-            ws->d_out[i] = norm * (fabsf(x) >= delta ? outer : x);
-        }
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            float x = ws->out[i] - ws->y[i];
-            float outer = x > 0.0f ? 1.0f : -1.0f;
-            ws->d_out[i] = norm * (fabsf(x) >= delta ? outer : x / delta);
-        }
-    }
-    return TSRNN_OK;
-}
-
-enum tsrnn_status tsrnn_cpu_window_huber_errors(struct tsrnn_compute *ctx, void *workspace,
-                                                enum tsrnn_loss_kind loss, float delta,
-                                                double *sums)
-{
-    struct cpu_workspace *ws = workspace;
-    size_t B = ws->batch_count, T = ws->step_count, O = ws->dims.output_count;
-    (void)ctx;
-    for (size_t b = 0; b < B; b++) {
-        double sum = 0.0;
-        for (size_t t = 0; t < T; t++)
-            for (size_t o = 0; o < O; o++) {
-                size_t i = (t * B + b) * O + o;
-                sum += (double)huber_element(loss, delta, ws->out[i], ws->y[i]);
-            }
-        sums[b] = sum;
-    }
     return TSRNN_OK;
 }
 

@@ -121,7 +121,7 @@ cudaError_t tsrnn_kernel_step_update(float *params, float *exp_avg, float *exp_a
 #include <cublas_v2.h>
 #include <cudnn.h>
 
-#include "src/compute/backend.h"
+#include "../backend.h"
 
 /* cuBLAS and cuDNN are loaded with dlopen when the backend is first probed, not linked: they
  * are hundreds of megabytes, and a process that trains on the CPU (or only asks whether a GPU

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../backend.h"
 #include "emit.h"
 #include "runtime.h"
-#include "src/compute/backend.h"
 
 enum where {
     HOST_NEWER,   /* device buffers absent or stale */

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tsrnn/model.h"
+#include "tsrnn/nn.h"
 
 /* The program's text (malloc'd; the caller frees it), or NULL when out of memory.
  * batch_count is B per replica. */

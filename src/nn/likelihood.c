@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tsrnn/config.h"
+
 static const char *const names[] = { "none",      "gaussian",    "laplace",
                                      "quantile",  "poisson",     "negative_binomial",
                                      "lognormal", "halfnormal",  "cauchy",
@@ -288,61 +290,64 @@ const char *tsrnn_likelihood_support_text(enum tsrnn_likelihood_support support)
     return "numbers";
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 enum tsrnn_status tsrnn_likelihood_parse_quantiles(struct tsrnn_likelihood *lik, const char *text)
 {
-    size_t n = 0;
-    const char *p = text;
-    for (;;) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        char *end;
-        double q = strtod(p, &end);
-        const char *after = end;
-        while (*after == ' ' || *after == '\t')
-            after++;
-        if (end == p || (*after != ',' && *after != '\0'))
-            return tsrnn_error(TSRNN_ERR_USAGE,
-                               "'%s' is not a comma-separated list of numbers; accepted: "
-                               "quantiles in (0, 1) such as 0.05, 0.5, 0.95",
-                               text);
-        if (!(q > 0.0 && q < 1.0))
-            return tsrnn_error(TSRNN_ERR_USAGE, "quantile %g is not in (0, 1)", q);
-        if (n == TSRNN_LIKELIHOOD_MAX_QUANTILES)
-            return tsrnn_error(TSRNN_ERR_USAGE, "more than %d quantiles",
-                               TSRNN_LIKELIHOOD_MAX_QUANTILES);
-        lik->quantiles[n++] = q;
-        if (*after == '\0')
-            break;
-        p = after + 1;
+    return tsrnn_config_parse_quantiles(lik->quantiles, &lik->quantile_count, text);
+}
+
+void tsrnn_likelihood_from_config(struct tsrnn_likelihood *lik, const struct tsrnn_config *cfg)
+{
+    *lik = (struct tsrnn_likelihood){ .kind = cfg->likelihood,
+                                      .prior_strength = cfg->prior_strength,
+                                      .beta_nll = cfg->beta_nll };
+    double priors[TSRNN_LIKELIHOOD_MAX_PRIORS] = { NAN, NAN };
+    switch (cfg->likelihood) {
+    case TSRNN_LIKELIHOOD_GAUSSIAN:
+    case TSRNN_LIKELIHOOD_LOGNORMAL:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_sigma;
+        break;
+    case TSRNN_LIKELIHOOD_LAPLACE:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_b;
+        break;
+    case TSRNN_LIKELIHOOD_POISSON:
+    case TSRNN_LIKELIHOOD_EXPONENTIAL:
+        priors[0] = cfg->prior_lambda;
+        break;
+    case TSRNN_LIKELIHOOD_GUMBEL:
+        priors[0] = cfg->prior_mu;
+        priors[1] = cfg->prior_beta;
+        break;
+    case TSRNN_LIKELIHOOD_GEOMETRIC:
+    case TSRNN_LIKELIHOOD_BERNOULLI:
+        priors[0] = cfg->prior_p;
+        break;
+    case TSRNN_LIKELIHOOD_HALFNORMAL:
+        priors[0] = cfg->prior_sigma;
+        break;
+    case TSRNN_LIKELIHOOD_CAUCHY:
+        priors[0] = cfg->prior_xzero;
+        priors[1] = cfg->prior_gamma;
+        break;
+    case TSRNN_LIKELIHOOD_GAMMA:
+        priors[0] = cfg->prior_alpha;
+        priors[1] = cfg->prior_beta;
+        break;
+    case TSRNN_LIKELIHOOD_QUANTILE:
+        /* The parser checked the list (tsrnn_config_parse_quantiles()). */
+        (void)tsrnn_likelihood_parse_quantiles(
+            lik, cfg->quantiles[0] != '\0' ? cfg->quantiles : TSRNN_LIKELIHOOD_DEFAULT_QUANTILES);
+        break;
+    case TSRNN_LIKELIHOOD_NONE:
+    case TSRNN_LIKELIHOOD_NEGATIVE_BINOMIAL:
+    case TSRNN_LIKELIHOOD_WEIBULL:
+        break;
     }
-    qsort(lik->quantiles, n, sizeof(double), compare_doubles);
-    for (size_t i = 1; i < n; i++)
-        if (lik->quantiles[i] == lik->quantiles[i - 1])
-            return tsrnn_error(TSRNN_ERR_USAGE, "quantile %g is given twice", lik->quantiles[i]);
-    bool median = false;
-    for (size_t i = 0; i < n; i++) {
-        median |= lik->quantiles[i] == 0.5;
-        /* Darts: (0.5 - left) + (0.5 - right) within 1e-6 for the i-th from each end. */
-        double asym = (0.5 - lik->quantiles[i]) + (0.5 - lik->quantiles[n - 1 - i]);
-        if (!(asym > -1e-6 && asym < 1e-6))
-            return tsrnn_error(TSRNN_ERR_USAGE,
-                               "quantiles %g and %g are not symmetric around 0.5 (Darts' "
-                               "QuantileRegression samples between them); accepted: each q "
-                               "below 0.5 with 1 - q above it",
-                               lik->quantiles[i], lik->quantiles[n - 1 - i]);
+    for (size_t i = 0; i < TSRNN_LIKELIHOOD_MAX_PRIORS; i++) {
+        lik->has_prior[i] = !isnan(priors[i]);
+        lik->prior[i] = lik->has_prior[i] ? priors[i] : 0.0;
     }
-    if (!median)
-        return tsrnn_error(TSRNN_ERR_USAGE,
-                           "the quantiles lack the median 0.5, which Darts' QuantileRegression "
-                           "requires");
-    lik->quantile_count = n;
-    return TSRNN_OK;
 }
 
 /* --- float32 pieces as PyTorch's CPU kernels compute them ----------------------------------- */
