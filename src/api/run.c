@@ -354,51 +354,6 @@ static enum tsrnn_status validate_for_arrays(const struct tsrnn_config *cfg)
     return status;
 }
 
-/* What the worker prints before training: the world, the device, the data (rank 0 speaks for
- * all under MPI). */
-static enum tsrnn_status print_banner(struct tsrnn_run *run, FILE *out,
-                                      const struct tsrnn_dataset *ds, bool arrays,
-                                      struct tsrnn_compute *compute)
-{
-    const struct tsrnn_config *cfg = run->cfg;
-    const struct tsrnn_world *w = &run->world;
-    if (w->world_size > 1)
-        fprintf(out,
-                "Initializing distributed: GLOBAL_RANK: %d, MEMBER: %d/%d (local rank %d, %s; "
-                "started by %s)\n",
-                w->rank, w->rank + 1, w->world_size, w->local_rank,
-                tsrnn_comm_backend_name(run->comm), w->launcher);
-    if (w->mpi && w->rank > 0)
-        return TSRNN_OK;
-    char kernels[1024];
-    tsrnn_compute_describe(compute, kernels, sizeof(kernels));
-    fprintf(out, "Compute: %s\n", kernels);
-    /* Models below 128 x 128 recurrent weights never reach BLAS: no warning for them. */
-    size_t weights =
-        tsrnn_model_gate_count(cfg->model) * (size_t)cfg->hidden_dim * (size_t)cfg->hidden_dim;
-    const char *blas_warning = tsrnn_compute_host_memory(compute) && weights >= 128 * 128
-                                   ? tsrnn_compute_cpu_blas_warning()
-                                   : NULL;
-    if (blas_warning != NULL)
-        tsrnn_warn("%s", blas_warning);
-    /* The summary reads the sampler's counts only; the trainer sets up the real shuffle. */
-    struct tsrnn_sampler sampler = { 0 };
-    struct tsrnn_shuffle shuffle = { 0 };
-    TSRNN_TRY(tsrnn_sampler_init(&sampler, ds->train.count, (size_t)cfg->batch_size,
-                                 cfg->shuffle ? &shuffle : NULL, (size_t)w->rank,
-                                 (size_t)w->world_size));
-    struct tsrnn_config *shown = NULL;
-    if (arrays && (shown = malloc(sizeof(*shown))) != NULL) { /* "Data: the fit's series" */
-        *shown = *cfg;
-        snprintf(shown->data_path, sizeof(shown->data_path), "the series given to the fit");
-    }
-    tsrnn_report_dataset(out, shown != NULL ? shown : cfg, ds, &sampler);
-    free(shown);
-    tsrnn_sampler_finish(&sampler);
-    fflush(out);
-    return TSRNN_OK;
-}
-
 /* ddp_spawn's rank 0 puts the fit's outcome on a queue for the main process; a rank started
  * by tsrnn-launch writes it to the launcher's pipe (include/tsrnn/world.h). */
 static void report_result(const struct tsrnn_world *world, const struct tsrnn_train_result *r)
@@ -433,6 +388,28 @@ static enum tsrnn_status read_model(struct tsrnn_run *run, const char *path)
     return TSRNN_OK;
 }
 
+/* tsrnn_train() names the run folder and its checkpoints in its result after a fit that
+ * ends well; after an interruption the last checkpoint it wrote on its way out is found in
+ * the folder, so that the run keeps what it trained so far as its model. */
+static void find_interrupted_checkpoint(struct tsrnn_run *run, const struct tsrnn_config *cfg)
+{
+    struct tsrnn_train_result *r = &run->result;
+    if (r->last_checkpoint[0] != '\0' || !cfg->save_checkpoints || run->world.rank > 0)
+        return;
+    char why[API_MESSAGE_MAX], dir[sizeof(r->run_dir) + sizeof("/checkpoints")];
+    snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+    if ((size_t)snprintf(r->run_dir, sizeof(r->run_dir), "%s/%s", cfg->work_dir, cfg->model_name) >=
+        sizeof(r->run_dir)) {
+        r->run_dir[0] = '\0';
+        return;
+    }
+    snprintf(dir, sizeof(dir), "%s/checkpoints", r->run_dir);
+    if (tsrnn_checkpoint_locate(r->last_checkpoint, sizeof(r->last_checkpoint), dir, "last") !=
+        TSRNN_OK)
+        r->last_checkpoint[0] = '\0';              /* interrupted before its first checkpoint */
+    tsrnn_error(TSRNN_ERR_INTERRUPTED, "%s", why); /* the interruption's message stays */
+}
+
 static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_set *series,
                              const struct tsrnn_series_set *val, FILE *out)
 {
@@ -455,14 +432,16 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
         TSRNN_TRY(tsrnn_train_compute_create(&own_compute, cfg, 0));
         compute = own_compute;
     }
-    bool quiet = run->quiet || (run->world.mpi && run->world.rank > 0);
+    /* The trainer prints the banner (its first line, the compute, the data, the devices and
+     * the model summary), as tsrnn-worker's. */
     enum tsrnn_status status = TSRNN_OK;
-    if (!quiet)
-        status = print_banner(run, out, run->ds, series != NULL, compute);
     struct tsrnn_train_options options = {
         .out = out,
         .progress = run->mode,
-        .quiet = quiet,
+        .quiet = run->quiet,
+        .program = "libtsrnn",
+        .config_path = "the run's configuration",
+        .rank_zero_only = run->world.mpi,
         .print_devices = !run->in_world || (run->world.report_fd < 0 && run->world.world_size == 1),
         .comm = run->comm,
         .compute = compute,
@@ -479,6 +458,8 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
     run->fitted = status == TSRNN_OK;
     if (status == TSRNN_OK && run->in_world)
         report_result(&run->world, &run->result);
+    if (status == TSRNN_ERR_INTERRUPTED)
+        find_interrupted_checkpoint(run, cfg);
     /* The model is the last checkpoint: after an interrupted fit too (what it trained so far,
      * as Darts' model after a KeyboardInterrupt). */
     if ((status == TSRNN_OK || status == TSRNN_ERR_INTERRUPTED) &&
