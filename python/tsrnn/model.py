@@ -57,30 +57,38 @@ def _progress_mode(enabled):
 
 def run_interruptibly(call, cancel):
     """call() on a thread of its own while this one waits: Ctrl-C (here, or a notebook's
-    interrupt) calls cancel() and waits for call() to stop cleanly, then raises
-    KeyboardInterrupt. Returns call()'s result."""
+    interrupt) calls cancel() and waits for call() to stop cleanly. Returns call()'s
+    result: the run's status, _lib.INTERRUPTED after a Ctrl-C.
+
+    The wait is on an Event, not on Thread.join(): a KeyboardInterrupt inside join() can
+    leave the thread marked as finished while it still runs (CPython before 3.13), and the
+    fit would go on behind the caller's back."""
     box = {}
+    finished = threading.Event()
 
     def target():
         try:
             box["result"] = call()
         except BaseException as e:  # handed to the caller
             box["error"] = e
+        finally:
+            finished.set()
 
     thread = threading.Thread(target=target, name="tsrnn-fit", daemon=True)
     thread.start()
     interrupted = False
-    while thread.is_alive():
+    while not finished.is_set():
         try:
-            thread.join(0.1)
+            finished.wait(0.1)
         except KeyboardInterrupt:
             interrupted = True
             cancel()
+    thread.join()
     if "error" in box:
         raise box["error"]
-    if interrupted:
-        raise KeyboardInterrupt("tsrnn: the fit stopped at a step boundary after Ctrl-C")
-    return box["result"]
+    if interrupted and box["result"] != _lib.INTERRUPTED:  # it ended as Ctrl-C came
+        raise KeyboardInterrupt("tsrnn: Ctrl-C as the fit ended (it had finished)")
+    return box["result"]  # the caller raises KeyboardInterrupt with the run's message
 
 
 class RNNModel:
@@ -207,18 +215,27 @@ class RNNModel:
         workers = _config.worker_count(self._settings.accelerator, self._settings.devices,
                                        os.cpu_count() or 1)
         self._init_state()
-        if workers == 1:
-            self._fit_here(train, val, mode)
-        else:
-            from . import _launch
+        try:
+            if workers == 1:
+                self._fit_here(train, val, mode)
+            else:
+                from . import _launch
 
-            _launch.fit(self, train, val, mode, _output_writer())
-        self._training, self._training_list = train, is_list
-        self._fitted = True
-        self._save_series(os.path.join(self.run_dir, SERIES_FILE))
+                _launch.fit(self, train, val, mode, _output_writer())
+        except KeyboardInterrupt:
+            # As Darts' model after Ctrl-C: what it trained so far (the last checkpoint).
+            if self.checkpoint is not None:
+                self._keep_training_series(train, is_list)
+            raise
+        self._keep_training_series(train, is_list)
         if load_best:
             self._run.load_checkpoint(self.run_dir, "best")
         return self
+
+    def _keep_training_series(self, train, is_list):
+        self._training, self._training_list = train, is_list
+        self._fitted = True
+        self._save_series(os.path.join(self.run_dir, SERIES_FILE))
 
     def _with_covariates(self, series, covariates, name, cov_name):
         items, is_list = _series.to_series_list(series, name)

@@ -4,6 +4,7 @@ folder, backtests, each equal to what tsrnn-worker, tsrnn-launch and tsrnn-predi
 same data; save/load; zero-copy; Ctrl-C; the core's imports."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -227,6 +228,7 @@ try:
     model.fit(values)
 except KeyboardInterrupt as e:
     print("KeyboardInterrupt:", e)
+    print("forecast after it:", len(model.predict(3)), os.path.basename(model.checkpoint))
     print("checkpoints:", " ".join(sorted(os.listdir(os.path.join(model.run_dir,
                                                                    "checkpoints")))))
     sys.exit(42)
@@ -250,8 +252,13 @@ def test_ctrl_c_stops_the_fit_cleanly(tmp_path, devices):
     out, _ = proc.communicate(timeout=60)
     stopped_s = time.monotonic() - sent
     assert proc.returncode == 42, out[-3000:]
-    assert "KeyboardInterrupt: tsrnn:" in out and "stopped at a step boundary" in out
+    assert re.search(r"^KeyboardInterrupt: (tsrnn: the data-parallel fit stopped at a step "
+                     r"boundary|interrupted at epoch \d+ after step \d+: .*metrics.csv holds "
+                     r"the \d+ finished steps; checkpoint: .*last-epoch=\d+\.safetensors)$",
+                     out, re.M), out[-3000:]
     assert "last-epoch=" in out.splitlines()[-1]  # a checkpoint to resume from
+    # the model is what it trained so far, as Darts' after a KeyboardInterrupt
+    assert re.search(r"^forecast after it: 3 last-epoch=\d+\.safetensors$", out, re.M), out
     steps = [line for line in metrics.read_text().splitlines()[1:] if line.split(",")[2]]
     assert len(steps) > 10
     assert stopped_s < 10, "took %.1f s to stop" % stopped_s
