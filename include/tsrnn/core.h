@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tsrnn/tsrnn.h" /* enum tsrnn_status: the C API's */
+#include "tsrnn/status.h" /* enum tsrnn_status, shared with the C API */
 
 /* Process exit codes (README "Exit codes"). 77 is used by tests only, for "skipped". */
 enum tsrnn_exit {

@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsrnn/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,25 +44,11 @@ struct tsrnn_run;
 struct tsrnn_series_set;
 struct tsrnn_prediction;
 
-enum tsrnn_status {
-    TSRNN_OK = 0,
-    TSRNN_ERR_USAGE,       /* bad call, command line or configuration (exit 2) */
-    TSRNN_ERR_DATA,        /* bad input data: series, CSV, weights, checkpoint (exit 2) */
-    TSRNN_ERR_IO,          /* a file could not be written or read at run time (exit 1) */
-    TSRNN_ERR_NOMEM,       /* an allocation failed (exit 1) */
-    TSRNN_ERR_NUMERIC,     /* NaN/inf appeared in training (exit 1) */
-    TSRNN_ERR_COMM,        /* a peer failed or timed out (exit 3) */
-    TSRNN_ERR_INTERRUPTED, /* cancelled: tsrnn_run_cancel(), SIGINT/SIGTERM (exit 130) */
-};
+/* enum tsrnn_status (TSRNN_OK, TSRNN_ERR_USAGE, ...), tsrnn_version(), tsrnn_status_name()
+ * and tsrnn_status_exit_code(): tsrnn/status.h, installed beside this header. */
 
-/* The library's version ("0.1.0") and the API version it implements (TSRNN_API_VERSION). */
-const char *tsrnn_version(void);
+/* The API version the library implements (TSRNN_API_VERSION). */
 int tsrnn_api_version(void);
-
-/* "ok", "usage error", ... and the documented process exit code of a status (0, 1, 2, 3,
- * 130): what a program returns after a failed call. */
-const char *tsrnn_status_name(enum tsrnn_status status);
-int tsrnn_status_exit_code(enum tsrnn_status status);
 
 /* --- series sets ------------------------------------------------------------------------
  * The series a fit trains on (one set) and validates on (another), or a forecast starts
