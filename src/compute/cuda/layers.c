@@ -424,6 +424,8 @@ void tsrnn_cuda_workspace_destroy(struct tsrnn_compute *ctx, void *workspace)
     void *buffers[] = { ws->dropout_states,
                         ws->work,
                         ws->seq_lengths,
+                        ws->weight_copy,
+                        ws->grad_copy,
                         ws->x,
                         ws->x_batch,
                         ws->y,
