@@ -151,12 +151,12 @@ enum tsrnn_status make_private_network(struct launch *l)
     snprintf(maps.gid, sizeof(maps.gid), "%ld %ld 1\n", (long)getegid(), (long)getegid());
     if (pipe2(report, O_CLOEXEC) != 0 || pipe2(hold, O_CLOEXEC) != 0) {
         st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the workers' network: pipe");
-        goto done;
+        goto out;
     }
     pid_t pid = fork();
     if (pid < 0) {
         st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the workers' network: fork");
-        goto done;
+        goto out;
     }
     if (pid == 0) {
         close(report[0]);
@@ -188,7 +188,7 @@ enum tsrnn_status make_private_network(struct launch *l)
                         "launch fail; see docs/distributed.md#who-can-reach-the-workers\n",
                 step_names[r.step], strerror(r.errnum));
 
-done:
+out:
     for (int i = 0; i < 2; i++) {
         if (report[i] >= 0)
             close(report[i]);

@@ -280,13 +280,13 @@ static enum tsrnn_status spawn_worker(struct launch *l, struct worker *w, char *
     if (pipe2(err, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 ||
         pipe2(w->rank == 0 ? report : out, O_CLOEXEC) != 0) {
         st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: pipe", w->rank);
-        goto done;
+        goto out;
     }
     const int fds[4] = { l->devnull, w->rank == 0 ? STDOUT_FILENO : out[1], err[1], report[1] };
     pid_t pid = fork();
     if (pid < 0) {
         st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: fork", w->rank);
-        goto done;
+        goto out;
     }
     if (pid == 0)
         exec_worker(l, w, argv, fds, w->rank == 0 ? 4 : 3, status[1]);
@@ -314,14 +314,14 @@ static enum tsrnn_status spawn_worker(struct launch *l, struct worker *w, char *
         else
             st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
                                    "cannot set up rank %d's standard streams", w->rank);
-        goto done;
+        goto out;
     }
     w->err.fd = err[0];
     w->out.fd = out[0];
     l->report_stream.fd = w->rank == 0 ? report[0] : l->report_stream.fd;
     err[0] = out[0] = report[0] = -1;
 
-done:
+out:
     for (int i = 0; i < 2; i++) {
         close_fd(&out[i]);
         close_fd(&err[i]);
