@@ -386,43 +386,57 @@ void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af)
     release(af);
 }
 
+/* A step of tsrnn_atomic_file_link() that failed with `err`. */
+static enum tsrnn_status link_failed(const char *existing, const char *path, const char *step,
+                                     int err)
+{
+    return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot link %s to %s: %s failed",
+                             tsrnn_display_path(path), tsrnn_display_path(existing), step);
+}
+
 enum tsrnn_status tsrnn_atomic_file_link(const char *existing, const char *path)
 {
     char *tmp = NULL;
+    bool linked = false; /* tmp is a second name of `existing`: removed again on a failure */
     int err = EEXIST;
-    const char *step = "link";
     struct stat st;
+    enum tsrnn_status status = TSRNN_OK;
 
     /* link(2) never follows or replaces what is at the temporary name: a clash is retried
      * under another name. */
     for (int i = 0; i < TMP_TRIES && err == EEXIST; i++) {
         free(tmp);
-        if ((tmp = temporary_name(path)) == NULL)
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory linking %s",
-                               tsrnn_display_path(path));
+        if ((tmp = temporary_name(path)) == NULL) {
+            status =
+                tsrnn_error(TSRNN_ERR_NOMEM, "out of memory linking %s", tsrnn_display_path(path));
+            goto out;
+        }
         err = link(existing, tmp) == 0 ? 0 : errno;
     }
-    if (err == 0 && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (err != 0) {
+        status = link_failed(existing, path, "link", err);
+        goto out;
+    }
+    linked = true;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* A link, a device or a folder there is written through by the caller (an atomic
          * file), not replaced by a second name of this file. */
-        unlink(tmp);
-        free(tmp);
-        return tsrnn_error(TSRNN_ERR_IO,
-                           "cannot link %s to %s: it exists and is not a regular file",
-                           tsrnn_display_path(path), tsrnn_display_path(existing));
+        status =
+            tsrnn_error(TSRNN_ERR_IO, "cannot link %s to %s: it exists and is not a regular file",
+                        tsrnn_display_path(path), tsrnn_display_path(existing));
+        goto out;
     }
-    if (err == 0) {
-        step = "rename";
-        if (rename(tmp, path) != 0) {
-            err = errno;
-            unlink(tmp);
-        } else if ((err = sync_folder(path)) != 0) {
-            step = "sync of its folder";
-        }
+    if (rename(tmp, path) != 0) {
+        status = link_failed(existing, path, "rename", errno);
+        goto out;
     }
-    free(tmp);
+    linked = false; /* renamed to path */
+    err = sync_folder(path);
     if (err != 0)
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot link %s to %s: %s failed",
-                                 tsrnn_display_path(path), tsrnn_display_path(existing), step);
-    return TSRNN_OK;
+        status = link_failed(existing, path, "sync of its folder", err);
+out:
+    if (linked)
+        unlink(tmp);
+    free(tmp);
+    return status;
 }
