@@ -214,11 +214,9 @@ enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_c
         }
         /* Joined, then refused: the peers wait for this rank until the job is aborted. */
         c->failed = true;
-        *comm = c;
-        return status;
     }
     *comm = c;
-    return TSRNN_OK;
+    return status;
 }
 
 /* Why no collective may run: the peers may be anywhere in their sequence of collectives. */

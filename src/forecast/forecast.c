@@ -912,12 +912,11 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
     int64_t *times = bt->last_points_only ? malloc(F * sizeof(int64_t)) : NULL;
     float *last = bt->last_points_only ? malloc(F * C * sizeof(float)) : NULL;
     char label[96], full_title[512];
+    enum tsrnn_status status = TSRNN_OK;
 
     if (lines == NULL || (bt->last_points_only && (times == NULL || last == NULL))) {
-        free(lines);
-        free(times);
-        free(last);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+        goto out;
     }
     lines[0] = (struct tsrnn_plot_line){
         "actual", TSRNN_PLOT_BLUE, series->times + from, series->values + from * C, L - from, NULL,
@@ -947,8 +946,8 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
                  bt->overall.mape);
     else
         snprintf(full_title, sizeof(full_title), "%s (backtest MAE %.4g)", title, bt->overall.mae);
-    enum tsrnn_status status =
-        plot_lines(series, full_title, lines, line_count, width, height, path);
+    status = plot_lines(series, full_title, lines, line_count, width, height, path);
+out:
     free(lines);
     free(times);
     free(last);

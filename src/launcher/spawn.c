@@ -393,6 +393,7 @@ enum tsrnn_status start_attempt(struct launch *l)
     snprintf(dir, sizeof(dir), "%s/attempt-%d", l->rendezvous, l->attempt);
     if (mkdir(dir, 0700) != 0)
         return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the rendezvous folder %s", dir);
+    enum tsrnn_status status = TSRNN_OK;
     char **argv = worker_argv(l, &progress_idx);
     if (argv == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
@@ -405,12 +406,9 @@ enum tsrnn_status start_attempt(struct launch *l)
         /* Rank 0 may draw a live bar on a terminal; the others write to a log. */
         argv[progress_idx] = r == 0 ? "--progress=auto" : "--progress=plain";
         build_env(l, w);
-        enum tsrnn_status st = spawn_worker(l, w, argv);
-        if (st != TSRNN_OK) {
-            free(argv);
-            end_attempt(l);
-            return st;
-        }
+        status = spawn_worker(l, w, argv);
+        if (status != TSRNN_OK)
+            goto out;
         if (l->gpu)
             printf("  rank %d (local %d): pid %ld, gpu %s\n", r, r, (long)w->pid, w->gpu);
         else if (w->core >= 0)
@@ -419,6 +417,9 @@ enum tsrnn_status start_attempt(struct launch *l)
             printf("  rank %d (local %d): pid %ld, any core\n", r, r, (long)w->pid);
         fflush(stdout);
     }
+out:
+    if (status != TSRNN_OK)
+        end_attempt(l); /* the workers started so far */
     free(argv);
-    return TSRNN_OK;
+    return status;
 }
