@@ -23,7 +23,7 @@ bash scripts/install-deps.sh
 build=${TSRNN_BUILD_DIR:-build}
 # A folder configured before libgloo-dev was installed keeps meson's failed header check:
 # configure it afresh.
-if grep -qs 'TSRNN_HAVE_GLOO 0' "$build/tsrnn_build.h"; then
+if grep -qs 'TSRNN_HAVE_GLOO 0' "$build/include/tsrnn_build.h"; then
     rm -rf "$build"
 fi
 if [ ! -f "$build/build.ninja" ]; then

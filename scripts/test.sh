@@ -17,7 +17,7 @@ configure() { # dir, extra meson options...
     local dir=$1
     shift
     # Configured before libgloo-dev was installed: meson keeps the failed header check.
-    if grep -qs 'TSRNN_HAVE_GLOO 0' "$dir/tsrnn_build.h"; then
+    if grep -qs 'TSRNN_HAVE_GLOO 0' "$dir/include/tsrnn_build.h"; then
         rm -rf "$dir"
     fi
     if [ -f "$dir/build.ninja" ]; then

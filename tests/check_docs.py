@@ -148,7 +148,7 @@ def run_cluster_recipe():
                 for line in body.splitlines() if line.strip().startswith("mpirun -np 2 ")]
     if not commands:
         fail("README.md's cluster section has no `mpirun -np 2 ...` command to run")
-    build_h = open(os.path.join(BUILD, "tsrnn_build.h")).read()
+    build_h = open(os.path.join(BUILD, "include", "tsrnn_build.h")).read()
     if not os.environ.get("TSRNN_MPIRUN") or "TSRNN_HAVE_MPI_BACKEND 1" not in build_h:
         print("skip: README cluster recipe (no mpirun, or a build without MPI)")
         return

@@ -27,7 +27,7 @@ bench_build() {
     bash "$bench_root/scripts/install-deps.sh" >&2
     # A folder configured before libgloo-dev was installed: configure it afresh (meson keeps
     # failed header checks).
-    if grep -qs 'TSRNN_HAVE_GLOO 0\|TSRNN_HAVE_MPI_BACKEND 0' "$build/tsrnn_build.h"; then
+    if grep -qs 'TSRNN_HAVE_GLOO 0\|TSRNN_HAVE_MPI_BACKEND 0' "$build/include/tsrnn_build.h"; then
         rm -rf "$build"
     fi
     if [ ! -f "$build/build.ninja" ]; then
@@ -98,7 +98,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 have_mpi() {
-    command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/tsrnn_build.h"
+    command -v mpirun >/dev/null && grep -qs 'TSRNN_HAVE_MPI_BACKEND 1' "$build/include/tsrnn_build.h"
 }
 
 mpi_train() {

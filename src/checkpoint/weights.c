@@ -74,21 +74,25 @@ enum tsrnn_status tsrnn_model_load_params(float *flat, const struct tsrnn_param_
 {
     struct tsrnn_safetensors st = { 0 };
     enum tsrnn_status status = tsrnn_safetensors_read(&st, path);
+    if (status != TSRNN_OK)
+        goto out;
     /* A tsrnn checkpoint given as weights is checked as resume and predict check it. */
-    if (status == TSRNN_OK)
-        status = tsrnn_safetensors_check_crcs(&st, path);
-
-    for (size_t i = 0; status == TSRNN_OK && i < st.tensor_count; i++) {
+    status = tsrnn_safetensors_check_crcs(&st, path);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t i = 0; i < st.tensor_count; i++) {
         const char *name = st.tensors[i].name;
-        if (strncmp(name, "optim.", 6) != 0 && tsrnn_param_table_find(table, name) == NULL)
+        if (strncmp(name, "optim.", 6) != 0 && tsrnn_param_table_find(table, name) == NULL) {
             status = tsrnn_error(TSRNN_ERR_DATA,
                                  "%s: unexpected tensor \"%s\"; this model has %s ... %s (%zu "
                                  "tensors)",
                                  tsrnn_display_path(path), name, table->entries[0].name,
                                  table->entries[table->entry_count - 1].name, table->entry_count);
+            goto out;
+        }
     }
-    if (status == TSRNN_OK)
-        status = tsrnn_model_read_tensors(flat, table, &st, "", path);
+    status = tsrnn_model_read_tensors(flat, table, &st, "", path);
+out:
     tsrnn_safetensors_finish(&st);
     return status;
 }

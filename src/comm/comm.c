@@ -214,11 +214,9 @@ enum tsrnn_status tsrnn_comm_open(struct tsrnn_comm **comm, const struct tsrnn_c
         }
         /* Joined, then refused: the peers wait for this rank until the job is aborted. */
         c->failed = true;
-        *comm = c;
-        return status;
     }
     *comm = c;
-    return TSRNN_OK;
+    return status;
 }
 
 /* Why no collective may run: the peers may be anywhere in their sequence of collectives. */
@@ -299,14 +297,18 @@ static enum tsrnn_status allreduce_sum(struct tsrnn_comm *comm, bool device, voi
     double started_s = tsrnn_clock_now_s();
     enum tsrnn_status status =
         comm->backend->allreduce_sum(comm->state, staged ? comm->staging : buf, count, dtype);
-    if (status == TSRNN_OK && staged)
+    if (status != TSRNN_OK)
+        goto out;
+    if (staged)
         status = stage(comm, device, buf, nbytes, true);
+out:
     comm->allreduce_s += tsrnn_clock_now_s() - started_s;
-    if (status == TSRNN_OK)
-        return TSRNN_OK;
-    comm->failed = true;
-    return backend_failed(status, "rank %d: allreduce of %zu %s failed (timeout %g s)", comm->rank,
-                          count, dtype_name(dtype), comm->timeout_s);
+    if (status != TSRNN_OK) {
+        comm->failed = true;
+        return backend_failed(status, "rank %d: allreduce of %zu %s failed (timeout %g s)",
+                              comm->rank, count, dtype_name(dtype), comm->timeout_s);
+    }
+    return TSRNN_OK;
 }
 
 enum tsrnn_status tsrnn_comm_allreduce_sum(struct tsrnn_comm *comm, void *buf, size_t count,
@@ -337,11 +339,12 @@ static enum tsrnn_status step_allreduce(void *ctx, float *buf, size_t count)
     TSRNN_TRY(check_live(comm, "allreduce"));
     enum tsrnn_status status =
         comm->backend->allreduce_sum_queued(comm->state, buf, count, TSRNN_COMM_F32);
-    if (status == TSRNN_OK)
-        return TSRNN_OK;
-    comm->failed = true;
-    return backend_failed(status, "rank %d: queueing an allreduce of %zu floats failed", comm->rank,
-                          count);
+    if (status != TSRNN_OK) {
+        comm->failed = true;
+        return backend_failed(status, "rank %d: queueing an allreduce of %zu floats failed",
+                              comm->rank, count);
+    }
+    return TSRNN_OK;
 }
 
 static enum tsrnn_status step_health(void *ctx)
@@ -350,10 +353,11 @@ static enum tsrnn_status step_health(void *ctx)
     TSRNN_TRY(check_live(comm, "a queued allreduce"));
     enum tsrnn_status status =
         comm->backend->health != NULL ? comm->backend->health(comm->state) : TSRNN_OK;
-    if (status == TSRNN_OK)
-        return TSRNN_OK;
-    comm->failed = true;
-    return backend_failed(status, "rank %d: a queued allreduce failed", comm->rank);
+    if (status != TSRNN_OK) {
+        comm->failed = true;
+        return backend_failed(status, "rank %d: a queued allreduce failed", comm->rank);
+    }
+    return TSRNN_OK;
 }
 
 static void step_abort(void *ctx)
@@ -400,12 +404,13 @@ static enum tsrnn_status broadcast(struct tsrnn_comm *comm, bool device, void *b
     }
     enum tsrnn_status status =
         comm->backend->broadcast(comm->state, staged ? comm->staging : buf, nbytes, root);
-    if (status == TSRNN_OK)
-        return staged && comm->rank != root ? stage(comm, device, buf, nbytes, true) : TSRNN_OK;
-    comm->failed = true;
-    return backend_failed(status,
-                          "rank %d: broadcast of %zu bytes from rank %d failed (timeout %g s)",
-                          comm->rank, nbytes, root, comm->timeout_s);
+    if (status != TSRNN_OK) {
+        comm->failed = true;
+        return backend_failed(status,
+                              "rank %d: broadcast of %zu bytes from rank %d failed (timeout %g s)",
+                              comm->rank, nbytes, root, comm->timeout_s);
+    }
+    return staged && comm->rank != root ? stage(comm, device, buf, nbytes, true) : TSRNN_OK;
 }
 
 enum tsrnn_status tsrnn_comm_broadcast(struct tsrnn_comm *comm, void *buf, size_t nbytes, int root)
@@ -423,11 +428,12 @@ enum tsrnn_status tsrnn_comm_barrier(struct tsrnn_comm *comm)
 {
     TSRNN_TRY(check_live(comm, "barrier"));
     enum tsrnn_status status = comm->backend->barrier(comm->state);
-    if (status == TSRNN_OK)
-        return TSRNN_OK;
-    comm->failed = true;
-    return backend_failed(status, "rank %d: barrier failed (timeout %g s)", comm->rank,
-                          comm->timeout_s);
+    if (status != TSRNN_OK) {
+        comm->failed = true;
+        return backend_failed(status, "rank %d: barrier failed (timeout %g s)", comm->rank,
+                              comm->timeout_s);
+    }
+    return TSRNN_OK;
 }
 
 void tsrnn_comm_abort_job(struct tsrnn_comm *comm, int exit_code)

@@ -96,17 +96,19 @@ static enum tsrnn_status gloo_open(void **state, const struct tsrnn_comm_options
     struct tsrnn_store store;
     TSRNN_TRY(tsrnn_store_open(&store, opt->rendezvous, opt->timeout_s));
     enum tsrnn_status status = join(&store, opt->rank);
-    if (status == TSRNN_OK) {
-        /* Rounded up: 0 ms would mean "no timeout" to Gloo. */
-        long long timeout_ms = (long long)ceil(opt->timeout_s * 1000.0);
-        char err[GLOO_ERR_NBYTES];
-        struct tsrnn_gloo *gloo;
-        if (tsrnn_gloo_open(&gloo, opt->rank, opt->world_size, &store, host, timeout_ms, err,
-                            sizeof(err)) == 0)
-            *state = gloo;
-        else
-            status = rendezvous_failed(&store, opt->world_size, err);
+    if (status != TSRNN_OK)
+        goto out;
+    /* Rounded up: 0 ms would mean "no timeout" to Gloo. */
+    long long timeout_ms = (long long)ceil(opt->timeout_s * 1000.0);
+    char err[GLOO_ERR_NBYTES];
+    struct tsrnn_gloo *gloo;
+    if (tsrnn_gloo_open(&gloo, opt->rank, opt->world_size, &store, host, timeout_ms, err,
+                        sizeof(err)) != 0) {
+        status = rendezvous_failed(&store, opt->world_size, err);
+        goto out;
     }
+    *state = gloo;
+out:
     tsrnn_store_close(&store);
     return status;
 }

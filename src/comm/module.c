@@ -142,12 +142,15 @@ enum tsrnn_status tsrnn_comm_module_load(const struct tsrnn_comm_module **module
         i++;
     if (i < MAX_MODULES && loaded[i].name != NULL) {
         *module = loaded[i].module;
-    } else {
-        status = find_module(module, name, installs);
-        /* A failure is not kept: the next call looks again. */
-        if (status == TSRNN_OK && i < MAX_MODULES)
-            loaded[i].name = name, loaded[i].module = *module;
+        goto out;
     }
+    status = find_module(module, name, installs);
+    /* A failure is not kept: the next call looks again. */
+    if (status != TSRNN_OK)
+        goto out;
+    if (i < MAX_MODULES)
+        loaded[i].name = name, loaded[i].module = *module;
+out:
     pthread_mutex_unlock(&lock);
     return status;
 }

@@ -251,25 +251,28 @@ static enum tsrnn_status nccl_open(void **state, const struct tsrnn_comm_options
 
     ncclUniqueId id;
     enum tsrnn_status status = share_id(n, &id, opt);
-    if (status == TSRNN_OK) {
-        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        config.blocking = 0;
-        ncclResult_t r =
-            NCCL(ncclCommInitRankConfig)(&n->comm, opt->world_size, id, opt->rank, &config);
-        if (r != ncclSuccess && r != ncclInProgress)
-            status = nccl_failed(n, r, "creating the communicator (ncclCommInitRankConfig)");
-        else
-            status = wait_comm(n, started_s, "creating the communicator (ncclCommInitRankConfig)");
-    }
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_alloc(opt->compute, (void **)&n->barrier_buf, sizeof(float));
+    if (status != TSRNN_OK)
+        goto out;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r =
+        NCCL(ncclCommInitRankConfig)(&n->comm, opt->world_size, id, opt->rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress)
+        status = nccl_failed(n, r, "creating the communicator (ncclCommInitRankConfig)");
+    else
+        status = wait_comm(n, started_s, "creating the communicator (ncclCommInitRankConfig)");
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_alloc(opt->compute, (void **)&n->barrier_buf, sizeof(float));
+    if (status != TSRNN_OK)
+        goto out;
+    *state = n;
+out:
     if (status != TSRNN_OK) {
         abort_comm(n);
         nccl_close(n);
-        return status;
     }
-    *state = n;
-    return TSRNN_OK;
+    return status;
 }
 
 static ncclDataType_t nccl_dtype(enum tsrnn_comm_dtype dtype)

@@ -125,12 +125,13 @@ enum tsrnn_status tsrnn_store_set(struct tsrnn_store *store, const char *key, co
         err = errno, step = "close";
     if (err == 0 && rename(tmp, path) != 0)
         err = errno, step = "rename";
-    if (err == 0)
-        return TSRNN_OK;
-    unlink(tmp);
-    return tsrnn_error_errno(TSRNN_ERR_IO, err,
-                             "cannot write rendezvous key \"%s\" in %s: %s of %s failed", key,
-                             store->dir, step, tmp);
+    if (err != 0) {
+        unlink(tmp);
+        return tsrnn_error_errno(TSRNN_ERR_IO, err,
+                                 "cannot write rendezvous key \"%s\" in %s: %s of %s failed", key,
+                                 store->dir, step, tmp);
+    }
+    return TSRNN_OK;
 }
 
 /* Whether the file of `key` exists; any error other than "not there" is TSRNN_ERR_IO. */
@@ -221,24 +222,23 @@ static enum tsrnn_status read_value(const struct tsrnn_store *store, const char 
 {
     char path[PATH_MAX];
     TSRNN_TRY(key_path(path, sizeof(path), store, key, false));
+    enum tsrnn_status status = TSRNN_OK;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot read rendezvous key \"%s\" in %s", key,
-                                 store->dir);
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot read rendezvous key \"%s\" in %s",
+                                   key, store->dir);
+        goto out;
     }
     /* The file under fd never changes: a later set renames a new file over the name. */
     size_t size = (size_t)st.st_size;
     if (size > capacity) {
-        close(fd);
         *nbytes = size;
-        return tsrnn_error(TSRNN_ERR_COMM,
-                           "rendezvous key \"%s\" in %s holds %zu bytes, more than the %zu "
-                           "expected: another program or version wrote it",
-                           key, store->dir, size, capacity);
+        status = tsrnn_error(TSRNN_ERR_COMM,
+                             "rendezvous key \"%s\" in %s holds %zu bytes, more than the %zu "
+                             "expected: another program or version wrote it",
+                             key, store->dir, size, capacity);
+        goto out;
     }
     size_t done = 0;
     while (done < size) {
@@ -247,16 +247,18 @@ static enum tsrnn_status read_value(const struct tsrnn_store *store, const char 
             continue;
         if (n <= 0) {
             int err = n < 0 ? errno : EIO; /* shorter than fstat said: not ours */
-            close(fd);
-            return tsrnn_error_errno(TSRNN_ERR_IO, err,
-                                     "cannot read rendezvous key \"%s\" in %s (%zu of %zu bytes)",
-                                     key, store->dir, done, size);
+            status = tsrnn_error_errno(TSRNN_ERR_IO, err,
+                                       "cannot read rendezvous key \"%s\" in %s (%zu of %zu bytes)",
+                                       key, store->dir, done, size);
+            goto out;
         }
         done += (size_t)n;
     }
-    close(fd);
     *nbytes = size;
-    return TSRNN_OK;
+out:
+    if (fd >= 0)
+        close(fd);
+    return status;
 }
 
 enum tsrnn_status tsrnn_store_get(struct tsrnn_store *store, const char *key, void *buf,

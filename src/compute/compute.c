@@ -339,22 +339,24 @@ enum tsrnn_status tsrnn_compute_workspace_create(struct tsrnn_workspace **out,
     size_t nbytes = (ws->table.total_count + 2) * sizeof(float);
     enum tsrnn_status status = ws->b->workspace_create(compute, &ws->impl, dims, batch_capacity,
                                                        step_capacity, results_capacity);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_alloc(compute, (void **)&ws->grads, nbytes);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_zero(compute, ws->grads, nbytes);
-    if (status == TSRNN_OK) {
-        ws->losses = malloc(results_capacity * sizeof(float));
-        if (ws->losses == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu step results",
-                                 results_capacity);
-    }
-    if (status != TSRNN_OK) {
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_alloc(compute, (void **)&ws->grads, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_zero(compute, ws->grads, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    ws->losses = malloc(results_capacity * sizeof(float));
+    if (ws->losses == NULL)
+        status =
+            tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu step results", results_capacity);
+out:
+    if (status != TSRNN_OK)
         tsrnn_compute_workspace_destroy(ws);
-        return status;
-    }
-    *out = ws;
-    return TSRNN_OK;
+    else
+        *out = ws;
+    return status;
 }
 
 void tsrnn_compute_workspace_destroy(struct tsrnn_workspace *ws)
@@ -568,12 +570,9 @@ enum tsrnn_status tsrnn_compute_step(struct tsrnn_workspace *ws,
         return TSRNN_OK;
     }
     struct tsrnn_step_record now = { .loss = NAN };
-    enum tsrnn_status status =
-        ws->b->step != NULL
-            ? ws->b->step(ws->compute, ws->impl, &ws->step, args, &now)
-            : tsrnn_compute_composed_step(ws->compute, ws->impl, &ws->step, args, &now);
-    if (status != TSRNN_OK)
-        return status;
+    TSRNN_TRY(ws->b->step != NULL
+                  ? ws->b->step(ws->compute, ws->impl, &ws->step, args, &now)
+                  : tsrnn_compute_composed_step(ws->compute, ws->impl, &ws->step, args, &now));
     if (recorded) {
         size_t k = ws->taken;
         ws->losses[k] = now.loss;

@@ -36,13 +36,14 @@ enum tsrnn_status tsrnn_config_check_file(const struct tsrnn_config *cfg, const 
                                           const char *key, const char *path, const char *what)
 {
     enum tsrnn_status status = read_a_byte(path, what);
-    if (status == TSRNN_OK)
-        return TSRNN_OK;
-    /* the message, led by the key that named the file */
-    char why[1024];
-    snprintf(why, sizeof(why), "%s", tsrnn_last_error());
-    return tsrnn_error(status, "%s: [%s] %s: %s", tsrnn_config_origin(cfg, section, key), section,
-                       key, why);
+    if (status != TSRNN_OK) {
+        /* the message, led by the key that named the file */
+        char why[1024];
+        snprintf(why, sizeof(why), "%s", tsrnn_last_error());
+        return tsrnn_error(status, "%s: [%s] %s: %s", tsrnn_config_origin(cfg, section, key),
+                           section, key, why);
+    }
+    return TSRNN_OK;
 }
 
 /* The [lr_scheduler_kwargs] keys each scheduler's constructor takes (PyTorch's names), after

@@ -137,6 +137,7 @@ static enum tsrnn_status resolve_target(const char *path, char **target)
     char *name = strdup(path);
     int hop = 0, err = name == NULL ? ENOMEM : 0;
     struct stat st = { .st_mode = S_IFLNK };
+    enum tsrnn_status status = TSRNN_OK;
 
     *target = NULL;
     for (; name != NULL; hop++) {
@@ -152,13 +153,12 @@ static enum tsrnn_status resolve_target(const char *path, char **target)
          * user who can write the folder put at a name tsrnn writes would make it write
          * wherever they chose, with this user's rights. */
         if (st.st_uid != geteuid() && st.st_uid != 0) {
-            enum tsrnn_status refused = tsrnn_error(
+            status = tsrnn_error(
                 TSRNN_ERR_IO,
                 "cannot write %s: %s is a symbolic link of another user (uid %u); tsrnn "
                 "writes through links of its own user or root only: remove it",
                 tsrnn_display_path(path), tsrnn_display_path(name), (unsigned)st.st_uid);
-            free(name);
-            return refused;
+            goto out;
         }
         char *next = hop < LINK_HOPS_MAX ? follow_link(name) : (errno = ELOOP, NULL);
         if (next == NULL)
@@ -166,11 +166,12 @@ static enum tsrnn_status resolve_target(const char *path, char **target)
         free(name);
         name = next;
     }
-    if (name == NULL && err == ENOMEM)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
+    if (name == NULL && err == ENOMEM) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
+        goto out;
+    }
     if (name != NULL && err == 0 && S_ISREG(st.st_mode) && hop > 0)
         err = may_follow(path, name);
-    enum tsrnn_status status = TSRNN_OK;
     if (err != 0)
         status = tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot write %s", tsrnn_display_path(path));
     else if (S_ISDIR(st.st_mode))
@@ -181,10 +182,11 @@ static enum tsrnn_status resolve_target(const char *path, char **target)
                              "cannot write %s: it is a block device; tsrnn writes regular files, "
                              "character devices and pipes",
                              tsrnn_display_path(path));
-    if (status == TSRNN_OK && S_ISREG(st.st_mode)) {
-        *target = name;
-        return TSRNN_OK;
+    else if (S_ISREG(st.st_mode)) {
+        *target = name; /* the caller's */
+        name = NULL;
     }
+out:
     free(name);
     return status;
 }
@@ -244,37 +246,51 @@ static int create_temporary(struct tsrnn_atomic_file *af)
 
 enum tsrnn_status tsrnn_atomic_file_open(struct tsrnn_atomic_file *af, const char *path)
 {
+    static const cookie_io_functions_t io = { .write = sink_write, .close = sink_close };
+    enum tsrnn_status status = TSRNN_OK;
     *af = (struct tsrnn_atomic_file){ .path = strdup(path), .sink = malloc(sizeof(*af->sink)) };
     if (af->path == NULL || af->sink == NULL) {
-        release(af);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
+        goto out;
     }
     *af->sink = (struct tsrnn_atomic_sink){ .fd = -1 };
-    enum tsrnn_status status = resolve_target(path, &af->target);
-    if (status == TSRNN_OK && af->target == NULL) {
+    status = resolve_target(path, &af->target);
+    if (status != TSRNN_OK)
+        goto out;
+    if (af->target == NULL) {
         /* In place. O_APPEND keeps a shell's `>>` an append through /dev/stdout (devices and
          * pipes ignore it); O_NOCTTY: a terminal does not become this process's. */
         af->sink->fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
-        if (af->sink->fd < 0)
+        if (af->sink->fd < 0) {
             status = step_failed(af, "open", errno);
-    } else if (status == TSRNN_OK) {
+            goto out;
+        }
+    } else {
         af->sink->fd = create_temporary(af);
-        if (af->sink->fd < 0 && af->tmp == NULL)
+        if (af->sink->fd < 0 && af->tmp == NULL) {
             status =
                 tsrnn_error(TSRNN_ERR_NOMEM, "out of memory writing %s", tsrnn_display_path(path));
-        else if (af->sink->fd < 0)
+            goto out;
+        }
+        if (af->sink->fd < 0) {
             status = step_failed(af, "create", errno);
+            goto out;
+        }
     }
-    static const cookie_io_functions_t io = { .write = sink_write, .close = sink_close };
-    if (status == TSRNN_OK && (af->file = fopencookie(af->sink, "w", io)) == NULL) {
-        int err = errno;
-        close(af->sink->fd);
-        if (af->tmp != NULL)
-            unlink(af->tmp);
-        status = step_failed(af, "create", err);
-    }
-    if (status != TSRNN_OK)
+    af->file = fopencookie(af->sink, "w", io);
+    if (af->file == NULL)
+        status = step_failed(af, "create", errno);
+out:
+    if (status != TSRNN_OK) {
+        /* What this call opened or made, and nothing else: a temporary name that failed to
+         * be created may be another file's. */
+        if (af->sink != NULL && af->sink->fd >= 0) {
+            close(af->sink->fd);
+            if (af->tmp != NULL)
+                unlink(af->tmp);
+        }
         release(af);
+    }
     return status;
 }
 
@@ -370,43 +386,57 @@ void tsrnn_atomic_file_abort(struct tsrnn_atomic_file *af)
     release(af);
 }
 
+/* A step of tsrnn_atomic_file_link() that failed with `err`. */
+static enum tsrnn_status link_failed(const char *existing, const char *path, const char *step,
+                                     int err)
+{
+    return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot link %s to %s: %s failed",
+                             tsrnn_display_path(path), tsrnn_display_path(existing), step);
+}
+
 enum tsrnn_status tsrnn_atomic_file_link(const char *existing, const char *path)
 {
     char *tmp = NULL;
+    bool linked = false; /* tmp is a second name of `existing`: removed again on a failure */
     int err = EEXIST;
-    const char *step = "link";
     struct stat st;
+    enum tsrnn_status status = TSRNN_OK;
 
     /* link(2) never follows or replaces what is at the temporary name: a clash is retried
      * under another name. */
     for (int i = 0; i < TMP_TRIES && err == EEXIST; i++) {
         free(tmp);
-        if ((tmp = temporary_name(path)) == NULL)
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory linking %s",
-                               tsrnn_display_path(path));
+        if ((tmp = temporary_name(path)) == NULL) {
+            status =
+                tsrnn_error(TSRNN_ERR_NOMEM, "out of memory linking %s", tsrnn_display_path(path));
+            goto out;
+        }
         err = link(existing, tmp) == 0 ? 0 : errno;
     }
-    if (err == 0 && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (err != 0) {
+        status = link_failed(existing, path, "link", err);
+        goto out;
+    }
+    linked = true;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* A link, a device or a folder there is written through by the caller (an atomic
          * file), not replaced by a second name of this file. */
-        unlink(tmp);
-        free(tmp);
-        return tsrnn_error(TSRNN_ERR_IO,
-                           "cannot link %s to %s: it exists and is not a regular file",
-                           tsrnn_display_path(path), tsrnn_display_path(existing));
+        status =
+            tsrnn_error(TSRNN_ERR_IO, "cannot link %s to %s: it exists and is not a regular file",
+                        tsrnn_display_path(path), tsrnn_display_path(existing));
+        goto out;
     }
-    if (err == 0) {
-        step = "rename";
-        if (rename(tmp, path) != 0) {
-            err = errno;
-            unlink(tmp);
-        } else if ((err = sync_folder(path)) != 0) {
-            step = "sync of its folder";
-        }
+    if (rename(tmp, path) != 0) {
+        status = link_failed(existing, path, "rename", errno);
+        goto out;
     }
-    free(tmp);
+    linked = false; /* renamed to path */
+    err = sync_folder(path);
     if (err != 0)
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot link %s to %s: %s failed",
-                                 tsrnn_display_path(path), tsrnn_display_path(existing), step);
-    return TSRNN_OK;
+        status = link_failed(existing, path, "sync of its folder", err);
+out:
+    if (linked)
+        unlink(tmp);
+    free(tmp);
+    return status;
 }

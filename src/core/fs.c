@@ -147,36 +147,39 @@ enum tsrnn_status tsrnn_run_lock_acquire(struct tsrnn_run_lock *lock, const char
     if (fd < 0)
         return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open the lock file %s of %s",
                                  tsrnn_display_path(path), tsrnn_display_path(run_dir));
+    enum tsrnn_status status = TSRNN_OK;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return tsrnn_error(TSRNN_ERR_IO,
-                           "the lock file %s of %s is not a regular file; remove it and start "
-                           "again",
-                           tsrnn_display_path(path), tsrnn_display_path(run_dir));
+        status = tsrnn_error(TSRNN_ERR_IO,
+                             "the lock file %s of %s is not a regular file; remove it and start "
+                             "again",
+                             tsrnn_display_path(path), tsrnn_display_path(run_dir));
+        goto out;
     }
     struct flock fl = { .l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET };
     if (fcntl(fd, F_SETLK, &fl) == 0) {
-        lock->fd = fd;
+        lock->fd = fd; /* held until tsrnn_run_lock_release() */
         return TSRNN_OK;
     }
     int err = errno;
     if (err != EAGAIN && err != EACCES) {
-        close(fd);
-        return tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot lock %s (the lock file %s)",
-                                 tsrnn_display_path(run_dir), tsrnn_display_path(path));
+        status = tsrnn_error_errno(TSRNN_ERR_IO, err, "cannot lock %s (the lock file %s)",
+                                   tsrnn_display_path(run_dir), tsrnn_display_path(path));
+        goto out;
     }
     fl = (struct flock){ .l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET };
     bool known = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-    close(fd);
     char holder[64] = "another process";
     if (known && fl.l_pid > 0)
         snprintf(holder, sizeof(holder), "process %ld", (long)fl.l_pid);
     else if (known) /* in another pid namespace: the kernel cannot name it here */
         snprintf(holder, sizeof(holder), "a process of another container");
-    return tsrnn_error(TSRNN_ERR_USAGE, "%s is in use: %s holds its lock %s (%s)",
-                       tsrnn_display_path(run_dir), holder, tsrnn_display_path(path),
-                       known && fl.l_type == F_RDLCK ? "a reader: tsrnn-predict"
-                                                     : "a training run");
+    status =
+        tsrnn_error(TSRNN_ERR_USAGE, "%s is in use: %s holds its lock %s (%s)",
+                    tsrnn_display_path(run_dir), holder, tsrnn_display_path(path),
+                    known && fl.l_type == F_RDLCK ? "a reader: tsrnn-predict" : "a training run");
+out:
+    close(fd);
+    return status;
 }
 
 void tsrnn_run_lock_release(struct tsrnn_run_lock *lock)

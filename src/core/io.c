@@ -72,26 +72,30 @@ enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const cha
                                   enum tsrnn_status status, char **text, size_t *nbytes)
 {
     struct stat st;
-    int fd;
+    int fd = -1;
+    char *buf = NULL;
+    size_t capacity = 0, done = 0;
+    enum tsrnn_status result = TSRNN_OK; /* `status`: the code a failure reports */
     *text = NULL;
     *nbytes = 0;
     TSRNN_TRY(tsrnn_open_regular(path, O_RDONLY, what, status, &fd));
     if (fstat(fd, &st) != 0) {
         int err = errno;
-        close(fd);
-        return tsrnn_error_errno(status, err, "cannot read %s %s", what, tsrnn_display_path(path));
+        result =
+            tsrnn_error_errno(status, err, "cannot read %s %s", what, tsrnn_display_path(path));
+        goto out;
     }
     if ((uint64_t)st.st_size > max_nbytes) {
-        close(fd);
-        return tsrnn_error(status, "%s %s is %lld bytes; accepted: up to %zu bytes", what,
-                           tsrnn_display_path(path), (long long)st.st_size, max_nbytes);
+        result = tsrnn_error(status, "%s %s is %lld bytes; accepted: up to %zu bytes", what,
+                             tsrnn_display_path(path), (long long)st.st_size, max_nbytes);
+        goto out;
     }
-    size_t capacity = (size_t)st.st_size, done = 0;
-    char *buf = malloc(capacity + 1);
+    capacity = (size_t)st.st_size;
+    buf = malloc(capacity + 1);
     if (buf == NULL) {
-        close(fd);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s %s (%zu bytes)", what,
-                           tsrnn_display_path(path), capacity);
+        result = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading %s %s (%zu bytes)", what,
+                             tsrnn_display_path(path), capacity);
+        goto out;
     }
     /* Read what fstat promised and no more: a file that grows meanwhile is read as it was. */
     while (done < capacity) {
@@ -100,20 +104,22 @@ enum tsrnn_status tsrnn_read_file(const char *path, size_t max_nbytes, const cha
             continue;
         if (n < 0) {
             int err = errno;
-            free(buf);
-            close(fd);
-            return tsrnn_error_errno(status, err, "cannot read %s %s", what,
-                                     tsrnn_display_path(path));
+            result =
+                tsrnn_error_errno(status, err, "cannot read %s %s", what, tsrnn_display_path(path));
+            goto out;
         }
         if (n == 0)
             break; /* shrunk meanwhile: what is there */
         done += (size_t)n;
     }
-    close(fd);
     buf[done] = '\0';
     *text = buf;
     *nbytes = done;
-    return TSRNN_OK;
+    buf = NULL; /* the caller's */
+out:
+    free(buf);
+    close(fd);
+    return result;
 }
 
 /* The length of the strict UTF-8 sequence at p (1 to 4), or 0 when it is not one: as jansson

@@ -188,27 +188,26 @@ static enum tsrnn_status predict_after(struct tsrnn_model *model,
     float *steps = B == 1 ? values : malloc(n * B * C * sizeof(float)); /* (n, B, C) */
     float *future =
         K > 0 && n > 1 ? malloc((n - 1) * B * K * sizeof(float)) : NULL; /* (n-1, B, K) */
+    enum tsrnn_status status = TSRNN_OK;
 
     if (context == NULL || steps == NULL || (K > 0 && n > 1 && future == NULL)) {
-        free(context);
-        free(future);
-        if (steps != values)
-            free(steps);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", B, n);
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", B, n);
+        goto out;
     }
     tsrnn_forecast_inputs(src, cov, cov_first, origins, B, icl, n, context, B, future);
-    enum tsrnn_status status =
-        tsrnn_model_predict_covariates(model, steps, context, B, icl, future, n);
-    free(context);
-    free(future);
-    if (steps != values) { /* time-major to one forecast after another */
-        for (size_t b = 0; status == TSRNN_OK && b < B; b++)
+    status = tsrnn_model_predict_covariates(model, steps, context, B, icl, future, n);
+    if (status != TSRNN_OK)
+        goto out;
+    if (steps != values) /* time-major to one forecast after another */
+        for (size_t b = 0; b < B; b++)
             for (size_t k = 0; k < n; k++)
                 memcpy(values + (b * n + k) * C, steps + (k * B + b) * C, C * sizeof(float));
+    tsrnn_scaler_inverse(src->scaler, values, B * n);
+out:
+    free(context);
+    free(future);
+    if (steps != values)
         free(steps);
-    }
-    if (status == TSRNN_OK)
-        tsrnn_scaler_inverse(src->scaler, values, B * n);
     return status;
 }
 
@@ -241,25 +240,23 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     f->origin = origin;
     f->times = malloc((n ? n : 1) * sizeof(int64_t));
     f->values = malloc((n ? n : 1) * C * sizeof(float));
-    if (f->times == NULL || f->values == NULL) {
-        tsrnn_forecast_finish(f);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
-    }
     float *cov = NULL;
-    enum tsrnn_status status = forecast_covariates(&cov, src, icl, n);
-    if (status == TSRNN_OK && n > 0)
+    enum tsrnn_status status = TSRNN_OK;
+    if (f->times == NULL || f->values == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a %zu-step forecast", n);
+        goto out;
+    }
+    status = forecast_covariates(&cov, src, icl, n);
+    if (status != TSRNN_OK)
+        goto out;
+    if (n > 0) {
         status = predict_after(model, src, cov, origin - icl + 1, &origin, 1, icl, n, f->values);
-    free(cov);
-    if (status != TSRNN_OK) {
-        tsrnn_forecast_finish(f);
-        return status;
+        if (status != TSRNN_OK)
+            goto out;
     }
-
     status = tsrnn_forecast_stamps(f->times, series, origin, n);
-    if (status != TSRNN_OK) {
-        tsrnn_forecast_finish(f);
-        return status;
-    }
+    if (status != TSRNN_OK)
+        goto out;
     f->actual = series->values + origin * C;
     f->actual_count = series->length - origin < n ? series->length - origin : n;
     struct tsrnn_forecast_scores scores;
@@ -267,7 +264,11 @@ enum tsrnn_status tsrnn_forecast_run(struct tsrnn_forecast *f, struct tsrnn_mode
     f->mape = scores.mape;
     f->mae = scores.mae;
     f->rmse = scores.rmse;
-    return TSRNN_OK;
+out:
+    free(cov);
+    if (status != TSRNN_OK)
+        tsrnn_forecast_finish(f);
+    return status;
 }
 
 void tsrnn_forecast_finish(struct tsrnn_forecast *f)
@@ -745,29 +746,35 @@ enum tsrnn_status tsrnn_backtest_run(struct tsrnn_backtest *bt, struct tsrnn_mod
     bt->values = malloc(F * H * C * sizeof(float));
     bt->scores = malloc(F * sizeof(*bt->scores));
     size_t *origins = malloc(batch * sizeof(size_t));
+    float *cov = NULL;
     enum tsrnn_status status = TSRNN_OK;
-    if (bt->values == NULL || bt->scores == NULL || origins == NULL)
+    if (bt->values == NULL || bt->scores == NULL || origins == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu steps", F, H);
+        goto out;
+    }
     /* Darts' historical_forecasts() encodes the whole series once (encode_train_inference),
      * 'position' counted from its last point: every forecast takes its rows from these. */
-    float *cov = NULL;
-    if (status == TSRNN_OK && covariate_count(src) > 0)
+    if (covariate_count(src) > 0) {
         status = covariate_rows(&cov, src, 0, L, L - 1);
-    for (size_t f0 = 0; status == TSRNN_OK && f0 < F; f0 += batch) {
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    for (size_t f0 = 0; f0 < F; f0 += batch) {
         size_t count = F - f0 < batch ? F - f0 : batch;
         for (size_t i = 0; i < count; i++)
             origins[i] = first + (f0 + i) * stride;
         status = predict_after(model, src, cov, 0, origins, count, input_chunk_length, H,
                                bt->values + f0 * H * C);
-    }
-    free(origins);
-    free(cov);
-    if (status != TSRNN_OK) {
-        tsrnn_backtest_finish(bt);
-        return status;
+        if (status != TSRNN_OK)
+            goto out;
     }
     score_backtest(bt, series);
-    return TSRNN_OK;
+out:
+    free(origins);
+    free(cov);
+    if (status != TSRNN_OK)
+        tsrnn_backtest_finish(bt);
+    return status;
 }
 
 void tsrnn_backtest_finish(struct tsrnn_backtest *bt)
@@ -905,12 +912,11 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
     int64_t *times = bt->last_points_only ? malloc(F * sizeof(int64_t)) : NULL;
     float *last = bt->last_points_only ? malloc(F * C * sizeof(float)) : NULL;
     char label[96], full_title[512];
+    enum tsrnn_status status = TSRNN_OK;
 
     if (lines == NULL || (bt->last_points_only && (times == NULL || last == NULL))) {
-        free(lines);
-        free(times);
-        free(last);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory drawing %s", tsrnn_display_path(path));
+        goto out;
     }
     lines[0] = (struct tsrnn_plot_line){
         "actual", TSRNN_PLOT_BLUE, series->times + from, series->values + from * C, L - from, NULL,
@@ -940,8 +946,8 @@ enum tsrnn_status tsrnn_backtest_plot(const struct tsrnn_backtest *bt,
                  bt->overall.mape);
     else
         snprintf(full_title, sizeof(full_title), "%s (backtest MAE %.4g)", title, bt->overall.mae);
-    enum tsrnn_status status =
-        plot_lines(series, full_title, lines, line_count, width, height, path);
+    status = plot_lines(series, full_title, lines, line_count, width, height, path);
+out:
     free(lines);
     free(times);
     free(last);

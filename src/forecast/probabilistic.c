@@ -64,22 +64,22 @@ static enum tsrnn_status take(struct tsrnn_forecast *f, const struct tsrnn_forec
         f->band_low = malloc((length ? length : 1) * C * sizeof(float));
         f->band_high = malloc((length ? length : 1) * C * sizeof(float));
     }
+    enum tsrnn_status status = TSRNN_OK;
     if (f->times == NULL || f->values == NULL ||
         (S > 1 && (f->samples == NULL || f->quantile_values == NULL || f->band_low == NULL ||
                    f->band_high == NULL))) {
-        tsrnn_forecast_finish(f);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu paths of %zu steps", S, length);
+        status =
+            tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu paths of %zu steps", S, length);
+        goto out;
     }
     float *paths = S > 1 ? f->samples : f->values;
     for (size_t s = 0; s < S; s++) {
         memcpy(paths + s * length * C, drawn + s * n * C, length * C * sizeof(float));
         tsrnn_scaler_inverse(src->scaler, paths + s * length * C, length);
     }
-    enum tsrnn_status status = tsrnn_forecast_stamps(f->times, series, src->origin, length);
-    if (status != TSRNN_OK) {
-        tsrnn_forecast_finish(f);
-        return status;
-    }
+    status = tsrnn_forecast_stamps(f->times, series, src->origin, length);
+    if (status != TSRNN_OK)
+        goto out;
     f->actual = series->values + src->origin * C;
     f->actual_count = series->length - src->origin < length ? series->length - src->origin : length;
     if (S > 1)
@@ -90,7 +90,10 @@ static enum tsrnn_status take(struct tsrnn_forecast *f, const struct tsrnn_forec
     f->mape = scores.mape;
     f->mae = scores.mae;
     f->rmse = scores.rmse;
-    return TSRNN_OK;
+out:
+    if (status != TSRNN_OK)
+        tsrnn_forecast_finish(f);
+    return status;
 }
 
 /* The likelihood's parameters of the first step of each source, (1, C*P) as they are. */
@@ -107,13 +110,15 @@ static enum tsrnn_status take_params(struct tsrnn_forecast *f,
     f->param_count = P;
     f->times = malloc(sizeof(int64_t));
     f->values = malloc(C * P * sizeof(float));
+    enum tsrnn_status status = TSRNN_OK;
     if (f->times == NULL || f->values == NULL) {
-        tsrnn_forecast_finish(f);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a forecast's parameters");
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a forecast's parameters");
+        goto out;
     }
     memcpy(f->values, params, C * P * sizeof(float));
     f->mape = f->mae = f->rmse = NAN;
-    enum tsrnn_status status = tsrnn_forecast_stamps(f->times, src->series, src->origin, 1);
+    status = tsrnn_forecast_stamps(f->times, src->series, src->origin, 1);
+out:
     if (status != TSRNN_OK)
         tsrnn_forecast_finish(f);
     return status;
@@ -164,39 +169,47 @@ enum tsrnn_status tsrnn_forecast_predict(struct tsrnn_forecast *f, struct tsrnn_
             return tsrnn_error(TSRNN_ERR_USAGE, "forecast %zu of %zu steps in a call of %zu", i,
                                lengths[i], n);
     }
-    size_t I = C + K, out_count = params ? R * C * P : R * S * n * C;
+    size_t I = C + K, drawn_count = params ? R * C * P : R * S * n * C;
     float *context = malloc(R * icl * I * sizeof(float));
     float *future = K > 0 && n > 1 ? malloc((n - 1) * R * K * sizeof(float)) : NULL;
-    float *out = malloc(out_count * sizeof(float));
+    float *drawn = malloc(drawn_count * sizeof(float));
     float *sorted = malloc((S > 1 ? S : 1) * sizeof(float));
     enum tsrnn_status status = TSRNN_OK;
-    if (context == NULL || out == NULL || sorted == NULL || (K > 0 && n > 1 && future == NULL))
+    size_t done = 0; /* f[0, done) are taken: released again on a failure */
+    if (context == NULL || drawn == NULL || sorted == NULL || (K > 0 && n > 1 && future == NULL)) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu paths", R, S);
-    for (size_t i = 0; status == TSRNN_OK && i < R; i++) {
+        goto out;
+    }
+    for (size_t i = 0; i < R; i++) {
         const struct tsrnn_forecast_source *src = &sources[i];
-        float *cov = NULL;
+        float *cov = NULL; /* nothing to free after a failure */
         status = tsrnn_forecast_covariates(&cov, src, icl, n);
-        if (status == TSRNN_OK)
-            tsrnn_forecast_inputs(src, cov, src->origin - icl + 1, &src->origin, 1, icl, n,
-                                  context + i * icl * I, R, future != NULL ? future + i * K : NULL);
-        free(cov);
-        if (status != TSRNN_OK)
+        if (status != TSRNN_OK) {
             status = tsrnn_forecast_error_series(status, src->id);
+            goto out;
+        }
+        tsrnn_forecast_inputs(src, cov, src->origin - icl + 1, &src->origin, 1, icl, n,
+                              context + i * icl * I, R, future != NULL ? future + i * K : NULL);
+        free(cov);
     }
-    if (status == TSRNN_OK)
-        status = tsrnn_sample_forecasts(model, out, context, future, R, icl, n, &opt->sampling);
-    size_t done = 0;
-    for (; status == TSRNN_OK && done < R; done++) {
-        status = params ? take_params(&f[done], &sources[done], out + done * C * P, P)
-                        : take(&f[done], &sources[done], out + done * S * n * C, S, n,
+    status = tsrnn_sample_forecasts(model, drawn, context, future, R, icl, n, &opt->sampling);
+    if (status != TSRNN_OK)
+        goto out;
+    for (; done < R; done++) {
+        /* a failed take leaves its forecast empty */
+        status = params ? take_params(&f[done], &sources[done], drawn + done * C * P, P)
+                        : take(&f[done], &sources[done], drawn + done * S * n * C, S, n,
                                lengths ? lengths[done] : n, opt, sorted);
+        if (status != TSRNN_OK)
+            goto out;
     }
+out:
     if (status != TSRNN_OK)
         while (done-- > 0)
             tsrnn_forecast_finish(&f[done]);
     free(context);
     free(future);
-    free(out);
+    free(drawn);
     free(sorted);
     return status;
 }
@@ -308,22 +321,27 @@ enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct t
     float *actual = malloc((F > H ? F : H) * C * sizeof(float));
     if (S > 1)
         bt->quantile_scores = malloc(F * sizeof(*bt->quantile_scores));
+    float *cov = NULL;
     enum tsrnn_status status = TSRNN_OK;
     if (bt->values == NULL || bt->scores == NULL || origins == NULL || context == NULL ||
         paths == NULL || sorted == NULL || gathered == NULL || actual == NULL ||
-        (K > 0 && H > 1 && future == NULL) || (S > 1 && bt->quantile_scores == NULL))
+        (K > 0 && H > 1 && future == NULL) || (S > 1 && bt->quantile_scores == NULL)) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecasts of %zu paths", F, S);
-    /* Darts' historical_forecasts() encodes the whole series once (as tsrnn_backtest_run). */
-    float *cov = NULL;
-    if (status == TSRNN_OK && K > 0)
-        status = tsrnn_forecast_covariate_rows(&cov, src, 0, L, L - 1);
-    if (status == TSRNN_OK) {
-        for (size_t f = 0; f < F; f++)
-            origins[f] = first + f * stride;
-        tsrnn_forecast_inputs(src, cov, 0, origins, F, icl, H, context, F, future);
-        status = tsrnn_sample_forecasts(model, paths, context, future, F, icl, H, &opt->sampling);
+        goto out;
     }
-    for (size_t f = 0; status == TSRNN_OK && f < F; f++) {
+    /* Darts' historical_forecasts() encodes the whole series once (as tsrnn_backtest_run). */
+    if (K > 0) {
+        status = tsrnn_forecast_covariate_rows(&cov, src, 0, L, L - 1);
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    for (size_t f = 0; f < F; f++)
+        origins[f] = first + f * stride;
+    tsrnn_forecast_inputs(src, cov, 0, origins, F, icl, H, context, F, future);
+    status = tsrnn_sample_forecasts(model, paths, context, future, F, icl, H, &opt->sampling);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t f = 0; f < F; f++) {
         float *own = paths + f * S * H * C;
         tsrnn_scaler_inverse(src->scaler, own, S * H);
         for (size_t k = 0; k < H * C; k++) { /* the median: TimeSeries.quantile(0.5) */
@@ -333,9 +351,8 @@ enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct t
             bt->values[f * H * C + k] = tsrnn_quantile_of_sorted(sorted, S, 0.5f);
         }
     }
-    if (status == TSRNN_OK)
-        tsrnn_backtest_score(bt, series);
-    bt->has_quantile_scores = status == TSRNN_OK && S > 1;
+    tsrnn_backtest_score(bt, series);
+    bt->has_quantile_scores = S > 1;
     for (size_t f = 0; bt->has_quantile_scores && f < F; f++) {
         /* forecast f's points, or with last_points_only its last one */
         size_t skip = last_points_only ? H - 1 : 0, n = H - skip;
@@ -360,6 +377,7 @@ enum tsrnn_status tsrnn_backtest_run_sampled(struct tsrnn_backtest *bt, struct t
     } else if (bt->has_quantile_scores) {
         quantile_nanmean(&bt->quantile_overall, bt->quantile_scores, F);
     }
+out:
     free(origins);
     free(context);
     free(future);

@@ -273,32 +273,35 @@ enum tsrnn_status tsrnn_sample_forecasts(struct tsrnn_model *model, float *out,
     float *drawn = malloc(B_max * O * sizeof(float));
     float *scratch = malloc(2 * B_max * O * sizeof(float));
     enum tsrnn_status status = TSRNN_OK;
-    if (x == NULL || raw == NULL || drawn == NULL || scratch == NULL)
+    if (x == NULL || raw == NULL || drawn == NULL || scratch == NULL) {
         status =
             tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a batch of %zu sample paths", B_max);
+        goto out;
+    }
 
     struct tsrnn_torch_generator g;
     tsrnn_torch_generator_seed(&g, s->seed);
     tsrnn_mt19937_discard(&g.mt, 2); /* the predict DataLoader's base_seed: one int64 */
-    for (size_t r0 = 0; status == TSRNN_OK && r0 < R; r0 += bs) {
+    for (size_t r0 = 0; r0 < R; r0 += bs) {
         size_t rows = R - r0 < bs ? R - r0 : bs;
         size_t group = bs / rows > 1 ? bs / rows : 1;
         if (group > S)
             group = S;
-        for (size_t s0 = 0; status == TSRNN_OK && s0 < S; s0 += group) {
+        for (size_t s0 = 0; s0 < S; s0 += group) {
             size_t cur = S - s0 < group ? S - s0 : group, B = cur * rows;
             for (size_t j = 0; j < B; j++) /* tiled: every window once per sample */
                 memcpy(x + j * icl * I, context + (r0 + j % rows) * icl * I,
                        icl * I * sizeof(float));
-            for (size_t k = 0; status == TSRNN_OK && k < n; k++) {
+            for (size_t k = 0; k < n; k++) {
                 status = k == 0 ? tsrnn_compute_forward(model->ws, model->params, x, NULL, B, icl,
                                                         TSRNN_FORWARD_ZERO)
                                 : tsrnn_compute_forward(model->ws, model->params, x, NULL, B, 1,
                                                         TSRNN_FORWARD_SAVED);
-                if (status == TSRNN_OK)
-                    status = tsrnn_model_download_output(model, k == 0 ? icl - 1 : 0, raw);
                 if (status != TSRNN_OK)
-                    break;
+                    goto out;
+                status = tsrnn_model_download_output(model, k == 0 ? icl - 1 : 0, raw);
+                if (status != TSRNN_OK)
+                    goto out;
                 if (s->likelihood_parameters) {
                     for (size_t j = 0; j < B; j++)
                         for (size_t o = 0; o < O; o++)
@@ -307,7 +310,9 @@ enum tsrnn_status tsrnn_sample_forecasts(struct tsrnn_model *model, float *out,
                     break;
                 }
                 status = tsrnn_likelihood_sample(lik, drawn, raw, B * O, &g, scratch);
-                for (size_t j = 0; status == TSRNN_OK && j < B; j++) {
+                if (status != TSRNN_OK)
+                    goto out;
+                for (size_t j = 0; j < B; j++) {
                     size_t r = r0 + j % rows, sample = s0 + j / rows;
                     memcpy(out + ((r * S + sample) * n + k) * O, drawn + j * O, O * sizeof(float));
                     /* the next step's input: the sample, beside the next covariates */
@@ -318,6 +323,7 @@ enum tsrnn_status tsrnn_sample_forecasts(struct tsrnn_model *model, float *out,
             }
         }
     }
+out:
     free(x);
     free(raw);
     free(drawn);

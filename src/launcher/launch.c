@@ -51,6 +51,7 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
     struct launch *l = calloc(1, sizeof(*l));
     enum tsrnn_status status = TSRNN_OK;
     size_t env_count = 0;
+    char message[2048];
 
     *exit_code = TSRNN_EXIT_RUNTIME;
     if (l == NULL)
@@ -67,29 +68,34 @@ enum tsrnn_status tsrnn_launch_run(const struct tsrnn_launch_options *opt, int *
     while (environ[env_count] != NULL)
         env_count++;
     l->envp = calloc(env_count + ENV_OWN_MAX + 1, sizeof(*l->envp));
-    if (l->cfg == NULL || l->envp == NULL)
+    if (l->cfg == NULL || l->envp == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-
-    if (status == TSRNN_OK)
-        status = load_config(l);
-    if (status == TSRNN_OK)
-        status = find_worker(l);
-    if (status == TSRNN_OK)
-        status = resolve_devices(l);
-    if (status == TSRNN_OK) {
-        l->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (l->devnull < 0)
-            status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open /dev/null");
+        goto out;
     }
-    if (status == TSRNN_OK)
-        status = make_private_network(l);
-    if (status == TSRNN_OK)
-        status = make_rendezvous(l);
-    if (status == TSRNN_OK)
-        status = run_job(l, exit_code);
+    status = load_config(l);
+    if (status != TSRNN_OK)
+        goto out;
+    status = find_worker(l);
+    if (status != TSRNN_OK)
+        goto out;
+    status = resolve_devices(l);
+    if (status != TSRNN_OK)
+        goto out;
+    l->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (l->devnull < 0) {
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot open /dev/null");
+        goto out;
+    }
+    status = make_private_network(l);
+    if (status != TSRNN_OK)
+        goto out;
+    status = make_rendezvous(l);
+    if (status != TSRNN_OK)
+        goto out;
+    status = run_job(l, exit_code);
 
+out:
     /* Cleanup may set its own message: keep the one main() prints. */
-    char message[2048];
     snprintf(message, sizeof(message), "%s", tsrnn_last_error());
     end_attempt(l);
     remove_rendezvous(l);

@@ -124,7 +124,7 @@ int main(int argc, char **argv)
                 tsrnn_error(TSRNN_ERR_USAGE, "--resume %s: path too long", optarg);
                 fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
                 exit_code = TSRNN_EXIT_USAGE;
-                goto done;
+                goto out;
             }
             overrides[lo.override_count++] = resume_override;
             break;
@@ -133,21 +133,21 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
-            goto done;
+            goto out;
         case 'V':
             printf(PROGRAM " %s\n", tsrnn_version());
-            goto done;
+            goto out;
         default:
             usage(stderr);
             exit_code = TSRNN_EXIT_USAGE;
-            goto done;
+            goto out;
         }
     }
     if (argc - optind != 1) {
         fprintf(stderr, PROGRAM ": error: expected one config file, got %d\n", argc - optind);
         usage(stderr);
         exit_code = TSRNN_EXIT_USAGE;
-        goto done;
+        goto out;
     }
     lo.ini_path = argv[optind];
     lo.overrides = overrides;
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
     if (lo.signal_fd < 0) {
         perror(PROGRAM ": error: cannot set up signal handling (signalfd)");
         exit_code = TSRNN_EXIT_RUNTIME;
-        goto done;
+        goto out;
     }
     enum tsrnn_status status = tsrnn_launch_run(&lo, &exit_code);
     if (status != TSRNN_OK) {
@@ -165,7 +165,7 @@ int main(int argc, char **argv)
         exit_code = tsrnn_status_exit_code(status);
     }
 
-done:
+out:
     if (lo.signal_fd >= 0)
         close(lo.signal_fd);
     free(overrides);

@@ -141,7 +141,7 @@ enum tsrnn_status make_private_network(struct launch *l)
     struct id_maps maps;
     struct helper_report r = { STEP_UNSHARE, 0 };
     int report[2] = { -1, -1 }, hold[2] = { -1, -1 };
-    enum tsrnn_status st = TSRNN_OK;
+    enum tsrnn_status status = TSRNN_OK;
 
     l->userns_fd = l->netns_fd = -1;
     /* One worker talks to nobody. */
@@ -150,13 +150,13 @@ enum tsrnn_status make_private_network(struct launch *l)
     snprintf(maps.uid, sizeof(maps.uid), "%ld %ld 1\n", (long)geteuid(), (long)geteuid());
     snprintf(maps.gid, sizeof(maps.gid), "%ld %ld 1\n", (long)getegid(), (long)getegid());
     if (pipe2(report, O_CLOEXEC) != 0 || pipe2(hold, O_CLOEXEC) != 0) {
-        st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the workers' network: pipe");
-        goto done;
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the workers' network: pipe");
+        goto out;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the workers' network: fork");
-        goto done;
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the workers' network: fork");
+        goto out;
     }
     if (pid == 0) {
         close(report[0]);
@@ -188,14 +188,14 @@ enum tsrnn_status make_private_network(struct launch *l)
                         "launch fail; see docs/distributed.md#who-can-reach-the-workers\n",
                 step_names[r.step], strerror(r.errnum));
 
-done:
+out:
     for (int i = 0; i < 2; i++) {
         if (report[i] >= 0)
             close(report[i]);
         if (hold[i] >= 0)
             close(hold[i]);
     }
-    return st;
+    return status;
 }
 
 void close_private_network(struct launch *l)

@@ -272,63 +272,65 @@ static void close_fd(int *fd)
  * with the reason it failed (the child reaped). */
 static enum tsrnn_status spawn_worker(struct launch *l, struct worker *w, char *const argv[])
 {
-    int out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 }, status[2] = { -1, -1 };
-    enum tsrnn_status st = TSRNN_OK;
+    int out_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 }, report_pipe[2] = { -1, -1 },
+        status_pipe[2] = { -1, -1 };
+    enum tsrnn_status status = TSRNN_OK;
     struct child_error ce;
     ssize_t n;
 
-    if (pipe2(err, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 ||
-        pipe2(w->rank == 0 ? report : out, O_CLOEXEC) != 0) {
-        st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: pipe", w->rank);
-        goto done;
+    if (pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0 ||
+        pipe2(w->rank == 0 ? report_pipe : out_pipe, O_CLOEXEC) != 0) {
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: pipe", w->rank);
+        goto out;
     }
-    const int fds[4] = { l->devnull, w->rank == 0 ? STDOUT_FILENO : out[1], err[1], report[1] };
+    const int fds[4] = { l->devnull, w->rank == 0 ? STDOUT_FILENO : out_pipe[1], err_pipe[1],
+                         report_pipe[1] };
     pid_t pid = fork();
     if (pid < 0) {
-        st = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: fork", w->rank);
-        goto done;
+        status = tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot start rank %d: fork", w->rank);
+        goto out;
     }
     if (pid == 0)
-        exec_worker(l, w, argv, fds, w->rank == 0 ? 4 : 3, status[1]);
+        exec_worker(l, w, argv, fds, w->rank == 0 ? 4 : 3, status_pipe[1]);
     /* Also here, so that a signal sent before the child ran setpgid() reaches its group. */
     setpgid(pid, pid);
     w->pid = pid;
     w->alive = true;
-    close_fd(&status[1]);
+    close_fd(&status_pipe[1]);
     do
-        n = read(status[0], &ce, sizeof(ce));
+        n = read(status_pipe[0], &ce, sizeof(ce));
     while (n < 0 && errno == EINTR);
     if (n == (ssize_t)sizeof(ce)) {
         while (waitpid(pid, &w->wait_status, 0) < 0 && errno == EINTR)
             ;
         w->alive = false;
         if (ce.stage == CHILD_EXEC)
-            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot run %s", l->worker_path);
+            status = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot run %s", l->worker_path);
         else if (ce.stage == CHILD_NETWORK)
-            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
-                                   "cannot put rank %d in the job's private network (setns)",
-                                   w->rank);
+            status = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
+                                       "cannot put rank %d in the job's private network (setns)",
+                                       w->rank);
         else if (ce.stage == CHILD_AFFINITY)
-            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot pin rank %d to core %d",
-                                   w->rank, w->core);
+            status = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum, "cannot pin rank %d to core %d",
+                                       w->rank, w->core);
         else
-            st = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
-                                   "cannot set up rank %d's standard streams", w->rank);
-        goto done;
+            status = tsrnn_error_errno(TSRNN_ERR_IO, ce.errnum,
+                                       "cannot set up rank %d's standard streams", w->rank);
+        goto out;
     }
-    w->err.fd = err[0];
-    w->out.fd = out[0];
-    l->report_stream.fd = w->rank == 0 ? report[0] : l->report_stream.fd;
-    err[0] = out[0] = report[0] = -1;
+    w->err.fd = err_pipe[0];
+    w->out.fd = out_pipe[0];
+    l->report_stream.fd = w->rank == 0 ? report_pipe[0] : l->report_stream.fd;
+    err_pipe[0] = out_pipe[0] = report_pipe[0] = -1;
 
-done:
+out:
     for (int i = 0; i < 2; i++) {
-        close_fd(&out[i]);
-        close_fd(&err[i]);
-        close_fd(&report[i]);
-        close_fd(&status[i]);
+        close_fd(&out_pipe[i]);
+        close_fd(&err_pipe[i]);
+        close_fd(&report_pipe[i]);
+        close_fd(&status_pipe[i]);
     }
-    return st;
+    return status;
 }
 
 /* The workers' command line: the user's --set list unchanged and in order, then what the
@@ -393,6 +395,7 @@ enum tsrnn_status start_attempt(struct launch *l)
     snprintf(dir, sizeof(dir), "%s/attempt-%d", l->rendezvous, l->attempt);
     if (mkdir(dir, 0700) != 0)
         return tsrnn_error_errno(TSRNN_ERR_IO, errno, "cannot make the rendezvous folder %s", dir);
+    enum tsrnn_status status = TSRNN_OK;
     char **argv = worker_argv(l, &progress_idx);
     if (argv == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
@@ -405,12 +408,9 @@ enum tsrnn_status start_attempt(struct launch *l)
         /* Rank 0 may draw a live bar on a terminal; the others write to a log. */
         argv[progress_idx] = r == 0 ? "--progress=auto" : "--progress=plain";
         build_env(l, w);
-        enum tsrnn_status st = spawn_worker(l, w, argv);
-        if (st != TSRNN_OK) {
-            free(argv);
-            end_attempt(l);
-            return st;
-        }
+        status = spawn_worker(l, w, argv);
+        if (status != TSRNN_OK)
+            goto out;
         if (l->gpu)
             printf("  rank %d (local %d): pid %ld, gpu %s\n", r, r, (long)w->pid, w->gpu);
         else if (w->core >= 0)
@@ -419,6 +419,9 @@ enum tsrnn_status start_attempt(struct launch *l)
             printf("  rank %d (local %d): pid %ld, any core\n", r, r, (long)w->pid);
         fflush(stdout);
     }
+out:
+    if (status != TSRNN_OK)
+        end_attempt(l); /* the workers started so far */
     free(argv);
-    return TSRNN_OK;
+    return status;
 }

@@ -28,22 +28,27 @@ enum tsrnn_status tsrnn_model_init(struct tsrnn_model *model, struct tsrnn_compu
     size_t nbytes = model->table.total_count * sizeof(float);
     enum tsrnn_status status = tsrnn_compute_workspace_create(
         &model->ws, compute, dims, batch_capacity, step_capacity, TSRNN_MODEL_RESULTS_CAPACITY);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_alloc(compute, (void **)&model->params, nbytes);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_zero(compute, model->params, nbytes);
-    if (status == TSRNN_OK && has_dropout(dims)) {
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_alloc(compute, (void **)&model->params, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_zero(compute, model->params, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    if (has_dropout(dims)) {
         model->dropout_masks = malloc((dims->layer_count - 1) * step_capacity * batch_capacity *
                                       dims->hidden_count * sizeof(float));
-        if (model->dropout_masks == NULL)
+        if (model->dropout_masks == NULL) {
             status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the dropout masks");
-    }
-    if (status != TSRNN_OK) {
-        tsrnn_model_finish(model);
-        return status;
+            goto out;
+        }
     }
     tsrnn_model_params_view(&model->p, dims, model->params);
-    return TSRNN_OK;
+out:
+    if (status != TSRNN_OK)
+        tsrnn_model_finish(model); /* the model is the caller's only when it is whole */
+    return status;
 }
 
 void tsrnn_model_finish(struct tsrnn_model *model)
@@ -171,18 +176,27 @@ enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, floa
                            "a forecast with %zu inputs and %zu outputs needs %zu future "
                            "covariates per step",
                            I, O, K);
+    enum tsrnn_status status = TSRNN_OK;
     /* (B, I): each window's last forecast beside its next covariates; without covariates
      * the forecasts are the input as they lie. */
-    float *rows = K > 0 ? malloc(B * I * sizeof(float)) : NULL;
-    if (K > 0 && rows == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecast inputs", B);
-    enum tsrnn_status status = tsrnn_compute_forward(model->ws, model->params, context, NULL, B,
-                                                     context_count, TSRNN_FORWARD_ZERO);
-    if (status == TSRNN_OK)
-        status = tsrnn_model_download_output(model, context_count - 1, forecast);
+    float *rows = NULL;
+    if (K > 0) {
+        rows = malloc(B * I * sizeof(float));
+        if (rows == NULL) {
+            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu forecast inputs", B);
+            goto out;
+        }
+    }
+    status = tsrnn_compute_forward(model->ws, model->params, context, NULL, B, context_count,
+                                   TSRNN_FORWARD_ZERO);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_model_download_output(model, context_count - 1, forecast);
+    if (status != TSRNN_OK)
+        goto out;
     /* Step k's (B, O) outputs are the next input, (B, 1, I) batch-first, from the states
      * the step before ended in. */
-    for (size_t k = 1; status == TSRNN_OK && k < horizon; k++) {
+    for (size_t k = 1; k < horizon; k++) {
         const float *input = forecast + (k - 1) * BO;
         if (K > 0) {
             for (size_t b = 0; b < B; b++) {
@@ -193,9 +207,13 @@ enum tsrnn_status tsrnn_model_predict_covariates(struct tsrnn_model *model, floa
         }
         status =
             tsrnn_compute_forward(model->ws, model->params, input, NULL, B, 1, TSRNN_FORWARD_SAVED);
-        if (status == TSRNN_OK)
-            status = tsrnn_model_download_output(model, 0, forecast + k * BO);
+        if (status != TSRNN_OK)
+            goto out;
+        status = tsrnn_model_download_output(model, 0, forecast + k * BO);
+        if (status != TSRNN_OK)
+            goto out;
     }
+out:
     free(rows);
     return status;
 }

@@ -20,17 +20,21 @@ enum tsrnn_status tsrnn_adam_init(struct tsrnn_adam *adam, struct tsrnn_compute 
     adam->compute = compute;
     size_t nbytes = (count ? count : 1) * sizeof(float);
     enum tsrnn_status status = tsrnn_compute_alloc(compute, (void **)&adam->exp_avg, nbytes);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_alloc(compute, (void **)&adam->exp_avg_sq, nbytes);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_zero(compute, adam->exp_avg, nbytes);
-    if (status == TSRNN_OK)
-        status = tsrnn_compute_zero(compute, adam->exp_avg_sq, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_alloc(compute, (void **)&adam->exp_avg_sq, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_zero(compute, adam->exp_avg, nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_compute_zero(compute, adam->exp_avg_sq, nbytes);
+out:
     if (status != TSRNN_OK) {
         tsrnn_adam_finish(adam);
-        return tsrnn_error_append(status, " (Adam's moments for %zu parameters)", count);
+        status = tsrnn_error_append(status, " (Adam's moments for %zu parameters)", count);
     }
-    return TSRNN_OK;
+    return status;
 }
 
 enum tsrnn_status tsrnn_adam_set_rule(struct tsrnn_adam *adam, const struct tsrnn_config *cfg)

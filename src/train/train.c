@@ -321,13 +321,15 @@ static enum tsrnn_status run_epoch(struct trainer *tr, int64_t epoch, size_t fir
     return TSRNN_OK;
 }
 
-/* The banner, then the epochs, from where the run starts to n_epochs, max_steps or early
- * stopping, under the progress bar; then every rank's GPU for the summary. */
+/* The set-up (tsrnn_trainer_setup), the banner, then the epochs, from where the run starts to
+ * n_epochs, max_steps or early stopping, under the progress bar; then every rank's GPU for the
+ * summary. */
 static enum tsrnn_status fit(struct trainer *tr, struct tsrnn_train_result *r,
                              const struct tsrnn_train_options *options,
                              enum tsrnn_progress_mode progress)
 {
     enum tsrnn_status status = TSRNN_OK;
+    TSRNN_TRY(tsrnn_trainer_setup(tr));
     r->param_count = tr->model.table.total_count;
     r->first_step = r->step_count = tr->pos.step;
     r->epoch_count = tr->pos.start_epoch;
@@ -419,9 +421,7 @@ enum tsrnn_status tsrnn_train(struct tsrnn_train_result *result, const struct ts
     enum tsrnn_status status = tsrnn_trainer_check_forecast(&tr);
     if (status != TSRNN_OK)
         goto out;
-    status = tsrnn_trainer_setup(&tr);
-    if (status == TSRNN_OK)
-        status = fit(&tr, &r, options, quiet ? TSRNN_PROGRESS_NONE : options->progress);
+    status = fit(&tr, &r, options, quiet ? TSRNN_PROGRESS_NONE : options->progress);
     /* What the set-up and the epochs left to the writer thread and to the jobs beside the
      * training goes to disk: a failure there wins, as it happened earlier. */
     status = tsrnn_trainer_drain_checkpoints(&tr, status);

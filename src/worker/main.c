@@ -286,9 +286,9 @@ static enum tsrnn_status train(struct worker *w, const struct args *a)
     struct tsrnn_train_result result;
     enum tsrnn_status status = tsrnn_train(&result, w->cfg, &w->ds, &options);
     fflush(stdout);
-    if (status == TSRNN_OK)
-        report_result(&w->world, &result);
-    return status;
+    TSRNN_TRY(status);
+    report_result(&w->world, &result);
+    return TSRNN_OK;
 }
 
 /* The exit code of `status`, after its message, and everything torn down. */
@@ -321,8 +321,10 @@ int main(int argc, char **argv)
         return code;
     struct worker w = { .world = { .world_size = 1 } };
     enum tsrnn_status status = set_up(&w, &args);
-    if (status == TSRNN_OK && !args.print_config)
-        status = train(&w, &args);
+    if (status != TSRNN_OK || args.print_config)
+        goto out;
+    status = train(&w, &args);
+out:
     code = finish(&w, status);
     free(args.overrides);
     return code;

@@ -215,6 +215,47 @@ static void cuda_destroy(struct tsrnn_compute *ctx)
     free(cuda);
 }
 
+/* Selects the device and starts what the backend keeps: its stream, cuBLAS and cuDNN on that
+ * stream, cuBLAS's workspace, the gradient check's flag and clipping's buffers. What it makes
+ * hangs off cuda, for cuda_destroy, also when it fails halfway. */
+static enum tsrnn_status cuda_start(struct tsrnn_cuda *cuda)
+{
+    struct cudaDeviceProp prop;
+    TSRNN_TRY(tsrnn_cuda_check(cudaSetDevice(cuda->device), cuda,
+                               "selecting the device (cudaSetDevice)"));
+    TSRNN_TRY(tsrnn_cuda_check(cudaGetDeviceProperties(&prop, cuda->device), cuda,
+                               "reading the device's properties"));
+    snprintf(cuda->device_name, sizeof(cuda->device_name), "%s", prop.name);
+    TSRNN_TRY(tsrnn_cuda_check(cudaStreamCreateWithFlags(&cuda->stream, cudaStreamNonBlocking),
+                               cuda, "creating a stream"));
+    TSRNN_TRY(tsrnn_cublas_check(DL(cublasCreate)(&cuda->cublas), cuda, "starting cuBLAS"));
+    TSRNN_TRY(tsrnn_cublas_check(DL(cublasSetStream)(cuda->cublas, cuda->stream), cuda,
+                                 "giving cuBLAS the stream"));
+    /* Full float32 products: no TF32 tensor-core conversion (cuBLAS uses it only when asked
+     * with CUBLAS_TF32_TENSOR_OP_MATH). */
+    TSRNN_TRY(tsrnn_cublas_check(DL(cublasSetMathMode)(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
+                                 "setting cuBLAS's math mode"));
+    /* cuBLAS's workspace, given once: a product in a captured step then allocates nothing
+     * (32 MiB: what NVIDIA's cuBLAS notes ask for on Hopper). */
+    cuda->cublas_workspace_nbytes = 32u << 20;
+    TSRNN_TRY(tsrnn_cuda_malloc(cuda, &cuda->cublas_workspace, cuda->cublas_workspace_nbytes,
+                                "cuBLAS's workspace"));
+    TSRNN_TRY(tsrnn_cublas_check(
+        DL(cublasSetWorkspace)(cuda->cublas, cuda->cublas_workspace, cuda->cublas_workspace_nbytes),
+        cuda, "giving cuBLAS its workspace"));
+    TSRNN_TRY(tsrnn_cudnn_check(DL(cudnnCreate)(&cuda->cudnn), cuda, "starting cuDNN"));
+    TSRNN_TRY(tsrnn_cudnn_check(DL(cudnnSetStream)(cuda->cudnn, cuda->stream), cuda,
+                                "giving cuDNN the stream"));
+    TSRNN_TRY(
+        tsrnn_cuda_malloc(cuda, (void **)&cuda->flag, sizeof(int), "the gradient check's flag"));
+    TSRNN_TRY(tsrnn_cuda_check(cudaMallocHost((void **)&cuda->flag_host, sizeof(int)), cuda,
+                               "allocating pinned host memory"));
+    TSRNN_TRY(tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_scratch,
+                                (CLIP_TENSORS_MAX + 1) * sizeof(float), "clipping's norms"));
+    return tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_layout,
+                             2 * CLIP_TENSORS_MAX * sizeof(size_t), "clipping's layout");
+}
+
 static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
                                      const struct tsrnn_compute_options *options)
 {
@@ -227,60 +268,12 @@ static enum tsrnn_status cuda_create(struct tsrnn_compute **ctx,
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for the CUDA backend");
     cuda->base.backend = &tsrnn_compute_backend_cuda;
     cuda->device = options->device_index;
-    struct cudaDeviceProp prop;
-    enum tsrnn_status status =
-        tsrnn_cuda_check(cudaSetDevice(cuda->device), cuda, "selecting the device (cudaSetDevice)");
-    if (status == TSRNN_OK)
-        status = tsrnn_cuda_check(cudaGetDeviceProperties(&prop, cuda->device), cuda,
-                                  "reading the device's properties");
-    if (status == TSRNN_OK)
-        snprintf(cuda->device_name, sizeof(cuda->device_name), "%s", prop.name);
-    if (status == TSRNN_OK)
-        status = tsrnn_cuda_check(cudaStreamCreateWithFlags(&cuda->stream, cudaStreamNonBlocking),
-                                  cuda, "creating a stream");
-    if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(DL(cublasCreate)(&cuda->cublas), cuda, "starting cuBLAS");
-    if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(DL(cublasSetStream)(cuda->cublas, cuda->stream), cuda,
-                                    "giving cuBLAS the stream");
-    /* Full float32 products: no TF32 tensor-core conversion (cuBLAS uses it only when asked
-     * with CUBLAS_TF32_TENSOR_OP_MATH). */
-    if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(DL(cublasSetMathMode)(cuda->cublas, CUBLAS_DEFAULT_MATH), cuda,
-                                    "setting cuBLAS's math mode");
-    /* cuBLAS's workspace, given once: a product in a captured step then allocates nothing
-     * (32 MiB: what NVIDIA's cuBLAS notes ask for on Hopper). */
-    cuda->cublas_workspace_nbytes = 32u << 20;
-    if (status == TSRNN_OK)
-        status = tsrnn_cuda_malloc(cuda, &cuda->cublas_workspace, cuda->cublas_workspace_nbytes,
-                                   "cuBLAS's workspace");
-    if (status == TSRNN_OK)
-        status = tsrnn_cublas_check(DL(cublasSetWorkspace)(cuda->cublas, cuda->cublas_workspace,
-                                                           cuda->cublas_workspace_nbytes),
-                                    cuda, "giving cuBLAS its workspace");
-    if (status == TSRNN_OK)
-        status = tsrnn_cudnn_check(DL(cudnnCreate)(&cuda->cudnn), cuda, "starting cuDNN");
-    if (status == TSRNN_OK)
-        status = tsrnn_cudnn_check(DL(cudnnSetStream)(cuda->cudnn, cuda->stream), cuda,
-                                   "giving cuDNN the stream");
-    if (status == TSRNN_OK)
-        status =
-            tsrnn_cuda_malloc(cuda, (void **)&cuda->flag, sizeof(int), "the gradient check's flag");
-    if (status == TSRNN_OK)
-        status = tsrnn_cuda_check(cudaMallocHost((void **)&cuda->flag_host, sizeof(int)), cuda,
-                                  "allocating pinned host memory");
-    if (status == TSRNN_OK)
-        status = tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_scratch,
-                                   (CLIP_TENSORS_MAX + 1) * sizeof(float), "clipping's norms");
-    if (status == TSRNN_OK)
-        status = tsrnn_cuda_malloc(cuda, (void **)&cuda->clip_layout,
-                                   2 * CLIP_TENSORS_MAX * sizeof(size_t), "clipping's layout");
-    if (status != TSRNN_OK) {
+    enum tsrnn_status status = cuda_start(cuda);
+    if (status != TSRNN_OK)
         cuda_destroy(&cuda->base);
-        return status;
-    }
-    *ctx = &cuda->base;
-    return TSRNN_OK;
+    else
+        *ctx = &cuda->base;
+    return status;
 }
 
 static bool cuda_device_memory(const struct tsrnn_compute *ctx, char *name, size_t name_nbytes,

@@ -230,21 +230,27 @@ static enum tsrnn_status map_weights(struct cuda_workspace *ws, struct tsrnn_cud
 
     cudnnTensorDescriptor_t m_desc = NULL, b_desc = NULL;
     char *base = NULL;
-    enum tsrnn_status status =
-        tsrnn_cudnn_check(DL(cudnnCreateTensorDescriptor)(&m_desc), ws->cuda, what);
-    if (status == TSRNN_OK)
-        status = tsrnn_cudnn_check(DL(cudnnCreateTensorDescriptor)(&b_desc), ws->cuda, what);
-    if (status == TSRNN_OK)
-        status = ws_malloc(ws, &base, k->weight_nbytes);
+    size_t covered = 0;
     k->segment_count = 0;
     k->same_layout = space_count == want_count;
-    size_t covered = 0;
-    for (size_t id = 0; status == TSRNN_OK && id < 2 * G; id++) {
+    enum tsrnn_status status =
+        tsrnn_cudnn_check(DL(cudnnCreateTensorDescriptor)(&m_desc), ws->cuda, what);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_cudnn_check(DL(cudnnCreateTensorDescriptor)(&b_desc), ws->cuda, what);
+    if (status != TSRNN_OK)
+        goto out;
+    status = ws_malloc(ws, &base, k->weight_nbytes);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t id = 0; id < 2 * G; id++) {
         void *addr[2] = { NULL, NULL };
         status = tsrnn_cudnn_check(tsrnn_cuda_rnn_weight_params(ws->cuda->cudnn, k,
                                                                 k->weight_nbytes, base, (int32_t)id,
                                                                 m_desc, &addr[0], b_desc, &addr[1]),
                                    ws->cuda, what);
+        if (status != TSRNN_OK)
+            goto out;
         /* linLayerID 0..G-1: the input side's gates, G..2G-1: the recurrent side's. */
         bool recurrent = id >= G;
         size_t gate = recurrent ? id - G : id;
@@ -253,12 +259,13 @@ static enum tsrnn_status map_weights(struct cuda_workspace *ws, struct tsrnn_cud
             G * H * (I + H) + (recurrent ? G * H : 0) + gate * H,
         };
         size_t want[2] = { recurrent ? H * H : H * I, H };
-        for (int b = 0; status == TSRNN_OK && b < 2; b++) {
+        for (int b = 0; b < 2; b++) {
             size_t count = 0;
             status = described_count(ws, b ? b_desc : m_desc, &count);
+            if (status != TSRNN_OK)
+                goto out;
             size_t offset = (size_t)((char *)addr[b] - base) / sizeof(float);
-            if (status == TSRNN_OK &&
-                (addr[b] == NULL || count != want[b] || offset + count > space_count))
+            if (addr[b] == NULL || count != want[b] || offset + count > space_count) {
                 status = tsrnn_error(TSRNN_ERR_IO,
                                      "cuDNN %zu's %s of gate %zu of a %s layer's %s side has "
                                      "%zu floats at float %zu of %zu; PyTorch's has %zu: tsrnn "
@@ -267,20 +274,21 @@ static enum tsrnn_status map_weights(struct cuda_workspace *ws, struct tsrnn_cud
                                      tsrnn_model_kind_name(ws->dims.kind),
                                      recurrent ? "recurrent" : "input", count, offset, want_count,
                                      want[b]);
-            if (status != TSRNN_OK)
-                break;
+                goto out;
+            }
             k->segments[k->segment_count++] =
                 (struct tsrnn_cuda_weight_segment){ offset, torch_offset[b], count };
             k->same_layout = k->same_layout && offset == torch_offset[b];
             covered += count;
         }
     }
-    if (status == TSRNN_OK && covered != want_count)
+    if (covered != want_count)
         status = tsrnn_error(TSRNN_ERR_IO,
                              "cuDNN %zu's weight tensors of a %s layer cover %zu of its %zu "
                              "floats: tsrnn cannot map them onto PyTorch's",
                              DL(cudnnGetVersion)(), tsrnn_model_kind_name(ws->dims.kind), covered,
                              want_count);
+out:
     if (base != NULL)
         (void)cudaFree(base);
     if (m_desc != NULL)
@@ -416,6 +424,8 @@ void tsrnn_cuda_workspace_destroy(struct tsrnn_compute *ctx, void *workspace)
     void *buffers[] = { ws->dropout_states,
                         ws->work,
                         ws->seq_lengths,
+                        ws->weight_copy,
+                        ws->grad_copy,
                         ws->x,
                         ws->x_batch,
                         ws->y,
@@ -481,14 +491,15 @@ enum tsrnn_status tsrnn_cuda_workspace_create(struct tsrnn_compute *ctx, void **
              tsrnn_model_kind_name(dims->kind), B, T, H, dims->layer_count);
 
     enum tsrnn_status status = create_rnns(ws);
-    if (status == TSRNN_OK)
-        status = create_buffers(ws);
-    if (status != TSRNN_OK) {
+    if (status != TSRNN_OK)
+        goto out;
+    status = create_buffers(ws);
+out:
+    if (status != TSRNN_OK)
         tsrnn_cuda_workspace_destroy(ctx, ws);
-        return status;
-    }
-    *out = ws;
-    return TSRNN_OK;
+    else
+        *out = ws;
+    return status;
 }
 
 enum tsrnn_status tsrnn_cuda_batch_to_time_major(struct cuda_workspace *ws, bool with_y)

@@ -98,28 +98,33 @@ static enum tsrnn_status pjrt_create(struct tsrnn_compute **out,
     c->replica_count = options->replica_count > 0 ? (size_t)options->replica_count : 1;
     enum tsrnn_status status =
         tsrnn_pjrt_open(&c->rt, options->plugin_path, true, options->cpu_device_count);
-    if (status == TSRNN_OK && options->platform != NULL &&
-        strcmp(tsrnn_pjrt_platform(c->rt), options->platform) != 0)
+    if (status != TSRNN_OK)
+        goto out;
+    if (options->platform != NULL && strcmp(tsrnn_pjrt_platform(c->rt), options->platform) != 0) {
         status = tsrnn_error(TSRNN_ERR_USAGE,
                              "the PJRT plugin's platform is %s, %s was asked for (its plugin: "
                              "[trainer] pjrt_plugin, TSRNN_PJRT_PLUGIN or TPU_LIBRARY_PATH)",
                              tsrnn_pjrt_platform(c->rt), options->platform);
-    if (status == TSRNN_OK && c->replica_count > tsrnn_pjrt_device_count(c->rt))
+        goto out;
+    }
+    if (c->replica_count > tsrnn_pjrt_device_count(c->rt))
         status = tsrnn_error(
             TSRNN_ERR_USAGE, "%zu replicas asked for, the %s plugin has %zu devices",
             c->replica_count, tsrnn_pjrt_platform(c->rt), tsrnn_pjrt_device_count(c->rt));
-    if (status != TSRNN_OK) {
+out:
+    if (status == TSRNN_OK) {
+        *out = &c->base;
+    } else {
         tsrnn_pjrt_close(c->rt);
         free(c);
         if (options->platform != NULL && status != TSRNN_ERR_NOMEM) {
             char why[1024];
             snprintf(why, sizeof(why), "%s", tsrnn_last_error());
-            return tsrnn_error(TSRNN_ERR_USAGE, "no %s could be used: %s", options->platform, why);
+            status =
+                tsrnn_error(TSRNN_ERR_USAGE, "no %s could be used: %s", options->platform, why);
         }
-        return status;
     }
-    *out = &c->base;
-    return TSRNN_OK;
+    return status;
 }
 
 static size_t pjrt_tpu_cores(const struct tsrnn_compute *ctx)
@@ -406,21 +411,31 @@ static enum tsrnn_status pjrt_forward(struct tsrnn_compute *ctx, void *workspace
     bool saved = initial_state == TSRNN_STATE_SAVED;
     size_t nargs = lstm ? 4 : 3, nouts = lstm ? 3 : 2;
     enum tsrnn_status status = tsrnn_pjrt_buffer_upload(c->rt, &args[1], 0, ws->x, xdims, 3);
-    if (status == TSRNN_OK)
-        status =
-            tsrnn_pjrt_buffer_upload(c->rt, &args[2], 0, saved ? ws->h_saved : ws->zeros, sdims, 3);
-    if (status == TSRNN_OK && lstm)
+    if (status != TSRNN_OK)
+        goto out;
+    status =
+        tsrnn_pjrt_buffer_upload(c->rt, &args[2], 0, saved ? ws->h_saved : ws->zeros, sdims, 3);
+    if (status != TSRNN_OK)
+        goto out;
+    if (lstm) {
         status =
             tsrnn_pjrt_buffer_upload(c->rt, &args[3], 0, saved ? ws->c_saved : ws->zeros, sdims, 3);
-    if (status == TSRNN_OK)
-        status = tsrnn_pjrt_execute(c->rt, prog, 1, args, nargs, outs, nouts);
-    if (status == TSRNN_OK)
-        status = tsrnn_pjrt_buffer_download(c->rt, outs[0], ws->out,
-                                            T * B * d->output_count * sizeof(float));
-    if (status == TSRNN_OK)
-        status = tsrnn_pjrt_buffer_download(c->rt, outs[1], ws->h_last, L * B * H * sizeof(float));
-    if (status == TSRNN_OK && lstm)
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    status = tsrnn_pjrt_execute(c->rt, prog, 1, args, nargs, outs, nouts);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_pjrt_buffer_download(c->rt, outs[0], ws->out,
+                                        T * B * d->output_count * sizeof(float));
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_pjrt_buffer_download(c->rt, outs[1], ws->h_last, L * B * H * sizeof(float));
+    if (status != TSRNN_OK)
+        goto out;
+    if (lstm)
         status = tsrnn_pjrt_buffer_download(c->rt, outs[2], ws->c_last, L * B * H * sizeof(float));
+out:
     destroy_all(c, args + 1, nargs - 1);
     destroy_all(c, outs, nouts);
     return status;
@@ -461,6 +476,75 @@ static size_t replica_part(struct pjrt_workspace *ws, const float *masks, size_t
     return real;
 }
 
+/* The training step's program (emit.h), per replica: its arguments (the parameters, both
+ * moments, the replica's inputs, targets and window weights, the update's scalars, the dropout
+ * masks when there is dropout) and its outputs (the parameters and moments written, the squared
+ * errors (T, Br, O), 1 if every gradient was finite, else 0). */
+enum {
+    STEP_MAX_ARGS = 8,
+    STEP_OUTS = 5
+};
+
+/* Runs the training step's program on every replica, replica r on its part of the batch
+ * (replica_part; real[r]: how many of its windows are real). The parameters and moments of reg
+ * are donated to it and gone whatever happens: their handles become the program's outputs
+ * (outs[r * STEP_OUTS + 0..2]), or on failure go too, and then the host copies are what is left
+ * (stale by this step only if a program had written them since the last download). The other
+ * outputs (outs[r * STEP_OUTS + 3..4]) are the caller's. */
+static enum tsrnn_status step_execute(struct pjrt_ctx *c, struct pjrt_workspace *ws,
+                                      struct tsrnn_pjrt_program *prog, struct region *const *reg,
+                                      const float *scalars, const float *masks, size_t *real,
+                                      struct tsrnn_pjrt_buffer **outs)
+{
+    const struct tsrnn_model_dims *d = &ws->dims;
+    size_t R = c->replica_count, T = ws->step_count, Br = ws->replica_rows;
+    size_t C = d->input_count, O = d->output_count, L = d->layer_count, H = d->hidden_count;
+    bool dropout = L > 1 && d->dropout > 0.0f;
+    struct tsrnn_pjrt_buffer *args[TSRNN_PJRT_MAX_DEVICES * STEP_MAX_ARGS] = { 0 };
+    size_t nargs = dropout ? 8 : 7;
+    int64_t xdims[3] = { (int64_t)Br, (int64_t)T, (int64_t)C };
+    int64_t ydims[3] = { (int64_t)Br, (int64_t)T, (int64_t)O };
+    int64_t wdims[1] = { (int64_t)Br }, sdims[1] = { 8 };
+    int64_t mdims[3] = { (int64_t)(L > 1 ? L - 1 : 1), (int64_t)(T * Br), (int64_t)H };
+    enum tsrnn_status status = TSRNN_OK;
+    for (size_t r = 0; r < R; r++) {
+        struct tsrnn_pjrt_buffer **a = args + r * nargs;
+        a[0] = reg[0]->dev[r];
+        a[1] = reg[1]->dev[r];
+        a[2] = reg[2]->dev[r];
+        real[r] = replica_part(ws, dropout ? masks : NULL, r);
+        status = tsrnn_pjrt_buffer_upload(c->rt, &a[3], r, ws->xr, xdims, 3);
+        if (status != TSRNN_OK)
+            goto out;
+        status = tsrnn_pjrt_buffer_upload(c->rt, &a[4], r, ws->yr, ydims, 3);
+        if (status != TSRNN_OK)
+            goto out;
+        status = tsrnn_pjrt_buffer_upload(c->rt, &a[5], r, ws->wr, wdims, 1);
+        if (status != TSRNN_OK)
+            goto out;
+        status = tsrnn_pjrt_buffer_upload(c->rt, &a[6], r, scalars, sdims, 1);
+        if (status != TSRNN_OK)
+            goto out;
+        if (dropout) {
+            status = tsrnn_pjrt_buffer_upload(c->rt, &a[7], r, ws->mask_part, mdims, 3);
+            if (status != TSRNN_OK)
+                goto out;
+        }
+    }
+    status = tsrnn_pjrt_execute(c->rt, prog, R, args, nargs, outs, STEP_OUTS);
+out:
+    for (size_t r = 0; r < R; r++) {
+        destroy_all(c, args + r * nargs + 3, nargs - 3);
+        for (int i = 0; i < 3; i++) {
+            tsrnn_pjrt_buffer_destroy(c->rt, reg[i]->dev[r]);
+            reg[i]->dev[r] = status == TSRNN_OK ? outs[r * STEP_OUTS + i] : NULL;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        reg[i]->where = status == TSRNN_OK ? DEVICE_NEWER : HOST_NEWER;
+    return status;
+}
+
 static enum tsrnn_status pjrt_step(struct tsrnn_compute *ctx, void *workspace,
                                    const struct tsrnn_step_buffers *buffers,
                                    const struct tsrnn_step_args *step,
@@ -468,15 +552,12 @@ static enum tsrnn_status pjrt_step(struct tsrnn_compute *ctx, void *workspace,
 {
     struct pjrt_workspace *ws = workspace;
     struct pjrt_ctx *c = ctx_of(ctx);
-    const struct tsrnn_model_dims *d = &ws->dims;
-    const float *masks = step->dropout_masks;
     const struct tsrnn_adam_scalars *s = &step->update.adam;
     float *params = buffers->state.params, *exp_avg = buffers->state.exp_avg;
     float *exp_avg_sq = buffers->state.exp_avg_sq;
     TSRNN_TRY(pjrt_batch_load(ctx, ws, step->x, step->y, step->batch_count, step->step_count));
     size_t R = c->replica_count, B = ws->batch_count, T = ws->step_count, Br = ws->replica_rows;
-    size_t C = d->input_count, O = d->output_count, L = d->layer_count, H = d->hidden_count;
-    bool dropout = L > 1 && d->dropout > 0.0f;
+    size_t O = ws->dims.output_count;
 
     struct region *reg[3];
     float *bufs[3] = { params, exp_avg, exp_avg_sq };
@@ -497,71 +578,38 @@ static enum tsrnn_status pjrt_step(struct tsrnn_compute *ctx, void *workspace,
                          s->eps,
                          s->neg_step_size,
                          (float)(2.0 / (double)(B * T * O)) };
-    enum {
-        MAX_ARGS = 8,
-        NOUTS = 5
-    };
-    struct tsrnn_pjrt_buffer *args[TSRNN_PJRT_MAX_DEVICES * MAX_ARGS] = { 0 };
-    struct tsrnn_pjrt_buffer *outs[TSRNN_PJRT_MAX_DEVICES * NOUTS] = { 0 };
-    size_t nargs = dropout ? 8 : 7, real[TSRNN_PJRT_MAX_DEVICES];
-    int64_t xdims[3] = { (int64_t)Br, (int64_t)T, (int64_t)C };
-    int64_t ydims[3] = { (int64_t)Br, (int64_t)T, (int64_t)O };
-    int64_t wdims[1] = { (int64_t)Br }, sdims[1] = { 8 };
-    int64_t mdims[3] = { (int64_t)(L > 1 ? L - 1 : 1), (int64_t)(T * Br), (int64_t)H };
-    enum tsrnn_status status = TSRNN_OK;
-    for (size_t r = 0; r < R && status == TSRNN_OK; r++) {
-        struct tsrnn_pjrt_buffer **a = args + r * nargs;
-        a[0] = reg[0]->dev[r];
-        a[1] = reg[1]->dev[r];
-        a[2] = reg[2]->dev[r];
-        real[r] = replica_part(ws, dropout ? masks : NULL, r);
-        status = tsrnn_pjrt_buffer_upload(c->rt, &a[3], r, ws->xr, xdims, 3);
-        if (status == TSRNN_OK)
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[4], r, ws->yr, ydims, 3);
-        if (status == TSRNN_OK)
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[5], r, ws->wr, wdims, 1);
-        if (status == TSRNN_OK)
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[6], r, scalars, sdims, 1);
-        if (status == TSRNN_OK && dropout)
-            status = tsrnn_pjrt_buffer_upload(c->rt, &a[7], r, ws->mask_part, mdims, 3);
-    }
-    if (status == TSRNN_OK)
-        status = tsrnn_pjrt_execute(c->rt, prog, R, args, nargs, outs, NOUTS);
-    /* The donated parameters and moments are gone whatever happened; their handles go too,
-     * and on failure the host copies are what is left (stale by this step only if a program
-     * had written them since the last download). */
-    for (size_t r = 0; r < R; r++) {
-        destroy_all(c, args + r * nargs + 3, nargs - 3);
-        for (int i = 0; i < 3; i++) {
-            tsrnn_pjrt_buffer_destroy(c->rt, reg[i]->dev[r]);
-            reg[i]->dev[r] = status == TSRNN_OK ? outs[r * NOUTS + i] : NULL;
-        }
-    }
-    for (int i = 0; i < 3; i++)
-        reg[i]->where = status == TSRNN_OK ? DEVICE_NEWER : HOST_NEWER;
+    struct tsrnn_pjrt_buffer *outs[TSRNN_PJRT_MAX_DEVICES * STEP_OUTS] = { 0 };
+    size_t real[TSRNN_PJRT_MAX_DEVICES];
     /* The loss from the real windows' squared errors, in double: t, then b, then o, as the
      * CPU backend sums them (replica by replica when there are several). */
     double sum = 0.0;
     bool all_finite = true;
-    for (size_t r = 0; r < R && status == TSRNN_OK; r++) {
+    enum tsrnn_status status =
+        step_execute(c, ws, prog, reg, scalars, step->dropout_masks, real, outs);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t r = 0; r < R; r++) {
         float f = 0.0f;
-        status = tsrnn_pjrt_buffer_download(c->rt, outs[r * NOUTS + 3], ws->sq,
+        status = tsrnn_pjrt_buffer_download(c->rt, outs[r * STEP_OUTS + 3], ws->sq,
                                             T * Br * O * sizeof(float));
-        if (status == TSRNN_OK)
-            status = tsrnn_pjrt_buffer_download(c->rt, outs[r * NOUTS + 4], &f, sizeof(f));
-        for (size_t t = 0; status == TSRNN_OK && t < T; t++)
+        if (status != TSRNN_OK)
+            goto out;
+        status = tsrnn_pjrt_buffer_download(c->rt, outs[r * STEP_OUTS + 4], &f, sizeof(f));
+        if (status != TSRNN_OK)
+            goto out;
+        for (size_t t = 0; t < T; t++)
             for (size_t i = 0; i < real[r] * O; i++)
                 sum += (double)ws->sq[t * Br * O + i];
         all_finite = all_finite && f != 0.0f;
     }
-    for (size_t r = 0; r < R; r++)
-        destroy_all(c, outs + r * NOUTS + 3, 2);
-    TSRNN_TRY(status);
     /* One process (caps.reduction is false): this rank's stop flag is the decision. */
     now->loss = (float)(sum / (double)(B * T * O));
     now->finite = all_finite;
     now->stop = step->stop_requested;
-    return TSRNN_OK;
+out:
+    for (size_t r = 0; r < R; r++)
+        destroy_all(c, outs + r * STEP_OUTS + 3, 2);
+    return status;
 }
 
 static enum tsrnn_status pjrt_window_squared_errors(struct tsrnn_compute *ctx, void *workspace,

@@ -137,6 +137,7 @@ static enum tsrnn_status create_client(struct tsrnn_pjrt *rt, int cpu_device_cou
 enum tsrnn_status tsrnn_pjrt_open(struct tsrnn_pjrt **out, const char *plugin_path, bool client,
                                   int cpu_device_count)
 {
+    enum tsrnn_status status = TSRNN_OK;
     *out = NULL;
     struct tsrnn_pjrt *rt = calloc(1, sizeof(*rt));
     if (rt == NULL)
@@ -145,47 +146,43 @@ enum tsrnn_status tsrnn_pjrt_open(struct tsrnn_pjrt **out, const char *plugin_pa
     rt->dl = dlopen(rt->path, RTLD_NOW | RTLD_LOCAL);
     if (rt->dl == NULL) {
         const char *why = dlerror();
-        enum tsrnn_status status = tsrnn_error(
-            TSRNN_ERR_USAGE,
-            "cannot load the PJRT plugin %s: %s; name one with [trainer] pjrt_plugin or "
-            "TSRNN_PJRT_PLUGIN (scripts/install-deps.sh caches XLA's CPU plugin, "
-            "docs/architecture.md \"The pjrt backend\")",
-            rt->path, why != NULL ? why : "?");
-        free(rt);
-        return status;
+        status = tsrnn_error(TSRNN_ERR_USAGE,
+                             "cannot load the PJRT plugin %s: %s; name one with [trainer] "
+                             "pjrt_plugin or TSRNN_PJRT_PLUGIN (scripts/install-deps.sh caches "
+                             "XLA's CPU plugin, docs/architecture.md \"The pjrt backend\")",
+                             rt->path, why != NULL ? why : "?");
+        goto out;
     }
     const PJRT_Api *(*get_api)(void);
     *(void **)&get_api = dlsym(rt->dl, "GetPjrtApi");
     rt->api = get_api != NULL ? get_api() : NULL;
     if (rt->api == NULL) {
-        enum tsrnn_status status =
-            tsrnn_error(TSRNN_ERR_USAGE, "%s is not a PJRT plugin (no GetPjrtApi)", rt->path);
-        tsrnn_pjrt_close(rt);
-        return status;
+        status = tsrnn_error(TSRNN_ERR_USAGE, "%s is not a PJRT plugin (no GetPjrtApi)", rt->path);
+        goto out;
     }
     if (rt->api->pjrt_api_version.major_version != PJRT_API_MAJOR) {
-        enum tsrnn_status status =
-            tsrnn_error(TSRNN_ERR_USAGE, "%s speaks PJRT API %d.%d; tsrnn was built for %d.x",
-                        rt->path, rt->api->pjrt_api_version.major_version,
-                        rt->api->pjrt_api_version.minor_version, PJRT_API_MAJOR);
-        tsrnn_pjrt_close(rt);
-        return status;
+        status = tsrnn_error(TSRNN_ERR_USAGE, "%s speaks PJRT API %d.%d; tsrnn was built for %d.x",
+                             rt->path, rt->api->pjrt_api_version.major_version,
+                             rt->api->pjrt_api_version.minor_version, PJRT_API_MAJOR);
+        goto out;
     }
-    enum tsrnn_status status = TSRNN_OK;
     PJRT_Plugin_Initialize_Args init = { .struct_size = PJRT_Plugin_Initialize_Args_STRUCT_SIZE };
     if (HAS_FN(rt, PJRT_Plugin_Initialize)) {
         PJRT_Error *err = rt->api->PJRT_Plugin_Initialize(&init);
-        if (err != NULL)
+        if (err != NULL) {
             status = pjrt_failed(rt, err, "initialising the plugin");
+            goto out;
+        }
     }
-    if (status == TSRNN_OK && client)
+    if (client)
         status = create_client(rt, cpu_device_count);
-    if (status != TSRNN_OK) {
+out:
+    /* Nothing made yet (no api) or made in part: tsrnn_pjrt_close releases what there is. */
+    if (status != TSRNN_OK)
         tsrnn_pjrt_close(rt);
-        return status;
-    }
-    *out = rt;
-    return TSRNN_OK;
+    else
+        *out = rt;
+    return status;
 }
 
 void tsrnn_pjrt_close(struct tsrnn_pjrt *rt)
@@ -271,12 +268,12 @@ enum tsrnn_status tsrnn_pjrt_compile(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_pr
             *prog = p;
             return TSRNN_OK;
         }
+    enum tsrnn_status status = TSRNN_OK;
     struct tsrnn_pjrt_program *p = calloc(1, sizeof(*p));
     char *copy = strdup(text);
     if (p == NULL || copy == NULL) {
-        free(p);
-        free(copy);
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a PJRT program");
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for a PJRT program");
+        goto out;
     }
     char options[24];
     PJRT_Program program = {
@@ -300,9 +297,8 @@ enum tsrnn_status tsrnn_pjrt_compile(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_pr
     rt->compile_count++;
     rt->compile_s += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (err != NULL) {
-        free(p);
-        free(copy);
-        return pjrt_failed(rt, err, "compiling a program");
+        status = pjrt_failed(rt, err, "compiling a program");
+        goto out;
     }
     p->text = copy;
     p->replica_count = replica_count;
@@ -310,7 +306,12 @@ enum tsrnn_status tsrnn_pjrt_compile(struct tsrnn_pjrt *rt, struct tsrnn_pjrt_pr
     p->next = rt->programs;
     rt->programs = p;
     *prog = p;
-    return TSRNN_OK;
+out:
+    if (status != TSRNN_OK) {
+        free(p);
+        free(copy);
+    }
+    return status;
 }
 
 void tsrnn_pjrt_compile_stats(const struct tsrnn_pjrt *rt, size_t *count, double *seconds)
