@@ -628,6 +628,14 @@ static void test_checkpoints(void **state)
     tu_expect_in(path, "/checkpoints/best-epoch=");
     assert_int_equal(tsrnn_run_predict(loaded, 3, NULL, &p), TSRNN_ERR_USAGE);
     tu_expect_in(tsrnn_run_error(loaded), "pass the series to forecast from");
+    /* An empty set is refused by a forecast and a backtest, and nothing is left to free. */
+    struct tsrnn_series_set *empty;
+    assert_int_equal(tsrnn_series_set_create(&empty), TSRNN_OK);
+    assert_int_equal(tsrnn_run_predict(loaded, 3, empty, &p), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_run_error(loaded), "the series set is empty");
+    assert_int_equal(tsrnn_run_backtest(loaded, empty, NULL, 3, 1, false, &p), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_run_error(loaded), "the series set is empty");
+    tsrnn_series_set_destroy(empty);
     assert_int_equal(tsrnn_run_load_checkpoint(loaded, run_dir, "nothing"), TSRNN_ERR_USAGE);
     assert_int_equal(tsrnn_run_load_checkpoint(loaded, NULL, "best"), TSRNN_ERR_USAGE);
     tu_expect_in(tsrnn_run_error(loaded), "of which run folder");

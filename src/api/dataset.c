@@ -197,6 +197,38 @@ static void column_scaler(struct tsrnn_scaler *scaler, const struct tsrnn_datase
     }
 }
 
+/* The covariates' transformer (Scaler), fitted on the training parts (the encoders' values;
+ * with columns of the sets, every point of them: src/data/dataset.c's build_covariates()
+ * says why). */
+static enum tsrnn_status fit_covariate_scaler(const struct tsrnn_dataset *ds,
+                                              struct tsrnn_covariates *cov, size_t fit_points,
+                                              size_t K, size_t Kc)
+{
+    enum tsrnn_status status = TSRNN_OK;
+    float *rows = malloc(fit_points * K * sizeof(float));
+    if (rows == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", fit_points);
+        goto out;
+    }
+    for (size_t i = 0, at = 0; i < ds->series_count; i++) {
+        const struct tsrnn_dataset_series *item = &ds->items[i];
+        size_t n = Kc > 0 ? item->series.length : item->train_length;
+        if (Kc > 0) {
+            status = tsrnn_covariates_compute(rows + at, cov, NULL, &item->series, item->id, 0, n,
+                                              item->train_length - 1);
+            if (status != TSRNN_OK)
+                goto out;
+        } else {
+            memcpy(rows + at, item->covariates, n * K * sizeof(float));
+        }
+        at += n * K;
+    }
+    tsrnn_scaler_fit(&cov->scaler, rows, fit_points, K);
+out:
+    free(rows);
+    return status;
+}
+
 /* The model's future covariates: the sets' columns first, then [covariates]' encoders, each
  * part encoded apart and the transformer fitted as src/data/dataset.c's build_covariates()
  * does (its comment says why: Darts' add_encoders at fit()). */
@@ -238,24 +270,7 @@ static enum tsrnn_status build_covariates(struct api_dataset *d, const struct ts
         size_t fit_points = Kc > 0 ? 0 : train_points;
         for (size_t i = 0; i < ds->series_count && Kc > 0; i++)
             fit_points += ds->items[i].series.length;
-        float *rows = malloc(fit_points * K * sizeof(float));
-        if (rows == NULL)
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", fit_points);
-        enum tsrnn_status status = TSRNN_OK;
-        for (size_t i = 0, at = 0; i < ds->series_count && status == TSRNN_OK; i++) {
-            const struct tsrnn_dataset_series *item = &ds->items[i];
-            size_t n = Kc > 0 ? item->series.length : item->train_length;
-            if (Kc > 0)
-                status = tsrnn_covariates_compute(rows + at, cov, NULL, &item->series, item->id, 0,
-                                                  n, item->train_length - 1);
-            else
-                memcpy(rows + at, item->covariates, n * K * sizeof(float));
-            at += n * K;
-        }
-        if (status == TSRNN_OK)
-            tsrnn_scaler_fit(&cov->scaler, rows, fit_points, K);
-        free(rows);
-        TSRNN_TRY(status);
+        TSRNN_TRY(fit_covariate_scaler(ds, cov, fit_points, K, Kc));
         tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, Kc);
     } else {
         tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);

@@ -135,24 +135,26 @@ static enum tsrnn_status load_stored_data(struct tsrnn_run *run)
     struct tsrnn_data_paths paths;
     TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
     enum tsrnn_status status = TSRNN_OK;
-    for (size_t i = 0; i < paths.count && status == TSRNN_OK; i++) {
+    for (size_t i = 0; i < paths.count; i++) {
         int fd;
         status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
                                     TSRNN_ERR_USAGE, &fd);
-        if (status == TSRNN_OK)
-            close(fd);
-    }
-    tsrnn_data_paths_finish(&paths);
-    if (status == TSRNN_OK) {
-        status = tsrnn_dataset_load(&run->stored, cfg);
         if (status != TSRNN_OK)
-            tsrnn_error(status,
-                        "%s, the checkpoint's training data, cannot be read as the series the "
-                        "model was trained on; what it holds is not shown, as the checkpoint "
-                        "named it: pass the series to forecast from",
-                        tsrnn_display_path(cfg->data_path));
+            goto out;
+        close(fd);
     }
-    run->stored_loaded = status == TSRNN_OK;
+    status = tsrnn_dataset_load(&run->stored, cfg);
+    if (status != TSRNN_OK) {
+        tsrnn_error(status,
+                    "%s, the checkpoint's training data, cannot be read as the series the model "
+                    "was trained on; what it holds is not shown, as the checkpoint named it: "
+                    "pass the series to forecast from",
+                    tsrnn_display_path(cfg->data_path));
+        goto out;
+    }
+    run->stored_loaded = true;
+out:
+    tsrnn_data_paths_finish(&paths);
     return status;
 }
 
@@ -512,29 +514,34 @@ static enum tsrnn_status predict(struct tsrnn_run *run, size_t n,
     const struct tsrnn_checkpoint *ck = run->ck;
     struct tsrnn_forecast_options opt;
     TSRNN_TRY(forecast_options(&opt, run, TSRNN_DARTS_PREDICT_DRAW + 2 * run->predict_calls, n));
-    struct sources src;
-    enum tsrnn_status status = make_sources(&src, run, set, n);
-    for (size_t i = 0; status == TSRNN_OK && i < src.count; i++)
-        status =
-            tsrnn_forecast_error_series(tsrnn_forecast_check_range(&src.src[i], n), src.src[i].id);
+    struct sources src = { 0 };
     struct tsrnn_prediction *p = NULL;
-    if (status == TSRNN_OK)
-        status = prediction_new(&p, &src, run, false);
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
     bool sampled = ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE;
     size_t batch = sampled && ck->config.batch_size > 1 ? (size_t)ck->config.batch_size : 1;
-    if (status == TSRNN_OK)
-        status = make_model(&model, &compute, ck, batch);
-    if (status == TSRNN_OK) {
-        status = tsrnn_forecast_predict(p->f, &model, src.src, src.count,
-                                        (size_t)ck->input_chunk_length, n, NULL, &opt);
-        if (status != TSRNN_OK) /* nothing to finish: tsrnn_forecast_predict() cleaned up */
-            memset(p->f, 0, p->series_count * sizeof(*p->f));
+    enum tsrnn_status status = make_sources(&src, run, set, n);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t i = 0; i < src.count; i++) {
+        status =
+            tsrnn_forecast_error_series(tsrnn_forecast_check_range(&src.src[i], n), src.src[i].id);
+        if (status != TSRNN_OK)
+            goto out;
     }
-    tsrnn_model_finish(&model);
-    tsrnn_compute_destroy(compute);
-    for (size_t s = 0; status == TSRNN_OK && s < src.count; s++) {
+    status = prediction_new(&p, &src, run, false);
+    if (status != TSRNN_OK)
+        goto out;
+    status = make_model(&model, &compute, ck, batch);
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_forecast_predict(p->f, &model, src.src, src.count,
+                                    (size_t)ck->input_chunk_length, n, NULL, &opt);
+    if (status != TSRNN_OK) { /* nothing to finish: tsrnn_forecast_predict() cleaned up */
+        memset(p->f, 0, p->series_count * sizeof(*p->f));
+        goto out;
+    }
+    for (size_t s = 0; s < src.count; s++) {
         struct tsrnn_forecast *f = &p->f[s];
         const struct tsrnn_series *copy = &p->series[s];
         /* Actual values: the copy's (the source may be the run's or an extension). */
@@ -546,15 +553,17 @@ static enum tsrnn_status predict(struct tsrnn_run *run, size_t n,
             f->has_quantile_scores = false;
         }
     }
+    status = index_forecasts(p);
+    if (status != TSRNN_OK)
+        goto out;
+    p->options = opt;
+    run->predict_calls++;
+    *out = p;
+    p = NULL;
+out:
+    tsrnn_model_finish(&model);
+    tsrnn_compute_destroy(compute);
     sources_finish(&src);
-    if (status == TSRNN_OK)
-        status = index_forecasts(p);
-    if (status == TSRNN_OK) {
-        p->options = opt;
-        run->predict_calls++;
-        *out = p;
-        return TSRNN_OK;
-    }
     tsrnn_prediction_destroy(p);
     return status;
 }
@@ -582,12 +591,19 @@ static enum tsrnn_status backtest(struct tsrnn_run *run, const struct tsrnn_seri
     struct tsrnn_forecast_options opt;
     /* historical_forecasts() right after fit() draws 4 (its predict_from_dataset()). */
     TSRNN_TRY(forecast_options(&opt, run, TSRNN_DARTS_PREDICT_DRAW - 1, horizon));
-    struct sources src;
+    struct sources src = { 0 };
+    size_t *firsts = NULL, most = 1;
+    struct tsrnn_prediction *p = NULL;
+    struct tsrnn_compute *compute = NULL;
+    struct tsrnn_model model = { 0 };
     enum tsrnn_status status = make_sources(&src, run, set, 0);
-    size_t *firsts = calloc(src.count ? src.count : 1, sizeof(size_t)), most = 1;
-    if (firsts == NULL && status == TSRNN_OK)
+    if (status != TSRNN_OK)
+        goto out;
+    if ((firsts = calloc(src.count ? src.count : 1, sizeof(size_t))) == NULL) {
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; status == TSRNN_OK && i < src.count; i++) {
+        goto out;
+    }
+    for (size_t i = 0; i < src.count; i++) {
         const struct tsrnn_series *s = src.src[i].series;
         status = tsrnn_backtest_first(s, start, src.src[i].origin,
                                       set != NULL ? "the end of the series (no start)"
@@ -596,40 +612,42 @@ static enum tsrnn_status backtest(struct tsrnn_run *run, const struct tsrnn_seri
         if (status != TSRNN_OK && start == NULL)
             tsrnn_error_append(status, "; choose the first forecast's start");
         status = tsrnn_forecast_error_series(status, src.src[i].id);
-        if (status == TSRNN_OK) {
-            size_t forecasts = (s->length - horizon - firsts[i]) / stride + 1;
-            most = forecasts > most ? forecasts : most;
-        }
+        if (status != TSRNN_OK)
+            goto out;
+        size_t forecasts = (s->length - horizon - firsts[i]) / stride + 1;
+        most = forecasts > most ? forecasts : most;
     }
-    struct tsrnn_prediction *p = NULL;
-    if (status == TSRNN_OK)
-        status = prediction_new(&p, &src, run, true);
+    status = prediction_new(&p, &src, run, true);
+    if (status != TSRNN_OK)
+        goto out;
     /* As many windows per batch as training took, as Darts predicts with the model's
      * batch_size. */
     size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
     size_t batch = most < batch_size ? most : batch_size;
     if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
         batch = batch_size;
-    struct tsrnn_compute *compute = NULL;
-    struct tsrnn_model model = { 0 };
-    if (status == TSRNN_OK)
-        status = make_model(&model, &compute, ck, batch);
-    for (size_t i = 0; status == TSRNN_OK && i < src.count; i++)
+    status = make_model(&model, &compute, ck, batch);
+    if (status != TSRNN_OK)
+        goto out;
+    for (size_t i = 0; i < src.count; i++) {
         status = tsrnn_forecast_error_series(
             tsrnn_backtest_run_sampled(&p->bt[i], &model, &p->sources[i], firsts[i], icl, horizon,
                                        stride, last_points_only, &opt),
             p->sources[i].id);
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    status = index_forecasts(p);
+    if (status != TSRNN_OK)
+        goto out;
+    p->options = opt;
+    *out = p;
+    p = NULL;
+out:
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
     free(firsts);
     sources_finish(&src);
-    if (status == TSRNN_OK)
-        status = index_forecasts(p);
-    if (status == TSRNN_OK) {
-        p->options = opt;
-        *out = p;
-        return TSRNN_OK;
-    }
     tsrnn_prediction_destroy(p);
     return status;
 }
@@ -805,29 +823,33 @@ enum tsrnn_status tsrnn_prediction_write_csv(struct tsrnn_prediction *p, const c
     return api_result(p->message, write_csv(p, path));
 }
 
+static enum tsrnn_status write_scores_csv(const struct tsrnn_prediction *p, const char *path)
+{
+    if (!p->backtest || path == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE, "a backtest's scores go to a file: a backtest and a "
+                                            "path are needed");
+    enum tsrnn_status status = TSRNN_OK;
+    struct tsrnn_forecast_scores *each = calloc(p->series_count, sizeof(*each)), mean;
+    struct tsrnn_backtest_part *parts = backtest_parts(p);
+    if (each == NULL || parts == NULL) {
+        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t s = 0; s < p->series_count; s++)
+        each[s] = p->bt[s].overall;
+    tsrnn_forecast_scores_mean(&mean, each, p->series_count);
+    status = tsrnn_backtest_save_errors(parts, p->series_count, p->id_name,
+                                        p->series_count > 1 ? &mean : NULL, path);
+out:
+    free(each);
+    free(parts);
+    return status;
+}
+
 enum tsrnn_status tsrnn_prediction_write_scores_csv(struct tsrnn_prediction *p, const char *path)
 {
     tsrnn_error_clear();
-    enum tsrnn_status status = TSRNN_OK;
-    if (!p->backtest || path == NULL) {
-        status = tsrnn_error(TSRNN_ERR_USAGE, "a backtest's scores go to a file: a backtest and "
-                                              "a path are needed");
-    } else {
-        struct tsrnn_forecast_scores *each = calloc(p->series_count, sizeof(*each)), mean;
-        struct tsrnn_backtest_part *parts = backtest_parts(p);
-        if (each == NULL || parts == NULL)
-            status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-        for (size_t s = 0; status == TSRNN_OK && s < p->series_count; s++)
-            each[s] = p->bt[s].overall;
-        if (status == TSRNN_OK) {
-            tsrnn_forecast_scores_mean(&mean, each, p->series_count);
-            status = tsrnn_backtest_save_errors(parts, p->series_count, p->id_name,
-                                                p->series_count > 1 ? &mean : NULL, path);
-        }
-        free(each);
-        free(parts);
-    }
-    return api_result(p->message, status);
+    return api_result(p->message, write_scores_csv(p, path));
 }
 
 static enum tsrnn_status plot(struct tsrnn_prediction *p, size_t s, const char *title, int width,

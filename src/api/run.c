@@ -388,26 +388,27 @@ static enum tsrnn_status read_model(struct tsrnn_run *run, const char *path)
     return TSRNN_OK;
 }
 
-/* tsrnn_train() names the run folder and its checkpoints in its result after a fit that
- * ends well; after an interruption the last checkpoint it wrote on its way out is found in
- * the folder, so that the run keeps what it trained so far as its model. */
-static void find_interrupted_checkpoint(struct tsrnn_run *run, const struct tsrnn_config *cfg)
+/* After an interrupted fit the model is what it trained so far, as Darts' after a
+ * KeyboardInterrupt: the last checkpoint written on the way out, which tsrnn_train() does
+ * not name in its result after a fit that failed, found in the run folder. Returns
+ * TSRNN_ERR_INTERRUPTED with the interruption's message. */
+static enum tsrnn_status keep_interrupted_model(struct tsrnn_run *run,
+                                                const struct tsrnn_config *cfg)
 {
     struct tsrnn_train_result *r = &run->result;
-    if (r->last_checkpoint[0] != '\0' || !cfg->save_checkpoints || run->world.rank > 0)
-        return;
     char why[API_MESSAGE_MAX], dir[sizeof(r->run_dir) + sizeof("/checkpoints")];
     snprintf(why, sizeof(why), "%s", tsrnn_last_error());
-    if ((size_t)snprintf(r->run_dir, sizeof(r->run_dir), "%s/%s", cfg->work_dir, cfg->model_name) >=
-        sizeof(r->run_dir)) {
-        r->run_dir[0] = '\0';
-        return;
+    if (cfg->save_checkpoints && run->world.rank == 0 &&
+        (size_t)snprintf(r->run_dir, sizeof(r->run_dir), "%s/%s", cfg->work_dir, cfg->model_name) <
+            sizeof(r->run_dir)) {
+        snprintf(dir, sizeof(dir), "%s/checkpoints", r->run_dir);
+        if (tsrnn_checkpoint_locate(r->last_checkpoint, sizeof(r->last_checkpoint), dir, "last") ==
+            TSRNN_OK)
+            (void)read_model(run, r->last_checkpoint); /* a model, or none as before */
+        else
+            r->last_checkpoint[0] = '\0'; /* interrupted before its first checkpoint */
     }
-    snprintf(dir, sizeof(dir), "%s/checkpoints", r->run_dir);
-    if (tsrnn_checkpoint_locate(r->last_checkpoint, sizeof(r->last_checkpoint), dir, "last") !=
-        TSRNN_OK)
-        r->last_checkpoint[0] = '\0';              /* interrupted before its first checkpoint */
-    tsrnn_error(TSRNN_ERR_INTERRUPTED, "%s", why); /* the interruption's message stays */
+    return tsrnn_error(TSRNN_ERR_INTERRUPTED, "%s", why);
 }
 
 static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_set *series,
@@ -434,7 +435,6 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
     }
     /* The trainer prints the banner (its first line, the compute, the data, the devices and
      * the model summary), as tsrnn-worker's. */
-    enum tsrnn_status status = TSRNN_OK;
     struct tsrnn_train_options options = {
         .out = out,
         .progress = run->mode,
@@ -450,29 +450,20 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
     };
     struct tsrnn_progress_observer observer = { .notify = notify_progress, .ctx = run };
     const struct tsrnn_progress_observer *previous = tsrnn_progress_observe(&observer);
-    if (status == TSRNN_OK)
-        status = tsrnn_train(&run->result, cfg, run->ds, &options);
+    enum tsrnn_status status = tsrnn_train(&run->result, cfg, run->ds, &options);
     tsrnn_progress_observe(previous);
     fflush(out);
     tsrnn_compute_destroy(own_compute);
-    run->fitted = status == TSRNN_OK;
-    if (status == TSRNN_OK && run->in_world)
-        report_result(&run->world, &run->result);
     if (status == TSRNN_ERR_INTERRUPTED)
-        find_interrupted_checkpoint(run, cfg);
-    /* The model is the last checkpoint: after an interrupted fit too (what it trained so far,
-     * as Darts' model after a KeyboardInterrupt). */
-    if ((status == TSRNN_OK || status == TSRNN_ERR_INTERRUPTED) &&
-        run->result.last_checkpoint[0] != '\0') {
-        char why[API_MESSAGE_MAX];
-        snprintf(why, sizeof(why), "%s", tsrnn_last_error());
-        enum tsrnn_status read = read_model(run, run->result.last_checkpoint);
-        if (status == TSRNN_OK)
-            status = read;
-        else
-            tsrnn_error(status, "%s", why); /* the interruption's message stays */
-    }
-    return status;
+        return keep_interrupted_model(run, cfg);
+    TSRNN_TRY(status);
+    run->fitted = true;
+    if (run->in_world)
+        report_result(&run->world, &run->result);
+    /* The model is the last checkpoint. */
+    if (run->result.last_checkpoint[0] != '\0')
+        TSRNN_TRY(read_model(run, run->result.last_checkpoint));
+    return TSRNN_OK;
 }
 
 enum tsrnn_status tsrnn_run_fit(struct tsrnn_run *run, const struct tsrnn_series_set *series,
@@ -541,6 +532,21 @@ size_t tsrnn_run_path(const struct tsrnn_run *run, const char *name, char *out, 
 
 /* --- checkpoints ------------------------------------------------------------------------ */
 
+/* `which` of the checkpoint folder `dir`; "best" falls back to "last" for a run without
+ * validation, which has no best. */
+static enum tsrnn_status locate_checkpoint(char *path, size_t capacity, const char *dir,
+                                           const char *which)
+{
+    if (tsrnn_checkpoint_locate(path, capacity, dir, which) == TSRNN_OK)
+        return TSRNN_OK;
+    if (strcmp(which, "best") == 0 &&
+        tsrnn_checkpoint_locate(path, capacity, dir, "last") == TSRNN_OK) {
+        tsrnn_error_clear();
+        return TSRNN_OK;
+    }
+    return tsrnn_checkpoint_locate(path, capacity, dir, which); /* its message again */
+}
+
 /* tsrnn-predict's way to a checkpoint: `which` of the run folder under its shared lock (a
  * training run of that folder is refused meanwhile, and nobody waits), "best" falling back
  * to "last" for a run without one. */
@@ -560,26 +566,22 @@ static enum tsrnn_status load_checkpoint(struct tsrnn_run *run, const char *run_
         snprintf(path, sizeof(path), "%s", which);
         return read_model(run, path);
     }
-    struct tsrnn_run_lock lock = { .fd = -1 };
-    enum tsrnn_status status = tsrnn_run_lock_acquire(&lock, run_dir, TSRNN_RUN_LOCK_SHARED);
-    if (status == TSRNN_ERR_USAGE)
-        tsrnn_error_append(status, "; wait for it to end, or load a copy of one of its "
-                                   "checkpoints");
     char dir[PATH_MAX];
     if ((size_t)snprintf(dir, sizeof(dir), "%s/checkpoints", run_dir) >= sizeof(dir))
-        status = tsrnn_error(TSRNN_ERR_USAGE, "%s: the path is too long", run_dir);
-    if (status == TSRNN_OK) {
-        status = tsrnn_checkpoint_locate(path, sizeof(path), dir, which);
-        if (status != TSRNN_OK && strcmp(which, "best") == 0 &&
-            tsrnn_checkpoint_locate(path, sizeof(path), dir, "last") == TSRNN_OK) {
-            tsrnn_error_clear();
-            status = TSRNN_OK;
-        } else if (status != TSRNN_OK) {
-            status = tsrnn_checkpoint_locate(path, sizeof(path), dir, which);
-        }
+        return tsrnn_error(TSRNN_ERR_USAGE, "%s: the path is too long", run_dir);
+    struct tsrnn_run_lock lock = { .fd = -1 };
+    enum tsrnn_status status = tsrnn_run_lock_acquire(&lock, run_dir, TSRNN_RUN_LOCK_SHARED);
+    if (status != TSRNN_OK) {
+        if (status == TSRNN_ERR_USAGE)
+            tsrnn_error_append(status, "; wait for it to end, or load a copy of one of its "
+                                       "checkpoints");
+        goto out;
     }
-    if (status == TSRNN_OK)
-        status = read_model(run, path);
+    status = locate_checkpoint(path, sizeof(path), dir, which);
+    if (status != TSRNN_OK)
+        goto out;
+    status = read_model(run, path);
+out:
     tsrnn_run_lock_release(&lock);
     return status;
 }
@@ -597,21 +599,23 @@ enum tsrnn_status tsrnn_run_load_checkpoint(struct tsrnn_run *run, const char *r
     return api_result(run->message, status);
 }
 
+static enum tsrnn_status save_checkpoint(const struct tsrnn_run *run, const char *path)
+{
+    if (run->ck == NULL)
+        return tsrnn_error(TSRNN_ERR_USAGE,
+                           "no model to save: fit the run (with [output] save_checkpoints = "
+                           "true) or load a checkpoint first");
+    if (path == NULL || path[0] == '\0')
+        return tsrnn_error(TSRNN_ERR_USAGE, "no path to save the checkpoint to");
+    /* The bytes read and checked at load: the same file, whatever became of the original. */
+    struct tsrnn_atomic_file af;
+    TSRNN_TRY(tsrnn_atomic_file_open(&af, path));
+    fwrite(run->ck->file.bytes, 1, run->ck->file.nbytes, af.file);
+    return tsrnn_atomic_file_commit(&af);
+}
+
 enum tsrnn_status tsrnn_run_save_checkpoint(struct tsrnn_run *run, const char *path)
 {
     tsrnn_error_clear();
-    enum tsrnn_status status = TSRNN_OK;
-    struct tsrnn_atomic_file af;
-    if (run->ck == NULL)
-        status = tsrnn_error(TSRNN_ERR_USAGE,
-                             "no model to save: fit the run (with [output] save_checkpoints = "
-                             "true) or load a checkpoint first");
-    else if (path == NULL || path[0] == '\0')
-        status = tsrnn_error(TSRNN_ERR_USAGE, "no path to save the checkpoint to");
-    /* The bytes read and checked at load: the same file, whatever became of the original. */
-    else if ((status = tsrnn_atomic_file_open(&af, path)) == TSRNN_OK) {
-        fwrite(run->ck->file.bytes, 1, run->ck->file.nbytes, af.file);
-        status = tsrnn_atomic_file_commit(&af);
-    }
-    return api_result(run->message, status);
+    return api_result(run->message, save_checkpoint(run, path));
 }
