@@ -246,7 +246,8 @@ static enum tsrnn_status build_covariates(struct api_dataset *d, const struct ts
                            "covariates; accepted: at most %d",
                            Kc, encoded, K, TSRNN_MAX_COMPONENTS);
     cov->column_count = Kc;
-    memcpy(cov->column_names, first->cov_names, Kc * sizeof(cov->column_names[0]));
+    if (Kc > 0) /* a set without covariate columns has no names (NULL) */
+        memcpy(cov->column_names, first->cov_names, Kc * sizeof(cov->column_names[0]));
     cov->count = K;
     ds->covariates = cov;
     if (K == 0)
