@@ -32,7 +32,7 @@ import sys
 # lists the same modules, top first.
 LAYERS = [
     ("core", ["core.h", "arena.h", "atomic_file.h", "crc32c.h", "dynlib.h", "fs.h",
-              "thread.h", "torch_dist.h", "torch_rng.h"]),
+              "status.h", "thread.h", "torch_dist.h", "torch_rng.h"]),
     ("config", ["config.h"]),
     ("nn", ["nn.h", "likelihood.h"]),
     ("data", ["data.h", "encoders.h"]),
@@ -45,6 +45,7 @@ LAYERS = [
     ("report", ["report.h", "tensorboard.h", "plot.h"]),
     ("forecast", ["forecast.h", "sampling.h", "quantile_metrics.h"]),
     ("train", ["train.h", "memory.h"]),
+    ("api", ["tsrnn.h"]),
     ("predict", []),
     ("worker", []),
     ("launcher", []),

@@ -3,8 +3,9 @@
 # are all present. Usage: scripts/install-deps.sh [--test]
 #   default  what building and running tsrnn needs
 #   --test   also what the test suite needs (cmocka, clang-format, python3, pip, clang with
-#            its libFuzzer runtime for the fuzz targets, and Slurm with munge for the
-#            two-node cluster of tests/test_slurm.c), and libtpu (below)
+#            its libFuzzer runtime for the fuzz targets, Slurm with munge for the two-node
+#            cluster of tests/test_slurm.c, and NumPy, pandas, pytest and meson-python for
+#            the Python package's tests, tests/python/), and libtpu (below)
 # Then the PJRT pieces (docs/architecture.md "The pjrt backend"): the PyPI wheel
 # xla-cpu-pjrt==0.0.1 (the PJRT C API header and XLA's CPU plugin) into a cache outside the
 # source tree, $TSRNN_PJRT_CACHE (default ~/.cache/tsrnn/pjrt), checked by its sha256 and
@@ -16,7 +17,8 @@ packages=(meson ninja-build pkg-config gcc g++ libc6-dev libinih-dev libjansson-
     libcairo2-dev fonts-dejavu-core libgloo-dev libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
     packages+=(libcmocka-dev clang-format python3 python3-pip clang libclang-rt-dev iproute2
-        slurmctld slurmd slurm-client munge)
+        slurmctld slurmd slurm-client munge python3-numpy python3-pandas python3-pytest
+        python3-mesonpy)
 fi
 
 missing=()

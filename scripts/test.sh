@@ -50,7 +50,8 @@ echo "== tests under ASan + UBSan ($asan_build; TSRNN_TEST_SHORT=1: short versio
 TSRNN_TEST_SHORT=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
-    meson test -C "$asan_build" --print-errorlogs --no-suite clang-format --no-suite gpu-bundle || rc=1
+    meson test -C "$asan_build" --print-errorlogs --no-suite clang-format --no-suite gpu-bundle \
+    --no-suite python || rc=1
 
 # The fuzz targets (tests/fuzz/): clang's libFuzzer with ASan + UBSan, in a build folder of
 # their own (the project's compiler is gcc). Each runs TSRNN_FUZZ_RUNS inputs (a few seconds)
@@ -106,8 +107,9 @@ for t in "${fuzz_targets[@]}"; do
 done
 [ $fuzz_failed -ne 0 ] || rm -rf "$fuzz_work"
 
-# One closing line over every test case of the runs: a cmocka program counts its cases, any
-# other test (a fuzz target included) counts once.
+# One closing line over every test case of the runs: a cmocka program counts its cases, and
+# so does a pytest run (its closing "N passed, N skipped" line); any other test (a fuzz target
+# included) counts once.
 python3 - "$build/meson-logs/testlog.json" "$asan_build/meson-logs/testlog.json" "$fuzz_log" <<'PY'
 import json, re, sys
 passed = failed = skipped = 0
@@ -118,6 +120,15 @@ for log in sys.argv[1:]:
         run = len(re.findall(r"^\[ RUN      \]", out, re.M))
         ok = len(re.findall(r"^\[       OK \]", out, re.M))
         skip = len(re.findall(r"^\[  SKIPPED \]", out, re.M))
+        pytest = re.search(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", out, re.M)
+        if pytest and entry["name"].split(" / ")[-1].startswith("python_"):
+            counts = dict((w, int(n)) for n, w in re.findall(r"(\d+) (\w+)", pytest.group(1)))
+            passed += counts.get("passed", 0)
+            skipped += counts.get("skipped", 0)
+            failed += counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+            if entry["result"] != "OK" and not counts.get("failed") and not counts.get("errors"):
+                failed += 1  # timed out or crashed
+            continue
         if entry["result"] == "SKIP":
             skipped += 1
         elif run:

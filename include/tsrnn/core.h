@@ -14,16 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum tsrnn_status {
-    TSRNN_OK = 0,
-    TSRNN_ERR_USAGE,       /* bad command line or configuration (exit 2) */
-    TSRNN_ERR_DATA,        /* bad input data: CSV, weights, checkpoint (exit 2) */
-    TSRNN_ERR_IO,          /* a file could not be written or read at run time (exit 1) */
-    TSRNN_ERR_NOMEM,       /* an allocation failed (exit 1) */
-    TSRNN_ERR_NUMERIC,     /* NaN/inf appeared in training (exit 1) */
-    TSRNN_ERR_COMM,        /* a peer failed or timed out (exit 3) */
-    TSRNN_ERR_INTERRUPTED, /* SIGINT/SIGTERM asked us to stop (exit 130) */
-};
+#include "tsrnn/status.h" /* enum tsrnn_status, shared with the C API */
 
 /* Process exit codes (README "Exit codes"). 77 is used by tests only, for "skipped". */
 enum tsrnn_exit {

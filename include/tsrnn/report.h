@@ -100,11 +100,24 @@ struct tsrnn_progress_metric {
     double value;
 };
 
+struct tsrnn_progress;
+
+/* Who else follows a bar: `notify` is called after every tsrnn_progress_update() and
+ * tsrnn_progress_end_epoch() (`epoch_end` true) with the bar's state, whatever its mode
+ * (NONE and a NULL `out` included): what the C API's progress callback reports
+ * (src/api/). */
+struct tsrnn_progress_observer {
+    void (*notify)(void *ctx, const struct tsrnn_progress *p, bool epoch_end);
+    void *ctx;
+};
+
 /* Caller-owned state of one training bar: tsrnn_progress_init(), then per epoch begin /
  * set_metric / update / end, then tsrnn_progress_finish(). It holds no resources. Times are
  * the caller's monotonic seconds (tsrnn_clock_now_s()), so the output depends only on the
  * arguments. */
 struct tsrnn_progress {
+    /* tsrnn_progress_observe()'s observer on the thread that initialised the bar; NULL */
+    const struct tsrnn_progress_observer *observer;
     FILE *out;
     enum tsrnn_progress_mode mode; /* resolved: BAR, PLAIN or NONE */
     bool fit_terminal;             /* BAR: size the line to the terminal at each draw */
@@ -138,6 +151,16 @@ int tsrnn_progress_terminal_columns(FILE *out);
 size_t tsrnn_progress_format_line(char *dst, size_t dst_nbytes, const char *desc, size_t n,
                                   size_t total, double elapsed_s, int ncols,
                                   const struct tsrnn_progress_metric *metrics, size_t metric_count);
+
+/* Bars initialised on this thread from now on report to `observer` too (NULL: to nobody);
+ * returns the observer it replaces. It must outlive those bars. Per thread, so that runs on
+ * two threads report apart: the C API sets it around tsrnn_train(), whose bar it does not
+ * own, until train.h's options carry an observer of their own (docs/api.md). */
+const struct tsrnn_progress_observer *
+tsrnn_progress_observe(const struct tsrnn_progress_observer *observer);
+
+/* The value of metric `name` ("train_loss", "val_loss"); NaN when the bar has none. */
+double tsrnn_progress_metric(const struct tsrnn_progress *p, const char *name);
 
 /* Starts a bar on `out` in `mode` (AUTO resolved here). */
 void tsrnn_progress_init(struct tsrnn_progress *p, FILE *out, enum tsrnn_progress_mode mode);

@@ -73,8 +73,10 @@ static void report_series_list(FILE *out, const struct tsrnn_config *cfg,
         val += ds->items[i].val_length;
     }
     fprintf(out, "Data: %zu series (%s), %zu points in all, %zu component%s:", ds->series_count,
-            cfg->id_col[0] != '\0' ? "one per id_col value" : "one per file", points,
-            first->component_count, first->component_count == 1 ? "" : "s");
+            cfg->data_path[0] == '\0' ? "given to the fit"
+            : cfg->id_col[0] != '\0'  ? "one per id_col value"
+                                      : "one per file",
+            points, first->component_count, first->component_count == 1 ? "" : "s");
     for (size_t c = 0; c < first->component_count; c++)
         fprintf(out, " %s", first->component_names[c]);
     fprintf(out,
@@ -111,7 +113,11 @@ static void report_one_series(FILE *out, const struct tsrnn_config *cfg,
 
     char freq[TSRNN_FREQ_NAME_MAX];
     tsrnn_freq_name(&s->freq, freq, sizeof(freq));
-    fprintf(out, "Data: %s: %zu points (", tsrnn_display_path(cfg->data_path), s->length);
+    /* No [data] path: series a program gave the fit (the C API) */
+    fprintf(out, "Data: %s: %zu points (",
+            cfg->data_path[0] != '\0' ? tsrnn_display_path(cfg->data_path)
+                                      : "the series given to the fit",
+            s->length);
     print_range(out, s, 0, s->length);
     fprintf(out, ", freq %s), %zu component%s:", freq, s->component_count,
             s->component_count == 1 ? "" : "s");

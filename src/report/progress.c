@@ -317,9 +317,35 @@ int tsrnn_progress_terminal_columns(FILE *out)
     return 0;
 }
 
+/* The observer of the bars this thread starts (tsrnn_progress_observe()). */
+static _Thread_local const struct tsrnn_progress_observer *thread_observer;
+
+const struct tsrnn_progress_observer *
+tsrnn_progress_observe(const struct tsrnn_progress_observer *observer)
+{
+    const struct tsrnn_progress_observer *previous = thread_observer;
+    thread_observer = observer;
+    return previous;
+}
+
+double tsrnn_progress_metric(const struct tsrnn_progress *p, const char *name)
+{
+    for (size_t i = 0; i < p->metric_count; i++)
+        if (strcmp(p->metrics[i].name, name) == 0)
+            return p->metrics[i].value;
+    return NAN;
+}
+
+static void notify(const struct tsrnn_progress *p, bool epoch_end)
+{
+    if (p->observer != NULL)
+        p->observer->notify(p->observer->ctx, p, epoch_end);
+}
+
 void tsrnn_progress_init(struct tsrnn_progress *p, FILE *out, enum tsrnn_progress_mode mode)
 {
     memset(p, 0, sizeof(*p));
+    p->observer = thread_observer;
     p->out = out;
     p->mode = out != NULL ? tsrnn_progress_resolve_mode(mode, out) : TSRNN_PROGRESS_NONE;
     p->fit_terminal = p->mode == TSRNN_PROGRESS_BAR;
@@ -398,6 +424,7 @@ void tsrnn_progress_update(struct tsrnn_progress *p, size_t n, double now_s)
 {
     p->n = n;
     changed(p, now_s);
+    notify(p, false);
 }
 
 void tsrnn_progress_end_epoch(struct tsrnn_progress *p, double now_s)
@@ -408,9 +435,10 @@ void tsrnn_progress_end_epoch(struct tsrnn_progress *p, double now_s)
         format_current(p, line, sizeof(line), 0);
         fprintf(p->out, "%s\n", line);
         fflush(p->out);
-        return;
+    } else {
+        changed(p, now_s);
     }
-    changed(p, now_s);
+    notify(p, true);
 }
 
 void tsrnn_progress_finish(struct tsrnn_progress *p)

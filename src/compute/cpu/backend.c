@@ -346,7 +346,7 @@ const char *tsrnn_compute_cpu_blas_coretype(void)
 
 const char *tsrnn_compute_cpu_blas_warning(void)
 {
-    static char line[1024];
+    static _Thread_local char line[1024]; /* a caller per thread: two runs may ask at once */
     const char *load_error =
         tsrnn_cpu_isa_detect() == TSRNN_CPU_ISA_AVX512 ? NULL : tsrnn_cpu_blas_load_error();
     if (load_error != NULL) {

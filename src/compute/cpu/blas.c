@@ -210,7 +210,8 @@ const char *tsrnn_cpu_blas_coretype_hint(void)
 
 const char *tsrnn_cpu_blas_describe(const char *unused_why)
 {
-    static char line[1100];
+    static _Thread_local char
+        line[1100]; /* per thread: two runs may describe their devices at once */
     if (unused_why != NULL && !tsrnn_cpu_blas_loaded()) {
         snprintf(line, sizeof(line), "OpenBLAS (not loaded: %s)", unused_why);
         return line;
