@@ -740,6 +740,28 @@ static void test_fit_refusals(void **state)
     tsrnn_series_set_destroy(val);
 }
 
+/* tsrnn_run_check() checks for the fit it is told of (tsrnn-worker's: the files of [data]
+ * path), and a change after it is checked again by the fit. */
+static void test_check(void **state)
+{
+    (void)state;
+    struct tsrnn_series_set *train, *val;
+    guide_sets(&train, &val);
+    struct tsrnn_run *run = guide_run(work_dir, "checked", 2);
+    assert_int_equal(tsrnn_run_check(run, NULL), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_run_error(run), "[data] path is not set");
+    assert_int_equal(tsrnn_run_check(run, train), TSRNN_OK);
+    assert_string_equal(tsrnn_run_error(run), "");
+    /* Valid alone, against the rule across keys: the fit finds it though the run was checked. */
+    assert_int_equal(tsrnn_run_set(run, "model", "training_length", "10", NULL), TSRNN_OK);
+    assert_int_equal(tsrnn_run_fit(run, train, val), TSRNN_ERR_USAGE);
+    tu_expect_in(tsrnn_run_error(run), "training_length = 10 is smaller than input_chunk_length");
+    assert_int_equal(tsrnn_run_check(run, train), TSRNN_ERR_USAGE);
+    tsrnn_run_destroy(run);
+    tsrnn_series_set_destroy(train);
+    tsrnn_series_set_destroy(val);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -755,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_checkpoints),
         cmocka_unit_test(test_backtest_equals_predict),
         cmocka_unit_test(test_fit_refusals),
+        cmocka_unit_test(test_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

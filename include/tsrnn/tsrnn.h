@@ -120,6 +120,20 @@ enum tsrnn_status tsrnn_run_read_ini(struct tsrnn_run *run, const char *path);
 enum tsrnn_status tsrnn_run_read_ini_text(struct tsrnn_run *run, const char *text,
                                           const char *label);
 
+/* Checks the configuration as a whole for a fit on `series` (NULL: on the files of [data]
+ * path), as tsrnn-worker does before it joins a world: the rules across keys
+ * (docs/configuration.md) and, for the files, what the data's settings say of them (the files
+ * exist, the frequency, the covariates' columns). Warnings about settings without effect go
+ * to standard error here, once. A fit checks an unchecked configuration itself; call this to
+ * fail early (before joining a world or printing the configuration). Setting a key or
+ * reading an INI again undoes it. */
+enum tsrnn_status tsrnn_run_check(struct tsrnn_run *run, const struct tsrnn_series_set *series);
+
+/* The program the run's report names in its first line ("tsrnn-worker 0.1.0: train.ini,
+ * model ..."): `program` (NULL: "libtsrnn"); the configuration is named by the last INI file
+ * read (else "the run's configuration"). */
+void tsrnn_run_set_program(struct tsrnn_run *run, const char *program);
+
 /* The text of one key's value as config.ini writes it, snprintf-like into out: returns the
  * length of the whole text, or 0 with the run's error set for an unknown key. */
 size_t tsrnn_run_get(struct tsrnn_run *run, const char *section, const char *key, char *out,

@@ -88,7 +88,13 @@ void api_dataset_finish(struct api_dataset *d);
 
 struct tsrnn_run {
     struct tsrnn_config *cfg;
+    /* tsrnn_run_check() passed since the configuration last changed, for a fit on the files
+     * of [data] path or for one on series given (checked_arrays). */
+    bool checked, checked_arrays;
     char message[API_MESSAGE_MAX];
+    /* The report's first line: the program and the configuration's name. */
+    char program[64];
+    char config_label[4096];
     volatile sig_atomic_t stop; /* tsrnn_run_cancel(); the trainer's stop_requested */
 
     /* Where the report goes (tsrnn_run_set_output), and the progress callback. */

@@ -30,6 +30,8 @@ enum tsrnn_status tsrnn_run_create(struct tsrnn_run **out)
     run->mode = TSRNN_PROGRESS_AUTO;
     run->world = (struct tsrnn_world){ .world_size = 1, .report_fd = -1 };
     run->predict_seed = -1;
+    tsrnn_run_set_program(run, NULL);
+    snprintf(run->config_label, sizeof(run->config_label), "the run's configuration");
     enum tsrnn_status status = tsrnn_config_init(run->cfg);
     if (status != TSRNN_OK) {
         free(run->cfg);
@@ -92,12 +94,14 @@ enum tsrnn_status tsrnn_run_set(struct tsrnn_run *run, const char *section, cons
     else
         status = tsrnn_config_set(run->cfg, section, key, value,
                                   origin != NULL ? origin : "tsrnn_run_set", cwd);
+    run->checked = false;
     return api_result(run->message, status);
 }
 
 enum tsrnn_status tsrnn_run_set_override(struct tsrnn_run *run, const char *setting)
 {
     tsrnn_error_clear();
+    run->checked = false;
     return api_result(run->message, setting != NULL
                                         ? tsrnn_config_apply_override(run->cfg, setting)
                                         : tsrnn_error(TSRNN_ERR_USAGE, "no setting (NULL)"));
@@ -106,19 +110,27 @@ enum tsrnn_status tsrnn_run_set_override(struct tsrnn_run *run, const char *sett
 enum tsrnn_status tsrnn_run_read_ini(struct tsrnn_run *run, const char *path)
 {
     tsrnn_error_clear();
-    return api_result(run->message, path != NULL
-                                        ? tsrnn_config_parse_file(run->cfg, path)
-                                        : tsrnn_error(TSRNN_ERR_USAGE, "no INI file (NULL)"));
+    run->checked = false;
+    if (path == NULL)
+        return api_result(run->message, tsrnn_error(TSRNN_ERR_USAGE, "no INI file (NULL)"));
+    snprintf(run->config_label, sizeof(run->config_label), "%s", path);
+    return api_result(run->message, tsrnn_config_parse_file(run->cfg, path));
 }
 
 enum tsrnn_status tsrnn_run_read_ini_text(struct tsrnn_run *run, const char *text,
                                           const char *label)
 {
     tsrnn_error_clear();
+    run->checked = false;
     return api_result(
         run->message,
         text != NULL ? tsrnn_config_parse_text(run->cfg, text, label != NULL ? label : "INI text")
                      : tsrnn_error(TSRNN_ERR_USAGE, "no INI text (NULL)"));
+}
+
+void tsrnn_run_set_program(struct tsrnn_run *run, const char *program)
+{
+    snprintf(run->program, sizeof(run->program), "%s", program != NULL ? program : "libtsrnn");
 }
 
 /* The resolved configuration as config.ini's text (malloc'd). */
@@ -354,6 +366,28 @@ static enum tsrnn_status validate_for_arrays(const struct tsrnn_config *cfg)
     return status;
 }
 
+/* The rules across keys, then what data/ makes of the data's keys, for a fit on the files
+ * of [data] path; for one on series given, as validate_for_arrays() checks them. */
+static enum tsrnn_status check(struct tsrnn_run *run, bool arrays)
+{
+    run->checked = false;
+    if (arrays) {
+        TSRNN_TRY(validate_for_arrays(run->cfg));
+    } else {
+        TSRNN_TRY(tsrnn_config_validate(run->cfg));
+        TSRNN_TRY(tsrnn_data_check_config(run->cfg));
+    }
+    run->checked = true;
+    run->checked_arrays = arrays;
+    return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_run_check(struct tsrnn_run *run, const struct tsrnn_series_set *series)
+{
+    tsrnn_error_clear();
+    return api_result(run->message, check(run, series != NULL));
+}
+
 /* ddp_spawn's rank 0 puts the fit's outcome on a queue for the main process; a rank started
  * by tsrnn-launch writes it to the launcher's pipe (include/tsrnn/world.h). */
 static void report_result(const struct tsrnn_world *world, const struct tsrnn_train_result *r)
@@ -420,11 +454,13 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
                            "a validation set without a training set: give both, or neither "
                            "(the files of [data] path, split as [data] says)");
     if (series != NULL) {
-        TSRNN_TRY(validate_for_arrays(cfg));
+        if (!run->checked || !run->checked_arrays) /* else tsrnn_run_check() did, once */
+            TSRNN_TRY(validate_for_arrays(cfg));
         TSRNN_TRY(api_dataset_build(&run->arrays, cfg, series, val));
         run->ds = &run->arrays.ds;
     } else {
-        TSRNN_TRY(tsrnn_config_validate(cfg));
+        if (!run->checked || run->checked_arrays) /* else tsrnn_run_check() did, once */
+            TSRNN_TRY(tsrnn_config_validate(cfg));
         TSRNN_TRY(tsrnn_dataset_load(&run->files, cfg));
         run->ds = &run->files;
     }
@@ -439,8 +475,8 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
         .out = out,
         .progress = run->mode,
         .quiet = run->quiet,
-        .program = "libtsrnn",
-        .config_path = "the run's configuration",
+        .program = run->program,
+        .config_path = run->config_label,
         .rank_zero_only = run->world.mpi,
         .print_devices = !run->in_world || (run->world.report_fd < 0 && run->world.world_size == 1),
         .comm = run->comm,
@@ -595,6 +631,7 @@ enum tsrnn_status tsrnn_run_load_checkpoint(struct tsrnn_run *run, const char *r
         /* The run is now the checkpoint's: its configuration, no fit of its own. */
         forget_fit(run);
         *run->cfg = run->ck->config;
+        run->checked = false;
     }
     return api_result(run->message, status);
 }
