@@ -1,7 +1,8 @@
 /* tsrnn-worker: one training process. It reads the run's INI file, applies --set overrides,
  * finds out which rank of which world it is (include/tsrnn/world.h: alone, or started by
  * tsrnn-launch), joins the others, loads and windows the data, trains the model (src/train/)
- * and prints what happened; rank 0 reports the result to the launcher.
+ * and prints what happened; rank 0 reports the result to the launcher. It does all of it
+ * through the C API that libtsrnn.so and the Python package use (include/tsrnn/tsrnn.h).
  *
  * Exit codes (include/tsrnn/core.h): 0 ok, 1 runtime failure, 2 usage/config/data error,
  * 3 a peer failed or timed out, 130 interrupted (SIGINT/SIGTERM: every rank stops after the
@@ -10,20 +11,13 @@
  */
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tsrnn/comm.h"
-#include "tsrnn/compute.h"
-#include "tsrnn/config.h"
-#include "tsrnn/core.h"
-#include "tsrnn/data.h"
-#include "tsrnn/report.h"
-#include "tsrnn/train.h"
-#include "tsrnn/world.h"
+#include "tsrnn/core.h" /* tsrnn_error(): the usage messages, escaped as every message is */
+#include "tsrnn/tsrnn.h"
 
 #define PROGRAM "tsrnn-worker"
 
@@ -57,18 +51,20 @@ static void usage(FILE *out)
             "training steps).\n");
 }
 
-static volatile sig_atomic_t stop_requested;
+/* The run a SIGINT or SIGTERM cancels (tsrnn_run_cancel() is async-signal-safe). */
+static struct tsrnn_run *volatile stopping_run;
 
 static void request_stop(int sig)
 {
     (void)sig;
-    stop_requested = 1;
+    tsrnn_run_cancel(stopping_run);
 }
 
 /* SIGINT / SIGTERM stop training at the next step boundary (exit 130); a second one kills
  * at once (the default action is restored). */
-static void install_stop_handlers(void)
+static void install_stop_handlers(struct tsrnn_run *run)
 {
+    stopping_run = run;
     struct sigaction sa = { .sa_handler = request_stop, .sa_flags = SA_RESETHAND };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -77,22 +73,12 @@ static void install_stop_handlers(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-static bool parse_progress(const char *text, enum tsrnn_progress_mode *mode)
+static bool progress_mode_known(const char *text)
 {
-    static const struct {
-        const char *name;
-        enum tsrnn_progress_mode mode;
-    } modes[] = {
-        { "auto", TSRNN_PROGRESS_AUTO },
-        { "bar", TSRNN_PROGRESS_BAR },
-        { "plain", TSRNN_PROGRESS_PLAIN },
-        { "none", TSRNN_PROGRESS_NONE },
-    };
+    static const char *const modes[] = { "auto", "bar", "plain", "none" };
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-        if (strcmp(text, modes[i].name) == 0) {
-            *mode = modes[i].mode;
+        if (strcmp(text, modes[i]) == 0)
             return true;
-        }
     return false;
 }
 
@@ -104,7 +90,7 @@ struct args {
     char resume_override[PATH_MAX + 32];
     bool print_config;
     bool quiet;
-    enum tsrnn_progress_mode progress;
+    const char *progress; /* --progress's mode, as tsrnn_run_set_output() reads it */
     const char *ini_path;
 };
 
@@ -128,7 +114,8 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "version", no_argument, NULL, 'V' },        { NULL, 0, NULL, 0 },
     };
     int opt, code = -1;
-    *a = (struct args){ .overrides = calloc((size_t)argc, sizeof(*a->overrides)) };
+    *a = (struct args){ .overrides = calloc((size_t)argc, sizeof(*a->overrides)),
+                        .progress = "auto" };
     if (a->overrides == NULL) {
         fprintf(stderr, PROGRAM ": error: out of memory\n");
         return TSRNN_EXIT_RUNTIME;
@@ -152,8 +139,10 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->quiet = true;
             break;
         case 'P':
-            if (!parse_progress(optarg, &a->progress))
+            if (!progress_mode_known(optarg))
                 code = usage_error("--progress=%s: accepted: auto, bar, plain, none", optarg);
+            else
+                a->progress = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -181,135 +170,56 @@ static int parse_args(int argc, char **argv, struct args *a)
     return code;
 }
 
-/* What the worker sets up for the trainer. */
-struct worker {
-    struct tsrnn_config *cfg;
-    struct tsrnn_world world; /* which rank of which world, from the environment */
-    struct tsrnn_compute *compute;
-    struct tsrnn_comm *comm; /* NULL: alone */
-    struct tsrnn_dataset ds;
-};
-
-/* Under mpirun or srun this rank chooses its comm backend and GPU itself (world.h). */
-static enum tsrnn_status choose_mpi_devices(struct worker *w)
+/* --print-config: the resolved configuration, as config.ini will hold it. */
+static enum tsrnn_status print_config(struct tsrnn_run *run, const char *ini_path)
 {
-    const struct tsrnn_config *cfg = w->cfg;
-    struct tsrnn_rank_devices devices = {
-        .comm = cfg->comm,
-        .comm_origin = tsrnn_config_origin(cfg, "trainer", "comm"),
-        .gpu = tsrnn_train_compute_kind(cfg) == TSRNN_COMPUTE_CUDA,
-    };
-    tsrnn_world_rank_devices_from_env(&devices, &w->world);
-    return tsrnn_world_choose_mpi_comm(&w->world, &devices);
-}
-
-static enum tsrnn_status join_world(struct worker *w)
-{
-    struct tsrnn_comm_options opt = {
-        .rank = w->world.rank,
-        .world_size = w->world.world_size,
-        .rendezvous = w->world.rendezvous[0] != '\0' ? w->world.rendezvous : NULL, /* MPI: none */
-        .timeout_s = w->cfg->timeout_s,
-        .backend = w->world.comm_backend, /* the launcher's choice, never derived here */
-        .compute = w->compute,
-        /* Under srun a SIGTERM may also mean a peer died (comm.h): mpi then ends the job. */
-        .stop_requested = &stop_requested,
-    };
-    return tsrnn_comm_open(&w->comm, &opt);
-}
-
-/* Everything before the training: which rank of which world this is, the config (with
- * --print-config: printed, and nothing more set up), the comm backend and GPU of an MPI rank,
- * the device, the world joined, the data read. */
-static enum tsrnn_status set_up(struct worker *w, const struct args *a)
-{
-    w->cfg = malloc(sizeof(*w->cfg));
-    if (w->cfg == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
-    TSRNN_TRY(tsrnn_world_from_env(&w->world));
-    TSRNN_TRY(tsrnn_config_load(w->cfg, a->ini_path, a->overrides, a->override_count));
-    TSRNN_TRY(tsrnn_data_check_config(w->cfg));
-    if (a->print_config) {
-        printf("# tsrnn %s: resolved configuration of %s\n", tsrnn_version(), a->ini_path);
-        return tsrnn_config_write(w->cfg, stdout);
-    }
-    if (w->world.mpi)
-        TSRNN_TRY(choose_mpi_devices(w));
-    /* The device first: the comm orders its device collectives on it. */
-    TSRNN_TRY(tsrnn_train_compute_create(&w->compute, w->cfg, w->world.device_index));
-    /* Join the world before reading the data: a missing peer shows in timeout_s. A world of
-     * one joins too where it was told nccl (comm = nccl: the NCCL path on one GPU). */
-    install_stop_handlers();
-    if (strcmp(w->world.comm_backend, "local") != 0)
-        TSRNN_TRY(join_world(w));
-    return tsrnn_dataset_load(&w->ds, w->cfg);
-}
-
-/* ddp_spawn's rank 0 puts the fit's outcome on a queue for the main process; ours writes it
- * to the launcher's pipe (include/tsrnn/world.h). */
-static void report_result(const struct tsrnn_world *world, const struct tsrnn_train_result *r)
-{
-    tsrnn_world_report(world, "epochs", "%lld", (long long)r->epoch_count);
-    tsrnn_world_report(world, "steps", "%lld", (long long)r->step_count);
-    /* A loss this process did not compute (no validation; a resumed run with nothing left to
-     * train) is NaN: not reported, so the launcher prints no line for it. */
-    if (isfinite(r->last_step_loss))
-        tsrnn_world_report(world, "train_loss", "%.9g", r->last_step_loss);
-    if (isfinite(r->val_loss))
-        tsrnn_world_report(world, "val_loss", "%.9g", r->val_loss);
-    if (isfinite(r->best_val_loss))
-        tsrnn_world_report(world, "best_val_loss", "%.9g", r->best_val_loss);
-    tsrnn_world_report(world, "best_checkpoint", "%s", r->best_checkpoint);
-    tsrnn_world_report(world, "last_checkpoint", "%s", r->last_checkpoint);
-    tsrnn_world_report(world, "wall_s", "%.3f", r->total_s);
-    tsrnn_world_report(world, "done", "1");
-}
-
-/* Trains (src/train/: it prints the banner, the epochs and the summary); rank 0 reports the
- * result to the launcher. */
-static enum tsrnn_status train(struct worker *w, const struct args *a)
-{
-    struct tsrnn_train_options options = {
-        .out = stdout,
-        .progress = a->progress,
-        .quiet = a->quiet,
-        .program = PROGRAM,
-        .config_path = a->ini_path,
-        .print_devices = w->world.report_fd < 0 && w->world.world_size == 1,
-        /* Under mpirun or srun every rank's output meets on one terminal. */
-        .rank_zero_only = w->world.mpi,
-        .comm = w->comm,
-        .compute = w->compute,
-        .world = &w->world,
-        .stop_requested = &stop_requested,
-    };
-    struct tsrnn_train_result result;
-    enum tsrnn_status status = tsrnn_train(&result, w->cfg, &w->ds, &options);
-    fflush(stdout);
-    TSRNN_TRY(status);
-    report_result(&w->world, &result);
+    size_t nbytes = tsrnn_run_config_text(run, NULL, 0);
+    char *text = nbytes > 0 ? malloc(nbytes + 1) : NULL;
+    if (text == NULL)
+        return TSRNN_ERR_NOMEM;
+    tsrnn_run_config_text(run, text, nbytes + 1);
+    printf("# tsrnn %s: resolved configuration of %s\n%s", tsrnn_version(), ini_path, text);
+    free(text);
     return TSRNN_OK;
 }
 
-/* The exit code of `status`, after its message, and everything torn down. */
-static int finish(struct worker *w, enum tsrnn_status status)
+/* Everything before the training, through the C API (include/tsrnn/tsrnn.h): the config
+ * (--set overrides last, checked as a whole; with --print-config printed, and nothing more
+ * set up), where the report goes, then which rank of which world this is, its device and the
+ * others joined (tsrnn_run_join_world: before the data is read, so that a missing peer shows
+ * in timeout_s). */
+static enum tsrnn_status set_up(struct tsrnn_run *run, const struct args *a)
+{
+    tsrnn_run_set_program(run, PROGRAM);
+    TSRNN_TRY(tsrnn_run_read_ini(run, a->ini_path));
+    for (size_t i = 0; i < a->override_count; i++)
+        TSRNN_TRY(tsrnn_run_set_override(run, a->overrides[i]));
+    TSRNN_TRY(tsrnn_run_check(run, NULL)); /* the files of [data] path */
+    if (a->print_config)
+        return print_config(run, a->ini_path);
+    TSRNN_TRY(tsrnn_run_set_output(run, NULL, NULL, a->progress, a->quiet));
+    install_stop_handlers(run);
+    return tsrnn_run_join_world(run);
+}
+
+/* The exit code of `status`, after its message. */
+static int finish(struct tsrnn_run *run, enum tsrnn_status status)
 {
     int code = tsrnn_status_exit_code(status);
+    /* The run's message; a failure of the worker's own (out of memory) has only its name. */
+    const char *why =
+        tsrnn_run_error(run)[0] != '\0' ? tsrnn_run_error(run) : tsrnn_status_name(status);
     /* Every rank stops at an interrupt; rank 0 says so for all (the others' note goes to
      * their logs, not to the launcher's error stream). */
-    if (status == TSRNN_ERR_INTERRUPTED && w->world.rank > 0)
-        printf(PROGRAM ": stopped: %s\n", tsrnn_last_error());
+    if (status == TSRNN_ERR_INTERRUPTED && tsrnn_run_rank(run) > 0)
+        printf(PROGRAM ": stopped: %s\n", why);
     else if (status != TSRNN_OK)
-        fprintf(stderr, PROGRAM ": error: %s\n", tsrnn_last_error());
+        fprintf(stderr, PROGRAM ": error: %s\n", why);
     /* After a failure no rank waits for this one: tear down, do not say goodbye. Under MPI
      * that ends the whole job (MPI_Abort does not return), hence the message first. At an
      * interrupt every rank stops after the same step: they close as after a success. */
-    if (status != TSRNN_OK && status != TSRNN_ERR_INTERRUPTED && w->comm != NULL)
-        tsrnn_comm_abort_job(w->comm, code);
-    tsrnn_comm_close(w->comm);
-    tsrnn_compute_destroy(w->compute);
-    tsrnn_dataset_finish(&w->ds);
-    free(w->cfg);
+    if (status != TSRNN_OK && status != TSRNN_ERR_INTERRUPTED)
+        tsrnn_run_abort_world(run, code);
     return code;
 }
 
@@ -319,13 +229,22 @@ int main(int argc, char **argv)
     int code = parse_args(argc, argv, &args);
     if (code >= 0)
         return code;
-    struct worker w = { .world = { .world_size = 1 } };
-    enum tsrnn_status status = set_up(&w, &args);
-    if (status != TSRNN_OK || args.print_config)
-        goto out;
-    status = train(&w, &args);
-out:
-    code = finish(&w, status);
+    struct tsrnn_run *run = NULL;
+    enum tsrnn_status status = tsrnn_run_create(&run);
+    if (status != TSRNN_OK) {
+        fprintf(stderr, PROGRAM ": error: out of memory\n");
+        free(args.overrides);
+        return tsrnn_status_exit_code(status);
+    }
+    status = set_up(run, &args);
+    /* Trains on the files of [data] path (src/train/ prints the banner, the epochs and the
+     * summary); rank 0 reports the result to the launcher. */
+    if (status == TSRNN_OK && !args.print_config)
+        status = tsrnn_run_fit(run, NULL, NULL);
+    fflush(stdout);
+    code = finish(run, status);
+    stopping_run = NULL;
+    tsrnn_run_destroy(run);
     free(args.overrides);
     return code;
 }
