@@ -14,10 +14,14 @@
    Open MPI's two variables for root, which the README tells a reader to pass as an
    option): exit 0, two ranks, rank 0's run folder written. Skipped without mpirun
    (TSRNN_MPIRUN empty) or in a build without MPI.
+4. Python: the statements of the README's "## Python" block are those of the Darts guide's
+   script with its one import changed (tests/python/guide.py, which the python tests run,
+   from a build and from the wheel `pip install .` makes).
 
 Run by meson (tests/meson.build) with TSRNN_SOURCE_ROOT and TSRNN_LAUNCH set. Prints one
 line per check and exits 1 on the first failure, with what and where.
 """
+import ast
 import csv
 import os
 import re
@@ -177,10 +181,38 @@ def run_cluster_recipe():
             print(f"ok: `{command}` exited 0 with 2 ranks")
 
 
+def check_python_section():
+    """The README's Python lines are the Darts guide's script with its one import changed
+    (tests/python/guide.py, which the python suite runs through test_guide.py and, after
+    `pip install .`, test_wheel.py): every statement of its python block is one of the
+    script's, compared as parsed code."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    match = re.search(r"^## Python[^\n]*\n(.*?)(?=^## )", text, re.M | re.S)
+    if match is None:
+        fail("README.md has no '## Python' section")
+    blocks = re.findall(r"^```python\n(.*?)^```", match.group(1), re.M | re.S)
+    if len(blocks) != 1:
+        fail(f"README.md's Python section: expected one python block, found {len(blocks)}")
+    guide = open(os.path.join(ROOT, "tests", "python", "guide.py"), encoding="utf-8").read()
+    import_line = re.compile(r"^from darts\.models import RNNModel$", re.M)
+    if len(import_line.findall(guide)) != 1:
+        fail("tests/python/guide.py: expected the line 'from darts.models import RNNModel' once")
+    guide = import_line.sub("from tsrnn.darts import RNNModel", guide)
+    known = {ast.dump(node) for node in ast.parse(guide).body}
+    statements = ast.parse(blocks[0]).body
+    for node in statements:
+        if ast.dump(node) not in known:
+            fail(f"README.md's Python section, line {node.lineno} of its block: "
+                 f"`{ast.unparse(node)[:80]}` is not a statement of tests/python/guide.py "
+                 f"(with the tsrnn import), which the python tests run")
+    print(f"ok: the README's {len(statements)} Python statements are tests/python/guide.py's")
+
+
 def main():
     check_links()
     run_quick_start()
     run_cluster_recipe()
+    check_python_section()
 
 
 if __name__ == "__main__":
