@@ -400,6 +400,15 @@ struct tsrnn_dataset {
  * tsrnn_dataset_load() runs it first. */
 enum tsrnn_status tsrnn_data_check_config(const struct tsrnn_config *cfg);
 
+/* The future covariates of every series of `ds`, whose items hold their series, training and
+ * validation lengths and windows, and whose `covariates` names the columns and encoders
+ * (count K, column_count Kc): each item's K columns encoded part by part as Darts'
+ * add_encoders does at fit(), the transformer fitted once (`cov_scaler`: [covariates]
+ * scaler) and applied, and the windows pointed at them. Shared by tsrnn_dataset_load() and
+ * the C API's fit on series sets (src/data/dataset.c says what each step follows). */
+enum tsrnn_status tsrnn_dataset_build_covariates(struct tsrnn_dataset *ds,
+                                                 enum tsrnn_scaler_kind cov_scaler);
+
 /* Loads [data] path, splits by split_after (inclusive, as Darts' split_after) or the last
  * val_fraction of the points, fits the scaler on the training part, and builds the windows.
  * Errors (TSRNN_ERR_DATA / TSRNN_ERR_USAGE) name the file, line or config entry. */

@@ -179,59 +179,8 @@ static enum tsrnn_status prepare_item(struct api_dataset *d, size_t i,
     return TSRNN_OK;
 }
 
-/* The first Kc columns of `scaler` (K columns) fitted on item's covariate columns over its
- * training part alone (or their identity), as src/data/dataset.c's column_scaler(). */
-static void column_scaler(struct tsrnn_scaler *scaler, const struct tsrnn_dataset_series *item,
-                          size_t K, size_t Kc, enum tsrnn_scaler_kind kind)
-{
-    struct tsrnn_scaler own;
-    if (kind == TSRNN_SCALER_MINMAX)
-        tsrnn_scaler_fit(&own, item->covariates, item->train_length, K);
-    else
-        tsrnn_scaler_identity(&own, item->covariates, item->train_length, K);
-    for (size_t k = 0; k < Kc; k++) {
-        scaler->data_min[k] = own.data_min[k];
-        scaler->data_max[k] = own.data_max[k];
-        scaler->scale[k] = own.scale[k];
-        scaler->offset[k] = own.offset[k];
-    }
-}
-
-/* The covariates' transformer (Scaler), fitted on the training parts (the encoders' values;
- * with columns of the sets, every point of them: src/data/dataset.c's build_covariates()
- * says why). */
-static enum tsrnn_status fit_covariate_scaler(const struct tsrnn_dataset *ds,
-                                              struct tsrnn_covariates *cov, size_t fit_points,
-                                              size_t K, size_t Kc)
-{
-    enum tsrnn_status status = TSRNN_OK;
-    float *rows = malloc(fit_points * K * sizeof(float));
-    if (rows == NULL) {
-        status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu covariate rows", fit_points);
-        goto out;
-    }
-    for (size_t i = 0, at = 0; i < ds->series_count; i++) {
-        const struct tsrnn_dataset_series *item = &ds->items[i];
-        size_t n = Kc > 0 ? item->series.length : item->train_length;
-        if (Kc > 0) {
-            status = tsrnn_covariates_compute(rows + at, cov, NULL, &item->series, item->id, 0, n,
-                                              item->train_length - 1);
-            if (status != TSRNN_OK)
-                goto out;
-        } else {
-            memcpy(rows + at, item->covariates, n * K * sizeof(float));
-        }
-        at += n * K;
-    }
-    tsrnn_scaler_fit(&cov->scaler, rows, fit_points, K);
-out:
-    free(rows);
-    return status;
-}
-
-/* The model's future covariates: the sets' columns first, then [covariates]' encoders, each
- * part encoded apart and the transformer fitted as src/data/dataset.c's build_covariates()
- * does (its comment says why: Darts' add_encoders at fit()). */
+/* The model's future covariates: the sets' columns first, then [covariates]' encoders,
+ * encoded and scaled as a fit on files does (tsrnn_dataset_build_covariates()). */
 static enum tsrnn_status build_covariates(struct api_dataset *d, const struct tsrnn_config *cfg,
                                           const struct api_series *first)
 {
@@ -250,43 +199,7 @@ static enum tsrnn_status build_covariates(struct api_dataset *d, const struct ts
         memcpy(cov->column_names, first->cov_names, Kc * sizeof(cov->column_names[0]));
     cov->count = K;
     ds->covariates = cov;
-    if (K == 0)
-        return TSRNN_OK;
-    size_t train_points = 0;
-    for (size_t i = 0; i < ds->series_count; i++) {
-        struct tsrnn_dataset_series *item = &ds->items[i];
-        size_t L = item->series.length;
-        item->covariates = malloc(L * K * sizeof(float));
-        if (item->covariates == NULL)
-            return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu x %zu covariates", L, K);
-        TSRNN_TRY(tsrnn_covariates_compute(item->covariates, cov, NULL, &item->series, item->id, 0,
-                                           item->train_length, item->train_length - 1));
-        if (item->val_length > 0)
-            TSRNN_TRY(tsrnn_covariates_compute(item->covariates + item->train_length * K, cov, NULL,
-                                               &item->series, item->id, item->train_length,
-                                               item->val_length, L - 1));
-        train_points += item->train_length;
-    }
-    if (cfg->cov_scaler == TSRNN_SCALER_MINMAX) {
-        size_t fit_points = Kc > 0 ? 0 : train_points;
-        for (size_t i = 0; i < ds->series_count && Kc > 0; i++)
-            fit_points += ds->items[i].series.length;
-        TSRNN_TRY(fit_covariate_scaler(ds, cov, fit_points, K, Kc));
-        tsrnn_encoders_keep_unscaled(&cov->scaler, cov->encoders, cov->encoder_count, Kc);
-    } else {
-        tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);
-    }
-    for (size_t i = 0; i < ds->series_count; i++) {
-        struct tsrnn_dataset_series *item = &ds->items[i];
-        item->cov_scaler = cov->scaler;
-        if (Kc > 0)
-            column_scaler(&item->cov_scaler, item, K, Kc, cfg->cov_scaler);
-        tsrnn_scaler_transform(&item->cov_scaler, item->covariates, item->series.length);
-        tsrnn_windows_set_covariates(&item->train, item->covariates, K);
-        tsrnn_windows_set_covariates(&item->val, item->covariates + item->train_length * K, K);
-    }
-    cov->scaler = ds->items[0].cov_scaler;
-    return TSRNN_OK;
+    return tsrnn_dataset_build_covariates(ds, cfg->cov_scaler);
 }
 
 /* What a fit on arrays takes from [data] and [covariates]: the settings about the series

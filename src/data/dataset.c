@@ -157,7 +157,7 @@ static void column_scaler(struct tsrnn_scaler *scaler, const struct tsrnn_datase
     }
 }
 
-/* add_encoders' transformer (build_covariates()), fitted once on the training encodings of
+/* add_encoders' transformer (tsrnn_dataset_build_covariates()), fitted once on the training encodings of
  * every series (train_points points in all), or with [covariates] columns on every point of
  * each series; cyclic's columns kept unscaled. */
 static enum tsrnn_status fit_encoder_scaler(struct tsrnn_dataset *ds, size_t train_points)
@@ -201,7 +201,8 @@ out:
  * (Darts stacks the encodings after the user's covariates); with the scaler on, each
  * series' are scaled by a scaler fitted on its own training part, as a Darts Scaler fitted
  * on the list of covariate series scales each. */
-static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct tsrnn_config *cfg)
+enum tsrnn_status tsrnn_dataset_build_covariates(struct tsrnn_dataset *ds,
+                                                 enum tsrnn_scaler_kind cov_scaler)
 {
     struct tsrnn_covariates *cov = ds->covariates;
     size_t K = cov->count, Kc = cov->column_count, train_points = 0;
@@ -222,7 +223,7 @@ static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct
                                                item->val_length, L - 1));
         train_points += item->train_length;
     }
-    if (cfg->cov_scaler == TSRNN_SCALER_MINMAX)
+    if (cov_scaler == TSRNN_SCALER_MINMAX)
         TSRNN_TRY(fit_encoder_scaler(ds, train_points));
     else
         tsrnn_scaler_identity(&cov->scaler, ds->items[0].covariates, ds->items[0].train_length, K);
@@ -230,7 +231,7 @@ static enum tsrnn_status build_covariates(struct tsrnn_dataset *ds, const struct
         struct tsrnn_dataset_series *item = &ds->items[i];
         item->cov_scaler = cov->scaler;
         if (Kc > 0)
-            column_scaler(&item->cov_scaler, item, K, Kc, cfg->cov_scaler);
+            column_scaler(&item->cov_scaler, item, K, Kc, cov_scaler);
         tsrnn_scaler_transform(&item->cov_scaler, item->covariates, item->series.length);
         tsrnn_windows_set_covariates(&item->train, item->covariates, K);
         tsrnn_windows_set_covariates(&item->val, item->covariates + item->train_length * K, K);
@@ -396,7 +397,7 @@ static enum tsrnn_status build(struct tsrnn_dataset *ds, const struct tsrnn_conf
     size_t S = ds->series_count;
     ds->component_count = ds->items[0].series.component_count;
     ds->training_length = (size_t)cfg->training_length;
-    TSRNN_TRY(build_covariates(ds, cfg));
+    TSRNN_TRY(tsrnn_dataset_build_covariates(ds, cfg->cov_scaler));
     for (size_t i = 0; i < S; i++) {
         ds->train_parts[i] = ds->items[i].train;
         ds->val_parts[i] = ds->items[i].val;
