@@ -204,6 +204,17 @@ void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch);
 void tsrnn_checkpoint_name_best(char *out, size_t capacity, int64_t epoch, const char *monitor,
                                 double value);
 
+/* The run folder a checkpoint file belongs to: the folder holding its checkpoints/ folder, or
+ * the file's own folder when it lies elsewhere. */
+void tsrnn_checkpoint_run_folder(const char *checkpoint, char *out, size_t capacity);
+
+/* Whether the training data a checkpoint names ([data] path) may be read for it: only where
+ * its run asked for that data, that is where `run_dir`'s own config.ini (written by the run)
+ * names the same files, or where every file lies inside `run_dir` (links resolved). A file a
+ * checkpoint alone names (/etc/shadow in a crafted one) is never opened: the caller says so
+ * and asks for the series instead. Leaves no error set. */
+bool tsrnn_checkpoint_data_trusted(const struct tsrnn_checkpoint *ck, const char *run_dir);
+
 /* The checkpoint `which` names: for "last" the newest last-epoch=N file in `checkpoint_dir`
  * (the highest epoch); for "best" the newest best-epoch=N file, unless the newest last
  * checkpoint is newer and itself the best by its metadata (tsrnn.best_epoch = tsrnn.epoch:

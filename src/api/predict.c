@@ -53,73 +53,26 @@ static enum tsrnn_status sources_alloc(struct sources *s, size_t count)
     return TSRNN_OK;
 }
 
-/* The run folder of a checkpoint file: the folder holding its checkpoints/ folder, or its
- * own folder when it lies elsewhere. */
-static void run_folder_of(const char *checkpoint, char *out, size_t capacity)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", checkpoint);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL) {
-        snprintf(out, capacity, ".");
-        return;
-    }
-    *slash = '\0';
-    const char *base = strrchr(dir, '/');
-    base = base ? base + 1 : dir;
-    if (strcmp(base, "checkpoints") == 0 && base > dir + 1)
-        snprintf(out, capacity, "%.*s", (int)(base - dir - 1), dir);
-    else
-        snprintf(out, capacity, "%s", dir[0] != '\0' ? dir : "/");
-}
-
-static bool lies_inside(const char *path, const char *dir)
-{
-    char real_path[PATH_MAX], real_dir[PATH_MAX];
-    if (realpath(path, real_path) == NULL || realpath(dir, real_dir) == NULL)
-        return false;
-    size_t n = strlen(real_dir);
-    return n > 1 && strncmp(real_path, real_dir, n) == 0 && real_path[n] == '/';
-}
-
-/* A checkpoint's [data] path is read only where its run asked for that data: the run
- * folder's own config.ini names the same files, or they lie inside the run folder (as
- * tsrnn-predict decides: a crafted checkpoint must not make it open /etc/shadow). */
+/* A checkpoint's [data] path is read only where its run asked for that data, as
+ * tsrnn-predict decides (tsrnn_checkpoint_data_trusted()). */
 static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck)
 {
     const struct tsrnn_config *cfg = &ck->config;
-    char run_dir[PATH_MAX], ini[PATH_MAX + 16];
+    char run_dir[PATH_MAX];
     if (cfg->data_path[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: the model was trained on series given to its fit, which the "
                            "checkpoint does not hold; pass the series to forecast from",
                            tsrnn_display_path(ck->path));
-    run_folder_of(ck->path, run_dir, sizeof(run_dir));
-    snprintf(ini, sizeof(ini), "%s/config.ini", run_dir);
-    struct tsrnn_config *own = calloc(1, sizeof(*own));
-    bool named = false;
-    if (own != NULL && tsrnn_config_init(own) == TSRNN_OK &&
-        tsrnn_config_parse_file(own, ini) == TSRNN_OK)
-        named = strcmp(own->data_path, cfg->data_path) == 0;
-    free(own);
-    tsrnn_error_clear();
-    if (named)
-        return TSRNN_OK;
-    struct tsrnn_data_paths paths;
-    bool inside = tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint") == TSRNN_OK;
-    for (size_t i = 0; inside && i < paths.count; i++)
-        inside = lies_inside(paths.paths[i], run_dir);
-    if (paths.paths != NULL)
-        tsrnn_data_paths_finish(&paths);
-    tsrnn_error_clear();
-    if (inside)
+    tsrnn_checkpoint_run_folder(ck->path, run_dir, sizeof(run_dir));
+    if (tsrnn_checkpoint_data_trusted(ck, run_dir))
         return TSRNN_OK;
     return tsrnn_error(TSRNN_ERR_USAGE,
                        "%s: the checkpoint names its training data %s, which the run folder's "
-                       "config.ini (%s) does not name and which does not lie inside the run "
-                       "folder %s; such data is read only then. Pass the series to forecast "
-                       "from",
-                       tsrnn_display_path(ck->path), cfg->data_path, tsrnn_display_path(ini),
+                       "config.ini (%s/config.ini) does not name and which does not lie inside "
+                       "the run folder %s; such data is read only then. Pass the series to "
+                       "forecast from",
+                       tsrnn_display_path(ck->path), cfg->data_path, tsrnn_display_path(run_dir),
                        tsrnn_display_path(run_dir));
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "tsrnn/atomic_file.h"
+#include "tsrnn/data.h" /* tsrnn_data_paths_expand: the files [data] path names */
 
 void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch)
 {
@@ -223,4 +225,58 @@ void tsrnn_checkpoint_prune(const char *checkpoint_dir, const char *which, const
                        strerror(errno));
     }
     closedir(dir);
+}
+
+void tsrnn_checkpoint_run_folder(const char *checkpoint, char *out, size_t capacity)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", checkpoint);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        snprintf(out, capacity, ".");
+        return;
+    }
+    *slash = '\0';
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    if (strcmp(base, "checkpoints") == 0 && base == dir)
+        snprintf(out, capacity, ".");
+    else if (strcmp(base, "checkpoints") == 0)
+        snprintf(out, capacity, "%.*s", base - dir > 1 ? (int)(base - dir - 1) : 1, dir);
+    else
+        snprintf(out, capacity, "%s", dir[0] != '\0' ? dir : "/");
+}
+
+/* Whether `path` (a file) lies inside the folder `dir`, both with their links resolved; "/"
+ * holds everything and is no run folder. */
+static bool lies_inside(const char *path, const char *dir)
+{
+    char real_path[PATH_MAX], real_dir[PATH_MAX];
+    if (realpath(path, real_path) == NULL || realpath(dir, real_dir) == NULL)
+        return false;
+    size_t n = strlen(real_dir);
+    return n > 1 && strncmp(real_path, real_dir, n) == 0 && real_path[n] == '/';
+}
+
+bool tsrnn_checkpoint_data_trusted(const struct tsrnn_checkpoint *ck, const char *run_dir)
+{
+    const char *data_path = ck->config.data_path;
+    char ini[PATH_MAX + 16];
+    snprintf(ini, sizeof(ini), "%s/config.ini", run_dir);
+    struct tsrnn_config *own = calloc(1, sizeof(*own));
+    bool named = false;
+    if (own != NULL && tsrnn_config_init(own) == TSRNN_OK &&
+        tsrnn_config_parse_file(own, ini) == TSRNN_OK)
+        named = strcmp(own->data_path, data_path) == 0;
+    free(own);
+    tsrnn_error_clear();
+    if (named)
+        return true;
+    struct tsrnn_data_paths paths = { 0 };
+    bool inside = tsrnn_data_paths_expand(&paths, data_path, "the checkpoint") == TSRNN_OK;
+    for (size_t i = 0; inside && i < paths.count; i++)
+        inside = lies_inside(paths.paths[i], run_dir);
+    tsrnn_data_paths_finish(&paths);
+    tsrnn_error_clear();
+    return inside;
 }

@@ -92,80 +92,26 @@ static struct tsrnn_forecast_source source_of(const struct tsrnn_checkpoint *ck,
     };
 }
 
-/* The run folder a checkpoint belongs to: --run DIR, or the folder holding the checkpoint's
- * checkpoints/ folder (the checkpoint's own folder when it lies elsewhere). */
-static void run_folder_of(const struct options *o, const char *checkpoint, char *out,
-                          size_t capacity)
-{
-    if (o->run_dir != NULL) {
-        snprintf(out, capacity, "%s", o->run_dir);
-        return;
-    }
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", checkpoint);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL) {
-        snprintf(out, capacity, ".");
-        return;
-    }
-    *slash = '\0';
-    const char *base = strrchr(dir, '/');
-    base = base ? base + 1 : dir;
-    if (strcmp(base, "checkpoints") == 0 && base == dir)
-        snprintf(out, capacity, ".");
-    else if (strcmp(base, "checkpoints") == 0)
-        snprintf(out, capacity, "%.*s", base - dir > 1 ? (int)(base - dir - 1) : 1, dir);
-    else
-        snprintf(out, capacity, "%s", dir[0] != '\0' ? dir : "/");
-}
-
-/* Whether `path` (a file) lies inside the folder `dir`, both with their links resolved; "/"
- * holds everything and is no run folder. */
-static bool lies_inside(const char *path, const char *dir)
-{
-    char real_path[PATH_MAX], real_dir[PATH_MAX];
-    if (realpath(path, real_path) == NULL || realpath(dir, real_dir) == NULL)
-        return false;
-    size_t n = strlen(real_dir);
-    return n > 1 && strncmp(real_path, real_dir, n) == 0 && real_path[n] == '/';
-}
-
 /* A checkpoint names the files it was trained on ([data] path). They are read only where the
- * user asked for that run's data: the run folder's own config.ini (written by the run that
- * wrote the checkpoint) names the same files, or they lie inside the run folder. A file a
- * checkpoint alone names (/etc/shadow in a crafted one) is not opened; the message says so
- * and asks for --series. */
+ * user asked for that run's data (tsrnn_checkpoint_data_trusted(): the run folder, --run DIR
+ * or the checkpoint's, names or holds them); otherwise the message asks for --series. */
 static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck,
                                            const struct options *o, const char *checkpoint)
 {
-    const struct tsrnn_config *cfg = &ck->config;
-    char run_dir[PATH_MAX], ini[PATH_MAX + 16];
-    run_folder_of(o, checkpoint, run_dir, sizeof(run_dir));
-    snprintf(ini, sizeof(ini), "%s/config.ini", run_dir);
-    struct tsrnn_config *own = calloc(1, sizeof(*own));
-    bool named = false;
-    if (own != NULL && tsrnn_config_init(own) == TSRNN_OK &&
-        tsrnn_config_parse_file(own, ini) == TSRNN_OK)
-        named = strcmp(own->data_path, cfg->data_path) == 0;
-    free(own);
-    tsrnn_error_clear();
-    if (named)
-        return TSRNN_OK;
-    struct tsrnn_data_paths paths = { 0 };
-    bool inside = tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint") == TSRNN_OK;
-    for (size_t i = 0; inside && i < paths.count; i++)
-        inside = lies_inside(paths.paths[i], run_dir);
-    tsrnn_data_paths_finish(&paths);
-    tsrnn_error_clear();
-    if (inside)
+    char run_dir[PATH_MAX];
+    if (o->run_dir != NULL)
+        snprintf(run_dir, sizeof(run_dir), "%s", o->run_dir);
+    else
+        tsrnn_checkpoint_run_folder(checkpoint, run_dir, sizeof(run_dir));
+    if (tsrnn_checkpoint_data_trusted(ck, run_dir))
         return TSRNN_OK;
     return tsrnn_error(TSRNN_ERR_USAGE,
                        "%s: the checkpoint names its training data %s, which the run folder's "
-                       "config.ini (%s) does not name and which does not lie inside the run "
-                       "folder %s; tsrnn-predict reads the data a checkpoint names only then. "
-                       "Pass the series to forecast from with --series CSV",
-                       tsrnn_display_path(checkpoint), cfg->data_path, tsrnn_display_path(ini),
-                       tsrnn_display_path(run_dir));
+                       "config.ini (%s/config.ini) does not name and which does not lie inside "
+                       "the run folder %s; tsrnn-predict reads the data a checkpoint names only "
+                       "then. Pass the series to forecast from with --series CSV",
+                       tsrnn_display_path(checkpoint), ck->config.data_path,
+                       tsrnn_display_path(run_dir), tsrnn_display_path(run_dir));
 }
 
 /* The checkpoint's training series, read as training read them. The files come from the
