@@ -215,6 +215,40 @@ void tsrnn_checkpoint_run_folder(const char *checkpoint, char *out, size_t capac
  * and asks for the series instead. Leaves no error set. */
 bool tsrnn_checkpoint_data_trusted(const struct tsrnn_checkpoint *ck, const char *run_dir);
 
+/* --- the series a checkpoint was trained on (src/checkpoint/training_data.c) ------------
+ * What tsrnn-predict and the C API read to forecast from a checkpoint's own series. Each
+ * message that ends in "pass the series to forecast from" is the caller's to complete with
+ * how its user passes them (tsrnn-predict: " with --series CSV"). */
+
+/* Whether series `s` (read for a forecast) fits the model: the frequency `freq` it learnt
+ * (TSRNN_FREQ_NONE: not checked; another frequency's stamps would be wrong, and its steps
+ * mean something else) and the checkpoint's value columns, by name. `where` names the series
+ * in the message. TSRNN_ERR_DATA. */
+enum tsrnn_status tsrnn_checkpoint_check_series(const struct tsrnn_checkpoint *ck,
+                                                const struct tsrnn_series *s,
+                                                const struct tsrnn_freq *freq, const char *where);
+
+/* tsrnn_checkpoint_data_trusted(ck, run_dir), or TSRNN_ERR_USAGE saying why the files are not
+ * read, with `reader` ("tsrnn-predict") as the one who reads them only then. */
+enum tsrnn_status tsrnn_checkpoint_check_data(const struct tsrnn_checkpoint *ck,
+                                              const char *run_dir, const char *reader);
+
+/* Reads the checkpoint's training series (its config's [data] path, after
+ * tsrnn_checkpoint_check_data()) into `dataset` as training read them, split as in training.
+ * Of files that are not the CSV the model was trained on, nothing they hold is shown (a
+ * message would echo a line of whatever file the checkpoint names). The caller finishes the
+ * dataset, also on failure. */
+enum tsrnn_status tsrnn_checkpoint_load_data(struct tsrnn_dataset *dataset,
+                                             const struct tsrnn_checkpoint *ck);
+
+/* The series of `dataset` (tsrnn_checkpoint_load_data()'s) that the checkpoint's series k was
+ * trained on, by id, into *item, checked with tsrnn_checkpoint_check_series(); a warning where
+ * its training part's length changed. TSRNN_ERR_DATA with *item NULL where the data no longer
+ * holds it (else *item is the series, also when the check fails). */
+enum tsrnn_status tsrnn_checkpoint_data_series(const struct tsrnn_dataset_series **item,
+                                               const struct tsrnn_checkpoint *ck,
+                                               const struct tsrnn_dataset *dataset, size_t k);
+
 /* The checkpoint `which` names: for "last" the newest last-epoch=N file in `checkpoint_dir`
  * (the highest epoch); for "best" the newest best-epoch=N file, unless the newest last
  * checkpoint is newer and itself the best by its metadata (tsrnn.best_epoch = tsrnn.epoch:

@@ -2,11 +2,9 @@
  * them (src/forecast/): the series to forecast from are the fit's, a loaded checkpoint's
  * training data, or a series set; what comes out is a prediction that owns copies of
  * everything it shows, so that it outlives the run and the set. */
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api.h"
 #include "tsrnn/atomic_file.h"
@@ -53,62 +51,24 @@ static enum tsrnn_status sources_alloc(struct sources *s, size_t count)
     return TSRNN_OK;
 }
 
-/* A checkpoint's [data] path is read only where its run asked for that data, as
- * tsrnn-predict decides (tsrnn_checkpoint_data_trusted()). */
-static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck)
+/* A loaded checkpoint's training series, read as its training read them: only where its
+ * run asked for that data, as tsrnn-predict decides (tsrnn_checkpoint_check_data()). */
+static enum tsrnn_status load_stored_data(struct tsrnn_run *run)
 {
-    const struct tsrnn_config *cfg = &ck->config;
+    const struct tsrnn_checkpoint *ck = run->ck;
     char run_dir[PATH_MAX];
-    if (cfg->data_path[0] == '\0')
+    if (run->stored_loaded)
+        return TSRNN_OK;
+    if (ck->config.data_path[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: the model was trained on series given to its fit, which the "
                            "checkpoint does not hold; pass the series to forecast from",
                            tsrnn_display_path(ck->path));
     tsrnn_checkpoint_run_folder(ck->path, run_dir, sizeof(run_dir));
-    if (tsrnn_checkpoint_data_trusted(ck, run_dir))
-        return TSRNN_OK;
-    return tsrnn_error(TSRNN_ERR_USAGE,
-                       "%s: the checkpoint names its training data %s, which the run folder's "
-                       "config.ini (%s/config.ini) does not name and which does not lie inside "
-                       "the run folder %s; such data is read only then. Pass the series to "
-                       "forecast from",
-                       tsrnn_display_path(ck->path), cfg->data_path, tsrnn_display_path(run_dir),
-                       tsrnn_display_path(run_dir));
-}
-
-/* A loaded checkpoint's training series, read as its training read them; nothing of a file
- * that is not what the model was trained on is shown (the checkpoint named it). */
-static enum tsrnn_status load_stored_data(struct tsrnn_run *run)
-{
-    const struct tsrnn_checkpoint *ck = run->ck;
-    const struct tsrnn_config *cfg = &ck->config;
-    if (run->stored_loaded)
-        return TSRNN_OK;
-    TSRNN_TRY(check_stored_data(ck));
-    struct tsrnn_data_paths paths;
-    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
-    enum tsrnn_status status = TSRNN_OK;
-    for (size_t i = 0; i < paths.count; i++) {
-        int fd;
-        status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
-                                    TSRNN_ERR_USAGE, &fd);
-        if (status != TSRNN_OK)
-            goto out;
-        close(fd);
-    }
-    status = tsrnn_dataset_load(&run->stored, cfg);
-    if (status != TSRNN_OK) {
-        tsrnn_error(status,
-                    "%s, the checkpoint's training data, cannot be read as the series the model "
-                    "was trained on; what it holds is not shown, as the checkpoint named it: "
-                    "pass the series to forecast from",
-                    tsrnn_display_path(cfg->data_path));
-        goto out;
-    }
+    TSRNN_TRY(tsrnn_checkpoint_check_data(ck, run_dir, "libtsrnn"));
+    TSRNN_TRY(tsrnn_checkpoint_load_data(&run->stored, ck));
     run->stored_loaded = true;
-out:
-    tsrnn_data_paths_finish(&paths);
-    return status;
+    return TSRNN_OK;
 }
 
 /* The model's series whose scaler forecasts a series named `id`: the one of that id; for a
@@ -268,15 +228,8 @@ static enum tsrnn_status make_sources(struct sources *out, struct tsrnn_run *run
     TSRNN_TRY(sources_alloc(out, ck->series_count));
     for (size_t k = 0; k < ck->series_count; k++) {
         const struct tsrnn_checkpoint_series *cs = &ck->series_list[k];
-        const struct tsrnn_dataset_series *item = NULL;
-        for (size_t i = 0; i < ds->series_count && item == NULL; i++)
-            if (strcmp(ds->items[i].id, cs->id) == 0)
-                item = &ds->items[i];
-        if (item == NULL)
-            return tsrnn_error(TSRNN_ERR_DATA,
-                               "%s: the model was trained on series '%s', which [data] path no "
-                               "longer holds; pass the series to forecast from",
-                               tsrnn_display_path(ck->config.data_path), cs->id);
+        const struct tsrnn_dataset_series *item;
+        TSRNN_TRY(tsrnn_checkpoint_data_series(&item, ck, ds, k));
         snprintf(out->ids[k], TSRNN_NAME_MAX, "%s", cs->id);
         out->scored[k] = true;
         out->src[k] = (struct tsrnn_forecast_source){
