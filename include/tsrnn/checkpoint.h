@@ -258,6 +258,20 @@ enum tsrnn_status tsrnn_checkpoint_data_series(const struct tsrnn_dataset_series
 enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
                                           const char *which);
 
+/* Reads the checkpoint `which` names into `ck` (tsrnn_checkpoint_read(); ck->path is the file
+ * read): "best" or "last" of the run folder `run_dir` (tsrnn_checkpoint_locate() in its
+ * checkpoints/ folder), or a checkpoint file (run_dir may then be NULL). For best or last,
+ * under the run folder's shared lock while the file is found and read: a training run of that
+ * folder is refused meanwhile, and a folder being trained is refused (TSRNN_ERR_USAGE:
+ * "...; wait for it to end, or forecast from a copy of one of its checkpoints" followed by
+ * `busy_hint`, how the caller's user does that, "" for none); nobody waits. With `fallback`,
+ * "best" in a run without a best checkpoint (no validation, or untrained: max_steps = 0)
+ * reads the last one and sets *fell_back (also when reading it then fails); without one, the
+ * message is the best one's search. */
+enum tsrnn_status tsrnn_checkpoint_read_run(struct tsrnn_checkpoint *ck, const char *run_dir,
+                                            const char *which, bool fallback, bool *fell_back,
+                                            const char *busy_hint);
+
 /* Makes the best checkpoint of `checkpoint_dir` (as tsrnn_checkpoint_locate() finds it)
  * the one best-epoch=N file again after a crash between a checkpoint's two names: a last
  * checkpoint that is the best gets its best-... name (a hard link, or a copy), with a

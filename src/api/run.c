@@ -568,28 +568,12 @@ size_t tsrnn_run_path(const struct tsrnn_run *run, const char *name, char *out, 
 
 /* --- checkpoints ------------------------------------------------------------------------ */
 
-/* `which` of the checkpoint folder `dir`; "best" falls back to "last" for a run without
- * validation, which has no best. */
-static enum tsrnn_status locate_checkpoint(char *path, size_t capacity, const char *dir,
-                                           const char *which)
-{
-    if (tsrnn_checkpoint_locate(path, capacity, dir, which) == TSRNN_OK)
-        return TSRNN_OK;
-    if (strcmp(which, "best") == 0 &&
-        tsrnn_checkpoint_locate(path, capacity, dir, "last") == TSRNN_OK) {
-        tsrnn_error_clear();
-        return TSRNN_OK;
-    }
-    return tsrnn_checkpoint_locate(path, capacity, dir, which); /* its message again */
-}
-
-/* tsrnn-predict's way to a checkpoint: `which` of the run folder under its shared lock (a
- * training run of that folder is refused meanwhile, and nobody waits), "best" falling back
- * to "last" for a run without one. */
+/* tsrnn-predict's way to a checkpoint (tsrnn_checkpoint_read_run()): `which` of the run
+ * folder under its shared lock (a training run of that folder is refused meanwhile, and
+ * nobody waits), "best" falling back to "last" for a run without one. */
 static enum tsrnn_status load_checkpoint(struct tsrnn_run *run, const char *run_dir,
                                          const char *which)
 {
-    char path[PATH_MAX];
     if (which == NULL || which[0] == '\0')
         which = "best";
     bool named = strcmp(which, "best") == 0 || strcmp(which, "last") == 0;
@@ -598,28 +582,18 @@ static enum tsrnn_status load_checkpoint(struct tsrnn_run *run, const char *run_
                            "checkpoint '%s' of which run folder? accepted: a run folder "
                            "({work_dir}/{model_name}) with best or last, or a checkpoint file",
                            which);
-    if (!named) {
-        snprintf(path, sizeof(path), "%s", which);
-        return read_model(run, path);
-    }
-    char dir[PATH_MAX];
-    if ((size_t)snprintf(dir, sizeof(dir), "%s/checkpoints", run_dir) >= sizeof(dir))
-        return tsrnn_error(TSRNN_ERR_USAGE, "%s: the path is too long", run_dir);
-    struct tsrnn_run_lock lock = { .fd = -1 };
-    enum tsrnn_status status = tsrnn_run_lock_acquire(&lock, run_dir, TSRNN_RUN_LOCK_SHARED);
+    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    bool fell_back;
+    if (ck == NULL)
+        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
+    enum tsrnn_status status = tsrnn_checkpoint_read_run(ck, run_dir, which, true, &fell_back, "");
     if (status != TSRNN_OK) {
-        if (status == TSRNN_ERR_USAGE)
-            tsrnn_error_append(status, "; wait for it to end, or load a copy of one of its "
-                                       "checkpoints");
-        goto out;
+        free(ck);
+        return status;
     }
-    status = locate_checkpoint(path, sizeof(path), dir, which);
-    if (status != TSRNN_OK)
-        goto out;
-    status = read_model(run, path);
-out:
-    tsrnn_run_lock_release(&lock);
-    return status;
+    forget_model(run);
+    run->ck = ck;
+    return TSRNN_OK;
 }
 
 enum tsrnn_status tsrnn_run_load_checkpoint(struct tsrnn_run *run, const char *run_dir,
