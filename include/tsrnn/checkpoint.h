@@ -196,6 +196,13 @@ void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck);
 enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
                                            struct tsrnn_model *model, struct tsrnn_adam *adam);
 
+/* The checkpoint's model for forecasts: built on `compute` for batches of `batch` windows (0:
+ * 1) of input_chunk_length steps, its weights restored and its likelihood set. The caller
+ * finishes the model, also on failure (tsrnn_model_finish()). */
+enum tsrnn_status tsrnn_checkpoint_model_init(struct tsrnn_model *model,
+                                              struct tsrnn_compute *compute,
+                                              const struct tsrnn_checkpoint *ck, size_t batch);
+
 /* --- the checkpoints of a run folder --------------------------------------------------- */
 
 /* File names, as Darts' ModelCheckpoint names them (with .safetensors): "last-epoch=N" and

@@ -253,12 +253,7 @@ static enum tsrnn_status make_model(struct tsrnn_model *model, struct tsrnn_comp
 {
     struct tsrnn_compute_options device = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
     TSRNN_TRY(tsrnn_compute_create(compute, &device));
-    TSRNN_TRY(tsrnn_model_init(model, *compute, &ck->dims, batch ? batch : 1,
-                               (size_t)ck->input_chunk_length));
-    TSRNN_TRY(tsrnn_checkpoint_restore(ck, model, NULL));
-    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
-        TSRNN_TRY(tsrnn_model_likelihood(model, &ck->likelihood));
-    return TSRNN_OK;
+    return tsrnn_checkpoint_model_init(model, *compute, ck, batch);
 }
 
 static enum tsrnn_status need_model(const struct tsrnn_run *run)
@@ -498,7 +493,7 @@ static enum tsrnn_status backtest(struct tsrnn_run *run, const struct tsrnn_seri
     /* historical_forecasts() right after fit() draws 4 (its predict_from_dataset()). */
     TSRNN_TRY(forecast_options(&opt, run, TSRNN_DARTS_PREDICT_DRAW - 1, horizon));
     struct sources src = { 0 };
-    size_t *firsts = NULL, most = 1;
+    size_t *firsts = NULL;
     struct tsrnn_prediction *p = NULL;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
@@ -509,28 +504,17 @@ static enum tsrnn_status backtest(struct tsrnn_run *run, const struct tsrnn_seri
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < src.count; i++) {
-        const struct tsrnn_series *s = src.src[i].series;
-        status = tsrnn_backtest_first(s, start, src.src[i].origin,
-                                      set != NULL ? "the end of the series (no start)"
-                                                  : "the validation part's start (no start)",
-                                      icl, horizon, &firsts[i]);
-        if (status != TSRNN_OK && start == NULL)
-            tsrnn_error_append(status, "; choose the first forecast's start");
-        status = tsrnn_forecast_error_series(status, src.src[i].id);
-        if (status != TSRNN_OK)
-            goto out;
-        size_t forecasts = (s->length - horizon - firsts[i]) / stride + 1;
-        most = forecasts > most ? forecasts : most;
-    }
+    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1, batch;
+    status = tsrnn_backtest_plan(firsts, &batch, src.src, src.count, start,
+                                 set != NULL ? "the end of the series (no start)"
+                                             : "the validation part's start (no start)",
+                                 "", icl, horizon, stride, batch_size);
+    if (status != TSRNN_OK)
+        goto out;
     status = prediction_new(&p, &src, run, true);
     if (status != TSRNN_OK)
         goto out;
-    /* As many windows per batch as training took, as Darts predicts with the model's
-     * batch_size. */
-    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
-    size_t batch = most < batch_size ? most : batch_size;
-    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
+    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE) /* as Darts tiles its sampled paths */
         batch = batch_size;
     status = make_model(&model, &compute, ck, batch);
     if (status != TSRNN_OK)

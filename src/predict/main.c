@@ -419,11 +419,7 @@ static enum tsrnn_status load_model(struct tsrnn_compute **compute, struct tsrnn
     if (sampled && (size_t)ck->config.batch_size > batch)
         batch = (size_t)ck->config.batch_size;
     TSRNN_TRY(check_memory(o, ck, *compute, sources, count, firsts, batch));
-    TSRNN_TRY(tsrnn_model_init(model, *compute, &ck->dims, batch, (size_t)ck->input_chunk_length));
-    TSRNN_TRY(tsrnn_checkpoint_restore(ck, model, NULL));
-    if (sampled)
-        TSRNN_TRY(tsrnn_model_likelihood(model, &ck->likelihood));
-    return TSRNN_OK;
+    return tsrnn_checkpoint_model_init(model, *compute, ck, batch);
 }
 
 /* The checkpoint, the series, the model, then the forecast or the backtest. */
