@@ -406,13 +406,15 @@ static void report_result(const struct tsrnn_world *world, const struct tsrnn_tr
     tsrnn_world_report(world, "done", "1");
 }
 
-/* Reads the checkpoint at `path` as the run's model. */
-static enum tsrnn_status read_model(struct tsrnn_run *run, const char *path)
+/* Reads the checkpoint `which` of `run_dir` (tsrnn_checkpoint_read_run(): best falling back
+ * to last; or a file) as the run's model. */
+static enum tsrnn_status read_model(struct tsrnn_run *run, const char *run_dir, const char *which)
 {
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    bool fell_back;
     if (ck == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
-    enum tsrnn_status status = tsrnn_checkpoint_read(ck, path);
+    enum tsrnn_status status = tsrnn_checkpoint_read_run(ck, run_dir, which, true, &fell_back, "");
     if (status != TSRNN_OK) {
         free(ck);
         return status;
@@ -438,7 +440,7 @@ static enum tsrnn_status keep_interrupted_model(struct tsrnn_run *run,
         snprintf(dir, sizeof(dir), "%s/checkpoints", r->run_dir);
         if (tsrnn_checkpoint_locate(r->last_checkpoint, sizeof(r->last_checkpoint), dir, "last") ==
             TSRNN_OK)
-            (void)read_model(run, r->last_checkpoint); /* a model, or none as before */
+            (void)read_model(run, NULL, r->last_checkpoint); /* a model, or none as before */
         else
             r->last_checkpoint[0] = '\0'; /* interrupted before its first checkpoint */
     }
@@ -498,7 +500,7 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
         report_result(&run->world, &run->result);
     /* The model is the last checkpoint. */
     if (run->result.last_checkpoint[0] != '\0')
-        TSRNN_TRY(read_model(run, run->result.last_checkpoint));
+        TSRNN_TRY(read_model(run, NULL, run->result.last_checkpoint));
     return TSRNN_OK;
 }
 
@@ -582,18 +584,7 @@ static enum tsrnn_status load_checkpoint(struct tsrnn_run *run, const char *run_
                            "checkpoint '%s' of which run folder? accepted: a run folder "
                            "({work_dir}/{model_name}) with best or last, or a checkpoint file",
                            which);
-    struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
-    bool fell_back;
-    if (ck == NULL)
-        return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
-    enum tsrnn_status status = tsrnn_checkpoint_read_run(ck, run_dir, which, true, &fell_back, "");
-    if (status != TSRNN_OK) {
-        free(ck);
-        return status;
-    }
-    forget_model(run);
-    run->ck = ck;
-    return TSRNN_OK;
+    return read_model(run, run_dir, which);
 }
 
 enum tsrnn_status tsrnn_run_load_checkpoint(struct tsrnn_run *run, const char *run_dir,
