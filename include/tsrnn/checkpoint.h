@@ -196,6 +196,13 @@ void tsrnn_checkpoint_finish(struct tsrnn_checkpoint *ck);
 enum tsrnn_status tsrnn_checkpoint_restore(const struct tsrnn_checkpoint *ck,
                                            struct tsrnn_model *model, struct tsrnn_adam *adam);
 
+/* The checkpoint's model for forecasts: built on `compute` for batches of `batch` windows (0:
+ * 1) of input_chunk_length steps, its weights restored and its likelihood set. The caller
+ * finishes the model, also on failure (tsrnn_model_finish()). */
+enum tsrnn_status tsrnn_checkpoint_model_init(struct tsrnn_model *model,
+                                              struct tsrnn_compute *compute,
+                                              const struct tsrnn_checkpoint *ck, size_t batch);
+
 /* --- the checkpoints of a run folder --------------------------------------------------- */
 
 /* File names, as Darts' ModelCheckpoint names them (with .safetensors): "last-epoch=N" and
@@ -215,6 +222,40 @@ void tsrnn_checkpoint_run_folder(const char *checkpoint, char *out, size_t capac
  * and asks for the series instead. Leaves no error set. */
 bool tsrnn_checkpoint_data_trusted(const struct tsrnn_checkpoint *ck, const char *run_dir);
 
+/* --- the series a checkpoint was trained on (src/checkpoint/training_data.c) ------------
+ * What tsrnn-predict and the C API read to forecast from a checkpoint's own series. Each
+ * message that ends in "pass the series to forecast from" is the caller's to complete with
+ * how its user passes them (tsrnn-predict: " with --series CSV"). */
+
+/* Whether series `s` (read for a forecast) fits the model: the frequency `freq` it learnt
+ * (TSRNN_FREQ_NONE: not checked; another frequency's stamps would be wrong, and its steps
+ * mean something else) and the checkpoint's value columns, by name. `where` names the series
+ * in the message. TSRNN_ERR_DATA. */
+enum tsrnn_status tsrnn_checkpoint_check_series(const struct tsrnn_checkpoint *ck,
+                                                const struct tsrnn_series *s,
+                                                const struct tsrnn_freq *freq, const char *where);
+
+/* tsrnn_checkpoint_data_trusted(ck, run_dir), or TSRNN_ERR_USAGE saying why the files are not
+ * read, with `reader` ("tsrnn-predict") as the one who reads them only then. */
+enum tsrnn_status tsrnn_checkpoint_check_data(const struct tsrnn_checkpoint *ck,
+                                              const char *run_dir, const char *reader);
+
+/* Reads the checkpoint's training series (its config's [data] path, after
+ * tsrnn_checkpoint_check_data()) into `dataset` as training read them, split as in training.
+ * Of files that are not the CSV the model was trained on, nothing they hold is shown (a
+ * message would echo a line of whatever file the checkpoint names). The caller finishes the
+ * dataset, also on failure. */
+enum tsrnn_status tsrnn_checkpoint_load_data(struct tsrnn_dataset *dataset,
+                                             const struct tsrnn_checkpoint *ck);
+
+/* The series of `dataset` (tsrnn_checkpoint_load_data()'s) that the checkpoint's series k was
+ * trained on, by id, into *item, checked with tsrnn_checkpoint_check_series(); a warning where
+ * its training part's length changed. TSRNN_ERR_DATA with *item NULL where the data no longer
+ * holds it (else *item is the series, also when the check fails). */
+enum tsrnn_status tsrnn_checkpoint_data_series(const struct tsrnn_dataset_series **item,
+                                               const struct tsrnn_checkpoint *ck,
+                                               const struct tsrnn_dataset *dataset, size_t k);
+
 /* The checkpoint `which` names: for "last" the newest last-epoch=N file in `checkpoint_dir`
  * (the highest epoch); for "best" the newest best-epoch=N file, unless the newest last
  * checkpoint is newer and itself the best by its metadata (tsrnn.best_epoch = tsrnn.epoch:
@@ -223,6 +264,20 @@ bool tsrnn_checkpoint_data_trusted(const struct tsrnn_checkpoint *ck, const char
  * message says what was looked for and where). */
 enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char *checkpoint_dir,
                                           const char *which);
+
+/* Reads the checkpoint `which` names into `ck` (tsrnn_checkpoint_read(); ck->path is the file
+ * read): "best" or "last" of the run folder `run_dir` (tsrnn_checkpoint_locate() in its
+ * checkpoints/ folder), or a checkpoint file (run_dir may then be NULL). For best or last,
+ * under the run folder's shared lock while the file is found and read: a training run of that
+ * folder is refused meanwhile, and a folder being trained is refused (TSRNN_ERR_USAGE:
+ * "...; wait for it to end, or forecast from a copy of one of its checkpoints" followed by
+ * `busy_hint`, how the caller's user does that, "" for none); nobody waits. With `fallback`,
+ * "best" in a run without a best checkpoint (no validation, or untrained: max_steps = 0)
+ * reads the last one and sets *fell_back (also when reading it then fails); without one, the
+ * message is the best one's search. */
+enum tsrnn_status tsrnn_checkpoint_read_run(struct tsrnn_checkpoint *ck, const char *run_dir,
+                                            const char *which, bool fallback, bool *fell_back,
+                                            const char *busy_hint);
 
 /* Makes the best checkpoint of `checkpoint_dir` (as tsrnn_checkpoint_locate() finds it)
  * the one best-epoch=N file again after a crash between a checkpoint's two names: a last

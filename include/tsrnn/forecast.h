@@ -244,6 +244,19 @@ enum tsrnn_status tsrnn_backtest_first(const struct tsrnn_series *series, const 
                                        size_t fallback, const char *fallback_what,
                                        size_t input_chunk_length, size_t horizon, size_t *first);
 
+/* The plan of a backtest of sources[0..count): each one's first forecast (firsts[i]:
+ * tsrnn_backtest_first() of its series from `start`, or with `start` NULL from its origin,
+ * named `fallback_what`), and how many windows a batch holds (*batch): as many as the series
+ * with the most forecasts has (every `stride`-th from its first, `horizon` steps inside it),
+ * at most `batch_size` (training's, as Darts predicts with the model's batch_size; 0: 1). A
+ * failure names its series (tsrnn_forecast_error_series()); one from the default start ends
+ * in "; choose the first forecast's start" and `start_hint` (how the caller's user does). */
+enum tsrnn_status tsrnn_backtest_plan(size_t *firsts, size_t *batch,
+                                      const struct tsrnn_forecast_source *sources, size_t count,
+                                      const char *start, const char *fallback_what,
+                                      const char *start_hint, size_t input_chunk_length,
+                                      size_t horizon, size_t stride, size_t batch_size);
+
 /* Runs the forecasts of src's series (its scaler and covariates; its origin unused),
  * model->batch_capacity of them per batch (each one's numbers do not depend on the others:
  * tsrnn_model_predict()), and scores them. Covariates are computed over the whole series

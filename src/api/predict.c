@@ -2,11 +2,9 @@
  * them (src/forecast/): the series to forecast from are the fit's, a loaded checkpoint's
  * training data, or a series set; what comes out is a prediction that owns copies of
  * everything it shows, so that it outlives the run and the set. */
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api.h"
 #include "tsrnn/atomic_file.h"
@@ -53,62 +51,24 @@ static enum tsrnn_status sources_alloc(struct sources *s, size_t count)
     return TSRNN_OK;
 }
 
-/* A checkpoint's [data] path is read only where its run asked for that data, as
- * tsrnn-predict decides (tsrnn_checkpoint_data_trusted()). */
-static enum tsrnn_status check_stored_data(const struct tsrnn_checkpoint *ck)
+/* A loaded checkpoint's training series, read as its training read them: only where its
+ * run asked for that data, as tsrnn-predict decides (tsrnn_checkpoint_check_data()). */
+static enum tsrnn_status load_stored_data(struct tsrnn_run *run)
 {
-    const struct tsrnn_config *cfg = &ck->config;
+    const struct tsrnn_checkpoint *ck = run->ck;
     char run_dir[PATH_MAX];
-    if (cfg->data_path[0] == '\0')
+    if (run->stored_loaded)
+        return TSRNN_OK;
+    if (ck->config.data_path[0] == '\0')
         return tsrnn_error(TSRNN_ERR_USAGE,
                            "%s: the model was trained on series given to its fit, which the "
                            "checkpoint does not hold; pass the series to forecast from",
                            tsrnn_display_path(ck->path));
     tsrnn_checkpoint_run_folder(ck->path, run_dir, sizeof(run_dir));
-    if (tsrnn_checkpoint_data_trusted(ck, run_dir))
-        return TSRNN_OK;
-    return tsrnn_error(TSRNN_ERR_USAGE,
-                       "%s: the checkpoint names its training data %s, which the run folder's "
-                       "config.ini (%s/config.ini) does not name and which does not lie inside "
-                       "the run folder %s; such data is read only then. Pass the series to "
-                       "forecast from",
-                       tsrnn_display_path(ck->path), cfg->data_path, tsrnn_display_path(run_dir),
-                       tsrnn_display_path(run_dir));
-}
-
-/* A loaded checkpoint's training series, read as its training read them; nothing of a file
- * that is not what the model was trained on is shown (the checkpoint named it). */
-static enum tsrnn_status load_stored_data(struct tsrnn_run *run)
-{
-    const struct tsrnn_checkpoint *ck = run->ck;
-    const struct tsrnn_config *cfg = &ck->config;
-    if (run->stored_loaded)
-        return TSRNN_OK;
-    TSRNN_TRY(check_stored_data(ck));
-    struct tsrnn_data_paths paths;
-    TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
-    enum tsrnn_status status = TSRNN_OK;
-    for (size_t i = 0; i < paths.count; i++) {
-        int fd;
-        status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
-                                    TSRNN_ERR_USAGE, &fd);
-        if (status != TSRNN_OK)
-            goto out;
-        close(fd);
-    }
-    status = tsrnn_dataset_load(&run->stored, cfg);
-    if (status != TSRNN_OK) {
-        tsrnn_error(status,
-                    "%s, the checkpoint's training data, cannot be read as the series the model "
-                    "was trained on; what it holds is not shown, as the checkpoint named it: "
-                    "pass the series to forecast from",
-                    tsrnn_display_path(cfg->data_path));
-        goto out;
-    }
+    TSRNN_TRY(tsrnn_checkpoint_check_data(ck, run_dir, "libtsrnn"));
+    TSRNN_TRY(tsrnn_checkpoint_load_data(&run->stored, ck));
     run->stored_loaded = true;
-out:
-    tsrnn_data_paths_finish(&paths);
-    return status;
+    return TSRNN_OK;
 }
 
 /* The model's series whose scaler forecasts a series named `id`: the one of that id; for a
@@ -268,15 +228,8 @@ static enum tsrnn_status make_sources(struct sources *out, struct tsrnn_run *run
     TSRNN_TRY(sources_alloc(out, ck->series_count));
     for (size_t k = 0; k < ck->series_count; k++) {
         const struct tsrnn_checkpoint_series *cs = &ck->series_list[k];
-        const struct tsrnn_dataset_series *item = NULL;
-        for (size_t i = 0; i < ds->series_count && item == NULL; i++)
-            if (strcmp(ds->items[i].id, cs->id) == 0)
-                item = &ds->items[i];
-        if (item == NULL)
-            return tsrnn_error(TSRNN_ERR_DATA,
-                               "%s: the model was trained on series '%s', which [data] path no "
-                               "longer holds; pass the series to forecast from",
-                               tsrnn_display_path(ck->config.data_path), cs->id);
+        const struct tsrnn_dataset_series *item;
+        TSRNN_TRY(tsrnn_checkpoint_data_series(&item, ck, ds, k));
         snprintf(out->ids[k], TSRNN_NAME_MAX, "%s", cs->id);
         out->scored[k] = true;
         out->src[k] = (struct tsrnn_forecast_source){
@@ -300,12 +253,7 @@ static enum tsrnn_status make_model(struct tsrnn_model *model, struct tsrnn_comp
 {
     struct tsrnn_compute_options device = { .kind = TSRNN_COMPUTE_CPU, .thread_count = 1 };
     TSRNN_TRY(tsrnn_compute_create(compute, &device));
-    TSRNN_TRY(tsrnn_model_init(model, *compute, &ck->dims, batch ? batch : 1,
-                               (size_t)ck->input_chunk_length));
-    TSRNN_TRY(tsrnn_checkpoint_restore(ck, model, NULL));
-    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
-        TSRNN_TRY(tsrnn_model_likelihood(model, &ck->likelihood));
-    return TSRNN_OK;
+    return tsrnn_checkpoint_model_init(model, *compute, ck, batch);
 }
 
 static enum tsrnn_status need_model(const struct tsrnn_run *run)
@@ -545,7 +493,7 @@ static enum tsrnn_status backtest(struct tsrnn_run *run, const struct tsrnn_seri
     /* historical_forecasts() right after fit() draws 4 (its predict_from_dataset()). */
     TSRNN_TRY(forecast_options(&opt, run, TSRNN_DARTS_PREDICT_DRAW - 1, horizon));
     struct sources src = { 0 };
-    size_t *firsts = NULL, most = 1;
+    size_t *firsts = NULL;
     struct tsrnn_prediction *p = NULL;
     struct tsrnn_compute *compute = NULL;
     struct tsrnn_model model = { 0 };
@@ -556,28 +504,17 @@ static enum tsrnn_status backtest(struct tsrnn_run *run, const struct tsrnn_seri
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < src.count; i++) {
-        const struct tsrnn_series *s = src.src[i].series;
-        status = tsrnn_backtest_first(s, start, src.src[i].origin,
-                                      set != NULL ? "the end of the series (no start)"
-                                                  : "the validation part's start (no start)",
-                                      icl, horizon, &firsts[i]);
-        if (status != TSRNN_OK && start == NULL)
-            tsrnn_error_append(status, "; choose the first forecast's start");
-        status = tsrnn_forecast_error_series(status, src.src[i].id);
-        if (status != TSRNN_OK)
-            goto out;
-        size_t forecasts = (s->length - horizon - firsts[i]) / stride + 1;
-        most = forecasts > most ? forecasts : most;
-    }
+    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1, batch;
+    status = tsrnn_backtest_plan(firsts, &batch, src.src, src.count, start,
+                                 set != NULL ? "the end of the series (no start)"
+                                             : "the validation part's start (no start)",
+                                 "", icl, horizon, stride, batch_size);
+    if (status != TSRNN_OK)
+        goto out;
     status = prediction_new(&p, &src, run, true);
     if (status != TSRNN_OK)
         goto out;
-    /* As many windows per batch as training took, as Darts predicts with the model's
-     * batch_size. */
-    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
-    size_t batch = most < batch_size ? most : batch_size;
-    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
+    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE) /* as Darts tiles its sampled paths */
         batch = batch_size;
     status = make_model(&model, &compute, ck, batch);
     if (status != TSRNN_OK)

@@ -406,13 +406,15 @@ static void report_result(const struct tsrnn_world *world, const struct tsrnn_tr
     tsrnn_world_report(world, "done", "1");
 }
 
-/* Reads the checkpoint at `path` as the run's model. */
-static enum tsrnn_status read_model(struct tsrnn_run *run, const char *path)
+/* Reads the checkpoint `which` of `run_dir` (tsrnn_checkpoint_read_run(): best falling back
+ * to last; or a file) as the run's model. */
+static enum tsrnn_status read_model(struct tsrnn_run *run, const char *run_dir, const char *which)
 {
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
+    bool fell_back;
     if (ck == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory reading a checkpoint");
-    enum tsrnn_status status = tsrnn_checkpoint_read(ck, path);
+    enum tsrnn_status status = tsrnn_checkpoint_read_run(ck, run_dir, which, true, &fell_back, "");
     if (status != TSRNN_OK) {
         free(ck);
         return status;
@@ -438,7 +440,7 @@ static enum tsrnn_status keep_interrupted_model(struct tsrnn_run *run,
         snprintf(dir, sizeof(dir), "%s/checkpoints", r->run_dir);
         if (tsrnn_checkpoint_locate(r->last_checkpoint, sizeof(r->last_checkpoint), dir, "last") ==
             TSRNN_OK)
-            (void)read_model(run, r->last_checkpoint); /* a model, or none as before */
+            (void)read_model(run, NULL, r->last_checkpoint); /* a model, or none as before */
         else
             r->last_checkpoint[0] = '\0'; /* interrupted before its first checkpoint */
     }
@@ -498,7 +500,7 @@ static enum tsrnn_status fit(struct tsrnn_run *run, const struct tsrnn_series_se
         report_result(&run->world, &run->result);
     /* The model is the last checkpoint. */
     if (run->result.last_checkpoint[0] != '\0')
-        TSRNN_TRY(read_model(run, run->result.last_checkpoint));
+        TSRNN_TRY(read_model(run, NULL, run->result.last_checkpoint));
     return TSRNN_OK;
 }
 
@@ -568,28 +570,12 @@ size_t tsrnn_run_path(const struct tsrnn_run *run, const char *name, char *out, 
 
 /* --- checkpoints ------------------------------------------------------------------------ */
 
-/* `which` of the checkpoint folder `dir`; "best" falls back to "last" for a run without
- * validation, which has no best. */
-static enum tsrnn_status locate_checkpoint(char *path, size_t capacity, const char *dir,
-                                           const char *which)
-{
-    if (tsrnn_checkpoint_locate(path, capacity, dir, which) == TSRNN_OK)
-        return TSRNN_OK;
-    if (strcmp(which, "best") == 0 &&
-        tsrnn_checkpoint_locate(path, capacity, dir, "last") == TSRNN_OK) {
-        tsrnn_error_clear();
-        return TSRNN_OK;
-    }
-    return tsrnn_checkpoint_locate(path, capacity, dir, which); /* its message again */
-}
-
-/* tsrnn-predict's way to a checkpoint: `which` of the run folder under its shared lock (a
- * training run of that folder is refused meanwhile, and nobody waits), "best" falling back
- * to "last" for a run without one. */
+/* tsrnn-predict's way to a checkpoint (tsrnn_checkpoint_read_run()): `which` of the run
+ * folder under its shared lock (a training run of that folder is refused meanwhile, and
+ * nobody waits), "best" falling back to "last" for a run without one. */
 static enum tsrnn_status load_checkpoint(struct tsrnn_run *run, const char *run_dir,
                                          const char *which)
 {
-    char path[PATH_MAX];
     if (which == NULL || which[0] == '\0')
         which = "best";
     bool named = strcmp(which, "best") == 0 || strcmp(which, "last") == 0;
@@ -598,28 +584,7 @@ static enum tsrnn_status load_checkpoint(struct tsrnn_run *run, const char *run_
                            "checkpoint '%s' of which run folder? accepted: a run folder "
                            "({work_dir}/{model_name}) with best or last, or a checkpoint file",
                            which);
-    if (!named) {
-        snprintf(path, sizeof(path), "%s", which);
-        return read_model(run, path);
-    }
-    char dir[PATH_MAX];
-    if ((size_t)snprintf(dir, sizeof(dir), "%s/checkpoints", run_dir) >= sizeof(dir))
-        return tsrnn_error(TSRNN_ERR_USAGE, "%s: the path is too long", run_dir);
-    struct tsrnn_run_lock lock = { .fd = -1 };
-    enum tsrnn_status status = tsrnn_run_lock_acquire(&lock, run_dir, TSRNN_RUN_LOCK_SHARED);
-    if (status != TSRNN_OK) {
-        if (status == TSRNN_ERR_USAGE)
-            tsrnn_error_append(status, "; wait for it to end, or load a copy of one of its "
-                                       "checkpoints");
-        goto out;
-    }
-    status = locate_checkpoint(path, sizeof(path), dir, which);
-    if (status != TSRNN_OK)
-        goto out;
-    status = read_model(run, path);
-out:
-    tsrnn_run_lock_release(&lock);
-    return status;
+    return read_model(run, run_dir, which);
 }
 
 enum tsrnn_status tsrnn_run_load_checkpoint(struct tsrnn_run *run, const char *run_dir,

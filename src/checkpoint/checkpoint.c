@@ -244,3 +244,15 @@ out:
     free(host);
     return status;
 }
+
+enum tsrnn_status tsrnn_checkpoint_model_init(struct tsrnn_model *model,
+                                              struct tsrnn_compute *compute,
+                                              const struct tsrnn_checkpoint *ck, size_t batch)
+{
+    TSRNN_TRY(tsrnn_model_init(model, compute, &ck->dims, batch > 0 ? batch : 1,
+                               (size_t)ck->input_chunk_length));
+    TSRNN_TRY(tsrnn_checkpoint_restore(ck, model, NULL));
+    if (ck->likelihood.kind != TSRNN_LIKELIHOOD_NONE)
+        TSRNN_TRY(tsrnn_model_likelihood(model, &ck->likelihood));
+    return TSRNN_OK;
+}

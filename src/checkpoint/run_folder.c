@@ -17,6 +17,7 @@
 
 #include "tsrnn/atomic_file.h"
 #include "tsrnn/data.h" /* tsrnn_data_paths_expand: the files [data] path names */
+#include "tsrnn/fs.h"
 
 void tsrnn_checkpoint_name_last(char *out, size_t capacity, int64_t epoch)
 {
@@ -153,6 +154,49 @@ enum tsrnn_status tsrnn_checkpoint_locate(char *out, size_t capacity, const char
     if ((size_t)snprintf(out, capacity, "%s/%s", checkpoint_dir, name) >= capacity)
         return tsrnn_error(TSRNN_ERR_USAGE, "checkpoint path too long in %s", checkpoint_dir);
     return TSRNN_OK;
+}
+
+enum tsrnn_status tsrnn_checkpoint_read_run(struct tsrnn_checkpoint *ck, const char *run_dir,
+                                            const char *which, bool fallback, bool *fell_back,
+                                            const char *busy_hint)
+{
+    struct tsrnn_run_lock lock = { .fd = -1 };
+    char dir[PATH_MAX], path[PATH_MAX];
+    enum tsrnn_status status = TSRNN_OK;
+    *fell_back = false;
+    if (strcmp(which, "best") == 0 || strcmp(which, "last") == 0) {
+        status = tsrnn_run_lock_acquire(&lock, run_dir, TSRNN_RUN_LOCK_SHARED);
+        if (status == TSRNN_ERR_USAGE)
+            tsrnn_error_append(status,
+                               "; wait for it to end, or forecast from a copy of one of its "
+                               "checkpoints%s",
+                               busy_hint);
+        if (status != TSRNN_OK)
+            goto out;
+    }
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/checkpoints", run_dir ? run_dir : ".") >=
+        sizeof(dir)) {
+        status = tsrnn_error(TSRNN_ERR_USAGE, "%s: the path is too long", run_dir);
+        goto out;
+    }
+    status = tsrnn_checkpoint_locate(path, sizeof(path), dir, which);
+    /* No best one: a run without validation, or an untrained one (max_steps = 0, an imported
+     * model), has only its last checkpoint. */
+    if (status != TSRNN_OK && fallback && strcmp(which, "best") == 0) {
+        if (tsrnn_checkpoint_locate(path, sizeof(path), dir, "last") == TSRNN_OK) {
+            tsrnn_error_clear();
+            *fell_back = true;
+            status = TSRNN_OK;
+        } else { /* the message of the best one's search, not the last one's */
+            status = tsrnn_checkpoint_locate(path, sizeof(path), dir, which);
+        }
+    }
+    if (status != TSRNN_OK)
+        goto out;
+    status = tsrnn_checkpoint_read(ck, path);
+out:
+    tsrnn_run_lock_release(&lock);
+    return status;
 }
 
 /* Copies `from` to `to` as an atomic file: a best checkpoint's bytes where the file system

@@ -672,6 +672,32 @@ enum tsrnn_status tsrnn_backtest_first(const struct tsrnn_series *series, const 
     return TSRNN_OK;
 }
 
+enum tsrnn_status tsrnn_backtest_plan(size_t *firsts, size_t *batch,
+                                      const struct tsrnn_forecast_source *sources, size_t count,
+                                      const char *start, const char *fallback_what,
+                                      const char *start_hint, size_t input_chunk_length,
+                                      size_t horizon, size_t stride, size_t batch_size)
+{
+    size_t most = 1;
+    for (size_t i = 0; i < count; i++) {
+        const struct tsrnn_series *s = sources[i].series;
+        enum tsrnn_status status = tsrnn_backtest_first(s, start, sources[i].origin, fallback_what,
+                                                        input_chunk_length, horizon, &firsts[i]);
+        if (status != TSRNN_OK && start == NULL)
+            tsrnn_error_append(status, "; choose the first forecast's start%s", start_hint);
+        if (status != TSRNN_OK)
+            return tsrnn_forecast_error_series(status, sources[i].id);
+        size_t forecasts = (s->length - horizon - firsts[i]) / stride + 1;
+        most = forecasts > most ? forecasts : most;
+    }
+    /* As many windows per batch as training took (of training_length >= input_chunk_length
+     * steps, so the workspace fits where training's did), as Darts predicts with the
+     * model's batch_size. */
+    batch_size = batch_size > 0 ? batch_size : 1;
+    *batch = most < batch_size ? most : batch_size;
+    return TSRNN_OK;
+}
+
 /* np.nanmean: the mean of the values that are not NaN; NaN for none. */
 struct nanmean {
     double sum;

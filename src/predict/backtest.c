@@ -16,27 +16,12 @@ enum tsrnn_status predict_backtest_plan(const struct options *o, const struct ts
                                         const struct tsrnn_forecast_source *sources, size_t count,
                                         size_t *firsts, size_t *batch)
 {
-    size_t most = 1;
-    for (size_t i = 0; i < count; i++) {
-        const struct tsrnn_series *s = sources[i].series;
-        enum tsrnn_status status =
-            tsrnn_backtest_first(s, o->start, sources[i].origin,
-                                 o->series_path ? "the end of the series (no --start)"
-                                                : "the validation part's start (no --start)",
-                                 (size_t)ck->input_chunk_length, (size_t)o->horizon, &firsts[i]);
-        if (status != TSRNN_OK && o->start == NULL)
-            tsrnn_error_append(status, "; choose the first forecast's start with --start");
-        if (status != TSRNN_OK)
-            return tsrnn_forecast_error_series(status, sources[i].id);
-        size_t forecasts = (s->length - (size_t)o->horizon - firsts[i]) / (size_t)o->stride + 1;
-        most = forecasts > most ? forecasts : most;
-    }
-    /* As many windows per batch as training took (of training_length >= input_chunk_length
-     * steps, so the workspace fits where training's did), as Darts predicts with the
-     * model's batch_size. */
-    size_t batch_size = ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1;
-    *batch = most < batch_size ? most : batch_size;
-    return TSRNN_OK;
+    return tsrnn_backtest_plan(firsts, batch, sources, count, o->start,
+                               o->series_path ? "the end of the series (no --start)"
+                                              : "the validation part's start (no --start)",
+                               " with --start", (size_t)ck->input_chunk_length, (size_t)o->horizon,
+                               (size_t)o->stride,
+                               ck->config.batch_size > 0 ? (size_t)ck->config.batch_size : 1);
 }
 
 /* A score as the CSVs write it. */

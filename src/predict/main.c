@@ -360,44 +360,20 @@ static enum tsrnn_status check_memory(const struct options *o, const struct tsrn
     return tsrnn_memory_check(&need, compute, 1, "the forecast", advice);
 }
 
-/* Finds and reads the checkpoint --checkpoint names: best (by default, and then the last one
- * where a run has no best), last, or a file. A shared lock on the run folder while its
- * checkpoint is found and read: a training run of that folder (which prunes and replaces
- * checkpoints, or deletes them all) is refused meanwhile, and this waits for none. */
-static enum tsrnn_status read_checkpoint(struct tsrnn_checkpoint *ck, char *path, size_t capacity,
-                                         const struct options *o)
+/* Reads the checkpoint --checkpoint names: best (by default, and then the last one where a
+ * run has no best), last, or a file; under a shared lock on the run folder
+ * (tsrnn_checkpoint_read_run()). */
+static enum tsrnn_status read_checkpoint(struct tsrnn_checkpoint *ck, const struct options *o)
 {
-    struct tsrnn_run_lock lock = { .fd = -1 };
-    char dir[PATH_MAX], last[PATH_MAX];
-    enum tsrnn_status status = TSRNN_OK;
-    if (strcmp(o->checkpoint, "best") == 0 || strcmp(o->checkpoint, "last") == 0) {
-        status = tsrnn_run_lock_acquire(&lock, o->run_dir, TSRNN_RUN_LOCK_SHARED);
-        if (status == TSRNN_ERR_USAGE)
-            tsrnn_error_append(status, "; wait for it to end, or forecast from a copy of one of "
-                                       "its checkpoints with --checkpoint FILE (and --run DIR "
-                                       "for its data, or --series CSV)");
-        if (status != TSRNN_OK)
-            goto out;
-    }
-    snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir ? o->run_dir : ".");
-    status = tsrnn_checkpoint_locate(path, capacity, dir, o->checkpoint);
-    /* No best by default: a run without save_checkpoints' best, or an untrained one
-     * (max_steps = 0, an imported model) has only its last checkpoint. */
-    if (status != TSRNN_OK && !o->checkpoint_given &&
-        tsrnn_checkpoint_locate(last, sizeof(last), dir, "last") == TSRNN_OK) {
-        tsrnn_error_clear();
-        snprintf(path, capacity, "%s", last);
-        status = TSRNN_OK;
+    bool fell_back;
+    enum tsrnn_status status = tsrnn_checkpoint_read_run(
+        ck, o->run_dir, o->checkpoint, !o->checkpoint_given, &fell_back,
+        " with --checkpoint FILE (and --run DIR for its data, or --series CSV)");
+    if (fell_back) { /* said before the error of a last checkpoint that cannot be read */
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/checkpoints", o->run_dir);
         fprintf(stderr, "No best checkpoint in %s: using the last one\n", tsrnn_display_path(dir));
-    } else if (status != TSRNN_OK && !o->checkpoint_given) {
-        /* the message of the best one's search, not the last one's */
-        status = tsrnn_checkpoint_locate(path, capacity, dir, o->checkpoint);
     }
-    if (status != TSRNN_OK)
-        goto out;
-    status = tsrnn_checkpoint_read(ck, path);
-out:
-    tsrnn_run_lock_release(&lock);
     return status;
 }
 
@@ -443,17 +419,12 @@ static enum tsrnn_status load_model(struct tsrnn_compute **compute, struct tsrnn
     if (sampled && (size_t)ck->config.batch_size > batch)
         batch = (size_t)ck->config.batch_size;
     TSRNN_TRY(check_memory(o, ck, *compute, sources, count, firsts, batch));
-    TSRNN_TRY(tsrnn_model_init(model, *compute, &ck->dims, batch, (size_t)ck->input_chunk_length));
-    TSRNN_TRY(tsrnn_checkpoint_restore(ck, model, NULL));
-    if (sampled)
-        TSRNN_TRY(tsrnn_model_likelihood(model, &ck->likelihood));
-    return TSRNN_OK;
+    return tsrnn_checkpoint_model_init(model, *compute, ck, batch);
 }
 
 /* The checkpoint, the series, the model, then the forecast or the backtest. */
 static enum tsrnn_status predict(const struct options *o)
 {
-    char path[PATH_MAX];
     struct tsrnn_checkpoint *ck = calloc(1, sizeof(*ck));
     struct tsrnn_dataset ds = { 0 };
     struct tsrnn_series own = { 0 };
@@ -466,7 +437,7 @@ static enum tsrnn_status predict(const struct options *o)
         status = tsrnn_error(TSRNN_ERR_NOMEM, "out of memory");
         goto out;
     }
-    status = read_checkpoint(ck, path, sizeof(path), o);
+    status = read_checkpoint(ck, o);
     if (status != TSRNN_OK)
         goto out;
     sources = calloc(ck->series_count, sizeof(*sources));
@@ -478,7 +449,7 @@ static enum tsrnn_status predict(const struct options *o)
     status = apply_sampling_options(ck, o);
     if (status != TSRNN_OK)
         goto out;
-    status = predict_load_sources(&ds, &own, sources, &count, ck, o, path);
+    status = predict_load_sources(&ds, &own, sources, &count, ck, o, ck->path);
     if (status != TSRNN_OK)
         goto out;
     status = check_sources(o, ck, sources, count, firsts, &batch);
@@ -487,8 +458,8 @@ static enum tsrnn_status predict(const struct options *o)
     status = load_model(&compute, &model, o, ck, sources, count, firsts, batch);
     if (status != TSRNN_OK)
         goto out;
-    status = o->backtest ? predict_backtest(o, ck, path, &model, sources, count, firsts)
-                         : predict_forecast(o, ck, path, &model, sources, count);
+    status = o->backtest ? predict_backtest(o, ck, ck->path, &model, sources, count, firsts)
+                         : predict_forecast(o, ck, ck->path, &model, sources, count);
 out:
     tsrnn_model_finish(&model);
     tsrnn_compute_destroy(compute);
