@@ -62,23 +62,23 @@ enum tsrnn_status tsrnn_checkpoint_load_data(struct tsrnn_dataset *dataset,
     enum tsrnn_status status = TSRNN_OK;
     /* its own message: a [data] path that names no file says so without more */
     TSRNN_TRY(tsrnn_data_paths_expand(&paths, cfg->data_path, "the checkpoint's [data] path"));
-    for (size_t i = 0; status == TSRNN_OK && i < paths.count; i++) {
+    for (size_t i = 0; i < paths.count; i++) {
         int fd;
         status = tsrnn_open_regular(paths.paths[i], O_RDONLY, "the checkpoint's training data",
                                     TSRNN_ERR_USAGE, &fd);
-        if (status == TSRNN_OK)
-            close(fd);
-    }
-    if (status == TSRNN_OK) {
-        status = tsrnn_dataset_load(dataset, cfg);
         if (status != TSRNN_OK)
-            tsrnn_error(status,
-                        "%s, the checkpoint's training data, cannot be read as the series the "
-                        "model was trained on (time column '%s', value columns from '%s'); what "
-                        "it holds is not shown, as the checkpoint named it",
-                        tsrnn_display_path(cfg->data_path), cfg->time_col,
-                        ck->series.component_names[0]);
+            goto out;
+        close(fd);
     }
+    status = tsrnn_dataset_load(dataset, cfg);
+    if (status != TSRNN_OK)
+        tsrnn_error(status,
+                    "%s, the checkpoint's training data, cannot be read as the series the model "
+                    "was trained on (time column '%s', value columns from '%s'); what it holds "
+                    "is not shown, as the checkpoint named it",
+                    tsrnn_display_path(cfg->data_path), cfg->time_col,
+                    ck->series.component_names[0]);
+out:
     tsrnn_data_paths_finish(&paths);
     if (status != TSRNN_OK) /* every failure to read the files: the way around it */
         tsrnn_error_append(status, "; pass the series to forecast from");
