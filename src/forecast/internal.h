@@ -1,4 +1,5 @@
-/* What forecast.c shares with the rest of src/forecast/ (probabilistic.c), private to it. */
+/* What forecast.c shares with the rest of src/forecast/ (backtest.c, probabilistic.c),
+ * private to it. */
 #ifndef TSRNN_FORECAST_INTERNAL_H
 #define TSRNN_FORECAST_INTERNAL_H
 
@@ -38,11 +39,46 @@ enum tsrnn_status tsrnn_forecast_covariate_rows(float **rows,
                                                 const struct tsrnn_forecast_source *src,
                                                 size_t first, size_t length, size_t reference);
 
-/* A backtest's scores from its values (forecast.c's score_backtest). */
+/* A backtest's scores from its values (backtest.c). */
 void tsrnn_backtest_score(struct tsrnn_backtest *bt, const struct tsrnn_series *series);
 
 /* A CSV field (quoted when it must be), and a stamp in the series' own format. */
 void tsrnn_forecast_put_field(FILE *out, const char *text);
 void tsrnn_forecast_put_time(FILE *out, const struct tsrnn_series *series, int64_t t);
+
+/* --- forecast.c's, for backtest.c ------------------------------------------------------ */
+
+/* Darts' point metrics of one forecast (tsrnn_forecast_score_points()) into `out`. */
+void tsrnn_forecast_point_scores(const float *actual, size_t a_step, const float *values,
+                                 size_t v_step, size_t count, size_t C,
+                                 struct tsrnn_forecast_scores *out, size_t *zeros);
+
+/* Forecasts n steps after each of the `count` origins of src's series in one batch of the
+ * model (values: (count, n, C), inverse-scaled), the covariates `cov` from point cov_first. */
+enum tsrnn_status tsrnn_forecast_predict_after(struct tsrnn_model *model,
+                                               const struct tsrnn_forecast_source *src,
+                                               const float *cov, size_t cov_first,
+                                               const size_t *origins, size_t count, size_t icl,
+                                               size_t n, float *values);
+
+/* The CSV layout of TimeSeries.to_csv(): the header, the id field, one row. */
+void tsrnn_forecast_put_header(FILE *out, const struct tsrnn_series *series, const char *id_name);
+void tsrnn_forecast_put_id(FILE *out, const char *id);
+void tsrnn_forecast_put_row(FILE *out, const struct tsrnn_series *series, int64_t t,
+                            const float *values);
+
+/* A stream flushed and checked; the failure remembered for the file's message. */
+enum tsrnn_status tsrnn_forecast_flushed(FILE *out, const char *what);
+
+/* Writes `path` atomically with write(what, file). */
+typedef enum tsrnn_status (*tsrnn_forecast_csv_writer)(const void *what, FILE *out);
+enum tsrnn_status tsrnn_forecast_save_csv_file(tsrnn_forecast_csv_writer write, const void *what,
+                                               const char *path);
+
+/* Draws `lines` over `series`' time axis and components into the PNG `path`. */
+struct tsrnn_plot_line;
+enum tsrnn_status tsrnn_forecast_plot_lines(const struct tsrnn_series *series, const char *title,
+                                            const struct tsrnn_plot_line *lines, size_t line_count,
+                                            int width, int height, const char *path);
 
 #endif
