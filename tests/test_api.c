@@ -731,6 +731,21 @@ static void test_fit_refusals(void **state)
     assert_int_equal(tsrnn_run_fit(run, train, NULL), TSRNN_ERR_USAGE);
     tu_expect_in(tsrnn_run_error(run),
                  "[data] split_after is set, but the fit is given its series");
+    /* Finite values whose range float32 cannot hold: refused as a fit on files refuses them. */
+    static float huge[60];
+    for (size_t i = 0; i < 60; i++)
+        huge[i] = i % 2 ? 3e38f : -3e38f;
+    struct tsrnn_series_set *wide;
+    assert_int_equal(tsrnn_series_set_create(&wide), TSRNN_OK);
+    assert_int_equal(
+        tsrnn_series_set_add(wide, NULL, "Month", stamps, true, "MS", 60, huge, 1, component, NULL),
+        TSRNN_OK);
+    struct tsrnn_run *wide_run = guide_run(work_dir, "wide", 2);
+    assert_int_equal(tsrnn_run_fit(wide_run, wide, NULL), TSRNN_ERR_DATA);
+    tu_expect_in(tsrnn_run_error(wide_run), "column '#Passengers' spans -3e+38 .. 3e+38 in the "
+                                            "training part, a range float32 cannot hold");
+    tsrnn_run_destroy(wide_run);
+    tsrnn_series_set_destroy(wide);
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/refused", work_dir);
     struct stat st;

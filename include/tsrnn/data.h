@@ -283,6 +283,14 @@ void tsrnn_scaler_fit(struct tsrnn_scaler *scaler, const float *values, size_t l
 void tsrnn_scaler_identity(struct tsrnn_scaler *scaler, const float *values, size_t length,
                            size_t component_count);
 
+/* [data] scaler for a series: fitted on its training part (values (train_length, C)), or its
+ * identity for `kind` none; TSRNN_ERR_DATA, led by `label`, for a column whose range float32
+ * cannot hold (finite values near +-3.4e38: the scaler would make them 0 and every forecast
+ * infinite). */
+enum tsrnn_status tsrnn_scaler_fit_series(struct tsrnn_scaler *scaler, enum tsrnn_scaler_kind kind,
+                                          const struct tsrnn_series *series, size_t train_length,
+                                          const char *label);
+
 /* In place on (L, C) values. */
 void tsrnn_scaler_transform(const struct tsrnn_scaler *scaler, float *values, size_t length);
 void tsrnn_scaler_inverse(const struct tsrnn_scaler *scaler, float *values, size_t length);

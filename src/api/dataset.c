@@ -148,21 +148,7 @@ static enum tsrnn_status prepare_item(struct api_dataset *d, size_t i,
     }
 
     /* [data] scaler, fitted on the training part; "none" keeps the values (as given). */
-    if (cfg->scaler == TSRNN_SCALER_MINMAX)
-        tsrnn_scaler_fit(&item->scaler, item->series.values, Lt, C);
-    else
-        tsrnn_scaler_identity(&item->scaler, item->series.values, Lt, C);
-    for (size_t c = 0; c < C; c++) {
-        const struct tsrnn_scaler *sc = &item->scaler;
-        if (!isfinite(sc->data_max[c] - sc->data_min[c]) || !(sc->scale[c] >= FLT_MIN) ||
-            !isfinite(1.0f / sc->scale[c]))
-            return tsrnn_error(TSRNN_ERR_DATA,
-                               "%s: component '%s' spans %g .. %g in the training part, a range "
-                               "float32 cannot hold; accepted: values whose range is below "
-                               "3.4e38 (rescale them)",
-                               label, ts->component_names[c], (double)sc->data_min[c],
-                               (double)sc->data_max[c]);
-    }
+    TSRNN_TRY(tsrnn_scaler_fit_series(&item->scaler, cfg->scaler, &item->series, Lt, label));
     if (cfg->scaler == TSRNN_SCALER_MINMAX) {
         item->scaled = malloc(L * C * sizeof(float));
         own->scaled = item->scaled != NULL;

@@ -114,23 +114,7 @@ static enum tsrnn_status prepare_series(struct tsrnn_dataset_series *ds,
     if (ds->scaled == NULL)
         return tsrnn_error(TSRNN_ERR_NOMEM, "out of memory for %zu points", s->length);
     memcpy(ds->scaled, s->values, s->length * C * sizeof(float));
-    if (cfg->scaler == TSRNN_SCALER_MINMAX)
-        tsrnn_scaler_fit(&ds->scaler, s->values, ds->train_length, C);
-    else
-        tsrnn_scaler_identity(&ds->scaler, s->values, ds->train_length, C);
-    /* Values near float32's limits (+-3.4e38) are finite, but their range is not: the scaler
-     * would make them 0 and every forecast infinite. */
-    for (size_t c = 0; c < C; c++) {
-        const struct tsrnn_scaler *sc = &ds->scaler;
-        if (!isfinite(sc->data_max[c] - sc->data_min[c]) || !(sc->scale[c] >= FLT_MIN) ||
-            !isfinite(1.0f / sc->scale[c]))
-            return tsrnn_error(TSRNN_ERR_DATA,
-                               "%s: column '%s' spans %g .. %g in the training part, a range "
-                               "float32 cannot hold; accepted: values whose range is below "
-                               "3.4e38 (rescale the column)",
-                               label, s->component_names[c], (double)sc->data_min[c],
-                               (double)sc->data_max[c]);
-    }
+    TSRNN_TRY(tsrnn_scaler_fit_series(&ds->scaler, cfg->scaler, s, ds->train_length, label));
     tsrnn_scaler_transform(&ds->scaler, ds->scaled, s->length);
 
     size_t T = (size_t)cfg->training_length;

@@ -4,6 +4,9 @@
  * bit; the build forbids contracting them into FMAs (-ffp-contract=off). */
 #include "tsrnn/data.h"
 
+#include <float.h>
+#include <math.h>
+
 static void min_max(struct tsrnn_scaler *scaler, const float *values, size_t length,
                     size_t component_count)
 {
@@ -61,4 +64,25 @@ void tsrnn_scaler_inverse(const struct tsrnn_scaler *scaler, float *values, size
             float x = values[t * C + c] - scaler->offset[c];
             values[t * C + c] = x / scaler->scale[c];
         }
+}
+
+enum tsrnn_status tsrnn_scaler_fit_series(struct tsrnn_scaler *scaler, enum tsrnn_scaler_kind kind,
+                                          const struct tsrnn_series *series, size_t train_length,
+                                          const char *label)
+{
+    size_t C = series->component_count;
+    if (kind == TSRNN_SCALER_MINMAX)
+        tsrnn_scaler_fit(scaler, series->values, train_length, C);
+    else
+        tsrnn_scaler_identity(scaler, series->values, train_length, C);
+    for (size_t c = 0; c < C; c++)
+        if (!isfinite(scaler->data_max[c] - scaler->data_min[c]) ||
+            !(scaler->scale[c] >= FLT_MIN) || !isfinite(1.0f / scaler->scale[c]))
+            return tsrnn_error(TSRNN_ERR_DATA,
+                               "%s: column '%s' spans %g .. %g in the training part, a range "
+                               "float32 cannot hold; accepted: values whose range is below "
+                               "3.4e38 (rescale the column)",
+                               label, series->component_names[c], (double)scaler->data_min[c],
+                               (double)scaler->data_max[c]);
+    return TSRNN_OK;
 }
